@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of traceml from Debian packages.
+# Idempotent: packages already present are skipped, and apt is only asked when
+# something is missing. Run as root (or with sudo available).
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config clang-format
+  nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libsqlite3-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libtorch-dev libgloo-dev libasio-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then
+  sudo_cmd=(sudo)
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,31 @@
+#include "analysis/number_format.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+
+namespace traceml::analysis {
+
+std::string fixed(double x, int digits) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
+  return buf;
+}
+
+double py_round(double x, int digits) {
+  if (!std::isfinite(x)) return x;
+  return std::strtod(fixed(x, digits).c_str(), nullptr);
+}
+
+long long round_half_even(double x) { return static_cast<long long>(std::nearbyint(x)); }
+
+std::string percent_text(double fraction) {
+  if (!std::isfinite(fraction) || fraction < 0) fraction = 0.0;
+  return fixed(fraction * 100.0, 1) + "%";
+}
+
+std::string fixed_or_na(const std::optional<double>& x, int digits) {
+  return x ? fixed(*x, digits) : std::string("n/a");
+}
+
+}  // namespace traceml::analysis

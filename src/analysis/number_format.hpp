@@ -1,0 +1,22 @@
+// Number formatting that matches Python's, which TraceML's texts use: "%.Nf"
+// is correctly rounded from the exact binary value (as glibc printf is), and
+// round(x, 3) is "format with %.3f, parse back".
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace traceml::analysis {
+
+/// printf("%.{digits}f", x).
+std::string fixed(double x, int digits);
+/// Python round(x, digits) for digits >= 0.
+double py_round(double x, int digits);
+/// Python round(x) -> int semantics: half to even.
+long long round_half_even(double x);
+/// A fraction as a percent text: 0.25 -> "25.0%". Negative or non-finite -> "0.0%".
+std::string percent_text(double fraction);
+/// "%.{digits}f" or "n/a" for nullopt.
+std::string fixed_or_na(const std::optional<double>& x, int digits);
+
+}  // namespace traceml::analysis

@@ -1,0 +1,62 @@
+// The whole diagnosis of a run: the four sections, the run-level primary
+// diagnosis (spec §4.5) and the meta block (spec §5.2). A pure function of the
+// telemetry; no I/O.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "analysis/section.hpp"
+#include "model/telemetry.hpp"
+
+namespace traceml::analysis {
+
+struct Options {
+  /// Latest aligned steps / samples per rank analysed (TraceML's summary_window_rows).
+  std::int64_t window = 10000;
+};
+
+/// The run-level verdict (spec §4.5).
+struct Primary {
+  std::string kind;
+  std::string status;
+  Severity severity = Severity::Info;
+  std::string section;  ///< "step_time" | "system"
+  std::string summary;
+  std::string action;
+  Json evidence = Json::object();
+};
+
+struct Meta {
+  std::optional<std::string> run_name;
+  std::string mode = "no_data";
+  std::optional<std::int64_t> world_size;
+  std::optional<std::int64_t> nodes_observed;
+  std::optional<std::int64_t> gpus_observed;
+};
+
+struct Summary {
+  std::optional<double> duration_s;
+  Meta meta;
+  Primary primary;
+  Section system;
+  Section process;
+  Section step_time;
+  Section step_memory;
+};
+
+Section analyze_system(const model::Telemetry& t, const Options& o);
+Section analyze_process(const model::Telemetry& t, const Options& o);
+Section analyze_step_time(const model::Telemetry& t, const Options& o);
+Section analyze_step_memory(const model::Telemetry& t, const Options& o);
+
+/// Spec §4.5: promotes the step-time finding, or explains why there is none.
+Primary primary_diagnosis(const Section& system, const Section& process, const Section& step_time,
+                          const Section& step_memory);
+
+/// Runs every section (a section that throws becomes the fallback payload) and
+/// derives meta and the primary diagnosis.
+Summary summarize(const model::Telemetry& t, const Options& o = {});
+
+}  // namespace traceml::analysis

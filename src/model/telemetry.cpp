@@ -1,0 +1,78 @@
+#include "model/telemetry.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+namespace traceml::model {
+
+namespace {
+constexpr std::array<const char*, kEventCount> kEventNames = {
+    "input_wait", "h2d", "forward", "backward", "optimizer_step", "traced_step_time"};
+}  // namespace
+
+const char* event_name(Event e) { return kEventNames[static_cast<std::size_t>(e)]; }
+
+std::optional<Event> event_from_name(const std::string& name) {
+  for (std::size_t i = 0; i < kEventCount; ++i) {
+    if (name == kEventNames[i]) return static_cast<Event>(i);
+  }
+  return std::nullopt;
+}
+
+void StepEvents::set(Event e, Timing t) {
+  const auto i = static_cast<std::size_t>(e);
+  present_ = std::uint16_t(present_ | bit(e));
+  if (t.cpu_ms) {
+    cpu_[i] = *t.cpu_ms;
+    cpu_present_ = std::uint16_t(cpu_present_ | bit(e));
+  } else {
+    cpu_present_ = std::uint16_t(cpu_present_ & ~bit(e));
+  }
+  if (t.gpu_ms) {
+    gpu_[i] = *t.gpu_ms;
+    present_ = std::uint16_t(present_ | gpu_bit(e));
+  } else {
+    present_ = std::uint16_t(present_ & ~gpu_bit(e));
+  }
+}
+
+std::optional<double> StepEvents::cpu_ms(Event e) const {
+  if ((cpu_present_ & bit(e)) == 0) return std::nullopt;
+  return cpu_[static_cast<std::size_t>(e)];
+}
+
+std::optional<double> StepEvents::gpu_ms(Event e) const {
+  if ((present_ & gpu_bit(e)) == 0) return std::nullopt;
+  return gpu_[static_cast<std::size_t>(e)];
+}
+
+std::optional<Timing> StepEvents::get(Event e) const {
+  if (!has(e)) return std::nullopt;
+  return Timing{cpu_ms(e), gpu_ms(e)};
+}
+
+Strategy strategy_from_string(const std::string& s) {
+  auto b = s.find_first_not_of(" \t\r\n");
+  auto en = s.find_last_not_of(" \t\r\n");
+  std::string t = b == std::string::npos ? std::string() : s.substr(b, en - b + 1);
+  std::transform(t.begin(), t.end(), t.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (t == "fsdp") return Strategy::Fsdp;
+  if (t == "single_process") return Strategy::SingleProcess;
+  if (t == "distributed_unknown") return Strategy::DistributedUnknown;
+  if (t == "unknown") return Strategy::Unknown;
+  return Strategy::Ddp;  // "ddp", empty and anything else (spec §4.1.1)
+}
+
+const char* strategy_name(Strategy s) {
+  switch (s) {
+    case Strategy::Ddp: return "ddp";
+    case Strategy::Fsdp: return "fsdp";
+    case Strategy::SingleProcess: return "single_process";
+    case Strategy::DistributedUnknown: return "distributed_unknown";
+    case Strategy::Unknown: return "unknown";
+  }
+  return "ddp";
+}
+
+}  // namespace traceml::model

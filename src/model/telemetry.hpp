@@ -1,0 +1,141 @@
+// Plain value types for everything a rank reports: identity, per-step phase
+// timings, per-step memory peaks, and periodic system/process samples.
+// std only; no behaviour beyond accessors.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace traceml::model {
+
+/// The six timed events of a step. Serialized values are stable: never renumber.
+enum class Event : std::uint8_t {
+  InputWait = 0,       ///< waiting for the next batch (time inside the loader's fetch)
+  H2D = 1,             ///< host-to-device copies
+  Forward = 2,         ///< forward pass
+  Backward = 3,        ///< backward pass (and the gradient all-reduce inside it)
+  OptimizerStep = 4,   ///< optimizer.step()
+  TracedStepTime = 5,  ///< the whole traced step body
+};
+inline constexpr std::size_t kEventCount = 6;
+
+/// The storage name of each event, as used in telemetry JSONL `events` objects.
+const char* event_name(Event e);
+/// Inverse of event_name; std::nullopt for a name we do not know.
+std::optional<Event> event_from_name(const std::string& name);
+
+/// One measured duration of an event: CPU wall clock always, GPU clock when
+/// the rank had one. Absent means "not measured", never zero.
+struct Timing {
+  std::optional<double> cpu_ms;
+  std::optional<double> gpu_ms;
+};
+
+/// Per-step timings of every event, stored compactly (a run can hold millions of
+/// these): values plus presence bits. An absent event was not measured on the step.
+class StepEvents {
+ public:
+  void set(Event e, Timing t);
+  [[nodiscard]] bool has(Event e) const { return (present_ & bit(e)) != 0; }
+  [[nodiscard]] std::optional<double> cpu_ms(Event e) const;
+  [[nodiscard]] std::optional<double> gpu_ms(Event e) const;
+  [[nodiscard]] std::optional<Timing> get(Event e) const;
+
+ private:
+  static constexpr std::uint16_t bit(Event e) { return std::uint16_t(1u << unsigned(e)); }
+  static constexpr std::uint16_t gpu_bit(Event e) { return std::uint16_t(1u << (unsigned(e) + 8)); }
+  std::array<double, kEventCount> cpu_{};
+  std::array<double, kEventCount> gpu_{};
+  std::uint16_t present_ = 0;  // bit e: event e present; bit e+8: its gpu_ms present
+  std::uint16_t cpu_present_ = 0;  // bit e: event e has cpu_ms
+};
+
+struct StepRecord {
+  int global_rank = 0;
+  std::int64_t step = 0;  ///< step ids start at 1
+  double ts = 0.0;        ///< unix seconds at the end of the step
+  StepEvents events;
+};
+
+struct RankIdentity {
+  int global_rank = 0;
+  std::optional<int> local_rank;
+  std::optional<int> node_rank;
+  std::optional<std::string> hostname;
+  std::optional<int> local_world_size;
+  std::optional<int> world_size;
+};
+
+struct StepMemoryRecord {
+  int global_rank = 0;
+  std::int64_t step = 0;
+  std::string device;
+  std::optional<double> peak_allocated_bytes;
+  std::optional<double> peak_reserved_bytes;
+};
+
+struct GpuSample {
+  int index = 0;
+  std::optional<double> util_percent;
+  std::optional<double> mem_used_bytes;
+  std::optional<double> mem_total_bytes;
+  std::optional<double> temperature_c;
+  std::optional<double> power_w;
+  std::optional<double> power_limit_w;
+};
+
+/// Host-level sample, taken by local rank 0 of each node.
+struct SystemSample {
+  int node_rank = 0;
+  double ts = 0.0;
+  std::optional<double> cpu_percent;
+  std::optional<double> ram_used_bytes;
+  std::optional<double> ram_total_bytes;
+  std::vector<GpuSample> gpus;  ///< empty: no GPU on the node
+};
+
+/// GPU memory of one process, as the framework's allocator sees it.
+struct ProcessGpu {
+  std::optional<int> device;
+  std::optional<double> allocated_bytes;
+  std::optional<double> reserved_bytes;
+  std::optional<double> total_bytes;
+};
+
+struct ProcessSample {
+  int global_rank = 0;
+  double ts = 0.0;
+  std::optional<double> cpu_percent;  ///< can exceed 100 (several cores)
+  std::optional<int> cpu_cores;
+  std::optional<double> rss_bytes;
+  std::optional<double> ram_total_bytes;
+  std::optional<ProcessGpu> gpu;  ///< absent: the process has no GPU
+};
+
+/// TraceML's training-strategy words (spec §4.1.1).
+enum class Strategy : std::uint8_t { Ddp, Fsdp, SingleProcess, DistributedUnknown, Unknown };
+/// Normalises a strategy string: trimmed, lower-cased; anything unknown is DDP.
+Strategy strategy_from_string(const std::string& s);
+const char* strategy_name(Strategy s);
+
+struct RunInfo {
+  std::string run_name;
+  std::optional<int> world_size;
+  Strategy strategy = Strategy::Ddp;
+};
+
+/// Everything recorded for one run. Record vectors keep arrival order: when the
+/// same (rank, step) appears twice, the later record wins.
+struct Telemetry {
+  RunInfo run;
+  std::vector<RankIdentity> ranks;
+  std::vector<StepRecord> steps;
+  std::vector<StepMemoryRecord> step_memory;
+  std::vector<SystemSample> system;
+  std::vector<ProcessSample> process;
+};
+
+}  // namespace traceml::model
