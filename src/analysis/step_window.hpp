@@ -1,0 +1,99 @@
+// The step-time window (spec §4.1.1–4.1.9): which steps of which ranks are
+// compared, on which clock, and what each rank averaged. Pure arithmetic on
+// the step records; the rules that read it live in step_time_rules.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/telemetry.hpp"
+
+namespace traceml::analysis {
+
+/// The step-time metrics, in the order of spec §4.1.7. The first eight are the
+/// "display" metrics that keep a per-step series.
+enum class StepMetric : std::uint8_t {
+  InputWait,
+  H2D,
+  Forward,
+  Backward,
+  OptimizerStep,
+  StepTime,
+  TracedStepTime,
+  Residual,
+  Compute,
+  StepTimeCpu,
+  StepTimeGpu,
+  TracedStepTimeCpu,
+  TracedStepTimeGpu,
+  DataloaderFetch,
+};
+inline constexpr std::size_t kStepMetricCount = 14;
+/// Internal name of a step metric ("input_wait", "residual_proxy", ...).
+const char* step_metric_name(StepMetric m);
+
+using MetricValues = std::array<std::optional<double>, kStepMetricCount>;
+
+enum class Clock : std::uint8_t { Cpu, Gpu };
+inline const char* clock_name(Clock c) {
+  return c == Clock::Gpu ? "gpu" : "cpu";
+}
+
+/// One rank's averages over the aligned window (spec §4.1.6).
+struct RankFacts {
+  int rank = 0;
+  MetricValues avg;
+  [[nodiscard]] const std::optional<double>& operator[](StepMetric m) const {
+    return avg[static_cast<std::size_t>(m)];
+  }
+};
+
+/// Statistics of one metric across the ranks that measured it (spec §4.1.7).
+struct MetricStat {
+  double median = 0.0;          ///< arithmetic median
+  double worst = 0.0;           ///< maximum
+  int worst_rank = 0;           ///< lowest rank attaining the maximum
+  int representative_rank = 0;  ///< nearest to the median (ties: lower value, lower rank)
+  double representative = 0.0;
+  std::optional<double> skew;  ///< (worst - median) / median, a fraction
+  std::size_t ranks = 0;       ///< measured ranks
+};
+
+struct StepWindow {
+  model::Strategy strategy = model::Strategy::Ddp;
+  std::vector<int> expected_ranks;  ///< every rank with step rows, ascending
+  std::size_t ranks_present = 0;    ///< ranks with rows
+  std::vector<std::int64_t> steps;  ///< aligned step ids, ascending
+  Clock clock = Clock::Cpu;
+  std::vector<RankFacts> facts;  ///< ranks with facts, ascending (empty if no aligned step)
+  std::array<std::optional<MetricStat>, kStepMetricCount> stats;
+  std::optional<std::int64_t> latest_step;  ///< max step over every row
+  std::int64_t distinct_steps = 0;          ///< distinct step ids seen over every row
+
+  /// Per aligned step and rank with facts, the row used (facts order, then step order).
+  std::vector<std::vector<const model::StepRecord*>> rows;
+
+  [[nodiscard]] const std::optional<MetricStat>& stat(StepMetric m) const {
+    return stats[static_cast<std::size_t>(m)];
+  }
+  [[nodiscard]] std::int64_t steps_used() const { return std::int64_t(steps.size()); }
+  [[nodiscard]] bool single_rank() const {
+    return expected_ranks.size() <= 1 || ranks_present <= 1;
+  }
+};
+
+/// Builds the window from step records: latest `window` distinct steps per
+/// rank, later duplicates replacing earlier ones, aligned on the common steps.
+StepWindow build_step_window(const model::Telemetry& t, std::int64_t window);
+
+/// Per-step series of a display metric across ranks, on the window's clock:
+/// the median (single_rank: the worst) value at each aligned step, null as 0.
+std::vector<double> step_series(const StepWindow& w, StepMetric m, bool worst);
+
+/// Arithmetic median (mean of the middle two for an even count). `v` non-empty.
+double median_of(std::vector<double> v);
+
+}  // namespace traceml::analysis

@@ -1,0 +1,267 @@
+// The run-level part of the diagnosis: the primary verdict (spec §4.5), the
+// meta block (spec §5.2) and the section orchestration with its fallback.
+#include "analysis/summary.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include "analysis/number_format.hpp"
+
+namespace traceml::analysis {
+
+namespace {
+
+/// Python round(x, 3), null stays null (the only rounding in final_summary.json).
+Json r3(const std::optional<double>& v) {
+  if (!v) return nullptr;
+  return py_round(*v, 3);
+}
+
+std::optional<double> average_of(const Section& s, const std::string& metric) {
+  const auto i = s.metric_index(metric);
+  if (!i || *i >= s.average.size()) return std::nullopt;
+  return s.average[*i];
+}
+
+const Point* point_of(const std::vector<Point>& points, const Section& s,
+                      const std::string& metric) {
+  const auto i = s.metric_index(metric);
+  if (!i || *i >= points.size()) return nullptr;
+  return &points[*i];
+}
+
+bool in(const std::string& k, std::initializer_list<const char*> set) {
+  return std::any_of(set.begin(), set.end(), [&](const char* x) { return k == x; });
+}
+
+Json steps_analyzed(const Section& st) {
+  if (st.window.steps_analyzed) return *st.window.steps_analyzed;
+  return nullptr;
+}
+
+/// `type: phase_share` evidence: the average step decomposition.
+Json phase_share(const Section& st, const Json& util) {
+  Json e = Json::object();
+  e["type"] = "phase_share";
+  e["basis"] = "average";
+  e["steps_analyzed"] = steps_analyzed(st);
+  e["step_time_ms"] = r3(average_of(st, "step_time_ms"));
+  e["traced_step_time_ms"] = r3(average_of(st, "traced_step_time_ms"));
+  e["diagnosis_clock"] = st.window.diagnosis_clock ? Json(*st.window.diagnosis_clock) : Json();
+  e["dataloader_fetch_cpu_ms"] = r3(average_of(st, "dataloader_fetch_cpu_ms"));
+  e["input_wait_ms"] = r3(average_of(st, "input_wait_ms"));
+  e["h2d_ms"] = r3(average_of(st, "h2d_ms"));
+  e["compute_ms"] = r3(average_of(st, "compute_ms"));
+  e["residual_ms"] = r3(average_of(st, "residual_ms"));
+  e["gpu_util_avg_percent"] = util;
+  return e;
+}
+
+/// Median rank vs worst rank of one step-time metric.
+std::optional<Json> comparison(const Section& st, const std::string& metric,
+                               const std::string& phase) {
+  const Point* med = point_of(st.median, st, metric);
+  const Point* wor = point_of(st.worst, st, metric);
+  if (!med || !wor || !med->value || !wor->value || !med->idx || !wor->idx) return std::nullopt;
+  Json c = Json::object();
+  c["metric"] = metric;
+  c["phase"] = phase;
+  c["median"] = Json{{"rank", std::stoi(*med->idx)}, {"value_ms", r3(med->value)}};
+  c["worst"] = Json{{"rank", std::stoi(*wor->idx)}, {"value_ms", r3(wor->value)}};
+  c["delta_ms"] = r3(*wor->value - *med->value);
+  c["ratio"] = *med->value > 0 ? r3(*wor->value / *med->value) : Json();
+  return c;
+}
+
+std::string without_ms(const std::string& metric) {
+  return metric.size() > 3 && metric.compare(metric.size() - 3, 3, "_ms") == 0
+             ? metric.substr(0, metric.size() - 3)
+             : metric;
+}
+
+Json rank_comparison(const Section& st, const Issue& d, const Json& util) {
+  Json e = Json::object();
+  e["type"] = "rank_comparison";
+  e["steps_analyzed"] = steps_analyzed(st);
+  e["gpu_util_avg_percent"] = util;
+  if (d.kind == "STRAGGLER") {
+    Json list = Json::array();
+    for (auto [metric, phase] :
+         {std::pair{"input_wait_ms", "input"}, std::pair{"compute_ms", "compute"},
+          std::pair{"h2d_ms", "h2d"}, std::pair{"residual_ms", "residual"}}) {
+      if (auto c = comparison(st, metric, phase)) list.push_back(*c);
+    }
+    e["comparisons"] = list;
+    e["score"] = d.score ? Json(*d.score) : Json();
+    e["score_basis"] = "visible_cost_ms / victim_step_time_ms";
+    e["score_numerator_ms"] = d.evidence.value("visible_cost_ms", Json());
+    e["score_denominator_ms"] = d.evidence.value("step_time_ms", Json());
+    return e;
+  }
+  std::string metric = "input_wait_ms";
+  if (d.kind == "H2D_STRAGGLER") metric = "h2d_ms";
+  if (d.kind == "COMPUTE_STRAGGLER") {
+    const std::string p = d.phase.value_or("");
+    metric = in(p, {"forward", "backward", "optimizer"}) ? p + "_ms" : "compute_ms";
+  }
+  if (auto c = comparison(st, metric, d.phase.value_or(without_ms(metric)))) {
+    for (auto& [k, v] : c->items())
+      e[k] = v;
+  }
+  return e;
+}
+
+}  // namespace
+
+Primary primary_diagnosis(const Section& system, const Section& /*process*/,
+                          const Section& step_time, const Section& /*step_memory*/) {
+  const Issue& d = step_time.diagnosis();
+  const std::string& k = d.kind;
+  const Json util = r3(average_of(system, "gpu_util_percent"));
+  Primary p;
+  p.section = "step_time";
+  p.severity = Severity::Info;
+  const bool straggler =
+      in(k, {"INPUT_STRAGGLER", "COMPUTE_STRAGGLER", "H2D_STRAGGLER", "STRAGGLER"});
+  const bool phase_kind = in(k, {"INPUT_BOUND", "H2D_BOUND", "RESIDUAL_HEAVY", "COMPUTE_BOUND"});
+  if (straggler || phase_kind) {
+    p.kind = k;
+    p.status = d.status;
+    p.severity = d.severity;
+    p.summary = d.summary;
+    p.action = d.action;
+    if (straggler) {
+      p.evidence = rank_comparison(step_time, d, util);
+    } else {
+      p.evidence = phase_share(step_time, util);
+      if (d.score) {
+        p.evidence["score"] = *d.score;
+        p.evidence["score_basis"] = "median_per_rank_step_time_share";
+        p.evidence["score_denominator"] = "selected-clock Step Time per rank";
+      }
+    }
+  } else if (in(k, {"NO_DATA", "WARMUP", "INCOMPLETE_DATA"})) {
+    p.kind = "INSUFFICIENT_STEP_TIME_DATA";
+    p.status = "INSUFFICIENT STEP-TIME DATA";
+    if (k == "INCOMPLETE_DATA") {
+      p.summary =
+          "Step timing is missing phase signals, so no reliable performance diagnosis is "
+          "available.";
+      p.action =
+          "Instrument the missing phases; the Step Time section lists the missing signal "
+          "names.";
+    } else {
+      p.summary =
+          "Not enough completed step-time samples were available for a stable performance "
+          "diagnosis.";
+      p.action = "Run for more steps or ensure step timing is recorded.";
+    }
+    p.evidence = Json{{"type", "insufficient_data"},
+                      {"step_time_status", d.status.empty() ? "NO DATA" : d.status},
+                      {"steps_analyzed", steps_analyzed(step_time)},
+                      {"gpu_util_avg_percent", util}};
+  } else if (k == "BALANCED" &&
+             in(system.diagnosis().kind, {"LOW_GPU_UTILIZATION", "MODERATE_GPU_UTILIZATION"})) {
+    p.kind = "LOW_GPU_UTILIZATION_UNEXPLAINED";
+    p.status = "LOW GPU UTILIZATION";
+    p.section = "system";
+    p.summary =
+        "GPU utilization was low, but step timing did not identify input, residual time, "
+        "compute-skew, or rank-skew as the cause.";
+    p.action =
+        "Inspect untraced work, validation/checkpointing, kernel efficiency, or missing "
+        "instrumentation.";
+    p.evidence = Json{{"type", "utilization_fallback"},
+                      {"gpu_util_avg_percent", util},
+                      {"step_time_status", d.status},
+                      {"steps_analyzed", steps_analyzed(step_time)}};
+  } else {
+    p.kind = "NO_CLEAR_PERFORMANCE_BOTTLENECK";
+    p.status = "NO CLEAR PERFORMANCE BOTTLENECK";
+    p.summary =
+        "Step timing did not show material input, residual time, compute-skew, or rank-skew "
+        "bottlenecks.";
+    p.action =
+        "No data-pipeline or rank-skew bottleneck was detected; use model/kernel-level profiling "
+        "if more speed is needed.";
+    p.evidence = phase_share(step_time, util);
+    p.evidence["type"] = "no_clear_bottleneck";
+    p.evidence["step_time_status"] = d.status;
+  }
+  return p;
+}
+
+namespace {
+
+template <typename Fn>
+Section guarded(const std::string& name, Fn&& fn) {
+  try {
+    Section s = fn();
+    if (s.issues.empty()) return fallback_section(name);  // the invariant: never empty
+    return s;
+  } catch (const std::exception&) {
+    return fallback_section(name);
+  }
+}
+
+Meta derive_meta(const model::Telemetry& t, const Summary& s) {
+  Meta m;
+  std::string name = t.run.run_name;
+  name.erase(0, name.find_first_not_of(" \t\r\n"));
+  name.erase(name.find_last_not_of(" \t\r\n") + 1);
+  if (!name.empty()) m.run_name = name;
+
+  const std::array<const Section*, 4> sections = {&s.system, &s.process, &s.step_time,
+                                                  &s.step_memory};
+  m.mode = "no_data";
+  for (const Section* sec : sections) {
+    if (sec->metadata.mode == "multi_node") m.mode = "multi_node";
+  }
+  if (m.mode == "no_data") {
+    for (const Section* sec : sections) {
+      if (sec->metadata.mode == "single_node") m.mode = "single_node";
+    }
+  }
+  std::int64_t world = 0;
+  std::set<int> nodes;
+  for (const Section* sec : sections) {
+    world = std::max({world, sec->metadata.global_ranks_seen.value_or(0),
+                      sec->metadata.global_ranks_used.value_or(0)});
+    if (sec->index_by == "global_rank") world = std::max(world, std::int64_t(sec->rows.size()));
+    for (const auto& row : sec->rows) {
+      world = std::max<std::int64_t>(world, row.identity.world_size.value_or(0));
+      if (row.identity.node_rank) nodes.insert(*row.identity.node_rank);
+    }
+  }
+  if (world > 0) m.world_size = world;
+  if (s.system.metadata.nodes_observed && *s.system.metadata.nodes_observed >= 0) {
+    m.nodes_observed = s.system.metadata.nodes_observed;
+  } else if (!nodes.empty()) {
+    m.nodes_observed = std::int64_t(nodes.size());
+  }
+  if (s.system.metadata.gpus_observed && *s.system.metadata.gpus_observed >= 0) {
+    m.gpus_observed = s.system.metadata.gpus_observed;
+  } else if (m.mode == "single_node") {
+    m.gpus_observed = m.world_size;
+  }
+  return m;
+}
+
+}  // namespace
+
+Summary summarize(const model::Telemetry& t, const Options& o) {
+  Summary s;
+  // Spec §5.1: sections are built in this order.
+  s.system = guarded("system", [&] { return analyze_system(t, o); });
+  s.process = guarded("process", [&] { return analyze_process(t, o); });
+  s.step_time = guarded("step_time", [&] { return analyze_step_time(t, o); });
+  s.step_memory = guarded("step_memory", [&] { return analyze_step_memory(t, o); });
+  s.duration_s = s.step_time.metadata.duration_s;
+  if (!s.duration_s) s.duration_s = s.process.metadata.duration_s;
+  if (!s.duration_s) s.duration_s = s.system.metadata.duration_s;
+  s.meta = derive_meta(t, s);
+  s.primary = primary_diagnosis(s.system, s.process, s.step_time, s.step_memory);
+  return s;
+}
+
+}  // namespace traceml::analysis

@@ -1,0 +1,19 @@
+// Writing artifacts so that a reader never sees half a file and a failure
+// never destroys a good one: write a temporary file beside the target, flush
+// it, then rename it over the target.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace traceml::report {
+
+struct WriteError : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// Replaces `path` with `content` atomically. Throws WriteError with a
+/// one-line message (path and reason) on failure; the old file stays intact.
+void write_file_atomic(const std::string& path, const std::string& content);
+
+}  // namespace traceml::report

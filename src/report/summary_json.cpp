@@ -1,0 +1,161 @@
+#include "report/summary_json.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+
+namespace traceml::report {
+
+using analysis::Identity;
+using analysis::Issue;
+using analysis::Section;
+
+namespace {
+
+template <typename T>
+Json opt(const std::optional<T>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+Json metrics_object(const Section& s, const std::vector<std::optional<double>>& values) {
+  Json o = Json::object();
+  for (std::size_t i = 0; i < s.metric_names.size(); ++i) {
+    o[s.metric_names[i]] = i < values.size() ? opt(values[i]) : Json(nullptr);
+  }
+  return o;
+}
+
+Json points_object(const Section& s, const std::vector<analysis::Point>& points) {
+  Json o = Json::object();
+  for (std::size_t i = 0; i < s.metric_names.size(); ++i) {
+    const analysis::Point p = i < points.size() ? points[i] : analysis::Point{};
+    o[s.metric_names[i]] = Json{{"value", opt(p.value)}, {"idx", opt(p.idx)}};
+  }
+  return o;
+}
+
+Json identity_json(const Identity& id) {
+  return Json{{"global_rank", opt(id.global_rank)}, {"local_rank", opt(id.local_rank)},
+              {"node_rank", opt(id.node_rank)},     {"hostname", opt(id.hostname)},
+              {"local_world_size", opt(id.local_world_size)},
+              {"world_size", opt(id.world_size)}};
+}
+
+}  // namespace
+
+Json issue_json(const Issue& i) {
+  return Json{{"kind", i.kind},
+              {"status", i.status},
+              {"severity", analysis::severity_name(i.severity)},
+              {"summary", i.summary},
+              {"action", i.action},
+              {"metric", opt(i.metric)},
+              {"phase", opt(i.phase)},
+              {"score", opt(i.score)},
+              {"share_pct", opt(i.share_pct)},
+              {"skew_pct", opt(i.skew_pct)},
+              {"ranks", i.ranks},
+              {"evidence", i.evidence.is_object() ? i.evidence : Json::object()}};
+}
+
+Json section_json(const Section& s) {
+  const auto& m = s.metadata;
+  Json j = Json::object();
+  j["metadata"] = Json{{"mode", m.mode},
+                       {"duration_s", opt(m.duration_s)},
+                       {"samples", opt(m.samples)},
+                       {"nodes_expected", opt(m.nodes_expected)},
+                       {"nodes_observed", opt(m.nodes_observed)},
+                       {"nodes_coverage", opt(m.nodes_coverage)},
+                       {"nodes_partial", opt(m.nodes_partial)},
+                       {"gpus_observed", opt(m.gpus_observed)},
+                       {"global_ranks_seen", opt(m.global_ranks_seen)},
+                       {"global_ranks_used", opt(m.global_ranks_used)},
+                       {"training_total_steps", opt(m.training_total_steps)},
+                       {"training_latest_step", opt(m.training_latest_step)},
+                       {"section_metric_names", s.metric_names}};
+  Json issues = Json::array();
+  for (const auto& i : s.issues) issues.push_back(issue_json(i));
+  j["diagnosis"] = issues.empty() ? Json::object() : issues.front();
+  j["issues"] = issues;
+
+  const auto& w = s.window;
+  Json window = Json{{"kind", w.kind},
+                     {"alignment", w.alignment},
+                     {"samples", opt(w.samples)},
+                     {"steps_analyzed", opt(w.steps_analyzed)},
+                     {"start_step", opt(w.start_step)},
+                     {"end_step", opt(w.end_step)},
+                     {"completed_step", opt(w.completed_step)},
+                     {"window_size", opt(w.window_size)}};
+  if (s.name == "step_time") window["diagnosis_clock"] = w.diagnosis_clock.value_or("cpu");
+  j["global"] = Json{{"index_by", s.index_by},
+                     {"window", window},
+                     {"average", metrics_object(s, s.average)},
+                     {"median", points_object(s, s.median)},
+                     {"worst", points_object(s, s.worst)}};
+  Json rows = Json::object();
+  for (const auto& r : s.rows) {
+    rows[r.key] = Json{{"identity", identity_json(r.identity)},
+                       {"metrics", metrics_object(s, r.metrics)}};
+  }
+  j["groups"] = Json{{"by", s.index_by}, {"rows", rows}};
+  Json units = Json::object();
+  for (const auto& [k, v] : s.units) units[k] = v;
+  j["units"] = units;
+  j["card"] = s.card;
+  return j;
+}
+
+Json primary_json(const analysis::Primary& p) {
+  return Json{{"kind", p.kind},
+              {"status", p.status},
+              {"severity", analysis::severity_name(p.severity)},
+              {"section", p.section},
+              {"scope", "performance"},
+              {"summary", p.summary},
+              {"action", p.action},
+              {"evidence", p.evidence}};
+}
+
+Json summary_json(const analysis::Summary& s, const std::string& generated_at,
+                  const std::optional<Json>& tracer) {
+  Json j = Json::object();
+  j["schema_version"] = kSchemaVersion;
+  j["generated_at"] = generated_at;
+  j["duration_s"] = opt(s.duration_s);
+  j["producer"] = Json{{"name", "traceml-cpp"}, {"version", TRACEML_VERSION}};
+  j["meta"] = Json{{"run_name", opt(s.meta.run_name)},
+                   {"mode", s.meta.mode},
+                   {"world_size", opt(s.meta.world_size)},
+                   {"nodes_observed", opt(s.meta.nodes_observed)},
+                   {"gpus_observed", opt(s.meta.gpus_observed)}};
+  j["primary_diagnosis"] = primary_json(s.primary);
+  j["system"] = section_json(s.system);
+  j["process"] = section_json(s.process);
+  j["step_time"] = section_json(s.step_time);
+  j["step_memory"] = section_json(s.step_memory);
+  if (tracer) j["tracer"] = *tracer;
+  return j;
+}
+
+std::string iso8601_utc(double unix_seconds) {
+  if (!std::isfinite(unix_seconds) || unix_seconds < 0) unix_seconds = 0;
+  const auto whole = static_cast<std::time_t>(std::floor(unix_seconds));
+  auto micros = static_cast<long>(std::llround((unix_seconds - double(whole)) * 1e6));
+  std::time_t secs = whole;
+  if (micros >= 1000000) {
+    micros -= 1000000;
+    secs += 1;
+  }
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06ld+00:00", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, micros);
+  return buf;
+}
+
+std::string dump_json(const Json& j) { return j.dump(2, ' ', /*ensure_ascii=*/true); }
+
+}  // namespace traceml::report
