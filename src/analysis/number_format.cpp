@@ -17,7 +17,9 @@ double py_round(double x, int digits) {
   return std::strtod(fixed(x, digits).c_str(), nullptr);
 }
 
-long long round_half_even(double x) { return static_cast<long long>(std::nearbyint(x)); }
+long long round_half_even(double x) {
+  return static_cast<long long>(std::nearbyint(x));
+}
 
 std::string percent_text(double fraction) {
   if (!std::isfinite(fraction) || fraction < 0) fraction = 0.0;

@@ -6,9 +6,12 @@ namespace traceml::analysis {
 
 const char* severity_name(Severity s) {
   switch (s) {
-    case Severity::Crit: return "crit";
-    case Severity::Warn: return "warn";
-    case Severity::Info: return "info";
+    case Severity::Crit:
+      return "crit";
+    case Severity::Warn:
+      return "warn";
+    case Severity::Info:
+      return "info";
   }
   return "info";
 }

@@ -22,7 +22,9 @@ enum class Severity : std::uint8_t { Info = 0, Warn = 1, Crit = 2 };
 const char* severity_name(Severity s);  ///< "info" | "warn" | "crit"
 /// "info"/"warn"/"crit" (and "warning"/"critical"); anything else is Info (rank 0).
 Severity severity_from_name(const std::string& s);
-inline int severity_rank(Severity s) { return static_cast<int>(s); }
+inline int severity_rank(Severity s) {
+  return static_cast<int>(s);
+}
 
 /// One diagnosis record (spec §4.0, `DiagnosticIssue`).
 struct Issue {

@@ -77,5 +77,12 @@ inline constexpr double kCreepScoreDeltaScale = 104857600.0;
 /// Growth of 1 GiB across the window confirms a creep.
 inline constexpr double kCreepConfirmedDelta = 1073741824.0;
 inline constexpr std::int64_t kCreepMinPoints = 50;
+/// Creep bands start at the first aligned step: the window is already the
+/// latest steps of the run, so there is no warm-up left to drop.
+inline constexpr double kCreepWarmupFrac = 0.0;
+/// Creep score weights of the relative growth of the worst-rank and median
+/// series: 10 % growth of the worst rank weighs as much as 100 MiB of growth.
+inline constexpr double kCreepWorstGrowthWeight = 10.0;
+inline constexpr double kCreepMedianGrowthWeight = 6.0;
 
 }  // namespace traceml::analysis::thresholds

@@ -536,6 +536,7 @@ TEST(StepTimePayload, MultiRankCard) {
             "- Stats: median/worst | Step Time 140.0/140.0ms | input 50.0/100.0ms | H2D "
             "0.0/0.0ms | compute 90.0/140.0ms\n"
             "- Residual: median/worst 0.0/0.0ms\n"
+            // input: 100 and 0 are equally far from the median 50; the lower value (r1) wins.
             "- Ranks: median/worst | Step Time r0/r0 | input r1/r0 | H2D r0/r0 | compute r0/r1\n"
             "- Residual ranks: median/worst r0/r0\n"
             "- Why: r0 has excess input wait burden relative to victim r1 (~71.4% impact; "
