@@ -1,0 +1,39 @@
+// Spec §4.0: when no rule fired, a section's neutral primary diagnosis (NO_DATA,
+// NORMAL, ...) still becomes issues[0], so that the issue list is never empty.
+// Private to the analysis module.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "analysis/section.hpp"
+
+namespace traceml::analysis {
+
+/// The issue of a neutral primary. `primary_fields` are the primary's own
+/// fields beyond kind/status/severity/reason/action (System: samples_used,
+/// scope; Process: samples_used). Those that are null or an empty object are
+/// dropped and the rest become the evidence with keys sorted alphabetically,
+/// as TraceML's conversion does. Score, share and skew stay null.
+inline Issue neutral_issue(std::string kind, std::string status, std::string summary,
+                           std::string action, const Json& primary_fields) {
+  Issue issue;
+  issue.kind = std::move(kind);
+  issue.status = std::move(status);
+  issue.severity = Severity::Info;
+  issue.summary = std::move(summary);
+  issue.action = std::move(action);
+  std::vector<std::string> keys;
+  for (auto it = primary_fields.begin(); it != primary_fields.end(); ++it) {
+    const Json& v = it.value();
+    if (v.is_null() || (v.is_object() && v.empty())) continue;
+    keys.push_back(it.key());
+  }
+  std::sort(keys.begin(), keys.end());
+  for (const auto& k : keys)
+    issue.evidence[k] = primary_fields.at(k);
+  return issue;
+}
+
+}  // namespace traceml::analysis

@@ -1,0 +1,134 @@
+// Window statistics of the two sample sections, System and Process (spec §4.2,
+// §4.3, §5.4): a running mean/maximum over optional readings, the bounded
+// ratio both sections use for every percent, and the cross-row average /
+// median / worst points of the payload. Private to the analysis module.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/section.hpp"
+
+namespace traceml::analysis {
+
+/// Mean and maximum of the readings of one signal. An absent reading is
+/// skipped, never counted as zero (SQL AVG/MAX semantics, which TraceML uses).
+class MeanMax {
+ public:
+  void add(const std::optional<double>& v) {
+    if (!v) return;
+    sum_ += *v;
+    ++count_;
+    if (!max_ || *v > *max_) max_ = *v;
+  }
+  [[nodiscard]] std::optional<double> mean() const {
+    if (count_ == 0) return std::nullopt;
+    return sum_ / static_cast<double>(count_);
+  }
+  [[nodiscard]] const std::optional<double>& max() const { return max_; }
+
+ private:
+  double sum_ = 0.0;  // summed in arrival order, as Python's sum() does
+  std::int64_t count_ = 0;
+  std::optional<double> max_;
+};
+
+/// max(0, num / den); absent when either side is absent or den <= 0 (a total
+/// of zero means the total was not measured, not that usage is infinite).
+inline std::optional<double> bounded_fraction(const std::optional<double>& num,
+                                              const std::optional<double>& den) {
+  if (!num || !den || *den <= 0.0) return std::nullopt;
+  return std::max(0.0, *num / *den);
+}
+
+/// bounded_fraction × 100, computed in the same order as TraceML (divide first).
+inline std::optional<double> bounded_percent(const std::optional<double>& num,
+                                             const std::optional<double>& den) {
+  const auto f = bounded_fraction(num, den);
+  if (!f) return std::nullopt;
+  return *f * 100.0;
+}
+
+/// Which end of a metric is the "worst" row.
+enum class WorseEnd : std::uint8_t { Higher, Lower };
+
+namespace detail {
+
+struct RowValue {
+  long long number;  // the row key as a number: ties compare numerically
+  const std::string* key;
+  double value;
+};
+
+inline std::vector<RowValue> metric_values(const std::vector<GroupRow>& rows, std::size_t m) {
+  std::vector<RowValue> out;
+  for (const auto& row : rows) {
+    if (m < row.metrics.size() && row.metrics[m]) {
+      out.push_back({std::strtoll(row.key.c_str(), nullptr, 10), &row.key, *row.metrics[m]});
+    }
+  }
+  return out;
+}
+
+}  // namespace detail
+
+/// Fills section.average / median / worst from section.rows, one entry per
+/// metric name (spec §5.4). Nulls are skipped; an all-null metric gives a null
+/// average and {null, null} points.
+/// - average: arithmetic mean over rows, in row order;
+/// - median: the row nearest the statistical median; ties to the lower value,
+///   then the lower key string (TraceML's rule, unchanged by DECISIONS.md);
+/// - worst: the extreme value at `worse[m]`'s end; ties go to the lowest row
+///   compared as numbers (DECISIONS.md quirk 7; TraceML takes the
+///   lexicographically larger key).
+inline void fill_row_statistics(Section& s, const std::vector<WorseEnd>& worse) {
+  s.average.clear();
+  s.median.clear();
+  s.worst.clear();
+  for (std::size_t m = 0; m < s.metric_names.size(); ++m) {
+    const auto values = detail::metric_values(s.rows, m);
+    if (values.empty()) {
+      s.average.emplace_back(std::nullopt);
+      s.median.push_back(Point{});
+      s.worst.push_back(Point{});
+      continue;
+    }
+    double sum = 0.0;
+    for (const auto& v : values)
+      sum += v.value;
+    s.average.emplace_back(sum / static_cast<double>(values.size()));
+
+    std::vector<double> sorted;
+    for (const auto& v : values)
+      sorted.push_back(v.value);
+    std::sort(sorted.begin(), sorted.end());
+    const std::size_t mid = sorted.size() / 2;
+    const double median_value =
+        sorted.size() % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0;
+    const auto* med = &values.front();
+    for (const auto& v : values) {
+      const double d = std::fabs(v.value - median_value);
+      const double best = std::fabs(med->value - median_value);
+      if (d < best ||
+          (d == best && (v.value < med->value || (v.value == med->value && *v.key < *med->key)))) {
+        med = &v;
+      }
+    }
+    s.median.push_back(Point{med->value, *med->key});
+
+    const bool lower = m < worse.size() && worse[m] == WorseEnd::Lower;
+    const auto* w = &values.front();
+    for (const auto& v : values) {
+      const bool beyond = lower ? v.value < w->value : v.value > w->value;
+      if (beyond || (v.value == w->value && v.number < w->number)) w = &v;
+    }
+    s.worst.push_back(Point{w->value, *w->key});
+  }
+}
+
+}  // namespace traceml::analysis
