@@ -1,0 +1,989 @@
+#include "store/jsonl_reader.hpp"
+
+#include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <system_error>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+namespace traceml::store {
+
+namespace {
+
+using model::Event;
+
+// Files are read in chunks this large: big enough that a read costs nothing per
+// line, small enough that a multi-gigabyte file never sits in memory at once.
+constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
+constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
+// Quoted strings in messages are cut to this many bytes.
+constexpr std::size_t kMaxQuotedChars = 60;
+
+const char* const kHeaderProblem =
+    "first line must be a {\"type\":\"run\",...} header (format \"traceml-telemetry\", version 1)";
+const char* const kKnownEvents =
+    "input_wait, h2d, forward, backward, optimizer_step, traced_step_time";
+
+/// A problem found on the line being read; the importer adds "FILE:LINE: ".
+struct Problem {
+  std::string message;
+};
+
+[[noreturn]] void fail(std::string message) {
+  throw Problem{std::move(message)};
+}
+
+// ---------------------------------------------------------------------------
+// One line as a flat tree. Its vectors are reused from line to line, so a line
+// costs no allocation once they have grown, which is what keeps a
+// multi-million-line import fast (a json DOM allocates a map node and a key
+// string per member).
+//
+// Two parsers fill the tree. A fast one handles the plain JSON that telemetry
+// producers write (ASCII strings without escapes, numbers that fit their type);
+// it never accepts what is not JSON, and gives up on anything else. nlohmann's
+// SAX parser then parses the line again: it is the authority on what JSON is,
+// and the source of the message when a line is not JSON. The fast path reads
+// typical step lines about three times as fast as nlohmann's parser alone.
+
+enum class Kind : std::uint8_t { Null, Boolean, Integer, Unsigned, Float, String, Object, Array };
+
+struct Node {
+  Kind kind = Kind::Null;
+  bool boolean = false;
+  std::int64_t integer = 0;
+  std::uint64_t unsigned_integer = 0;
+  double number = 0.0;
+  std::size_t key_begin = 0;  ///< the member name in the parent object (into the text base)
+  std::size_t key_size = 0;
+  std::size_t text_begin = 0;  ///< a string value or a float's raw text (into the text base)
+  std::size_t text_size = 0;
+  std::size_t first_child = kNone;
+  std::size_t next_sibling = kNone;
+};
+
+// Nesting deeper than this is left to nlohmann, which does not recurse.
+constexpr int kMaxFastDepth = 32;
+
+bool is_json_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+
+class JsonLine {
+ public:
+  using Json = nlohmann::json;
+
+  /// Parses one line; false with error() set when it is not valid JSON.
+  bool parse(std::string_view line) {
+    reset(line.data());
+    const char* p = line.data();
+    const char* const end = p + line.size();
+    skip_space(p, end);
+    if (p != end && fast_value(p, end, 0)) {
+      skip_space(p, end);
+      if (p == end) return true;
+    }
+    reset(line.data());
+    const bool ok = Json::sax_parse(line.data(), line.data() + line.size(), this);
+    base_ = text_.data();  // the SAX path copies names and strings into text_
+    return ok;
+  }
+
+  [[nodiscard]] const std::string& error() const { return error_; }
+  [[nodiscard]] const Node& node(std::size_t i) const { return nodes_[i]; }
+  [[nodiscard]] std::size_t root() const { return 0; }
+  [[nodiscard]] std::string_view key(const Node& n) const {
+    return std::string_view(base_ + n.key_begin, n.key_size);
+  }
+  [[nodiscard]] std::string_view text(const Node& n) const {
+    return std::string_view(base_ + n.text_begin, n.text_size);
+  }
+
+  // nlohmann SAX interface: names and strings are copied, nlohmann reuses its buffers.
+  bool null() { return add(Node{}); }
+  bool boolean(bool value) { return add_boolean(value); }
+  bool number_integer(Json::number_integer_t value) { return add_integer(value); }
+  bool number_unsigned(Json::number_unsigned_t value) { return add_unsigned(value); }
+  bool number_float(Json::number_float_t value, const Json::string_t& raw) {
+    return add_float(value, copy_text(raw), raw.size());
+  }
+  bool string(Json::string_t& value) { return add_string(copy_text(value), value.size()); }
+  bool binary(Json::binary_t& /*value*/) { return true; }  // text JSON never has binary
+  bool start_object(std::size_t /*elements*/) { return open(Kind::Object); }
+  bool end_object() { return close(); }
+  bool start_array(std::size_t /*elements*/) { return open(Kind::Array); }
+  bool end_array() { return close(); }
+  bool key(Json::string_t& name) {
+    pending_key_begin_ = copy_text(name);
+    pending_key_size_ = name.size();
+    return true;
+  }
+  bool parse_error(std::size_t /*position*/, const std::string& last_token,
+                   const nlohmann::detail::exception& ex) {
+    if (ex.id == 406) {
+      // nlohmann refuses numbers that overflow a double; name the field they were for.
+      const std::string path = pending_path();
+      error_ = path.empty() ? "number out of range, got " + last_token
+                            : "'" + path + "' must be a finite number, got " + last_token;
+      return false;
+    }
+    // ex.what() reads "[json.exception.parse_error.101] parse error at line 1, column 5: detail".
+    const std::string what = ex.what();
+    const auto column = what.find("column ");
+    const auto colon = column == std::string::npos ? column : what.find(": ", column);
+    if (colon == std::string::npos) {
+      error_ = "invalid JSON: " + what;
+    } else {
+      error_ =
+          "invalid JSON at " + what.substr(column, colon - column) + ": " + what.substr(colon + 2);
+    }
+    return false;
+  }
+
+ private:
+  struct Open {
+    std::size_t node;
+    std::size_t last_child;
+    std::size_t children;
+  };
+
+  void reset(const char* base) {
+    nodes_.clear();
+    open_.clear();
+    text_.clear();
+    error_.clear();
+    base_ = base;
+  }
+
+  std::size_t copy_text(const std::string& value) {
+    const std::size_t begin = text_.size();
+    text_.append(value);
+    return begin;
+  }
+
+  bool add_boolean(bool value) {
+    Node n;
+    n.kind = Kind::Boolean;
+    n.boolean = value;
+    return add(n);
+  }
+  bool add_integer(std::int64_t value) {
+    Node n;
+    n.kind = Kind::Integer;
+    n.integer = value;
+    return add(n);
+  }
+  bool add_unsigned(std::uint64_t value) {
+    Node n;
+    n.kind = Kind::Unsigned;
+    n.unsigned_integer = value;
+    return add(n);
+  }
+  bool add_float(double value, std::size_t raw_begin, std::size_t raw_size) {
+    Node n;
+    n.kind = Kind::Float;
+    n.number = value;
+    n.text_begin = raw_begin;
+    n.text_size = raw_size;
+    return add(n);
+  }
+  bool add_string(std::size_t begin, std::size_t size) {
+    Node n;
+    n.kind = Kind::String;
+    n.text_begin = begin;
+    n.text_size = size;
+    return add(n);
+  }
+
+  bool open(Kind kind) {
+    Node n;
+    n.kind = kind;
+    add(n);
+    open_.push_back(Open{nodes_.size() - 1, kNone, 0});
+    return true;
+  }
+
+  bool close() {
+    open_.pop_back();
+    return true;
+  }
+
+  bool add(Node n) {
+    const std::size_t index = nodes_.size();
+    if (!open_.empty()) {
+      Open& parent = open_.back();
+      if (nodes_[parent.node].kind == Kind::Object) {
+        n.key_begin = pending_key_begin_;
+        n.key_size = pending_key_size_;
+      }
+      if (parent.last_child == kNone) {
+        nodes_[parent.node].first_child = index;
+      } else {
+        nodes_[parent.last_child].next_sibling = index;
+      }
+      parent.last_child = index;
+      ++parent.children;
+    }
+    nodes_.push_back(n);
+    return true;
+  }
+
+  /// Dotted path of the value being parsed, e.g. "events.forward.cpu_ms" or
+  /// "gpus[1].power_w"; empty at the top level. SAX path only (names in text_).
+  [[nodiscard]] std::string pending_path() const {
+    std::string path;
+    for (std::size_t depth = 0; depth < open_.size(); ++depth) {
+      const Open& level = open_[depth];
+      // The member or element of this level that is being parsed: a finished
+      // child for outer levels, the pending value for the innermost one.
+      const bool innermost = depth + 1 == open_.size();
+      if (nodes_[level.node].kind == Kind::Array) {
+        const std::size_t element = innermost ? level.children : level.children - 1;
+        path += "[" + std::to_string(element) + "]";
+      } else {
+        const Node& member = nodes_[level.last_child];
+        const std::size_t begin = innermost ? pending_key_begin_ : member.key_begin;
+        const std::size_t size = innermost ? pending_key_size_ : member.key_size;
+        if (!path.empty()) path += '.';
+        path.append(text_, begin, size);
+      }
+    }
+    return path;
+  }
+
+  // --- the fast path: offsets point into the line itself, nothing is copied.
+
+  static void skip_space(const char*& p, const char* end) {
+    while (p != end && is_json_space(*p))
+      ++p;
+  }
+
+  /// A string of printable ASCII without escapes; anything else is left to nlohmann.
+  bool fast_string(const char*& p, const char* end, std::size_t& begin, std::size_t& size) {
+    const char* const start = ++p;  // past the opening quote
+    while (p != end) {
+      const auto c = static_cast<unsigned char>(*p);
+      if (c == '"') {
+        begin = static_cast<std::size_t>(start - base_);
+        size = static_cast<std::size_t>(p - start);
+        ++p;
+        return true;
+      }
+      if (c == '\\' || c < 0x20 || c >= 0x80) return false;
+      ++p;
+    }
+    return false;
+  }
+
+  /// A number in JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?
+  bool fast_number(const char*& p, const char* end) {
+    const char* const start = p;
+    const bool negative = *p == '-';
+    if (negative) ++p;
+    if (p == end) return false;
+    if (*p == '0') {
+      ++p;
+    } else if (is_digit(*p)) {
+      while (p != end && is_digit(*p))
+        ++p;
+    } else {
+      return false;
+    }
+    const char* const integer_end = p;
+    bool is_float = false;
+    if (p != end && *p == '.') {
+      ++p;
+      if (p == end || !is_digit(*p)) return false;
+      while (p != end && is_digit(*p))
+        ++p;
+      is_float = true;
+    }
+    if (p != end && (*p == 'e' || *p == 'E')) {
+      ++p;
+      if (p != end && (*p == '+' || *p == '-')) ++p;
+      if (p == end || !is_digit(*p)) return false;
+      while (p != end && is_digit(*p))
+        ++p;
+      is_float = true;
+    }
+    if (is_float) {
+      double value = 0.0;
+      // from_chars is correctly rounded, like the strtod nlohmann uses; out of
+      // range (overflow or underflow) goes to nlohmann for its own handling.
+      const auto r = std::from_chars(start, p, value);
+      if (r.ec != std::errc() || r.ptr != p) return false;
+      return add_float(value, static_cast<std::size_t>(start - base_),
+                       static_cast<std::size_t>(p - start));
+    }
+    const char* digits = negative ? start + 1 : start;
+    // 19 digits always fit in 64 bits; longer integers become floats in nlohmann.
+    if (integer_end - digits > 19) return false;
+    std::uint64_t magnitude = 0;
+    for (; digits != integer_end; ++digits) {
+      magnitude = magnitude * 10 + static_cast<std::uint64_t>(*digits - '0');
+    }
+    if (!negative) return add_unsigned(magnitude);
+    if (magnitude > std::uint64_t{1} << 63) return false;
+    // Two's complement negation, defined for INT64_MIN's magnitude too.
+    return add_integer(static_cast<std::int64_t>(~magnitude + 1));
+  }
+
+  bool fast_literal(const char*& p, const char* end, std::string_view word) {
+    if (static_cast<std::size_t>(end - p) < word.size() ||
+        std::string_view(p, word.size()) != word) {
+      return false;
+    }
+    p += word.size();
+    return true;
+  }
+
+  bool fast_value(const char*& p, const char* end, int depth) {
+    switch (*p) {
+      case '{': {
+        if (depth >= kMaxFastDepth) return false;
+        open(Kind::Object);
+        ++p;
+        skip_space(p, end);
+        if (p != end && *p == '}') {
+          ++p;
+          return close();
+        }
+        for (;;) {
+          if (p == end || *p != '"') return false;
+          if (!fast_string(p, end, pending_key_begin_, pending_key_size_)) return false;
+          skip_space(p, end);
+          if (p == end || *p != ':') return false;
+          ++p;
+          skip_space(p, end);
+          if (p == end || !fast_value(p, end, depth + 1)) return false;
+          skip_space(p, end);
+          if (p == end) return false;
+          if (*p == '}') {
+            ++p;
+            return close();
+          }
+          if (*p != ',') return false;
+          ++p;
+          skip_space(p, end);
+        }
+      }
+      case '[': {
+        if (depth >= kMaxFastDepth) return false;
+        open(Kind::Array);
+        ++p;
+        skip_space(p, end);
+        if (p != end && *p == ']') {
+          ++p;
+          return close();
+        }
+        for (;;) {
+          if (p == end || !fast_value(p, end, depth + 1)) return false;
+          skip_space(p, end);
+          if (p == end) return false;
+          if (*p == ']') {
+            ++p;
+            return close();
+          }
+          if (*p != ',') return false;
+          ++p;
+          skip_space(p, end);
+        }
+      }
+      case '"': {
+        std::size_t begin = 0;
+        std::size_t size = 0;
+        return fast_string(p, end, begin, size) && add_string(begin, size);
+      }
+      case 't':
+        return fast_literal(p, end, "true") && add_boolean(true);
+      case 'f':
+        return fast_literal(p, end, "false") && add_boolean(false);
+      case 'n':
+        return fast_literal(p, end, "null") && add(Node{});
+      default:
+        return fast_number(p, end);
+    }
+  }
+
+  std::vector<Node> nodes_;
+  std::vector<Open> open_;
+  std::string text_;            ///< SAX path: copies of names, strings and float texts
+  const char* base_ = nullptr;  ///< what Node offsets point into: the line, or text_
+  std::string error_;
+  std::size_t pending_key_begin_ = 0;
+  std::size_t pending_key_size_ = 0;
+};
+
+// ---------------------------------------------------------------------------
+// Values and messages.
+
+/// `s` made safe for a one-line message: control characters (which an escaped
+/// JSON string can hold) are written as JSON escapes.
+std::string printable(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (u < 0x20 || u == 0x7f) {
+      static const char* const kHex = "0123456789abcdef";
+      out += "\\u00";
+      out += kHex[u >> 4];
+      out += kHex[u & 0xF];
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+std::string quoted(std::string_view s) {
+  // Cut long strings so that one bad line cannot flood stderr.
+  if (s.size() > kMaxQuotedChars) return "\"" + printable(s.substr(0, kMaxQuotedChars)) + "...\"";
+  return "\"" + printable(s) + "\"";
+}
+
+/// How a value reads after "got " in a message.
+std::string describe(const JsonLine& line, const Node& n) {
+  switch (n.kind) {
+    case Kind::Null:
+      return "null";
+    case Kind::Boolean:
+      return n.boolean ? "true" : "false";
+    case Kind::Integer:
+      return std::to_string(n.integer);
+    case Kind::Unsigned:
+      return std::to_string(n.unsigned_integer);
+    case Kind::Float:
+      return std::string(line.text(n));
+    case Kind::String:
+      return quoted(line.text(n));
+    case Kind::Object:
+      return "an object";
+    case Kind::Array:
+      return "an array";
+  }
+  return "?";
+}
+
+std::optional<double> number_of(const Node& n) {
+  switch (n.kind) {
+    case Kind::Integer:
+      return static_cast<double>(n.integer);
+    case Kind::Unsigned:
+      return static_cast<double>(n.unsigned_integer);
+    case Kind::Float:
+      return n.number;
+    default:
+      return std::nullopt;
+  }
+}
+
+/// The value as an integer; an integral float (3.0, 1e2) counts, 1.5 does not.
+std::optional<std::int64_t> integer_of(const Node& n) {
+  switch (n.kind) {
+    case Kind::Integer:
+      return n.integer;
+    case Kind::Unsigned:
+      if (n.unsigned_integer > static_cast<std::uint64_t>(INT64_MAX)) return std::nullopt;
+      return static_cast<std::int64_t>(n.unsigned_integer);
+    case Kind::Float:
+      // 2^63 is exactly representable, so the range test is exact.
+      if (!std::isfinite(n.number) || std::trunc(n.number) != n.number) return std::nullopt;
+      if (n.number < -9223372036854775808.0 || n.number >= 9223372036854775808.0) {
+        return std::nullopt;
+      }
+      return static_cast<std::int64_t>(n.number);
+    default:
+      return std::nullopt;
+  }
+}
+
+/// Where a field sits inside a line, for messages: "ts", "events.forward.cpu_ms",
+/// "gpus[1].util_percent", "gpu.reserved_bytes". Built only when a message needs it.
+struct Scope {
+  std::string_view outer;            ///< "" at the top level
+  std::optional<std::size_t> index;  ///< array element of `outer`
+  std::string_view inner;            ///< a member of `outer` (an event name)
+
+  [[nodiscard]] std::string label(std::string_view key) const {
+    std::string out(outer);
+    if (index) out += "[" + std::to_string(*index) + "]";
+    if (!inner.empty()) {
+      out += '.';
+      out.append(inner.data(), inner.size());
+    }
+    if (!out.empty()) out += '.';
+    out.append(key.data(), key.size());
+    return out;
+  }
+};
+
+/// Typed, validated access to the members of one JSON object of the line.
+class Fields {
+ public:
+  Fields(const JsonLine& line, std::size_t object, std::string_view record, Scope scope = {})
+      : line_(line), object_(object), record_(record), scope_(scope) {}
+
+  /// The node index of member `key`, or kNone; with duplicate keys the last one
+  /// wins, as in a JSON DOM.
+  [[nodiscard]] std::size_t find_index(std::string_view key) const {
+    std::size_t found = kNone;
+    for (std::size_t i = line_.node(object_).first_child; i != kNone;
+         i = line_.node(i).next_sibling) {
+      if (line_.key(line_.node(i)) == key) found = i;
+    }
+    return found;
+  }
+
+  /// The member `key`, or nullptr.
+  [[nodiscard]] const Node* find(std::string_view key) const {
+    const std::size_t i = find_index(key);
+    return i == kNone ? nullptr : &line_.node(i);
+  }
+
+  [[nodiscard]] std::string label(std::string_view key) const { return scope_.label(key); }
+
+  [[noreturn]] void missing(std::string_view key) const {
+    fail("missing required key '" + label(key) + "' in a " + std::string(record_) + " line");
+  }
+
+  /// A duration, byte count, percent or timestamp: finite and >= 0; null or absent
+  /// mean "not measured".
+  [[nodiscard]] std::optional<double> amount(std::string_view key) const {
+    const Node* n = find(key);
+    if (n == nullptr || n->kind == Kind::Null) return std::nullopt;
+    return checked_amount(key, *n);
+  }
+
+  [[nodiscard]] double required_amount(std::string_view key) const {
+    const Node* n = find(key);
+    if (n == nullptr) missing(key);
+    return checked_amount(key, *n);
+  }
+
+  /// A rank, index or count between `min` and INT_MAX; null or absent mean unknown.
+  [[nodiscard]] std::optional<int> small_integer(std::string_view key, int min) const {
+    const Node* n = find(key);
+    if (n == nullptr || n->kind == Kind::Null) return std::nullopt;
+    return checked_small_integer(key, *n, min);
+  }
+
+  [[nodiscard]] int required_small_integer(std::string_view key, int min) const {
+    const Node* n = find(key);
+    if (n == nullptr) missing(key);
+    return checked_small_integer(key, *n, min);
+  }
+
+  /// A step id: an integer >= 1.
+  [[nodiscard]] std::int64_t required_step(std::string_view key) const {
+    const Node* n = find(key);
+    if (n == nullptr) missing(key);
+    const auto value = integer_of(*n);
+    if (!value || *value < 1) {
+      fail("'" + label(key) + "' must be an integer >= 1, got " + describe(line_, *n));
+    }
+    return *value;
+  }
+
+  [[nodiscard]] std::optional<std::string> text(std::string_view key) const {
+    const Node* n = find(key);
+    if (n == nullptr || n->kind == Kind::Null) return std::nullopt;
+    if (n->kind != Kind::String) {
+      fail("'" + label(key) + "' must be a string or null, got " + describe(line_, *n));
+    }
+    return std::string(line_.text(*n));
+  }
+
+ private:
+  [[nodiscard]] double checked_amount(std::string_view key, const Node& n) const {
+    const auto value = number_of(n);
+    // -0.0 passes: it compares equal to 0.
+    if (!value || !std::isfinite(*value) || *value < 0.0) {
+      fail("'" + label(key) + "' must be a finite number >= 0, got " + describe(line_, n));
+    }
+    return *value;
+  }
+
+  [[nodiscard]] int checked_small_integer(std::string_view key, const Node& n, int min) const {
+    const auto value = integer_of(n);
+    if (!value || *value < min) {
+      fail("'" + label(key) + "' must be an integer >= " + std::to_string(min) + ", got " +
+           describe(line_, n));
+    }
+    if (*value > INT_MAX) {
+      fail("'" + label(key) + "' is too large: got " + describe(line_, n) + ", at most " +
+           std::to_string(INT_MAX));
+    }
+    return static_cast<int>(*value);
+  }
+
+  const JsonLine& line_;
+  std::size_t object_;
+  std::string_view record_;
+  Scope scope_;
+};
+
+std::optional<Event> event_of(std::string_view name) {
+  for (std::size_t i = 0; i < model::kEventCount; ++i) {
+    const auto e = static_cast<Event>(i);
+    if (name == model::event_name(e)) return e;
+  }
+  return std::nullopt;
+}
+
+bool is_blank(std::string_view s) {
+  for (const char c : s) {
+    if (c != ' ' && c != '\t' && c != '\r') return false;
+  }
+  return true;
+}
+
+// ---------------------------------------------------------------------------
+// The importer: turns lines into records, one at a time.
+
+class Importer {
+ public:
+  explicit Importer(const std::string& source) : source_(source) {}
+
+  void add_line(std::string_view text) {
+    ++line_number_;
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);  // CRLF files
+    if (is_blank(text)) return;
+    try {
+      read_record(text);
+    } catch (const Problem& p) {
+      throw TelemetryError(source_, line_number_, p.message);
+    }
+  }
+
+  ReadResult finish() {
+    if (!header_line_) {
+      throw TelemetryError(source_, 1, std::string(kHeaderProblem) + ", but the file is empty");
+    }
+    for (const auto& [type, seen] : unknown_types_) {
+      if (seen.count > 1) {
+        result_.warnings.push_back(source_ + ": skipped " + std::to_string(seen.count - 1) +
+                                   " more line(s) of unknown type '" + printable(type) + "'");
+      }
+    }
+    for (const auto& [name, seen] : unknown_events_) {
+      if (seen.count > 1) {
+        result_.warnings.push_back(source_ + ": ignored unknown event '" + name + "' on " +
+                                   std::to_string(seen.count - 1) + " more line(s)");
+      }
+    }
+    return std::move(result_);
+  }
+
+ private:
+  struct Seen {
+    std::int64_t count = 0;
+  };
+
+  void read_record(std::string_view text) {
+    if (!json_.parse(text)) fail(json_.error());
+    const Node& root = json_.node(json_.root());
+    if (root.kind != Kind::Object) {
+      fail("expected one JSON object per line, got " + describe(json_, root));
+    }
+    const Fields top(json_, json_.root(), "telemetry");
+    const Node* type = top.find("type");
+    if (!header_line_) {
+      if (type == nullptr || type->kind != Kind::String || json_.text(*type) != "run") {
+        fail(kHeaderProblem);
+      }
+      read_run(Fields(json_, json_.root(), "run"));
+      header_line_ = line_number_;
+      return;
+    }
+    if (type == nullptr) {
+      fail(
+          "missing required key 'type' (one of \"rank\", \"step\", \"step_memory\", "
+          "\"system\", \"process\")");
+    }
+    if (type->kind != Kind::String) fail("'type' must be a string, got " + describe(json_, *type));
+    const std::string_view name = json_.text(*type);
+    if (name == "step") {
+      read_step(Fields(json_, json_.root(), "step"));
+    } else if (name == "step_memory") {
+      read_step_memory(Fields(json_, json_.root(), "step_memory"));
+    } else if (name == "system") {
+      read_system(Fields(json_, json_.root(), "system"));
+    } else if (name == "process") {
+      read_process(Fields(json_, json_.root(), "process"));
+    } else if (name == "rank") {
+      read_rank(Fields(json_, json_.root(), "rank"));
+    } else if (name == "run") {
+      fail("a second {\"type\":\"run\"} line; a file holds one run, whose header is line " +
+           std::to_string(header_line_) + " (write each run to its own file)");
+    } else {
+      Seen& seen = unknown_types_[std::string(name)];
+      if (seen.count++ == 0) {
+        result_.warnings.push_back(location() + "skipped line of unknown type '" + printable(name) +
+                                   "'");
+      }
+    }
+  }
+
+  void read_run(const Fields& f) {
+    const Node* format = f.find("format");
+    if (format == nullptr) {
+      f.missing("format");
+    }
+    if (format->kind != Kind::String || json_.text(*format) != kTelemetryFormatName) {
+      fail("'format' must be \"traceml-telemetry\", got " + describe(json_, *format));
+    }
+    const Node* version = f.find("version");
+    if (version == nullptr) f.missing("version");
+    const auto v = integer_of(*version);
+    if (!v || *v != kTelemetryFormatVersion) {
+      fail("'version' must be 1, got " + describe(json_, *version) +
+           " (this traceml reads telemetry format version 1)");
+    }
+    model::RunInfo& run = result_.telemetry.run;
+    run.run_name = f.text("run_name").value_or(std::string());
+    run.world_size = f.small_integer("world_size", 1);
+    const Node* strategy = f.find("strategy");
+    if (strategy != nullptr && strategy->kind != Kind::Null) {
+      if (strategy->kind != Kind::String) {
+        fail(
+            "'strategy' must be a string (ddp, fsdp, single_process, distributed_unknown or "
+            "unknown), got " +
+            describe(json_, *strategy));
+      }
+      run.strategy = model::strategy_from_string(std::string(json_.text(*strategy)));
+    }
+  }
+
+  void read_rank(const Fields& f) {
+    model::RankIdentity r;
+    r.global_rank = f.required_small_integer("global_rank", 0);
+    r.local_rank = f.small_integer("local_rank", 0);
+    r.node_rank = f.small_integer("node_rank", 0);
+    r.hostname = f.text("hostname");
+    r.local_world_size = f.small_integer("local_world_size", 1);
+    r.world_size = f.small_integer("world_size", 1);
+    result_.telemetry.ranks.push_back(std::move(r));
+  }
+
+  void read_step(const Fields& f) {
+    model::StepRecord s;
+    s.global_rank = f.required_small_integer("global_rank", 0);
+    s.step = f.required_step("step");
+    s.ts = f.required_amount("ts");
+    const Node* events = f.find("events");
+    if (events == nullptr) f.missing("events");
+    if (events->kind != Kind::Object) {
+      fail("'events' must be an object like {\"forward\":{\"cpu_ms\":3.0,\"gpu_ms\":3.1}}, got " +
+           describe(json_, *events));
+    }
+    for (std::size_t i = events->first_child; i != kNone; i = json_.node(i).next_sibling) {
+      const Node& value = json_.node(i);
+      const std::string_view name = json_.key(value);
+      const auto event = event_of(name);
+      if (!event) {
+        warn_unknown_event(name);
+        continue;
+      }
+      if (value.kind == Kind::Null) continue;  // same as absent: not measured
+      if (value.kind != Kind::Object) {
+        fail("'events." + std::string(name) +
+             "' must be an object like {\"cpu_ms\":3.0,\"gpu_ms\":3.1}, got " +
+             describe(json_, value));
+      }
+      const Fields timing(json_, i, "step", Scope{"events", std::nullopt, name});
+      s.events.set(*event, model::Timing{timing.amount("cpu_ms"), timing.amount("gpu_ms")});
+    }
+    result_.telemetry.steps.push_back(s);
+  }
+
+  void read_step_memory(const Fields& f) {
+    model::StepMemoryRecord m;
+    m.global_rank = f.required_small_integer("global_rank", 0);
+    m.step = f.required_step("step");
+    m.device = f.text("device").value_or(std::string());
+    m.peak_allocated_bytes = f.amount("peak_allocated_bytes");
+    m.peak_reserved_bytes = f.amount("peak_reserved_bytes");
+    result_.telemetry.step_memory.push_back(std::move(m));
+  }
+
+  void read_system(const Fields& f) {
+    model::SystemSample s;
+    s.node_rank = f.required_small_integer("node_rank", 0);
+    s.ts = f.required_amount("ts");
+    s.cpu_percent = f.amount("cpu_percent");
+    s.ram_used_bytes = f.amount("ram_used_bytes");
+    s.ram_total_bytes = f.amount("ram_total_bytes");
+    const Node* gpus = f.find("gpus");
+    if (gpus != nullptr && gpus->kind != Kind::Null) {
+      if (gpus->kind != Kind::Array) {
+        fail("'gpus' must be an array of GPU objects (empty when the node has no GPU), got " +
+             describe(json_, *gpus));
+      }
+      std::size_t position = 0;
+      for (std::size_t i = gpus->first_child; i != kNone;
+           i = json_.node(i).next_sibling, ++position) {
+        const Node& element = json_.node(i);
+        if (element.kind != Kind::Object) {
+          fail("'gpus[" + std::to_string(position) + "]' must be an object like " +
+               "{\"index\":0,\"util_percent\":80.0}, got " + describe(json_, element));
+        }
+        const Fields g(json_, i, "system", Scope{"gpus", position, {}});
+        model::GpuSample gpu;
+        // TraceML's GPU index is the list position; an explicit index overrides it.
+        gpu.index = g.small_integer("index", 0).value_or(static_cast<int>(position));
+        gpu.util_percent = g.amount("util_percent");
+        gpu.mem_used_bytes = g.amount("mem_used_bytes");
+        gpu.mem_total_bytes = g.amount("mem_total_bytes");
+        gpu.temperature_c = g.amount("temperature_c");
+        gpu.power_w = g.amount("power_w");
+        gpu.power_limit_w = g.amount("power_limit_w");
+        s.gpus.push_back(gpu);
+      }
+    }
+    result_.telemetry.system.push_back(std::move(s));
+  }
+
+  void read_process(const Fields& f) {
+    model::ProcessSample p;
+    p.global_rank = f.required_small_integer("global_rank", 0);
+    p.ts = f.required_amount("ts");
+    p.cpu_percent = f.amount("cpu_percent");
+    p.cpu_cores = f.small_integer("cpu_cores", 1);
+    p.rss_bytes = f.amount("rss_bytes");
+    p.ram_total_bytes = f.amount("ram_total_bytes");
+    const std::size_t gpu_index = f.find_index("gpu");
+    const Node* gpu = gpu_index == kNone ? nullptr : &json_.node(gpu_index);
+    if (gpu != nullptr && gpu->kind != Kind::Null) {
+      if (gpu->kind != Kind::Object) {
+        fail("'gpu' must be an object like {\"device\":0,\"allocated_bytes\":1e9} or null, got " +
+             describe(json_, *gpu));
+      }
+      const Fields g(json_, gpu_index, "process", Scope{"gpu", std::nullopt, {}});
+      model::ProcessGpu pg;
+      pg.device = g.small_integer("device", 0);
+      pg.allocated_bytes = g.amount("allocated_bytes");
+      pg.reserved_bytes = g.amount("reserved_bytes");
+      pg.total_bytes = g.amount("total_bytes");
+      p.gpu = pg;
+    }
+    result_.telemetry.process.push_back(std::move(p));
+  }
+
+  void warn_unknown_event(std::string_view name) {
+    Seen& seen = unknown_events_[std::string(name)];
+    if (seen.count++ == 0) {
+      result_.warnings.push_back(location() + "ignored unknown event '" + printable(name) +
+                                 "' (known events: " + kKnownEvents + ")");
+    }
+  }
+
+  [[nodiscard]] std::string location() const {
+    return source_ + ":" + std::to_string(line_number_) + ": ";
+  }
+
+  std::string source_;
+  JsonLine json_;
+  ReadResult result_;
+  std::int64_t line_number_ = 0;
+  std::int64_t header_line_ = 0;  ///< 0 until the run header has been read
+  // std::map: warnings about unknown names come out in a stable order.
+  std::map<std::string, Seen> unknown_types_;
+  std::map<std::string, Seen> unknown_events_;
+};
+
+/// Splits what `fill` delivers into lines. `fill(buffer, capacity)` returns the
+/// number of bytes it wrote, 0 at the end of input.
+template <class Fill>
+ReadResult read_chunks(const std::string& source, Fill fill) {
+  Importer importer(source);
+  std::string buffer(kChunkBytes, '\0');
+  std::size_t used = 0;
+  for (;;) {
+    if (used == buffer.size()) buffer.resize(buffer.size() * 2);  // a line longer than a chunk
+    const std::size_t got = fill(buffer.data() + used, buffer.size() - used);
+    if (got == 0) break;
+    used += got;
+    std::size_t start = 0;
+    for (;;) {
+      const void* newline = std::memchr(buffer.data() + start, '\n', used - start);
+      if (newline == nullptr) break;
+      const auto end = static_cast<std::size_t>(static_cast<const char*>(newline) - buffer.data());
+      importer.add_line(std::string_view(buffer.data() + start, end - start));
+      start = end + 1;
+    }
+    std::memmove(buffer.data(), buffer.data() + start, used - start);
+    used -= start;
+  }
+  if (used > 0) importer.add_line(std::string_view(buffer.data(), used));
+  return importer.finish();
+}
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+
+}  // namespace
+
+TelemetryError::TelemetryError(std::string source, std::optional<std::int64_t> line,
+                               std::string problem)
+    : std::runtime_error(source + (line ? ":" + std::to_string(*line) : std::string()) + ": " +
+                         problem),
+      source_(std::move(source)),
+      line_(line),
+      problem_(std::move(problem)) {}
+
+ReadResult read_telemetry_jsonl(const std::string& path) {
+  errno = 0;
+  std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) {
+    throw TelemetryError(path, std::nullopt,
+                         std::string("cannot open file: ") + std::strerror(errno));
+  }
+  return read_chunks(path, [&](char* buffer, std::size_t capacity) {
+    const std::size_t got = std::fread(buffer, 1, capacity, file.get());
+    if (got == 0 && std::ferror(file.get())) {
+      throw TelemetryError(path, std::nullopt,
+                           std::string("cannot read file: ") + std::strerror(errno));
+    }
+    return got;
+  });
+}
+
+ReadResult read_telemetry_jsonl(std::istream& in, const std::string& source_name) {
+  return read_chunks(source_name, [&](char* buffer, std::size_t capacity) {
+    in.read(buffer, static_cast<std::streamsize>(capacity));
+    const auto got = in.gcount();
+    if (got == 0 && in.bad()) {
+      throw TelemetryError(source_name, std::nullopt, "cannot read stream");
+    }
+    return static_cast<std::size_t>(got);
+  });
+}
+
+ReadResult parse_telemetry_jsonl(std::string_view text, const std::string& source_name) {
+  Importer importer(source_name);
+  while (!text.empty()) {
+    const auto newline = text.find('\n');
+    if (newline == std::string_view::npos) {
+      importer.add_line(text);
+      break;
+    }
+    importer.add_line(text.substr(0, newline));
+    text.remove_prefix(newline + 1);
+  }
+  return importer.finish();
+}
+
+}  // namespace traceml::store

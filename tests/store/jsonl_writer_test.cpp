@@ -1,0 +1,501 @@
+// Telemetry JSONL writer: the exact lines it writes, and read(write(t)) == t.
+#include "store/jsonl_writer.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "store/jsonl_reader.hpp"
+
+namespace traceml::store {
+namespace {
+
+using model::Event;
+using model::Strategy;
+using model::Telemetry;
+
+std::string write(const Telemetry& t) {
+  std::ostringstream out;
+  write_telemetry_jsonl(t, out);
+  return out.str();
+}
+
+Telemetry read_back(const std::string& text) {
+  const ReadResult r = parse_telemetry_jsonl(text, "written.jsonl");
+  EXPECT_TRUE(r.warnings.empty());
+  return r.telemetry;
+}
+
+// ---------------------------------------------------------------------------
+// Field-by-field equality of the model types, with a message naming the field.
+
+#define TRACEML_EXPECT_FIELD(a, b, field) EXPECT_EQ((a).field, (b).field) << where << " ." #field
+
+void expect_same(const model::StepEvents& a, const model::StepEvents& b, const std::string& where) {
+  for (std::size_t i = 0; i < model::kEventCount; ++i) {
+    const auto e = static_cast<Event>(i);
+    EXPECT_EQ(a.has(e), b.has(e)) << where << " " << model::event_name(e);
+    EXPECT_EQ(a.cpu_ms(e), b.cpu_ms(e)) << where << " " << model::event_name(e);
+    EXPECT_EQ(a.gpu_ms(e), b.gpu_ms(e)) << where << " " << model::event_name(e);
+  }
+}
+
+void expect_same(const Telemetry& a, const Telemetry& b) {
+  {
+    const std::string where = "run";
+    TRACEML_EXPECT_FIELD(a.run, b.run, run_name);
+    TRACEML_EXPECT_FIELD(a.run, b.run, world_size);
+    TRACEML_EXPECT_FIELD(a.run, b.run, strategy);
+  }
+  ASSERT_EQ(a.ranks.size(), b.ranks.size());
+  for (std::size_t i = 0; i < a.ranks.size(); ++i) {
+    const std::string where = "ranks[" + std::to_string(i) + "]";
+    TRACEML_EXPECT_FIELD(a.ranks[i], b.ranks[i], global_rank);
+    TRACEML_EXPECT_FIELD(a.ranks[i], b.ranks[i], local_rank);
+    TRACEML_EXPECT_FIELD(a.ranks[i], b.ranks[i], node_rank);
+    TRACEML_EXPECT_FIELD(a.ranks[i], b.ranks[i], hostname);
+    TRACEML_EXPECT_FIELD(a.ranks[i], b.ranks[i], local_world_size);
+    TRACEML_EXPECT_FIELD(a.ranks[i], b.ranks[i], world_size);
+  }
+  ASSERT_EQ(a.steps.size(), b.steps.size());
+  for (std::size_t i = 0; i < a.steps.size(); ++i) {
+    const std::string where = "steps[" + std::to_string(i) + "]";
+    TRACEML_EXPECT_FIELD(a.steps[i], b.steps[i], global_rank);
+    TRACEML_EXPECT_FIELD(a.steps[i], b.steps[i], step);
+    TRACEML_EXPECT_FIELD(a.steps[i], b.steps[i], ts);
+    expect_same(a.steps[i].events, b.steps[i].events, where);
+  }
+  ASSERT_EQ(a.step_memory.size(), b.step_memory.size());
+  for (std::size_t i = 0; i < a.step_memory.size(); ++i) {
+    const std::string where = "step_memory[" + std::to_string(i) + "]";
+    TRACEML_EXPECT_FIELD(a.step_memory[i], b.step_memory[i], global_rank);
+    TRACEML_EXPECT_FIELD(a.step_memory[i], b.step_memory[i], step);
+    TRACEML_EXPECT_FIELD(a.step_memory[i], b.step_memory[i], device);
+    TRACEML_EXPECT_FIELD(a.step_memory[i], b.step_memory[i], peak_allocated_bytes);
+    TRACEML_EXPECT_FIELD(a.step_memory[i], b.step_memory[i], peak_reserved_bytes);
+  }
+  ASSERT_EQ(a.system.size(), b.system.size());
+  for (std::size_t i = 0; i < a.system.size(); ++i) {
+    const std::string where = "system[" + std::to_string(i) + "]";
+    TRACEML_EXPECT_FIELD(a.system[i], b.system[i], node_rank);
+    TRACEML_EXPECT_FIELD(a.system[i], b.system[i], ts);
+    TRACEML_EXPECT_FIELD(a.system[i], b.system[i], cpu_percent);
+    TRACEML_EXPECT_FIELD(a.system[i], b.system[i], ram_used_bytes);
+    TRACEML_EXPECT_FIELD(a.system[i], b.system[i], ram_total_bytes);
+    ASSERT_EQ(a.system[i].gpus.size(), b.system[i].gpus.size()) << where;
+    for (std::size_t g = 0; g < a.system[i].gpus.size(); ++g) {
+      const auto& x = a.system[i].gpus[g];
+      const auto& y = b.system[i].gpus[g];
+      TRACEML_EXPECT_FIELD(x, y, index);
+      TRACEML_EXPECT_FIELD(x, y, util_percent);
+      TRACEML_EXPECT_FIELD(x, y, mem_used_bytes);
+      TRACEML_EXPECT_FIELD(x, y, mem_total_bytes);
+      TRACEML_EXPECT_FIELD(x, y, temperature_c);
+      TRACEML_EXPECT_FIELD(x, y, power_w);
+      TRACEML_EXPECT_FIELD(x, y, power_limit_w);
+    }
+  }
+  ASSERT_EQ(a.process.size(), b.process.size());
+  for (std::size_t i = 0; i < a.process.size(); ++i) {
+    const std::string where = "process[" + std::to_string(i) + "]";
+    TRACEML_EXPECT_FIELD(a.process[i], b.process[i], global_rank);
+    TRACEML_EXPECT_FIELD(a.process[i], b.process[i], ts);
+    TRACEML_EXPECT_FIELD(a.process[i], b.process[i], cpu_percent);
+    TRACEML_EXPECT_FIELD(a.process[i], b.process[i], cpu_cores);
+    TRACEML_EXPECT_FIELD(a.process[i], b.process[i], rss_bytes);
+    TRACEML_EXPECT_FIELD(a.process[i], b.process[i], ram_total_bytes);
+    ASSERT_EQ(a.process[i].gpu.has_value(), b.process[i].gpu.has_value()) << where;
+    if (a.process[i].gpu) {
+      TRACEML_EXPECT_FIELD(*a.process[i].gpu, *b.process[i].gpu, device);
+      TRACEML_EXPECT_FIELD(*a.process[i].gpu, *b.process[i].gpu, allocated_bytes);
+      TRACEML_EXPECT_FIELD(*a.process[i].gpu, *b.process[i].gpu, reserved_bytes);
+      TRACEML_EXPECT_FIELD(*a.process[i].gpu, *b.process[i].gpu, total_bytes);
+    }
+  }
+}
+
+#undef TRACEML_EXPECT_FIELD
+
+// ---------------------------------------------------------------------------
+// A run that uses every record type, every optional in both states, and
+// doubles whose text is easy to get wrong.
+
+Telemetry rich_telemetry() {
+  Telemetry t;
+  t.run.run_name = "rich \"run\" \\ r\xc3\xa9sum\xc3\xa9\n\t\x01";
+  t.run.world_size = 3;
+  t.run.strategy = Strategy::Fsdp;
+
+  model::RankIdentity full;
+  full.global_rank = 0;
+  full.local_rank = 0;
+  full.node_rank = 0;
+  full.hostname = "node-0.cluster";
+  full.local_world_size = 2;
+  full.world_size = 3;
+  model::RankIdentity bare;
+  bare.global_rank = 2;
+  t.ranks = {full, bare};
+
+  const double tricky[] = {0.1,
+                           1.0 / 3.0,
+                           5e-324,
+                           2.2250738585072014e-308,
+                           1.7976931348623157e308,
+                           9007199254740993.0,  // 2^53 + 1 rounds to 2^53
+                           12345678901234567890.0,
+                           1e21,
+                           1e-7,
+                           0.0};
+  std::int64_t step = 1;
+  for (const double v : tricky) {
+    model::StepRecord s;
+    s.global_rank = static_cast<int>(step % 3);
+    s.step = step;
+    s.ts = 1764662400.0 + static_cast<double>(step) * 0.123456789;
+    s.events.set(Event::InputWait, {v, std::nullopt});
+    s.events.set(Event::H2D, {std::nullopt, v});
+    s.events.set(Event::Forward, {v, v * 0.5});
+    s.events.set(Event::Backward, {std::nullopt, std::nullopt});  // present, nothing measured
+    if (step % 2 == 0) s.events.set(Event::OptimizerStep, {1.5, 1.25});
+    s.events.set(Event::TracedStepTime, {12.0, 12.5});
+    t.steps.push_back(s);
+    ++step;
+  }
+  model::StepRecord empty;  // a step with no event measured
+  empty.global_rank = 1;
+  empty.step = std::numeric_limits<std::int64_t>::max();
+  empty.ts = 0.0;
+  t.steps.push_back(empty);
+
+  model::StepMemoryRecord m1;
+  m1.global_rank = 0;
+  m1.step = 1;
+  m1.device = "cuda:0";
+  m1.peak_allocated_bytes = 2.9e9;
+  m1.peak_reserved_bytes = 3.2e9;
+  model::StepMemoryRecord m2;
+  m2.global_rank = 1;
+  m2.step = 2;
+  t.step_memory = {m1, m2};
+
+  model::SystemSample with_gpus;
+  with_gpus.node_rank = 0;
+  with_gpus.ts = 1764662401.5;
+  with_gpus.cpu_percent = 20.0;
+  with_gpus.ram_used_bytes = 17179869184.0;
+  with_gpus.ram_total_bytes = 549755813888.0;
+  model::GpuSample g0;
+  g0.index = 0;
+  g0.util_percent = 80.0;
+  g0.mem_used_bytes = 1.6e10;
+  g0.mem_total_bytes = 85520809984.0;
+  g0.temperature_c = 61.5;
+  g0.power_w = 300.25;
+  g0.power_limit_w = 700.0;
+  model::GpuSample g1;
+  g1.index = 1;
+  with_gpus.gpus = {g0, g1};
+  model::SystemSample no_gpu;
+  no_gpu.node_rank = 1;
+  no_gpu.ts = 1764662402.0;
+  t.system = {with_gpus, no_gpu};
+
+  model::ProcessSample p_gpu;
+  p_gpu.global_rank = 0;
+  p_gpu.ts = 1764662401.75;
+  p_gpu.cpu_percent = 120.0;
+  p_gpu.cpu_cores = 8;
+  p_gpu.rss_bytes = 3.5e9;
+  p_gpu.ram_total_bytes = 549755813888.0;
+  p_gpu.gpu = model::ProcessGpu{0, 2e9, 2.5e9, 85520809984.0};
+  model::ProcessSample p_partial_gpu;
+  p_partial_gpu.global_rank = 1;
+  p_partial_gpu.ts = 1764662401.0;
+  p_partial_gpu.gpu = model::ProcessGpu{};
+  model::ProcessSample p_none;
+  p_none.global_rank = 2;
+  p_none.ts = 1764662401.0;
+  t.process = {p_gpu, p_partial_gpu, p_none};
+  return t;
+}
+
+// ---------------------------------------------------------------------------
+// Exact output.
+
+TEST(JsonlWriterTest, ExactLinesOfEveryRecordType) {
+  Telemetry t;
+  t.run.run_name = "r1";
+  t.run.world_size = 2;
+  t.run.strategy = Strategy::Ddp;
+  model::RankIdentity rank;
+  rank.global_rank = 0;
+  rank.local_rank = 0;
+  rank.node_rank = 0;
+  rank.hostname = "n0";
+  rank.local_world_size = 2;
+  rank.world_size = 2;
+  t.ranks.push_back(rank);
+  model::StepRecord s;
+  s.global_rank = 0;
+  s.step = 1;
+  s.ts = 1764662400.5;
+  s.events.set(Event::TracedStepTime, {8.5, 9.0});  // set out of order: written in enum order
+  s.events.set(Event::InputWait, {1.2, std::nullopt});
+  s.events.set(Event::H2D, {0.1, 0.4});
+  s.events.set(Event::Forward, {3.0, 3.1});
+  t.steps.push_back(s);
+  model::StepMemoryRecord m;
+  m.global_rank = 0;
+  m.step = 1;
+  m.device = "cuda:0";
+  m.peak_allocated_bytes = 2.9e9;
+  m.peak_reserved_bytes = 3221225472.0;
+  t.step_memory.push_back(m);
+  model::SystemSample sys;
+  sys.node_rank = 0;
+  sys.ts = 1764662401.0;
+  sys.cpu_percent = 20.0;
+  sys.ram_used_bytes = 8e9;
+  sys.ram_total_bytes = 64e9;
+  model::GpuSample g;
+  g.index = 0;
+  g.util_percent = 80.0;
+  g.mem_used_bytes = 1e10;
+  g.mem_total_bytes = 8e10;
+  sys.gpus.push_back(g);
+  t.system.push_back(sys);
+  model::ProcessSample p;
+  p.global_rank = 0;
+  p.ts = 1764662401.0;
+  p.cpu_percent = 120.0;
+  p.cpu_cores = 8;
+  p.rss_bytes = 3e9;
+  p.ram_total_bytes = 64e9;
+  p.gpu = model::ProcessGpu{0, 2e9, std::nullopt, 8e10};
+  t.process.push_back(p);
+
+  // Shortest round-trip text: 2.9e9 is shorter in exponent form, 3221225472 in digits.
+  EXPECT_EQ(
+      write(t),
+      R"({"type":"run","format":"traceml-telemetry","version":1,"run_name":"r1","world_size":2,"strategy":"ddp"})"
+      "\n"
+      R"({"type":"rank","global_rank":0,"local_rank":0,"node_rank":0,"hostname":"n0","local_world_size":2,"world_size":2})"
+      "\n"
+      R"({"type":"step","global_rank":0,"step":1,"ts":1764662400.5,"events":{"input_wait":{"cpu_ms":1.2},"h2d":{"cpu_ms":0.1,"gpu_ms":0.4},"forward":{"cpu_ms":3,"gpu_ms":3.1},"traced_step_time":{"cpu_ms":8.5,"gpu_ms":9}}})"
+      "\n"
+      R"({"type":"step_memory","global_rank":0,"step":1,"device":"cuda:0","peak_allocated_bytes":2.9e+09,"peak_reserved_bytes":3221225472})"
+      "\n"
+      R"({"type":"system","node_rank":0,"ts":1764662401,"cpu_percent":20,"ram_used_bytes":8e+09,"ram_total_bytes":6.4e+10,"gpus":[{"index":0,"util_percent":80,"mem_used_bytes":1e+10,"mem_total_bytes":8e+10,"temperature_c":null,"power_w":null,"power_limit_w":null}]})"
+      "\n"
+      R"({"type":"process","global_rank":0,"ts":1764662401,"cpu_percent":120,"cpu_cores":8,"rss_bytes":3e+09,"ram_total_bytes":6.4e+10,"gpu":{"device":0,"allocated_bytes":2e+09,"reserved_bytes":null,"total_bytes":8e+10}})"
+      "\n");
+}
+
+TEST(JsonlWriterTest, AbsentValuesAreLeftOut) {
+  Telemetry t;  // no run name, no world size
+  model::RankIdentity rank;
+  rank.global_rank = 3;
+  t.ranks.push_back(rank);
+  model::StepRecord s;
+  s.global_rank = 3;
+  s.step = 2;
+  s.ts = 0.0;
+  s.events.set(Event::Backward, {std::nullopt, std::nullopt});
+  s.events.set(Event::Forward, {std::nullopt, 4.0});
+  t.steps.push_back(s);
+  model::StepMemoryRecord m;
+  m.global_rank = 3;
+  m.step = 2;
+  t.step_memory.push_back(m);
+  model::SystemSample sys;
+  sys.node_rank = 1;
+  sys.ts = 2.0;
+  t.system.push_back(sys);
+  model::ProcessSample p;
+  p.global_rank = 3;
+  p.ts = 2.0;
+  t.process.push_back(p);
+  EXPECT_EQ(
+      write(t),
+      R"({"type":"run","format":"traceml-telemetry","version":1,"run_name":"","strategy":"ddp"})"
+      "\n"
+      R"({"type":"rank","global_rank":3})"
+      "\n"
+      R"({"type":"step","global_rank":3,"step":2,"ts":0,"events":{"forward":{"gpu_ms":4},"backward":{}}})"
+      "\n"
+      R"({"type":"step_memory","global_rank":3,"step":2,"device":""})"
+      "\n"
+      R"({"type":"system","node_rank":1,"ts":2,"gpus":[]})"
+      "\n"
+      R"({"type":"process","global_rank":3,"ts":2,"gpu":null})"
+      "\n");
+}
+
+TEST(JsonlWriterTest, StringsAreEscaped) {
+  Telemetry t;
+  t.run.run_name = "a\"b\\c\nd\re\tf\x01g\x1fh\xc3\xa9";
+  EXPECT_EQ(write(t),
+            "{\"type\":\"run\",\"format\":\"traceml-telemetry\",\"version\":1,\"run_name\":"
+            "\"a\\\"b\\\\c\\nd\\re\\tf\\u0001g\\u001fh\xc3\xa9\",\"strategy\":\"ddp\"}\n");
+}
+
+TEST(JsonlWriterTest, EveryStrategyWord) {
+  const std::pair<Strategy, const char*> cases[] = {
+      {Strategy::Ddp, "ddp"},
+      {Strategy::Fsdp, "fsdp"},
+      {Strategy::SingleProcess, "single_process"},
+      {Strategy::DistributedUnknown, "distributed_unknown"},
+      {Strategy::Unknown, "unknown"},
+  };
+  for (const auto& [strategy, word] : cases) {
+    Telemetry t;
+    t.run.strategy = strategy;
+    const std::string text = write(t);
+    EXPECT_NE(text.find(std::string("\"strategy\":\"") + word + "\""), std::string::npos) << text;
+    EXPECT_EQ(read_back(text).run.strategy, strategy) << word;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Round trips.
+
+TEST(JsonlWriterTest, RoundTripOfARichTelemetry) {
+  const Telemetry t = rich_telemetry();
+  const std::string text = write(t);
+  const Telemetry back = read_back(text);
+  expect_same(t, back);
+  // And the text is stable: writing what was read gives the same bytes.
+  EXPECT_EQ(write(back), text);
+}
+
+TEST(JsonlWriterTest, RoundTripOfAnEmptyRun) {
+  const Telemetry t;
+  const std::string text = write(t);
+  EXPECT_EQ(
+      text,
+      R"({"type":"run","format":"traceml-telemetry","version":1,"run_name":"","strategy":"ddp"})"
+      "\n");
+  expect_same(t, read_back(text));
+}
+
+TEST(JsonlWriterTest, RoundTripOfTheSampleFiles) {
+  for (const char* name :
+       {"single_input_bound.jsonl", "ddp_input_straggler.jsonl", "ddp4_balanced.jsonl"}) {
+    SCOPED_TRACE(name);
+    const Telemetry t =
+        read_telemetry_jsonl(std::string(TRACEML_TEST_DATA_DIR) + "/golden/data/" + name).telemetry;
+    ASSERT_FALSE(t.steps.empty());
+    expect_same(t, read_back(write(t)));
+  }
+}
+
+TEST(JsonlWriterTest, NegativeZeroReadsBackAsZero) {
+  Telemetry t;
+  model::StepRecord s;
+  s.step = 1;
+  s.ts = -0.0;  // not negative: accepted, written "-0", read back as 0
+  t.steps.push_back(s);
+  const std::string text = write(t);
+  EXPECT_NE(text.find("\"ts\":-0,"), std::string::npos) << text;
+  EXPECT_EQ(read_back(text).steps[0].ts, 0.0);
+}
+
+// ---------------------------------------------------------------------------
+// What the reader would reject is refused before anything is written.
+
+/// The what() of the std::invalid_argument that writing `t` throws; the stream
+/// must stay empty.
+std::string rejection_of(const Telemetry& t) {
+  std::ostringstream out;
+  try {
+    write_telemetry_jsonl(t, out);
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(out.str(), "");
+    return e.what();
+  }
+  return "";
+}
+
+TEST(JsonlWriterTest, RejectsValuesTheReaderWouldRefuse) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  {
+    Telemetry t = rich_telemetry();
+    t.steps[3].events.set(Event::Forward, {-1.5, std::nullopt});
+    // steps[3] is step 4 of rank 4 % 3 = 1.
+    EXPECT_EQ(rejection_of(t),
+              "write_telemetry_jsonl: step 4 of rank 1: events.forward.cpu_ms is -1.5 (must be "
+              "finite and >= 0)");
+  }
+  {
+    Telemetry t = rich_telemetry();
+    t.steps[0].events.set(Event::H2D, {std::nullopt, nan});
+    EXPECT_EQ(rejection_of(t),
+              "write_telemetry_jsonl: step 1 of rank 1: events.h2d.gpu_ms is nan (must be finite "
+              "and >= 0)");
+  }
+  {
+    Telemetry t = rich_telemetry();
+    t.steps[0].ts = inf;
+    EXPECT_EQ(rejection_of(t),
+              "write_telemetry_jsonl: step 1 of rank 1: ts is inf (must be finite and >= 0)");
+  }
+  {
+    Telemetry t = rich_telemetry();
+    t.steps[0].step = 0;
+    EXPECT_EQ(rejection_of(t), "write_telemetry_jsonl: step 0 of rank 1: step is 0 (must be >= 1)");
+  }
+  {
+    Telemetry t = rich_telemetry();
+    t.ranks[1].global_rank = -1;
+    EXPECT_EQ(
+        rejection_of(t),
+        "write_telemetry_jsonl: rank line of global_rank -1: global_rank is -1 (must be >= 0)");
+  }
+  {
+    Telemetry t = rich_telemetry();
+    t.run.world_size = 0;
+    EXPECT_EQ(rejection_of(t), "write_telemetry_jsonl: run: world_size is 0 (must be >= 1)");
+  }
+  {
+    Telemetry t = rich_telemetry();
+    t.step_memory[0].peak_reserved_bytes = -1.0;
+    EXPECT_EQ(rejection_of(t),
+              "write_telemetry_jsonl: step_memory of step 1 of rank 0: peak_reserved_bytes is -1 "
+              "(must be finite and >= 0)");
+  }
+  {
+    Telemetry t = rich_telemetry();
+    t.system[0].gpus[1].util_percent = -inf;
+    EXPECT_EQ(rejection_of(t),
+              "write_telemetry_jsonl: system sample of node 0: gpus[1].util_percent is -inf (must "
+              "be finite and >= 0)");
+  }
+  {
+    Telemetry t = rich_telemetry();
+    t.process[0].cpu_cores = 0;
+    EXPECT_EQ(rejection_of(t),
+              "write_telemetry_jsonl: process sample of rank 0: cpu_cores is 0 (must be >= 1)");
+  }
+  {
+    Telemetry t = rich_telemetry();
+    t.process[0].gpu->reserved_bytes = nan;
+    EXPECT_EQ(rejection_of(t),
+              "write_telemetry_jsonl: process sample of rank 0: gpu.reserved_bytes is nan (must "
+              "be finite and >= 0)");
+  }
+}
+
+TEST(JsonlWriterTest, StreamFailureIsReported) {
+  std::ostringstream out;
+  out.setstate(std::ios::badbit);
+  EXPECT_THROW(write_telemetry_jsonl(rich_telemetry(), out), std::ios_base::failure);
+}
+
+}  // namespace
+}  // namespace traceml::store
