@@ -39,14 +39,10 @@ constexpr std::size_t idx(StepMetric m) {
 
 /// A clock's value of an event: non-finite is "not measured", negative is 0
 /// (spec §4.1.1 event normalisation).
-std::optional<double> clock_value(const StepRecord& r, Event e, Clock c) {
+inline std::optional<double> clock_value(const StepRecord& r, Event e, Clock c) {
   auto v = c == Clock::Gpu ? r.events.gpu_ms(e) : r.events.cpu_ms(e);
   if (!v || !std::isfinite(*v)) return std::nullopt;
   return std::max(0.0, *v);
-}
-
-bool has_value(const StepRecord& r, Event e, Clock c) {
-  return clock_value(r, e, c).has_value();
 }
 
 bool has_any_event(const StepRecord& r) {
@@ -56,139 +52,159 @@ bool has_any_event(const StepRecord& r) {
   return false;
 }
 
-/// Spec §4.1.3: the GPU clock only when every aligned row can be read on it.
-Clock select_clock(const std::vector<std::vector<const StepRecord*>>& rows) {
-  if (rows.empty()) return Clock::Cpu;
-  for (const auto& rank_rows : rows) {
-    for (const StepRecord* r : rank_rows) {
-      if (!has_value(*r, Event::InputWait, Clock::Gpu) ||
-          !has_value(*r, Event::TracedStepTime, Clock::Gpu)) {
-        return Clock::Cpu;
-      }
-      for (Event e : {Event::H2D, Event::Forward, Event::Backward, Event::OptimizerStep}) {
-        if (r->events.has(e) && !has_value(*r, e, Clock::Gpu)) return Clock::Cpu;
-      }
-    }
-  }
-  return Clock::Gpu;
-}
-
-/// Which events a rank can report on a clock over its aligned rows (spec
-/// §4.1.4): "every-step" events must be on every row; occurrence events (H2D,
-/// optimizer) on at least one, and count as 0 where absent.
+/// Which events a rank reports on a clock over its aligned rows (spec §4.1.4).
 struct Availability {
   std::array<bool, model::kEventCount> ok{};
 };
-
-Availability availability(const std::vector<const StepRecord*>& rows, Clock c) {
-  Availability a;
-  for (Event e : {Event::InputWait, Event::Forward, Event::Backward, Event::TracedStepTime}) {
-    a.ok[std::size_t(e)] = std::all_of(rows.begin(), rows.end(),
-                                       [&](const StepRecord* r) { return has_value(*r, e, c); });
-  }
-  for (Event e : {Event::H2D, Event::OptimizerStep}) {
-    a.ok[std::size_t(e)] = std::any_of(rows.begin(), rows.end(),
-                                       [&](const StepRecord* r) { return has_value(*r, e, c); });
-  }
-  return a;
-}
-
-/// The value of an event on one row, under a rank's availability.
-std::optional<double> available_value(const StepRecord& r, Event e, Clock c,
-                                      const Availability& a) {
-  if (!a.ok[std::size_t(e)]) return std::nullopt;
-  auto v = clock_value(r, e, c);
-  return v ? v : std::optional<double>(0.0);  // only occurrence events can be absent here
-}
 
 std::optional<double> add(const std::optional<double>& a, const std::optional<double>& b) {
   if (!a || !b) return std::nullopt;
   return *a + *b;
 }
 
-/// The per-step values of the display metrics on the selected clock (§4.1.5).
-struct StepValues {
-  std::optional<double> input, h2d, forward, backward, optimizer, traced, compute, residual,
-      step_time;
-};
-
-StepValues step_values(const StepRecord& r, Clock c, const Availability& a) {
-  StepValues v;
-  v.input = available_value(r, Event::InputWait, c, a);
-  v.h2d = available_value(r, Event::H2D, c, a);
-  v.forward = available_value(r, Event::Forward, c, a);
-  v.backward = available_value(r, Event::Backward, c, a);
-  v.optimizer = available_value(r, Event::OptimizerStep, c, a);
-  v.traced = available_value(r, Event::TracedStepTime, c, a);
-  v.compute = add(add(v.forward, v.backward), v.optimizer);
-  if (v.traced && v.compute) {
-    v.residual = std::max(0.0, *v.traced - v.h2d.value_or(0.0) - *v.compute);
+/// One display metric's value on one row, on the selected clock, under the
+/// rank's availability (§4.1.5).
+std::optional<double> display_value(const StepRecord& r, StepMetric m, Clock c,
+                                    const Availability& a) {
+  auto value = [&](Event e) -> std::optional<double> {
+    if (!a.ok[std::size_t(e)]) return std::nullopt;
+    auto v = clock_value(r, e, c);
+    return v ? v : std::optional<double>(0.0);  // only occurrence events can be absent here
+  };
+  auto compute = [&] {
+    return add(add(value(Event::Forward), value(Event::Backward)), value(Event::OptimizerStep));
+  };
+  switch (m) {
+    case StepMetric::InputWait:
+      return value(Event::InputWait);
+    case StepMetric::H2D:
+      return value(Event::H2D);
+    case StepMetric::Forward:
+      return value(Event::Forward);
+    case StepMetric::Backward:
+      return value(Event::Backward);
+    case StepMetric::OptimizerStep:
+      return value(Event::OptimizerStep);
+    case StepMetric::TracedStepTime:
+      return value(Event::TracedStepTime);
+    case StepMetric::StepTime:
+      return add(value(Event::InputWait), value(Event::TracedStepTime));
+    case StepMetric::Compute:
+      return compute();
+    case StepMetric::Residual: {
+      const auto traced = value(Event::TracedStepTime);
+      const auto comp = compute();
+      if (!traced || !comp) return std::nullopt;
+      return std::max(0.0, *traced - value(Event::H2D).value_or(0.0) - *comp);
+    }
+    default:
+      return std::nullopt;  // clock aggregates have no per-step series
   }
-  v.step_time = add(v.input, v.traced);
-  return v;
 }
 
-/// Running sum of a per-step value; the average is null if no step had one.
-struct Mean {
-  double sum = 0.0;
-  bool any = false;
-  void add(const std::optional<double>& v) {
-    if (v) {
-      sum += *v;
-      any = true;
-    }
-  }
-  [[nodiscard]] std::optional<double> over(std::size_t n) const {
-    if (!any || n == 0) return std::nullopt;
-    return sum / double(n);
-  }
+/// What one pass over a rank's aligned rows learns, per clock: how often each
+/// event was measured and its sum, the clamped residual and the step time
+/// summed per step (averages are means of per-step values, as TraceML's are).
+struct ClockSums {
+  std::array<std::size_t, model::kEventCount> present{};
+  std::array<double, model::kEventCount> sum{};
+  double residual = 0.0;   // over rows with traced, forward and backward
+  double step_time = 0.0;  // over rows with input wait and traced
 };
 
-RankFacts rank_facts(int rank, const std::vector<const StepRecord*>& rows, Clock clock) {
-  const Availability sel = availability(rows, clock);
-  const Availability cpu = availability(rows, Clock::Cpu);
-  const Availability gpu = availability(rows, Clock::Gpu);
-  Mean input, h2d, fwd, bwd, opt, traced, residual, step, step_cpu, step_gpu, traced_cpu,
-      traced_gpu, fetch;
-  for (const StepRecord* r : rows) {
-    const StepValues v = step_values(*r, clock, sel);
-    input.add(v.input);
-    h2d.add(v.h2d);
-    fwd.add(v.forward);
-    bwd.add(v.backward);
-    opt.add(v.optimizer);
-    traced.add(v.traced);
-    residual.add(v.residual);
-    step.add(v.step_time);
-    const auto ic = available_value(*r, Event::InputWait, Clock::Cpu, cpu);
-    const auto tc = available_value(*r, Event::TracedStepTime, Clock::Cpu, cpu);
-    const auto ig = available_value(*r, Event::InputWait, Clock::Gpu, gpu);
-    const auto tg = available_value(*r, Event::TracedStepTime, Clock::Gpu, gpu);
-    step_cpu.add(add(ic, tc));
-    step_gpu.add(add(ig, tg));
-    traced_cpu.add(tc);
-    traced_gpu.add(tg);
-    fetch.add(ic);
+struct RankScan {
+  std::array<ClockSums, 2> clock;  // indexed by Clock
+  bool gpu_complete = true;        // every row readable on the GPU clock
+  std::size_t rows = 0;
+};
+
+/// Adds one aligned row to its rank's scan. This runs once per (rank, step)
+/// of the window, millions of times on a large run, so it reads each clock's
+/// values once into plain arrays.
+void scan_row(RankScan& out, const StepRecord& r) {
+  ++out.rows;
+  for (Clock c : {Clock::Cpu, Clock::Gpu}) {
+    ClockSums& cs = out.clock[std::size_t(c)];
+    std::array<double, model::kEventCount> v{};
+    std::array<bool, model::kEventCount> has{};
+    for (std::size_t e = 0; e < model::kEventCount; ++e) {
+      const auto x = clock_value(r, Event(e), c);
+      has[e] = x.has_value();
+      v[e] = x.value_or(0.0);  // absent occurrence events count as 0
+      cs.present[e] += has[e] ? 1 : 0;
+      cs.sum[e] += v[e];
+    }
+    const auto i = [](Event e) { return std::size_t(e); };
+    if (c == Clock::Gpu) {
+      // Spec §4.1.3: a row can be read on the GPU clock when input wait and the
+      // traced step have GPU values and every other event it has does too.
+      bool complete = has[i(Event::InputWait)] && has[i(Event::TracedStepTime)];
+      for (Event e : {Event::H2D, Event::Forward, Event::Backward, Event::OptimizerStep}) {
+        complete = complete && (has[i(e)] || !r.events.has(e));
+      }
+      out.gpu_complete = out.gpu_complete && complete;
+    }
+    if (has[i(Event::InputWait)] && has[i(Event::TracedStepTime)]) {
+      cs.step_time += v[i(Event::InputWait)] + v[i(Event::TracedStepTime)];
+    }
+    if (has[i(Event::TracedStepTime)] && has[i(Event::Forward)] && has[i(Event::Backward)]) {
+      // A rank that never measured the optimizer has no compute, and this sum
+      // is then discarded.
+      const double compute =
+          v[i(Event::Forward)] + v[i(Event::Backward)] + v[i(Event::OptimizerStep)];
+      cs.residual += std::max(0.0, v[i(Event::TracedStepTime)] - v[i(Event::H2D)] - compute);
+    }
   }
-  const std::size_t n = rows.size();
+}
+
+/// Spec §4.1.4: "every-step" events must be measured on every row; occurrence
+/// events (H2D, optimizer) on at least one, and count as 0 where absent.
+Availability availability(const RankScan& scan, Clock c) {
+  const ClockSums& cs = scan.clock[std::size_t(c)];
+  Availability a;
+  for (Event e : {Event::InputWait, Event::Forward, Event::Backward, Event::TracedStepTime}) {
+    a.ok[std::size_t(e)] = scan.rows > 0 && cs.present[std::size_t(e)] == scan.rows;
+  }
+  for (Event e : {Event::H2D, Event::OptimizerStep}) {
+    a.ok[std::size_t(e)] = cs.present[std::size_t(e)] > 0;
+  }
+  return a;
+}
+
+RankFacts rank_facts(int rank, const RankScan& scan, Clock clock) {
+  const double n = double(scan.rows);
+  auto mean = [&](Clock c, Event e) -> std::optional<double> {
+    if (!availability(scan, c).ok[std::size_t(e)]) return std::nullopt;
+    return scan.clock[std::size_t(c)].sum[std::size_t(e)] / n;
+  };
+  auto step_mean = [&](Clock c) -> std::optional<double> {
+    const Availability a = availability(scan, c);
+    if (!a.ok[std::size_t(Event::InputWait)] || !a.ok[std::size_t(Event::TracedStepTime)]) {
+      return std::nullopt;
+    }
+    return scan.clock[std::size_t(c)].step_time / n;
+  };
   RankFacts f;
   f.rank = rank;
   auto set = [&](StepMetric m, std::optional<double> v) { f.avg[idx(m)] = v; };
-  set(StepMetric::InputWait, input.over(n));
-  set(StepMetric::H2D, h2d.over(n));
-  set(StepMetric::Forward, fwd.over(n));
-  set(StepMetric::Backward, bwd.over(n));
-  set(StepMetric::OptimizerStep, opt.over(n));
-  set(StepMetric::StepTime, step.over(n));
-  set(StepMetric::TracedStepTime, traced.over(n));
-  set(StepMetric::Residual, residual.over(n));  // mean of clamped per-step residuals
+  set(StepMetric::InputWait, mean(clock, Event::InputWait));
+  set(StepMetric::H2D, mean(clock, Event::H2D));
+  set(StepMetric::Forward, mean(clock, Event::Forward));
+  set(StepMetric::Backward, mean(clock, Event::Backward));
+  set(StepMetric::OptimizerStep, mean(clock, Event::OptimizerStep));
+  set(StepMetric::StepTime, step_mean(clock));
+  set(StepMetric::TracedStepTime, mean(clock, Event::TracedStepTime));
   set(StepMetric::Compute,
       add(add(f[StepMetric::Forward], f[StepMetric::Backward]), f[StepMetric::OptimizerStep]));
-  set(StepMetric::StepTimeCpu, step_cpu.over(n));
-  set(StepMetric::StepTimeGpu, step_gpu.over(n));
-  set(StepMetric::TracedStepTimeCpu, traced_cpu.over(n));
-  set(StepMetric::TracedStepTimeGpu, traced_gpu.over(n));
-  set(StepMetric::DataloaderFetch, fetch.over(n));
+  // The mean of the clamped per-step residuals, not one recomputed from averages.
+  if (f[StepMetric::Compute] && f[StepMetric::TracedStepTime]) {
+    set(StepMetric::Residual, scan.clock[std::size_t(clock)].residual / n);
+  }
+  set(StepMetric::StepTimeCpu, step_mean(Clock::Cpu));
+  set(StepMetric::StepTimeGpu, step_mean(Clock::Gpu));
+  set(StepMetric::TracedStepTimeCpu, mean(Clock::Cpu, Event::TracedStepTime));
+  set(StepMetric::TracedStepTimeGpu, mean(Clock::Gpu, Event::TracedStepTime));
+  set(StepMetric::DataloaderFetch, mean(Clock::Cpu, Event::InputWait));
   return f;
 }
 
@@ -230,29 +246,52 @@ std::optional<MetricStat> metric_stat(const std::vector<RankFacts>& facts, StepM
   return s;
 }
 
-/// Sorted, deduplicated steps of one rank: (step, row), the latest arrival
-/// winning, limited to the latest `window` steps.
-std::vector<std::pair<std::int64_t, const StepRecord*>> rank_steps(
-    std::vector<const StepRecord*>& recs, std::int64_t window) {
+using StepRow = std::pair<std::int64_t, const StepRecord*>;
+
+/// A rank's (step, row) list made ascending and unique, the latest arrival
+/// winning, limited to its latest `limit` steps. Works on (step, pointer)
+/// pairs so that no record is touched out of memory order.
+void normalise_rank_steps(std::vector<StepRow>& rows, std::int64_t limit) {
+  const auto by_step = [](const StepRow& a, const StepRow& b) { return a.first < b.first; };
   // Records usually arrive in step order; sort only when they do not.
-  const bool sorted =
-      std::is_sorted(recs.begin(), recs.end(), [](auto* a, auto* b) { return a->step < b->step; });
-  if (!sorted) {
-    std::stable_sort(recs.begin(), recs.end(), [](auto* a, auto* b) { return a->step < b->step; });
+  if (!std::is_sorted(rows.begin(), rows.end(), by_step)) {
+    std::stable_sort(rows.begin(), rows.end(), by_step);
   }
-  std::vector<std::pair<std::int64_t, const StepRecord*>> out;
-  out.reserve(recs.size());
-  for (const StepRecord* r : recs) {
-    if (!out.empty() && out.back().first == r->step) {
-      out.back().second = r;  // stable order: a later arrival replaces an earlier one
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (out > 0 && rows[out - 1].first == rows[i].first) {
+      rows[out - 1] = rows[i];  // stable order: a later arrival replaces an earlier one
     } else {
-      out.emplace_back(r->step, r);
+      rows[out++] = rows[i];
     }
   }
-  if (window > 0 && std::int64_t(out.size()) > window) {
-    out.erase(out.begin(), out.end() - window);
+  rows.resize(out);
+  if (limit > 0 && std::int64_t(rows.size()) > limit) {
+    rows.erase(rows.begin(), rows.end() - limit);
   }
-  return out;
+}
+
+/// Number of distinct values: a bitmap over the range when it is compact (step
+/// ids usually are), else a sort.
+std::int64_t count_distinct(std::vector<std::int64_t>& v) {
+  if (v.empty()) return 0;
+  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
+  const std::uint64_t range = std::uint64_t(*hi - *lo) + 1;
+  if (range <= 8 * std::uint64_t(v.size()) + 1024) {
+    std::vector<bool> seen(range);
+    std::int64_t n = 0;
+    const std::int64_t base = *lo;
+    for (std::int64_t x : v) {
+      auto bit = seen[std::size_t(x - base)];
+      if (!bit) {
+        bit = true;
+        ++n;
+      }
+    }
+    return n;
+  }
+  std::sort(v.begin(), v.end());
+  return std::int64_t(std::unique(v.begin(), v.end()) - v.begin());
 }
 
 }  // namespace
@@ -275,26 +314,40 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
   StepWindow w;
   w.strategy = t.run.strategy;
 
-  // Group usable rows by rank (ranks are small non-negative integers).
-  std::map<int, std::vector<const StepRecord*>> by_rank;
+  // Group usable rows by rank, in one pass in memory order. Ranks are
+  // non-negative; a dense index serves the usual 0..N-1, a map the rest.
+  constexpr int kDenseRanks = 1 << 20;
+  std::vector<std::vector<StepRow>> dense_ranks;
+  std::map<int, std::vector<StepRow>> sparse_ranks;
   std::vector<std::int64_t> all_steps;
   all_steps.reserve(t.steps.size());
   for (const auto& r : t.steps) {
     if (!has_any_event(r)) continue;  // an empty events object is not a row
-    by_rank[r.global_rank].push_back(&r);
+    std::vector<StepRow>* rows = nullptr;
+    if (r.global_rank >= 0 && r.global_rank < kDenseRanks) {
+      if (std::size_t(r.global_rank) >= dense_ranks.size()) dense_ranks.resize(r.global_rank + 1);
+      rows = &dense_ranks[std::size_t(r.global_rank)];
+    } else {
+      rows = &sparse_ranks[r.global_rank];
+    }
+    rows->emplace_back(r.step, &r);
     all_steps.push_back(r.step);
     w.latest_step = w.latest_step ? std::max(*w.latest_step, r.step) : r.step;
   }
-  std::sort(all_steps.begin(), all_steps.end());
-  w.distinct_steps =
-      std::int64_t(std::unique(all_steps.begin(), all_steps.end()) - all_steps.begin());
+  w.distinct_steps = count_distinct(all_steps);
   std::vector<std::int64_t>().swap(all_steps);
 
-  std::vector<std::vector<std::pair<std::int64_t, const StepRecord*>>> per_rank;
-  for (auto& [rank, recs] : by_rank) {
+  std::vector<std::vector<StepRow>> per_rank;
+  auto take = [&](int rank, std::vector<StepRow>& rows) {
+    if (rows.empty()) return;
     w.expected_ranks.push_back(rank);
-    per_rank.push_back(rank_steps(recs, window > 0 ? window * kRankLookback : 0));
-  }
+    normalise_rank_steps(rows, window > 0 ? window * kRankLookback : 0);
+    per_rank.push_back(std::move(rows));
+  };
+  for (std::size_t r = 0; r < dense_ranks.size(); ++r)
+    take(int(r), dense_ranks[r]);
+  for (auto& [rank, rows] : sparse_ranks)
+    take(rank, rows);
   w.ranks_present = per_rank.size();
   if (per_rank.empty()) return w;
 
@@ -304,15 +357,14 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
   for (const auto& p : per_rank.front())
     common.push_back(p.first);
   for (std::size_t i = 1; i < per_rank.size() && !common.empty(); ++i) {
-    std::vector<std::int64_t> next;
-    next.reserve(common.size());
+    std::size_t kept = 0;
     auto it = per_rank[i].begin();
     for (std::int64_t s : common) {
       while (it != per_rank[i].end() && it->first < s)
         ++it;
-      if (it != per_rank[i].end() && it->first == s) next.push_back(s);
+      if (it != per_rank[i].end() && it->first == s) common[kept++] = s;
     }
-    common.swap(next);
+    common.resize(kept);
   }
   if (window > 0 && std::int64_t(common.size()) > window) {
     common.erase(common.begin(), common.end() - window);
@@ -320,20 +372,29 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
   if (common.empty()) return w;
   w.steps = std::move(common);
 
-  w.rows.resize(per_rank.size());
-  for (std::size_t i = 0; i < per_rank.size(); ++i) {
-    auto& out = w.rows[i];
-    out.reserve(w.steps.size());
-    auto it = per_rank[i].begin();
-    for (std::int64_t s : w.steps) {
-      while (it->first < s)
-        ++it;  // every aligned step is in every rank's list
-      out.push_back(it->second);
+  // The step-major table of used rows, filled and scanned in memory order.
+  const std::size_t n_ranks = per_rank.size();
+  w.table.resize(w.steps.size() * n_ranks);
+  std::vector<std::size_t> cursor(n_ranks, 0);
+  std::vector<RankScan> scans(n_ranks);
+  for (std::size_t s = 0; s < w.steps.size(); ++s) {
+    for (std::size_t k = 0; k < n_ranks; ++k) {
+      const auto& rows = per_rank[k];
+      std::size_t& c = cursor[k];
+      while (rows[c].first < w.steps[s])
+        ++c;  // every aligned step is in every list
+      const StepRecord* r = rows[c].second;
+      w.table[s * n_ranks + k] = r;
+      scan_row(scans[k], *r);
     }
   }
-  w.clock = select_clock(w.rows);
-  for (std::size_t i = 0; i < w.rows.size(); ++i) {
-    w.facts.push_back(rank_facts(w.expected_ranks[i], w.rows[i], w.clock));
+  bool gpu = true;
+  for (const auto& scan : scans)
+    gpu = gpu && scan.gpu_complete;
+  w.clock = gpu ? Clock::Gpu : Clock::Cpu;  // one GPU-less row forces the CPU clock for all
+  for (std::size_t k = 0; k < n_ranks; ++k) {
+    w.facts.push_back(rank_facts(w.expected_ranks[k], scans[k], w.clock));
+    w.availability.push_back(availability(scans[k], w.clock).ok);
   }
   for (std::size_t m = 0; m < kStepMetricCount; ++m) {
     w.stats[m] = metric_stat(w.facts, static_cast<StepMetric>(m));
@@ -343,12 +404,8 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
 
 std::vector<double> step_series(const StepWindow& w, StepMetric m, bool worst) {
   std::vector<double> series;
-  if (w.facts.empty()) return series;
-  // Availability is a whole-window property of each rank: compute it once.
-  std::vector<Availability> avail;
   std::vector<std::size_t> measured;  // indices into facts of ranks measuring m
   for (std::size_t i = 0; i < w.facts.size(); ++i) {
-    avail.push_back(availability(w.rows[i], w.clock));
     if (w.facts[i][m]) measured.push_back(i);
   }
   if (measured.empty()) return series;
@@ -357,38 +414,8 @@ std::vector<double> step_series(const StepWindow& w, StepMetric m, bool worst) {
   for (std::size_t s = 0; s < w.steps.size(); ++s) {
     for (std::size_t k = 0; k < measured.size(); ++k) {
       const std::size_t i = measured[k];
-      const StepValues v = step_values(*w.rows[i][s], w.clock, avail[i]);
-      std::optional<double> x;
-      switch (m) {
-        case StepMetric::InputWait:
-          x = v.input;
-          break;
-        case StepMetric::H2D:
-          x = v.h2d;
-          break;
-        case StepMetric::Forward:
-          x = v.forward;
-          break;
-        case StepMetric::Backward:
-          x = v.backward;
-          break;
-        case StepMetric::OptimizerStep:
-          x = v.optimizer;
-          break;
-        case StepMetric::StepTime:
-          x = v.step_time;
-          break;
-        case StepMetric::TracedStepTime:
-          x = v.traced;
-          break;
-        case StepMetric::Residual:
-          x = v.residual;
-          break;
-        default:
-          x = std::nullopt;
-          break;  // only display metrics have a series
-      }
-      at_step[k] = x.value_or(0.0);
+      at_step[k] =
+          display_value(w.row(s, i), m, w.clock, Availability{w.availability[i]}).value_or(0.0);
     }
     series.push_back(worst ? *std::max_element(at_step.begin(), at_step.end())
                            : median_of(at_step));

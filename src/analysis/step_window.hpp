@@ -73,8 +73,14 @@ struct StepWindow {
   std::optional<std::int64_t> latest_step;  ///< max step over every row
   std::int64_t distinct_steps = 0;          ///< distinct step ids seen over every row
 
-  /// Per aligned step and rank with facts, the row used (facts order, then step order).
-  std::vector<std::vector<const model::StepRecord*>> rows;
+  /// The row used for each aligned step and rank with facts, step-major
+  /// (records arrive step by step, so scans in this order read memory in order).
+  std::vector<const model::StepRecord*> table;
+  [[nodiscard]] const model::StepRecord& row(std::size_t step, std::size_t rank) const {
+    return *table[step * facts.size() + rank];
+  }
+  /// Per rank with facts, which events it reports on the selected clock (§4.1.4).
+  std::vector<std::array<bool, model::kEventCount>> availability;
 
   [[nodiscard]] const std::optional<MetricStat>& stat(StepMetric m) const {
     return stats[static_cast<std::size_t>(m)];

@@ -36,16 +36,6 @@ void StepEvents::set(Event e, Timing t) {
   }
 }
 
-std::optional<double> StepEvents::cpu_ms(Event e) const {
-  if ((cpu_present_ & bit(e)) == 0) return std::nullopt;
-  return cpu_[static_cast<std::size_t>(e)];
-}
-
-std::optional<double> StepEvents::gpu_ms(Event e) const {
-  if ((present_ & gpu_bit(e)) == 0) return std::nullopt;
-  return gpu_[static_cast<std::size_t>(e)];
-}
-
 std::optional<Timing> StepEvents::get(Event e) const {
   if (!has(e)) return std::nullopt;
   return Timing{cpu_ms(e), gpu_ms(e)};

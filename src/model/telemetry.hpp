@@ -40,8 +40,14 @@ class StepEvents {
  public:
   void set(Event e, Timing t);
   [[nodiscard]] bool has(Event e) const { return (present_ & bit(e)) != 0; }
-  [[nodiscard]] std::optional<double> cpu_ms(Event e) const;
-  [[nodiscard]] std::optional<double> gpu_ms(Event e) const;
+  [[nodiscard]] std::optional<double> cpu_ms(Event e) const {
+    if ((cpu_present_ & bit(e)) == 0) return std::nullopt;
+    return cpu_[static_cast<std::size_t>(e)];
+  }
+  [[nodiscard]] std::optional<double> gpu_ms(Event e) const {
+    if ((present_ & gpu_bit(e)) == 0) return std::nullopt;
+    return gpu_[static_cast<std::size_t>(e)];
+  }
   [[nodiscard]] std::optional<Timing> get(Event e) const;
 
  private:
@@ -49,7 +55,7 @@ class StepEvents {
   static constexpr std::uint16_t gpu_bit(Event e) { return std::uint16_t(1u << (unsigned(e) + 8)); }
   std::array<double, kEventCount> cpu_{};
   std::array<double, kEventCount> gpu_{};
-  std::uint16_t present_ = 0;  // bit e: event e present; bit e+8: its gpu_ms present
+  std::uint16_t present_ = 0;      // bit e: event e present; bit e+8: its gpu_ms present
   std::uint16_t cpu_present_ = 0;  // bit e: event e has cpu_ms
 };
 
