@@ -1,8 +1,53 @@
 // traceml: the command-line entry point. CLI11 wiring only; every subcommand
 // is a thin call into the library.
+#include <algorithm>
+#include <exception>
 #include <iostream>
 
-int main() {
-  std::cout << "traceml\n";
-  return 0;
+#include "commands.hpp"
+
+namespace traceml::cli {
+
+int fail(const std::string& message) {
+  std::cerr << "traceml: error: " << message << "\n";
+  return kExitBadInput;
+}
+
+void warn(const std::string& message) { std::cerr << "traceml: warning: " << message << "\n"; }
+
+}  // namespace traceml::cli
+
+int main(int argc, char** argv) {
+  using namespace traceml::cli;
+  CLI::App app{"traceml: find out why LibTorch training is slow.", "traceml"};
+  app.set_version_flag("--version", std::string("traceml ") + TRACEML_VERSION);
+  app.require_subcommand(1);
+  Action action;
+  add_report_command(app, action);
+  add_view_command(app, action);
+  const auto subs = app.get_subcommands({});
+  const bool known = argc < 2 || argv[1][0] == '-' ||
+                     std::any_of(subs.begin(), subs.end(),
+                                 [&](const CLI::App* sub) { return sub->check_name(argv[1]); });
+  if (!known) {
+    std::string names;
+    for (const CLI::App* sub : subs) names += (names.empty() ? "" : ", ") + sub->get_name();
+    return fail(std::string("unknown command '") + argv[1] + "' (commands: " + names + ")");
+  }
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    return fail(std::string(e.what()) + " (run 'traceml --help' for usage)");
+  }
+  try {
+    return action ? action() : kExitOk;
+  } catch (const std::exception& e) {
+    return fail(e.what());
+  }
 }

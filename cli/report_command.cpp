@@ -1,0 +1,69 @@
+// traceml report --telemetry FILE.jsonl --out DIR [--window N]
+#include <iostream>
+
+#include "analysis/summary.hpp"
+#include "commands.hpp"
+#include "report/atomic_file.hpp"
+#include "report/final_summary.hpp"
+#include "store/jsonl_reader.hpp"
+
+namespace traceml::cli {
+
+namespace {
+
+struct ReportArgs {
+  std::string telemetry;
+  std::string out;
+  std::int64_t window = 10000;
+};
+
+/// The end of the run as recorded: the latest timestamp of any record. Using
+/// it (not the wall clock) keeps the artifacts a pure function of the input.
+double end_of_run(const model::Telemetry& t) {
+  double end = 0.0;
+  for (const auto& r : t.steps) end = std::max(end, r.ts);
+  for (const auto& r : t.system) end = std::max(end, r.ts);
+  for (const auto& r : t.process) end = std::max(end, r.ts);
+  return end;
+}
+
+int run_report(const ReportArgs& a) {
+  store::ReadResult in;
+  try {
+    in = store::read_telemetry_jsonl(a.telemetry);
+  } catch (const store::TelemetryError& e) {
+    return fail(e.what());
+  }
+  for (const auto& w : in.warnings) warn(w);
+  analysis::Options opts;
+  opts.window = a.window;
+  const analysis::Summary s = analysis::summarize(in.telemetry, opts);
+  const report::FinalSummary f =
+      report::build_final_summary(s, report::iso8601_utc(end_of_run(in.telemetry)),
+                                  report::evidence_hint_for(a.out));
+  try {
+    report::write_final_summary(f, a.out);
+  } catch (const report::WriteError& e) {
+    return fail(std::string(e.what()) + " (choose a writable --out directory)");
+  }
+  std::cout << f.text << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_report_command(CLI::App& app, Action& action) {
+  auto args = std::make_shared<ReportArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "report", "Diagnose a run from a telemetry JSONL file; write final_summary.json/.txt.");
+  cmd->add_option("--telemetry", args->telemetry, "Telemetry JSONL file (docs/telemetry-format.md)")
+      ->required();
+  cmd->add_option("--out", args->out, "Directory for final_summary.json and final_summary.txt")
+      ->required();
+  cmd->add_option("--window", args->window, "Latest aligned steps/samples to analyse per rank")
+      ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40))
+      ->capture_default_str();
+  cmd->callback([args, &action] { action = [args] { return run_report(*args); }; });
+}
+
+}  // namespace traceml::cli

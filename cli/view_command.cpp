@@ -1,0 +1,51 @@
+// traceml view SUMMARY.json — prints the text report of a summary written by
+// traceml or by TraceML (rendered from the JSON when it carries no text).
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "report/text_report.hpp"
+
+namespace traceml::cli {
+
+namespace {
+
+int run_view(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return fail(path + ": cannot open file: " + std::strerror(errno));
+  std::stringstream buf;
+  buf << in.rdbuf();
+  nlohmann::ordered_json j;
+  try {
+    j = nlohmann::ordered_json::parse(buf.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    return fail(path + ": not valid JSON (" + e.what() + "); pass a final_summary.json file");
+  }
+  if (!j.is_object()) {
+    return fail(path + ": a summary must be a JSON object; pass a final_summary.json file");
+  }
+  if (!j.contains("schema_version") && !j.contains("primary_diagnosis") && !j.contains("text")) {
+    return fail(path + ": not a final_summary.json (no schema_version, primary_diagnosis or text)");
+  }
+  std::string text = report::summary_text(j);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  std::cout << text << "\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_view_command(CLI::App& app, Action& action) {
+  auto path = std::make_shared<std::string>();
+  CLI::App* cmd = app.add_subcommand("view", "Print the text report of a final_summary.json.");
+  cmd->add_option("summary", *path, "final_summary.json written by traceml or TraceML")
+      ->required();
+  cmd->callback([path, &action] { action = [path] { return run_view(*path); }; });
+}
+
+}  // namespace traceml::cli

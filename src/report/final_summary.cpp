@@ -1,0 +1,44 @@
+#include "report/final_summary.hpp"
+
+#include <filesystem>
+#include <system_error>
+
+#include "report/atomic_file.hpp"
+#include "report/text_report.hpp"
+
+namespace traceml::report {
+
+namespace fs = std::filesystem;
+
+FinalSummary build_final_summary(const analysis::Summary& s, const std::string& generated_at,
+                                 const std::string& evidence_hint,
+                                 const std::optional<Json>& tracer) {
+  FinalSummary f;
+  f.json = summary_json(s, generated_at, tracer);
+  TextOptions opts;
+  opts.evidence_hint = evidence_hint;
+  f.text = render_text(f.json, opts);
+  f.json["text"] = f.text;
+  return f;
+}
+
+void write_final_summary(const FinalSummary& f, const std::string& dir) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw WriteError(dir + ": cannot create directory: " + ec.message());
+  // Both documents are complete in memory before either file is touched.
+  const std::string json = dump_json(f.json) + "\n";
+  const std::string text = f.text + "\n";
+  write_file_atomic((fs::path(dir) / "final_summary.json").string(), json);
+  write_file_atomic((fs::path(dir) / "final_summary.txt").string(), text);
+}
+
+std::string evidence_hint_for(const std::string& dir) {
+  fs::path p = fs::path(dir).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();
+  const fs::path parent = p.parent_path().filename();
+  fs::path hint = parent.empty() || parent == "." ? p.filename() : parent / p.filename();
+  return (hint / "final_summary.json").string();
+}
+
+}  // namespace traceml::report
