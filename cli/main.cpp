@@ -13,7 +13,9 @@ int fail(const std::string& message) {
   return kExitBadInput;
 }
 
-void warn(const std::string& message) { std::cerr << "traceml: warning: " << message << "\n"; }
+void warn(const std::string& message) {
+  std::cerr << "traceml: warning: " << message << "\n";
+}
 
 }  // namespace traceml::cli
 
@@ -31,7 +33,8 @@ int main(int argc, char** argv) {
                                  [&](const CLI::App* sub) { return sub->check_name(argv[1]); });
   if (!known) {
     std::string names;
-    for (const CLI::App* sub : subs) names += (names.empty() ? "" : ", ") + sub->get_name();
+    for (const CLI::App* sub : subs)
+      names += (names.empty() ? "" : ", ") + sub->get_name();
     return fail(std::string("unknown command '") + argv[1] + "' (commands: " + names + ")");
   }
   try {

@@ -21,9 +21,12 @@ struct ReportArgs {
 /// it (not the wall clock) keeps the artifacts a pure function of the input.
 double end_of_run(const model::Telemetry& t) {
   double end = 0.0;
-  for (const auto& r : t.steps) end = std::max(end, r.ts);
-  for (const auto& r : t.system) end = std::max(end, r.ts);
-  for (const auto& r : t.process) end = std::max(end, r.ts);
+  for (const auto& r : t.steps)
+    end = std::max(end, r.ts);
+  for (const auto& r : t.system)
+    end = std::max(end, r.ts);
+  for (const auto& r : t.process)
+    end = std::max(end, r.ts);
   return end;
 }
 
@@ -34,13 +37,13 @@ int run_report(const ReportArgs& a) {
   } catch (const store::TelemetryError& e) {
     return fail(e.what());
   }
-  for (const auto& w : in.warnings) warn(w);
+  for (const auto& w : in.warnings)
+    warn(w);
   analysis::Options opts;
   opts.window = a.window;
   const analysis::Summary s = analysis::summarize(in.telemetry, opts);
-  const report::FinalSummary f =
-      report::build_final_summary(s, report::iso8601_utc(end_of_run(in.telemetry)),
-                                  report::evidence_hint_for(a.out));
+  const report::FinalSummary f = report::build_final_summary(
+      s, report::iso8601_utc(end_of_run(in.telemetry)), report::evidence_hint_for(a.out));
   try {
     report::write_final_summary(f, a.out);
   } catch (const report::WriteError& e) {

@@ -33,7 +33,8 @@ int run_view(const std::string& path) {
     return fail(path + ": not a final_summary.json (no schema_version, primary_diagnosis or text)");
   }
   std::string text = report::summary_text(j);
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
+    text.pop_back();
   std::cout << text << "\n";
   return kExitOk;
 }
@@ -43,8 +44,7 @@ int run_view(const std::string& path) {
 void add_view_command(CLI::App& app, Action& action) {
   auto path = std::make_shared<std::string>();
   CLI::App* cmd = app.add_subcommand("view", "Print the text report of a final_summary.json.");
-  cmd->add_option("summary", *path, "final_summary.json written by traceml or TraceML")
-      ->required();
+  cmd->add_option("summary", *path, "final_summary.json written by traceml or TraceML")->required();
   cmd->callback([path, &action] { action = [path] { return run_view(*path); }; });
 }
 

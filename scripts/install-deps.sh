@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config clang-format
+  build-essential cmake ninja-build pkg-config clang-format
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libgloo-dev libasio-dev

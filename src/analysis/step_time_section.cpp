@@ -32,13 +32,12 @@ struct CohortStat {
   std::size_t n = 0;
 };
 
-CohortStat cohort_stat(const std::vector<const RankFacts *> &cohort, SM m) {
+CohortStat cohort_stat(const std::vector<const RankFacts*>& cohort, SM m) {
   CohortStat s;
   s.n = cohort.size();
-  if (cohort.empty())
-    return s;
+  if (cohort.empty()) return s;
   std::vector<double> v;
-  for (const RankFacts *f : cohort) {
+  for (const RankFacts* f : cohort) {
     const double x = finite_or_zero((*f)[m]);
     v.push_back(x);
     if (!s.worst_rank || x > s.worst) {
@@ -50,13 +49,10 @@ CohortStat cohort_stat(const std::vector<const RankFacts *> &cohort, SM m) {
   return s;
 }
 
-std::optional<double> cohort_skew(const CohortStat &s) {
-  if (s.n < 2)
-    return std::nullopt;
-  if (s.median > 0)
-    return std::max(0.0, s.worst - s.median) / s.median;
-  if (s.worst <= 0)
-    return 0.0;
+std::optional<double> cohort_skew(const CohortStat& s) {
+  if (s.n < 2) return std::nullopt;
+  if (s.median > 0) return std::max(0.0, s.worst - s.median) / s.median;
+  if (s.worst <= 0) return 0.0;
   return std::nullopt;
 }
 
@@ -69,35 +65,30 @@ struct Context {
   std::string largest_compute = "Compute";
   std::optional<int> overall_worst_rank;
   std::optional<double> input_share, h2d_share, compute_share, residual_share;
-  std::vector<const RankFacts *> straggler_cohort;
+  std::vector<const RankFacts*> straggler_cohort;
 };
 
-std::optional<double> share(const StepWindow &w, SM m) {
+std::optional<double> share(const StepWindow& w, SM m) {
   std::vector<double> v;
-  for (const auto &f : w.facts) {
-    const auto &num = f[m];
-    const auto &den = f[SM::StepTime];
-    if (num && den && *den > 0)
-      v.push_back(*num / *den);
+  for (const auto& f : w.facts) {
+    const auto& num = f[m];
+    const auto& den = f[SM::StepTime];
+    if (num && den && *den > 0) v.push_back(*num / *den);
   }
-  if (v.empty())
-    return std::nullopt;
+  if (v.empty()) return std::nullopt;
   return median_of(v);
 }
 
-Context build_context(const StepWindow &w) {
+Context build_context(const StepWindow& w) {
   Context c;
   c.single_rank = w.single_rank();
-  std::vector<const RankFacts *> step_cohort, compute_cohort;
+  std::vector<const RankFacts*> step_cohort, compute_cohort;
   const bool fsdp = w.strategy == model::Strategy::Fsdp;
-  for (const auto &f : w.facts) {
-    if (!f[SM::StepTime])
-      continue;
+  for (const auto& f : w.facts) {
+    if (!f[SM::StepTime]) continue;
     step_cohort.push_back(&f);
-    if (f[SM::Forward] && f[SM::Backward] && f[SM::OptimizerStep])
-      compute_cohort.push_back(&f);
-    if (f[SM::InputWait] && *f[SM::StepTime] > 0 && f[SM::Backward] &&
-        *f[SM::Backward] > 0 &&
+    if (f[SM::Forward] && f[SM::Backward] && f[SM::OptimizerStep]) compute_cohort.push_back(&f);
+    if (f[SM::InputWait] && *f[SM::StepTime] > 0 && f[SM::Backward] && *f[SM::Backward] > 0 &&
         (!fsdp || (f[SM::Forward] && *f[SM::Forward] > 0))) {
       c.straggler_cohort.push_back(&f);
     }
@@ -112,19 +103,16 @@ Context build_context(const StepWindow &w) {
   c.input_skew = cohort_skew(in);
   c.compute_skew = cohort_skew(cohort_stat(compute_cohort, SM::Compute));
   double best = 0.0;
-  for (auto [m, label] :
-       {std::pair{SM::Forward, "Forward"}, std::pair{SM::Backward, "Backward"},
-        std::pair{SM::OptimizerStep, "Optimizer"}}) {
-    if (compute_cohort.empty())
-      break;
+  for (auto [m, label] : {std::pair{SM::Forward, "Forward"}, std::pair{SM::Backward, "Backward"},
+                          std::pair{SM::OptimizerStep, "Optimizer"}}) {
+    if (compute_cohort.empty()) break;
     const double med = cohort_stat(compute_cohort, m).median;
-    if (med > best) { // strictly greater: the first wins ties
+    if (med > best) {  // strictly greater: the first wins ties
       best = med;
       c.largest_compute = label;
     }
   }
-  if (const auto &s = w.stat(SM::StepTime))
-    c.overall_worst_rank = s->worst_rank;
+  if (const auto& s = w.stat(SM::StepTime)) c.overall_worst_rank = s->worst_rank;
   c.input_share = share(w, SM::InputWait);
   c.h2d_share = share(w, SM::H2D);
   c.compute_share = share(w, SM::Compute);
@@ -135,34 +123,27 @@ Context build_context(const StepWindow &w) {
 /// Spec §4.1.10: who arrives late at the collective, and why.
 struct Straggler {
   int culprit = 0, victim = 0;
-  double visible_culprit = 0, visible_victim = 0, cost = 0, victim_step = 0,
-         score = 0;
-  std::vector<std::pair<std::string, double>>
-      excesses; // input, [h2d], [compute]
+  double visible_culprit = 0, visible_victim = 0, cost = 0, victim_step = 0, score = 0;
+  std::vector<std::pair<std::string, double>> excesses;  // input, [h2d], [compute]
   std::vector<std::pair<std::string, double>> coverage;
   std::string component = "sync_or_unattributed";
   std::string visible_metric = "backward";
 };
 
-std::optional<Straggler> straggler_evidence(const StepWindow &w,
-                                            const Context &c) {
-  const auto &cohort = c.straggler_cohort;
-  if (cohort.size() < 2)
-    return std::nullopt;
+std::optional<Straggler> straggler_evidence(const StepWindow& w, const Context& c) {
+  const auto& cohort = c.straggler_cohort;
+  if (cohort.size() < 2) return std::nullopt;
   const bool fsdp = w.strategy == model::Strategy::Fsdp;
-  auto visible = [&](const RankFacts &f) {
-    return fsdp ? finite_or_zero(f[SM::Forward]) +
-                      finite_or_zero(f[SM::Backward])
+  auto visible = [&](const RankFacts& f) {
+    return fsdp ? finite_or_zero(f[SM::Forward]) + finite_or_zero(f[SM::Backward])
                 : finite_or_zero(f[SM::Backward]);
   };
-  std::vector<const RankFacts *> order(cohort.begin(), cohort.end());
-  std::stable_sort(order.begin(), order.end(),
-                   [&](const RankFacts *a, const RankFacts *b) {
-                     return std::make_pair(visible(*a), a->rank) <
-                            std::make_pair(visible(*b), b->rank);
-                   });
-  const RankFacts &cul = *order.front(); // least visible time: it arrives last
-  const RankFacts &vic = *order[order.size() / 2]; // the upper median
+  std::vector<const RankFacts*> order(cohort.begin(), cohort.end());
+  std::stable_sort(order.begin(), order.end(), [&](const RankFacts* a, const RankFacts* b) {
+    return std::make_pair(visible(*a), a->rank) < std::make_pair(visible(*b), b->rank);
+  });
+  const RankFacts& cul = *order.front();            // least visible time: it arrives last
+  const RankFacts& vic = *order[order.size() / 2];  // the upper median
   Straggler s;
   s.culprit = cul.rank;
   s.victim = vic.rank;
@@ -170,19 +151,15 @@ std::optional<Straggler> straggler_evidence(const StepWindow &w,
   s.visible_victim = visible(vic);
   s.cost = std::max(0.0, s.visible_victim - s.visible_culprit);
   s.victim_step = finite_or_zero(vic[SM::StepTime]);
-  if (s.victim_step <= 0)
-    return std::nullopt;
+  if (s.victim_step <= 0) return std::nullopt;
   s.score = s.cost / s.victim_step;
-  if (s.score < th::kStragglerScoreWarn)
-    return std::nullopt;
+  if (s.score < th::kStragglerScoreWarn) return std::nullopt;
   s.visible_metric = fsdp ? "forward_backward" : "backward";
 
-  auto excess = [](const std::optional<double> &a,
-                   const std::optional<double> &b) {
+  auto excess = [](const std::optional<double>& a, const std::optional<double>& b) {
     return std::max(0.0, finite_or_zero(a) - finite_or_zero(b));
   };
-  s.excesses.emplace_back("input",
-                          excess(cul[SM::InputWait], vic[SM::InputWait]));
+  s.excesses.emplace_back("input", excess(cul[SM::InputWait], vic[SM::InputWait]));
   if (cul[SM::H2D] && vic[SM::H2D]) {
     s.excesses.emplace_back("h2d", excess(cul[SM::H2D], vic[SM::H2D]));
   }
@@ -190,32 +167,28 @@ std::optional<Straggler> straggler_evidence(const StepWindow &w,
     s.excesses.emplace_back("compute", 0.0);
   } else if (cul[SM::Forward] && vic[SM::Forward]) {
     const bool positive = *cul[SM::Forward] > 0 && *vic[SM::Forward] > 0;
-    s.excesses.emplace_back(
-        "compute", positive ? excess(cul[SM::Forward], vic[SM::Forward]) : 0.0);
+    s.excesses.emplace_back("compute", positive ? excess(cul[SM::Forward], vic[SM::Forward]) : 0.0);
   }
   std::optional<std::pair<std::string, double>> best;
   if (s.cost > 0) {
-    for (const auto &[name, ex] : s.excesses) {
+    for (const auto& [name, ex] : s.excesses) {
       const double cov = std::min(1.0, ex / s.cost);
       s.coverage.emplace_back(name, cov);
-      if (!best || cov > best->second)
-        best = std::make_pair(name, cov); // ties: first
+      if (!best || cov > best->second) best = std::make_pair(name, cov);  // ties: first
     }
   }
-  if (best && best->second > 0 &&
-      best->second >= th::kStragglerCauseCoverageMin) {
+  if (best && best->second > 0 && best->second >= th::kStragglerCauseCoverageMin) {
     s.component = best->first;
   }
   return s;
 }
 
-Issue straggler_issue(const Straggler &s) {
+Issue straggler_issue(const Straggler& s) {
   Issue i;
   const std::string impact = percent_text(s.score);
   double cov = 0.0;
-  for (const auto &[n, v] : s.coverage) {
-    if (n == s.component)
-      cov = v;
+  for (const auto& [n, v] : s.coverage) {
+    if (n == s.component) cov = v;
   }
   std::string label;
   if (s.component == "input") {
@@ -247,26 +220,21 @@ Issue straggler_issue(const Straggler &s) {
   if (label.empty()) {
     i.summary = c + " is slower than victim " + v + " (~" + impact +
                 " impact); no measured component explains " +
-                percent_text(th::kStragglerCauseCoverageMin) +
-                " of visible wait cost.";
-    i.action =
-        "Inspect synchronization, collectives, and unattributed work around " +
-        c + ".";
+                percent_text(th::kStragglerCauseCoverageMin) + " of visible wait cost.";
+    i.action = "Inspect synchronization, collectives, and unattributed work around " + c + ".";
   } else {
-    i.summary = c + " has excess " + label + " burden relative to victim " + v +
-                " (~" + impact + " impact; ~" + percent_text(cov) +
-                " of visible wait cost).";
+    i.summary = c + " has excess " + label + " burden relative to victim " + v + " (~" + impact +
+                " impact; ~" + percent_text(cov) + " of visible wait cost).";
     i.action = "Inspect " + label + " on " + c + ".";
   }
-  i.severity =
-      s.score >= th::kStragglerScoreCrit ? Severity::Crit : Severity::Warn;
+  i.severity = s.score >= th::kStragglerScoreCrit ? Severity::Crit : Severity::Warn;
   i.score = s.score;
   i.skew_pct = s.score;
   i.ranks = {s.culprit};
   Json ex = Json::object(), cv = Json::object();
-  for (const auto &[n, x] : s.excesses)
+  for (const auto& [n, x] : s.excesses)
     ex[n] = x;
-  for (const auto &[n, x] : s.coverage)
+  for (const auto& [n, x] : s.coverage)
     cv[n] = x;
   i.evidence = Json{{"component", s.component},
                     {"culprit_rank", s.culprit},
@@ -285,34 +253,34 @@ Severity share_severity(double share) {
   return share >= th::kOverheadShareCrit ? Severity::Crit : Severity::Warn;
 }
 
-std::string clock_label(Clock c) { return c == Clock::Gpu ? "GPU" : "CPU"; }
+std::string clock_label(Clock c) {
+  return c == Clock::Gpu ? "GPU" : "CPU";
+}
 
-bool is_straggler_kind(const std::string &k) {
-  return k == "INPUT_STRAGGLER" || k == "H2D_STRAGGLER" ||
-         k == "COMPUTE_STRAGGLER" || k == "STRAGGLER";
+bool is_straggler_kind(const std::string& k) {
+  return k == "INPUT_STRAGGLER" || k == "H2D_STRAGGLER" || k == "COMPUTE_STRAGGLER" ||
+         k == "STRAGGLER";
 }
 
 /// The five rules of spec §4.1.11, in order.
-std::vector<Issue> run_rules(const StepWindow &w, const Context &c,
-                             const std::optional<Straggler> &straggler) {
+std::vector<Issue> run_rules(const StepWindow& w, const Context& c,
+                             const std::optional<Straggler>& straggler) {
   std::vector<Issue> out;
-  if (!c.single_rank && straggler)
-    out.push_back(straggler_issue(*straggler));
+  if (!c.single_rank && straggler) out.push_back(straggler_issue(*straggler));
 
   if (c.input_share && *c.input_share >= th::kOverheadShareWarn) {
     Issue i;
     i.kind = "INPUT_BOUND";
     i.status = "INPUT-BOUND";
     i.severity = share_severity(*c.input_share);
-    i.summary = "Input wait is " + percent_text(*c.input_share) +
-                " of the typical " + clock_label(w.clock) + " Step Time.";
+    i.summary = "Input wait is " + percent_text(*c.input_share) + " of the typical " +
+                clock_label(w.clock) + " Step Time.";
     i.action = "Increase workers, prefetch, or storage throughput.";
     i.metric = "input_wait";
     i.phase = "input";
     i.score = i.share_pct = c.input_share;
     i.skew_pct = c.input_skew;
-    if (c.input_worst_rank)
-      i.ranks = {*c.input_worst_rank};
+    if (c.input_worst_rank) i.ranks = {*c.input_worst_rank};
     i.evidence = Json{{"input_wait_ms", c.input_total},
                       {"traced_step_time_ms", c.traced_total},
                       {"step_time_ms", c.step_total},
@@ -321,22 +289,18 @@ std::vector<Issue> run_rules(const StepWindow &w, const Context &c,
     out.push_back(std::move(i));
   }
 
-  const auto &h2d = w.stat(SM::H2D);
-  if (w.clock == Clock::Gpu && c.h2d_share &&
-      *c.h2d_share >= th::kOverheadShareWarn && h2d) {
+  const auto& h2d = w.stat(SM::H2D);
+  if (w.clock == Clock::Gpu && c.h2d_share && *c.h2d_share >= th::kOverheadShareWarn && h2d) {
     Issue i;
     i.kind = "H2D_BOUND";
     i.status = "H2D-BOUND";
     i.severity = share_severity(*c.h2d_share);
-    i.summary = "H2D transfer is " + percent_text(*c.h2d_share) +
-                " of the typical GPU Step Time.";
-    i.action =
-        "Inspect pinned memory, batch transfer, and host-to-device copies.";
+    i.summary = "H2D transfer is " + percent_text(*c.h2d_share) + " of the typical GPU Step Time.";
+    i.action = "Inspect pinned memory, batch transfer, and host-to-device copies.";
     i.metric = "h2d";
     i.phase = "h2d";
     i.score = i.share_pct = c.h2d_share;
-    if (!c.single_rank)
-      i.skew_pct = h2d->skew;
+    if (!c.single_rank) i.skew_pct = h2d->skew;
     i.ranks = {h2d->worst_rank};
     i.evidence = Json{{"h2d_ms", c.single_rank ? h2d->worst : h2d->median},
                       {"h2d_share", *c.h2d_share},
@@ -349,44 +313,39 @@ std::vector<Issue> run_rules(const StepWindow &w, const Context &c,
     i.kind = "RESIDUAL_HEAVY";
     i.status = "RESIDUAL-HEAVY";
     i.severity = share_severity(*c.residual_share);
-    i.summary = "Residual time is " + percent_text(*c.residual_share) +
-                " of the typical " + clock_label(w.clock) + " Step Time.";
-    i.action = "Inspect work outside traced phases, CPU stalls, logging, "
-               "checkpointing, validation, or "
-               "unobserved transfers.";
+    i.summary = "Residual time is " + percent_text(*c.residual_share) + " of the typical " +
+                clock_label(w.clock) + " Step Time.";
+    i.action =
+        "Inspect work outside traced phases, CPU stalls, logging, "
+        "checkpointing, validation, or "
+        "unobserved transfers.";
     i.metric = "residual_proxy";
     i.phase = "residual";
     i.score = i.share_pct = c.residual_share;
-    if (c.overall_worst_rank)
-      i.ranks = {*c.overall_worst_rank};
+    if (c.overall_worst_rank) i.ranks = {*c.overall_worst_rank};
     out.push_back(std::move(i));
   }
 
-  const bool input_low =
-      !c.input_share || *c.input_share < th::kOverheadShareWarn;
-  const bool h2d_low = w.clock != Clock::Gpu || !c.h2d_share ||
-                       *c.h2d_share < th::kOverheadShareWarn;
-  const bool residual_low =
-      !c.residual_share || *c.residual_share < th::kOverheadShareWarn;
-  if (c.compute_share && *c.compute_share >= th::kComputeBoundShareWarn &&
-      input_low && h2d_low && residual_low) {
+  const bool input_low = !c.input_share || *c.input_share < th::kOverheadShareWarn;
+  const bool h2d_low =
+      w.clock != Clock::Gpu || !c.h2d_share || *c.h2d_share < th::kOverheadShareWarn;
+  const bool residual_low = !c.residual_share || *c.residual_share < th::kOverheadShareWarn;
+  if (c.compute_share && *c.compute_share >= th::kComputeBoundShareWarn && input_low && h2d_low &&
+      residual_low) {
     Issue i;
     i.kind = "COMPUTE_BOUND";
     i.status = "COMPUTE-BOUND";
     i.severity = Severity::Info;
-    i.summary =
-        "Compute-bound; " + c.largest_compute + " is the largest phase.";
+    i.summary = "Compute-bound; " + c.largest_compute + " is the largest phase.";
     i.action = "Optimize model compute or reduce step cost.";
     i.metric = "compute";
     std::string phase = c.largest_compute;
-    std::transform(
-        phase.begin(), phase.end(), phase.begin(),
-        [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+    std::transform(phase.begin(), phase.end(), phase.begin(),
+                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
     i.phase = phase;
     i.share_pct = c.compute_share;
     i.skew_pct = c.compute_skew;
-    if (c.overall_worst_rank)
-      i.ranks = {*c.overall_worst_rank};
+    if (c.overall_worst_rank) i.ranks = {*c.overall_worst_rank};
     out.push_back(std::move(i));
   }
   return out;
@@ -398,37 +357,30 @@ struct Missing {
   Json coverage = Json::object();
 };
 
-Missing missing_signals(const StepWindow &w, const Context &c,
-                        const std::optional<Straggler> &straggler) {
+Missing missing_signals(const StepWindow& w, const Context& c,
+                        const std::optional<Straggler>& straggler) {
   Missing out;
   const std::size_t ranks = w.expected_ranks.size();
-  if (ranks == 0)
-    return out;
-  const std::array<SM, 5> order = {SM::InputWait, SM::Forward, SM::Backward,
-                                   SM::OptimizerStep, SM::TracedStepTime};
+  if (ranks == 0) return out;
+  const std::array<SM, 5> order = {SM::InputWait, SM::Forward, SM::Backward, SM::OptimizerStep,
+                                   SM::TracedStepTime};
   std::set<SM> needed;
   auto need_all = [&] { needed.insert(order.begin(), order.end()); };
-  if (w.facts.size() < ranks)
-    need_all();
-  if (!c.input_share)
-    needed.insert({SM::InputWait, SM::TracedStepTime});
-  if (!c.compute_share || !c.residual_share)
-    need_all();
+  if (w.facts.size() < ranks) need_all();
+  if (!c.input_share) needed.insert({SM::InputWait, SM::TracedStepTime});
+  if (!c.compute_share || !c.residual_share) need_all();
   if (ranks > 1 && !straggler && c.straggler_cohort.size() < 2) {
     needed.insert({SM::Backward, SM::InputWait, SM::TracedStepTime});
-    if (w.strategy == model::Strategy::Fsdp)
-      needed.insert(SM::Forward);
+    if (w.strategy == model::Strategy::Fsdp) needed.insert(SM::Forward);
   }
   for (SM m : order) {
-    if (!needed.count(m))
-      continue;
+    if (!needed.count(m)) continue;
     std::size_t count = 0;
-    for (const auto &f : w.facts)
+    for (const auto& f : w.facts)
       count += f[m].has_value() ? 1 : 0;
     if (count < ranks) {
       out.names.emplace_back(step_metric_name(m));
-      out.coverage[step_metric_name(m)] =
-          std::to_string(count) + "/" + std::to_string(ranks);
+      out.coverage[step_metric_name(m)] = std::to_string(count) + "/" + std::to_string(ranks);
     }
   }
   return out;
@@ -436,45 +388,37 @@ Missing missing_signals(const StepWindow &w, const Context &c,
 
 /// Spec §4.1.14: a sentence about the direction of the primary's metric, or
 /// nothing. Written into the primary issue's evidence as `trend` (DECISIONS 7).
-std::optional<std::string> trend_note(const StepWindow &w, const Context &c,
-                                      const Issue &primary) {
-  if (w.steps_used() < th::kTrendMinAlignedSteps)
-    return std::nullopt;
+std::optional<std::string> trend_note(const StepWindow& w, const Context& c, const Issue& primary) {
+  if (w.steps_used() < th::kTrendMinAlignedSteps) return std::nullopt;
   const bool worst = c.single_rank;
   auto evaluate = [&](SM m) { return compute_trend(step_series(w, m, worst)); };
-  const std::string &k = primary.kind;
+  const std::string& k = primary.kind;
   if ((k == "INPUT_BOUND" || k == "INPUT_STRAGGLER") && c.input_share) {
     const auto t = evaluate(SM::InputWait);
     if (const auto st = t ? trend_state(t->pct) : std::nullopt) {
-      return "Trend: input wait is " + *st + " (" + format_trend_pct(*t->pct) +
-             ").";
+      return "Trend: input wait is " + *st + " (" + format_trend_pct(*t->pct) + ").";
     }
     return std::nullopt;
   }
-  if (k == "COMPUTE_BOUND" || k == "COMPUTE_STRAGGLER" ||
-      k == "H2D_STRAGGLER" || k == "STRAGGLER") {
+  if (k == "COMPUTE_BOUND" || k == "COMPUTE_STRAGGLER" || k == "H2D_STRAGGLER" ||
+      k == "STRAGGLER") {
     const auto t = evaluate(SM::StepTime);
     if (const auto st = t ? trend_state(t->pct) : std::nullopt) {
-      return "Trend: step time is " + *st + " (" + format_trend_pct(*t->pct) +
-             ").";
+      return "Trend: step time is " + *st + " (" + format_trend_pct(*t->pct) + ").";
     }
     return std::nullopt;
   }
   if (k == "RESIDUAL_HEAVY" && c.residual_share) {
     const auto t = evaluate(SM::Residual);
     if (const auto st = t ? trend_state(t->pct) : std::nullopt) {
-      return "Trend: residual time is " + *st + " (" +
-             format_trend_pct(*t->pct) + ").";
+      return "Trend: residual time is " + *st + " (" + format_trend_pct(*t->pct) + ").";
     }
     return std::nullopt;
   }
   if (k == "BALANCED") {
-    const bool near =
-        (c.residual_share &&
-         *c.residual_share >= th::kTrendBalancedShareHint) ||
-        (c.input_share && *c.input_share >= th::kTrendBalancedShareHint);
-    if (!near)
-      return std::nullopt;
+    const bool near = (c.residual_share && *c.residual_share >= th::kTrendBalancedShareHint) ||
+                      (c.input_share && *c.input_share >= th::kTrendBalancedShareHint);
+    if (!near) return std::nullopt;
     const auto t = evaluate(SM::StepTime);
     const auto st = t ? trend_state(t->pct) : std::nullopt;
     if (st && *st == "worsening")
@@ -483,8 +427,8 @@ std::optional<std::string> trend_note(const StepWindow &w, const Context &c,
   return std::nullopt;
 }
 
-Issue neutral(const std::string &kind, const std::string &status,
-              const std::string &summary, const std::string &action) {
+Issue neutral(const std::string& kind, const std::string& status, const std::string& summary,
+              const std::string& action) {
   Issue i;
   i.kind = kind;
   i.status = status;
@@ -495,8 +439,7 @@ Issue neutral(const std::string &kind, const std::string &status,
 
 /// Neutral issues built by the generic conversion of spec §4.0: the primary's
 /// other non-null fields as evidence, keys sorted (steps_used, worst_rank).
-Issue generic_neutral(Issue i, std::int64_t steps_used,
-                      std::optional<int> worst_rank) {
+Issue generic_neutral(Issue i, std::int64_t steps_used, std::optional<int> worst_rank) {
   i.evidence = Json::object();
   i.evidence["steps_used"] = steps_used;
   if (worst_rank) {
@@ -506,12 +449,12 @@ Issue generic_neutral(Issue i, std::int64_t steps_used,
   return i;
 }
 
-std::vector<Issue> diagnose(const StepWindow &w) {
+std::vector<Issue> diagnose(const StepWindow& w) {
   const Context c = build_context(w);
   const auto straggler = straggler_evidence(w, c);
-  const auto &step_stat = w.stat(SM::StepTime);
+  const auto& step_stat = w.stat(SM::StepTime);
   const std::int64_t steps = w.steps_used();
-  const char *const kWaitAction = "Wait for the first complete window.";
+  const char* const kWaitAction = "Wait for the first complete window.";
 
   if (!step_stat) {
     const Missing miss = missing_signals(w, c, straggler);
@@ -521,7 +464,7 @@ std::vector<Issue> diagnose(const StepWindow &w) {
           "Missing timing signals prevent a reliable diagnosis: " +
               [&] {
                 std::string s;
-                for (const auto &n : miss.names)
+                for (const auto& n : miss.names)
                   s += (s.empty() ? "" : ", ") + n;
                 return s;
               }() +
@@ -529,51 +472,43 @@ std::vector<Issue> diagnose(const StepWindow &w) {
           "Instrument the missing phases (auto mode or the matching wrap_* "
           "helpers) to restore "
           "coverage.");
-      i.evidence = Json{{"missing_signals", miss.names},
-                        {"signal_coverage", miss.coverage}};
+      i.evidence = Json{{"missing_signals", miss.names}, {"signal_coverage", miss.coverage}};
       return {i};
     }
-    Issue i = neutral("NO_DATA", "NO DATA", "Step Time metric is missing.",
-                      kWaitAction);
+    Issue i = neutral("NO_DATA", "NO DATA", "Step Time metric is missing.", kWaitAction);
     i.evidence = Json{{"steps_used", 0}};
     return {i};
   }
-  const double step_total = c.single_rank ? finite_or_zero(step_stat->worst)
-                                          : finite_or_zero(step_stat->median);
+  const double step_total =
+      c.single_rank ? finite_or_zero(step_stat->worst) : finite_or_zero(step_stat->median);
   if (step_total <= 0) {
     return {
-        generic_neutral(neutral("NO_DATA", "NO DATA",
-                                "No usable step-time data yet.", kWaitAction),
+        generic_neutral(neutral("NO_DATA", "NO DATA", "No usable step-time data yet.", kWaitAction),
                         steps, step_stat->worst_rank)};
   }
   if (steps < th::kMinStepsForWarningDiag) {
     const std::string unit = steps == 1 ? "step" : "steps";
-    return {generic_neutral(
-        neutral("WARMUP", "WARMUP",
-                "Only " + std::to_string(steps) + " " + unit +
-                    " per rank available; diagnosis "
-                    "requires " +
-                    std::to_string(th::kMinStepsForWarningDiag) + ".",
-                "Use a longer run for a stable timing diagnosis."),
-        steps, step_stat->worst_rank)};
+    return {generic_neutral(neutral("WARMUP", "WARMUP",
+                                    "Only " + std::to_string(steps) + " " + unit +
+                                        " per rank available; diagnosis "
+                                        "requires " +
+                                        std::to_string(th::kMinStepsForWarningDiag) + ".",
+                                    "Use a longer run for a stable timing diagnosis."),
+                            steps, step_stat->worst_rank)};
   }
 
   std::vector<Issue> issues = run_rules(w, c, straggler);
-  for (auto &i : issues) {
-    const bool cap = w.strategy == model::Strategy::Fsdp ||
-                     steps < th::kMinStepsForConfidentDiag;
-    if (cap && i.severity == Severity::Crit)
-      i.severity = Severity::Warn;
+  for (auto& i : issues) {
+    const bool cap = w.strategy == model::Strategy::Fsdp || steps < th::kMinStepsForConfidentDiag;
+    if (cap && i.severity == Severity::Crit) i.severity = Severity::Warn;
   }
-  std::stable_sort(issues.begin(), issues.end(),
-                   [](const Issue &a, const Issue &b) {
-                     auto key = [](const Issue &i) {
-                       return std::make_tuple(severity_rank(i.severity),
-                                              i.score.value_or(0.0),
-                                              is_straggler_kind(i.kind));
-                     };
-                     return key(a) > key(b);
-                   });
+  std::stable_sort(issues.begin(), issues.end(), [](const Issue& a, const Issue& b) {
+    auto key = [](const Issue& i) {
+      return std::make_tuple(severity_rank(i.severity), i.score.value_or(0.0),
+                             is_straggler_kind(i.kind));
+    };
+    return key(a) > key(b);
+  });
   std::optional<int> neutral_rank;  // BALANCED / INCOMPLETE_DATA name the worst rank
   if (!c.single_rank) neutral_rank = c.overall_worst_rank;
   if (issues.empty()) {
@@ -581,85 +516,70 @@ std::vector<Issue> diagnose(const StepWindow &w) {
     Issue i;
     if (!miss.names.empty()) {
       std::string names;
-      for (const auto &n : miss.names)
+      for (const auto& n : miss.names)
         names += (names.empty() ? "" : ", ") + n;
-      i = neutral(
-          "INCOMPLETE_DATA", "INCOMPLETE DATA",
-          "Missing timing signals prevent a reliable diagnosis: " + names + ".",
-          "Instrument the missing phases (auto mode or the matching wrap_* "
-          "helpers) to "
-          "restore coverage.");
-      i.evidence = Json{{"missing_signals", miss.names},
-                        {"signal_coverage", miss.coverage}};
+      i = neutral("INCOMPLETE_DATA", "INCOMPLETE DATA",
+                  "Missing timing signals prevent a reliable diagnosis: " + names + ".",
+                  "Instrument the missing phases (auto mode or the matching wrap_* "
+                  "helpers) to "
+                  "restore coverage.");
+      i.evidence = Json{{"missing_signals", miss.names}, {"signal_coverage", miss.coverage}};
     } else {
-      i = neutral("BALANCED", "BALANCED",
-                  "No dominant bottleneck is visible in this window.",
+      i = neutral("BALANCED", "BALANCED", "No dominant bottleneck is visible in this window.",
                   "Focus on throughput only if overall speed is still low.");
     }
-    if (neutral_rank)
-      i.ranks = {*neutral_rank};
+    if (neutral_rank) i.ranks = {*neutral_rank};
     issues.push_back(std::move(i));
   }
-  if (auto note = trend_note(w, c, issues.front()))
-    issues.front().evidence["trend"] = *note;
+  if (auto note = trend_note(w, c, issues.front())) issues.front().evidence["trend"] = *note;
   return issues;
 }
 
-std::string ms1(const std::optional<MetricStat> &s, bool worst) {
-  if (!s)
-    return "n/a";
+std::string ms1(const std::optional<MetricStat>& s, bool worst) {
+  if (!s) return "n/a";
   return fixed(worst ? s->worst : s->median, 1);
 }
 
-std::string rank_text(const std::optional<MetricStat> &s, bool worst) {
-  if (!s)
-    return "n/a";
+std::string rank_text(const std::optional<MetricStat>& s, bool worst) {
+  if (!s) return "n/a";
   return "r" + std::to_string(worst ? s->worst_rank : s->representative_rank);
 }
 
 /// Spec §5.6, Step Time card.
-std::string card(const StepWindow &w, const Section &s) {
-  std::string out =
-      "TraceML Step Timing Summary | steps " +
-      std::to_string(s.metadata.training_total_steps.value_or(0)) +
-      " | global ranks " +
-      std::to_string(s.metadata.global_ranks_seen.value_or(0)) +
-      "\nStep Time\n- Diagnosis: " + s.diagnosis().status + "\n";
-  const auto &st = w.stat(SM::StepTime);
-  const auto &in = w.stat(SM::InputWait);
-  const auto &h2d = w.stat(SM::H2D);
-  const auto &cp = w.stat(SM::Compute);
-  const auto &rs = w.stat(SM::Residual);
+std::string card(const StepWindow& w, const Section& s) {
+  std::string out = "TraceML Step Timing Summary | steps " +
+                    std::to_string(s.metadata.training_total_steps.value_or(0)) +
+                    " | global ranks " + std::to_string(s.metadata.global_ranks_seen.value_or(0)) +
+                    "\nStep Time\n- Diagnosis: " + s.diagnosis().status + "\n";
+  const auto& st = w.stat(SM::StepTime);
+  const auto& in = w.stat(SM::InputWait);
+  const auto& h2d = w.stat(SM::H2D);
+  const auto& cp = w.stat(SM::Compute);
+  const auto& rs = w.stat(SM::Residual);
   if (w.facts.empty()) {
-    out +=
-        "- Scope: latest step " +
-        (w.latest_step ? std::to_string(*w.latest_step) : std::string("n/a")) +
-        "\n- Stats: n/a\n";
+    out += "- Scope: latest step " +
+           (w.latest_step ? std::to_string(*w.latest_step) : std::string("n/a")) +
+           "\n- Stats: n/a\n";
   } else if (w.facts.size() == 1) {
-    out += "- Scope: last " + std::to_string(w.steps_used()) +
-           " aligned steps on global rank r" +
+    out += "- Scope: last " + std::to_string(w.steps_used()) + " aligned steps on global rank r" +
            std::to_string(w.facts.front().rank) + "\n";
-    out += "- Stats: Step Time " + ms1(st, true) + "ms | input " +
-           ms1(in, true) + "ms | H2D " + ms1(h2d, true) + "ms | compute " +
-           ms1(cp, true) + "ms\n";
+    out += "- Stats: Step Time " + ms1(st, true) + "ms | input " + ms1(in, true) + "ms | H2D " +
+           ms1(h2d, true) + "ms | compute " + ms1(cp, true) + "ms\n";
     out += "- Residual: " + ms1(rs, true) + "ms\n";
   } else {
-    auto pair = [&](const std::optional<MetricStat> &m) {
+    auto pair = [&](const std::optional<MetricStat>& m) {
       return ms1(m, false) + "/" + ms1(m, true);
     };
-    auto rpair = [&](const std::optional<MetricStat> &m) {
+    auto rpair = [&](const std::optional<MetricStat>& m) {
       return rank_text(m, false) + "/" + rank_text(m, true);
     };
     out += "- Scope: compared over last " + std::to_string(w.steps_used()) +
-           " aligned steps across " + std::to_string(w.facts.size()) +
-           " global ranks\n";
-    out += "- Stats: median/worst | Step Time " + pair(st) + "ms | input " +
-           pair(in) + "ms | H2D " + pair(h2d) + "ms | compute " + pair(cp) +
-           "ms\n";
+           " aligned steps across " + std::to_string(w.facts.size()) + " global ranks\n";
+    out += "- Stats: median/worst | Step Time " + pair(st) + "ms | input " + pair(in) +
+           "ms | H2D " + pair(h2d) + "ms | compute " + pair(cp) + "ms\n";
     out += "- Residual: median/worst " + pair(rs) + "ms\n";
-    out += "- Ranks: median/worst | Step Time " + rpair(st) + " | input " +
-           rpair(in) + " | H2D " + rpair(h2d) + " | compute " + rpair(cp) +
-           "\n";
+    out += "- Ranks: median/worst | Step Time " + rpair(st) + " | input " + rpair(in) + " | H2D " +
+           rpair(h2d) + " | compute " + rpair(cp) + "\n";
     out += "- Residual ranks: median/worst " + rpair(rs) + "\n";
   }
   out += "- Why: " + s.diagnosis().summary;
@@ -667,7 +587,7 @@ std::string card(const StepWindow &w, const Section &s) {
 }
 
 /// JSON metric name → internal metric (spec §5.4, Step Time).
-const std::array<std::pair<const char *, SM>, 14> kPayloadMetrics = {{
+const std::array<std::pair<const char*, SM>, 14> kPayloadMetrics = {{
     {"input_wait_ms", SM::InputWait},
     {"step_time_ms", SM::StepTime},
     {"traced_step_time_ms", SM::TracedStepTime},
@@ -684,9 +604,9 @@ const std::array<std::pair<const char *, SM>, 14> kPayloadMetrics = {{
     {"optimizer_ms", SM::OptimizerStep},
 }};
 
-} // namespace
+}  // namespace
 
-Section analyze_step_time(const model::Telemetry &t, const Options &o) {
+Section analyze_step_time(const model::Telemetry& t, const Options& o) {
   const StepWindow w = build_step_window(t, o.window);
   Section s;
   s.name = "step_time";
@@ -694,7 +614,7 @@ Section analyze_step_time(const model::Telemetry &t, const Options &o) {
   s.index_by = "global_rank";
 
   std::vector<Identity> ids;
-  for (const auto &f : w.facts)
+  for (const auto& f : w.facts)
     ids.push_back(identity_of(t, f.rank));
   s.metadata.mode = mode_of(ids);
   s.metadata.global_ranks_seen = std::int64_t(w.expected_ranks.size());
@@ -713,28 +633,26 @@ Section analyze_step_time(const model::Telemetry &t, const Options &o) {
   s.window.window_size = o.window;
   s.window.diagnosis_clock = clock_name(w.clock);
 
-  for (const auto &[name, m] : kPayloadMetrics) {
+  for (const auto& [name, m] : kPayloadMetrics) {
     s.metric_names.emplace_back(name);
-    const auto &st = w.stat(m);
+    const auto& st = w.stat(m);
     std::optional<double> avg;
     if (st) {
       double sum = 0.0;
-      for (const auto &f : w.facts)
+      for (const auto& f : w.facts)
         sum += f[m].value_or(0.0);
       avg = sum / double(st->ranks);
     }
     s.average.push_back(avg);
-    s.median.push_back(
-        st ? Point{st->representative, std::to_string(st->representative_rank)}
-           : Point{});
-    s.worst.push_back(st ? Point{st->worst, std::to_string(st->worst_rank)}
-                         : Point{});
+    s.median.push_back(st ? Point{st->representative, std::to_string(st->representative_rank)}
+                          : Point{});
+    s.worst.push_back(st ? Point{st->worst, std::to_string(st->worst_rank)} : Point{});
   }
   for (std::size_t i = 0; i < w.facts.size(); ++i) {
     GroupRow row;
     row.key = std::to_string(w.facts[i].rank);
     row.identity = ids[i];
-    for (const auto &[name, m] : kPayloadMetrics)
+    for (const auto& [name, m] : kPayloadMetrics)
       row.metrics.push_back(w.facts[i][m]);
     s.rows.push_back(std::move(row));
   }
@@ -743,4 +661,4 @@ Section analyze_step_time(const model::Telemetry &t, const Options &o) {
   return s;
 }
 
-} // namespace traceml::analysis
+}  // namespace traceml::analysis

@@ -10,7 +10,9 @@ constexpr std::array<const char*, kEventCount> kEventNames = {
     "input_wait", "h2d", "forward", "backward", "optimizer_step", "traced_step_time"};
 }  // namespace
 
-const char* event_name(Event e) { return kEventNames[static_cast<std::size_t>(e)]; }
+const char* event_name(Event e) {
+  return kEventNames[static_cast<std::size_t>(e)];
+}
 
 std::optional<Event> event_from_name(const std::string& name) {
   for (std::size_t i = 0; i < kEventCount; ++i) {
@@ -56,11 +58,16 @@ Strategy strategy_from_string(const std::string& s) {
 
 const char* strategy_name(Strategy s) {
   switch (s) {
-    case Strategy::Ddp: return "ddp";
-    case Strategy::Fsdp: return "fsdp";
-    case Strategy::SingleProcess: return "single_process";
-    case Strategy::DistributedUnknown: return "distributed_unknown";
-    case Strategy::Unknown: return "unknown";
+    case Strategy::Ddp:
+      return "ddp";
+    case Strategy::Fsdp:
+      return "fsdp";
+    case Strategy::SingleProcess:
+      return "single_process";
+    case Strategy::DistributedUnknown:
+      return "distributed_unknown";
+    case Strategy::Unknown:
+      return "unknown";
   }
   return "ddp";
 }

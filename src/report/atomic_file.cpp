@@ -13,7 +13,9 @@ namespace traceml::report {
 
 namespace {
 
-std::string reason(int err) { return std::strerror(err); }
+std::string reason(int err) {
+  return std::strerror(err);
+}
 
 }  // namespace
 

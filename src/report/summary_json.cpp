@@ -35,8 +35,10 @@ Json points_object(const Section& s, const std::vector<analysis::Point>& points)
 }
 
 Json identity_json(const Identity& id) {
-  return Json{{"global_rank", opt(id.global_rank)}, {"local_rank", opt(id.local_rank)},
-              {"node_rank", opt(id.node_rank)},     {"hostname", opt(id.hostname)},
+  return Json{{"global_rank", opt(id.global_rank)},
+              {"local_rank", opt(id.local_rank)},
+              {"node_rank", opt(id.node_rank)},
+              {"hostname", opt(id.hostname)},
               {"local_world_size", opt(id.local_world_size)},
               {"world_size", opt(id.world_size)}};
 }
@@ -75,7 +77,8 @@ Json section_json(const Section& s) {
                        {"training_latest_step", opt(m.training_latest_step)},
                        {"section_metric_names", s.metric_names}};
   Json issues = Json::array();
-  for (const auto& i : s.issues) issues.push_back(issue_json(i));
+  for (const auto& i : s.issues)
+    issues.push_back(issue_json(i));
   j["diagnosis"] = issues.empty() ? Json::object() : issues.front();
   j["issues"] = issues;
 
@@ -96,12 +99,13 @@ Json section_json(const Section& s) {
                      {"worst", points_object(s, s.worst)}};
   Json rows = Json::object();
   for (const auto& r : s.rows) {
-    rows[r.key] = Json{{"identity", identity_json(r.identity)},
-                       {"metrics", metrics_object(s, r.metrics)}};
+    rows[r.key] =
+        Json{{"identity", identity_json(r.identity)}, {"metrics", metrics_object(s, r.metrics)}};
   }
   j["groups"] = Json{{"by", s.index_by}, {"rows", rows}};
   Json units = Json::object();
-  for (const auto& [k, v] : s.units) units[k] = v;
+  for (const auto& [k, v] : s.units)
+    units[k] = v;
   j["units"] = units;
   j["card"] = s.card;
   return j;
@@ -156,6 +160,8 @@ std::string iso8601_utc(double unix_seconds) {
   return buf;
 }
 
-std::string dump_json(const Json& j) { return j.dump(2, ' ', /*ensure_ascii=*/true); }
+std::string dump_json(const Json& j) {
+  return j.dump(2, ' ', /*ensure_ascii=*/true);
+}
 
 }  // namespace traceml::report

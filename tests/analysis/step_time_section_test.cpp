@@ -20,7 +20,8 @@ Section analyze(const model::Telemetry& t, std::int64_t window = 10000) {
 
 std::vector<std::string> kinds(const Section& s) {
   std::vector<std::string> k;
-  for (const auto& i : s.issues) k.push_back(i.kind);
+  for (const auto& i : s.issues)
+    k.push_back(i.kind);
   return k;
 }
 
@@ -456,7 +457,8 @@ TEST(StepTimeWindow, ZeroStepTimeIsNoUsableData) {
 TEST(StepTimePayload, RepresentativeRankTiesGoToTheLowerValue) {
   model::Telemetry t;
   const double steps[] = {100, 110, 120, 130};  // median 115: 110 and 120 both 5 away
-  for (int r = 0; r < 4; ++r) add_steps(t, r, 1, 30, {0, 0, steps[r], 0, 0, steps[r]});
+  for (int r = 0; r < 4; ++r)
+    add_steps(t, r, 1, 30, {0, 0, steps[r], 0, 0, steps[r]});
   const Section s = analyze(t);
   const auto i = *s.metric_index("step_time_ms");
   EXPECT_EQ(*s.median[i].idx, "1");
@@ -467,7 +469,8 @@ TEST(StepTimePayload, RepresentativeRankTiesGoToTheLowerValue) {
 
 TEST(StepTimePayload, WorstTieGoesToTheLowestRank) {
   model::Telemetry t;
-  for (int r : {2, 10, 1}) add_steps(t, r, 1, 30, {0, 0, 50, 50, 0, 100});
+  for (int r : {2, 10, 1})
+    add_steps(t, r, 1, 30, {0, 0, 50, 50, 0, 100});
   const Section s = analyze(t);
   const auto i = *s.metric_index("step_time_ms");
   EXPECT_EQ(*s.worst[i].idx, "1");
@@ -558,8 +561,8 @@ TEST(StepTimeTrend, RisingInputWaitIsReported) {
 }
 
 TEST(StepTimeTrend, FlatOrShortSeriesHasNoTrend) {
-  EXPECT_FALSE(analyze(one_rank(300, {10, 0, 30, 50, 10, 90})).diagnosis().evidence.contains(
-      "trend"));
+  EXPECT_FALSE(
+      analyze(one_rank(300, {10, 0, 30, 50, 10, 90})).diagnosis().evidence.contains("trend"));
   // Rising but only 221 steps: fewer than 200 points remain after warmup.
   model::Telemetry t;
   for (std::int64_t s = 1; s <= 221; ++s) {

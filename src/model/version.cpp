@@ -1,0 +1,7 @@
+#include "traceml/version.hpp"
+
+namespace traceml {
+
+const char* version() { return TRACEML_VERSION; }
+
+}  // namespace traceml
