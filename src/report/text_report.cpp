@@ -1016,7 +1016,7 @@ std::vector<std::string> step_memory_block(const Run& run, const Painter& p,
     table = metric_table(sm,
                          {{"Allocated", "peak_allocated_bytes", Unit::Bytes, nullptr},
                           {"Reserved", "peak_reserved_bytes", Unit::Bytes, nullptr}},
-                         Where::Rank, "avg per-step peak", "median rank avg", "worst rank avg",
+                         Where::Rank, "per-step peak", "median rank", "worst rank",
                          kMemoryLabelWidth, kMemoryMedianWidth);
   }
   out.emplace_back();

@@ -62,6 +62,7 @@ TEST_P(Golden, ReportMatchesCheckedInArtifacts) {
 
 INSTANTIATE_TEST_SUITE_P(Samples, Golden,
                          ::testing::Values("single_input_bound", "ddp_input_straggler",
-                                           "ddp4_balanced"));
+                                           "ddp4_balanced", "h2d_bound", "ddp4_compute_straggler",
+                                           "incomplete_forward", "residual_memory_creep"));
 
 }  // namespace

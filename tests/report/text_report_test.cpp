@@ -605,7 +605,7 @@ Scope: N = node · R = global rank · G = GPU index
 
 STEP TIMING (R0/N0), GPU Clock                     || STEP MEMORY: BALANCED · 1/1 ranks
 Step Time            200.4 ms  100%                ||
-├─ Input Wait        128.0 ms   64%  ◀ cause       || avg per-step peak   median rank avg   worst rank avg
+├─ Input Wait        128.0 ms   64%  ◀ cause       || per-step peak       median rank       worst rank
 ├─ Compute            68.0 ms   34%                || Allocated           2.9 GB            2.9 GB, R0/N0
 │  ├─ Forward         20.0 ms   10%                || Reserved            3.2 GB            3.2 GB, R0/N0
 │  ├─ Backward        40.0 ms   20%                ||
@@ -648,7 +648,7 @@ Scope: N = node · R = global rank · G = GPU index
 
 STEP TIMING (Median R1/N0), GPU Clock  worst rank            || STEP MEMORY: BALANCED · 4/4 ranks
 Step Time            303.7 ms  100%     304.1 ms (R0)        ||
-├─ Input Wait          3.8 ms    1%     254.5 ms (R0)  ◀ 67x || avg per-step peak   median rank avg   worst rank avg
+├─ Input Wait          3.8 ms    1%     254.5 ms (R0)  ◀ 67x || per-step peak       median rank       worst rank
 ├─ Compute           259.5 ms   85%                          || Allocated           8.5 GB            9.4 GB, R2/N1
 │  ├─ Forward         80.0 ms   26%                          || Reserved            8.9 GB            9.8 GB, R2/N1
 │  ├─ Backward       169.5 ms   56%                          ||
@@ -1253,7 +1253,7 @@ TEST(TextReportStepMemory, NullRowsAreLeftOut) {
   // Nothing at all: the summary instead of the table.
   s["step_memory"]["global"]["worst"]["peak_allocated_bytes"] = pt(std::nullopt, std::nullopt);
   text = plain(s);
-  EXPECT_EQ(text.find("avg per-step peak"), std::string::npos);
+  EXPECT_EQ(text.find("per-step peak"), std::string::npos);
   EXPECT_NE(text.find("|| No clear pressure, imbalance, or creep signal."), std::string::npos);
 }
 

@@ -10,6 +10,14 @@ Every file is one training run shaped to show one diagnosis:
   ddp_input_straggler.jsonl  2 DDP ranks, rank 1 waits ~40 ms for input, rank 0
                              absorbs the difference in backward (the all-reduce)
   ddp4_balanced.jsonl        4 DDP ranks on 2 nodes, compute ~85%, nothing wrong
+  h2d_bound.jsonl            1 GPU, pageable host-to-device copies ~25% of the step
+  ddp4_compute_straggler.jsonl
+                             4 DDP ranks, rank 2's GPU runs hot and its forward is
+                             1.6x slower; the others wait in the all-reduce
+  incomplete_forward.jsonl   1 rank whose forward phase was never marked
+  residual_memory_creep.jsonl
+                             1 GPU, a checkpoint every 10 steps outside the traced
+                             phases (~25% residual), reserved memory creeping
 """
 
 import json
@@ -237,11 +245,122 @@ def ddp4_balanced(path):
     run.write(path)
 
 
+def h2d_bound(path):
+    """One GPU; every batch is copied from pageable memory (~25 ms of ~100)."""
+    rng = random.Random(4)
+    run = Run("h2d_bound", 1, "single_process")
+    run.ranks.append(rank_line(0, 0, 0, "gpu-box", 1, 1))
+    ts = START_TS
+    for step in range(1, 81):
+        phases = {"input_wait": jitter(rng, 2.0, 0.1), "h2d": jitter(rng, 25.0, 0.04),
+                  "forward": jitter(rng, 22.0, 0.02), "backward": jitter(rng, 40.0, 0.02),
+                  "optimizer_step": jitter(rng, 8.0, 0.02)}
+        residual = jitter(rng, 3.0, 0.2)
+        phases["traced_step_time"] = (phases["h2d"] + phases["forward"] + phases["backward"] +
+                                      phases["optimizer_step"] + residual)
+        ts += (phases["input_wait"] + phases["traced_step_time"]) / 1000.0
+        run.add(ts, step_line(0, step, ts, phases, rng, True))
+        run.add(ts, {"type": "step_memory", "global_rank": 0, "step": step, "device": "cuda:0",
+                     "peak_allocated_bytes": int(jitter(rng, 9.0e9, 0.005)),
+                     "peak_reserved_bytes": 10737418240})
+    for t in sample_times(ts):
+        run.add(t, system_line(0, t, rng, 45.0, 20 * GIB, 128 * GIB, [55.0], 11.0e9))
+        gpu = {"device": 0, "allocated_bytes": int(jitter(rng, 8.8e9, 0.01)),
+               "reserved_bytes": 10737418240, "total_bytes": H100_TOTAL_BYTES}
+        run.add(t, process_line(0, t, rng, 120.0, 32, 5.0e9, 128 * GIB, gpu))
+    run.write(path)
+
+
+def ddp4_compute_straggler(path):
+    """Four DDP ranks on one node. Rank 2's GPU is thermally throttled: its forward
+    takes 1.6x as long, and the other ranks wait for it in backward's all-reduce."""
+    rng = random.Random(5)
+    run = Run("ddp4_compute_straggler", 4, "ddp")
+    for r in range(4):
+        run.ranks.append(rank_line(r, r, 0, "gpu-node-0", 4, 4))
+    ts = START_TS
+    for step in range(1, 151):
+        forwards = [jitter(rng, 30.0, 0.02) * (1.6 if r == 2 else 1.0) for r in range(4)]
+        backward = jitter(rng, 50.0, 0.02)
+        optimizer = jitter(rng, 8.0, 0.02)
+        slowest = max(forwards)
+        step_ms = 2.0 + 3.0 + slowest + backward + optimizer + 2.0
+        ts += step_ms / 1000.0
+        for r in range(4):
+            own_backward = backward + (slowest - forwards[r])
+            phases = {"input_wait": jitter(rng, 2.0, 0.1), "h2d": jitter(rng, 3.0, 0.05),
+                      "forward": forwards[r], "backward": own_backward,
+                      "optimizer_step": optimizer}
+            phases["traced_step_time"] = (phases["h2d"] + forwards[r] + own_backward +
+                                          optimizer + jitter(rng, 2.0, 0.2))
+            run.add(ts, step_line(r, step, ts, phases, rng, True))
+    for t in sample_times(ts):
+        s = system_line(0, t, rng, 35.0, 100 * GIB, 512 * GIB, [92.0, 92.0, 80.0, 92.0], 40.0e9)
+        s["gpus"][2]["temperature_c"] = round(rng.uniform(87.0, 89.0), 1)
+        run.add(t, s)
+        for r in range(4):
+            gpu = {"device": r, "allocated_bytes": int(jitter(rng, 30.0e9, 0.01)),
+                   "reserved_bytes": 36507222016, "total_bytes": H100_TOTAL_BYTES}
+            run.add(t, process_line(r, t, rng, 100.0, 64, 7.0e9, 512 * GIB, gpu))
+    run.write(path)
+
+
+def incomplete_forward(path):
+    """One CPU process whose training loop never marks the forward phase."""
+    rng = random.Random(6)
+    run = Run("incomplete_forward", 1, "single_process")
+    run.ranks.append(rank_line(0, 0, 0, "laptop", 1, 1))
+    ts = START_TS
+    for step in range(1, 41):
+        phases = {"input_wait": jitter(rng, 1.0, 0.1), "backward": jitter(rng, 12.0, 0.03),
+                  "optimizer_step": jitter(rng, 2.0, 0.03)}
+        phases["traced_step_time"] = jitter(rng, 8.0, 0.03) + phases["backward"] + \
+            phases["optimizer_step"]
+        ts += (phases["input_wait"] + phases["traced_step_time"]) / 1000.0
+        run.add(ts, step_line(0, step, ts, phases, rng, False))
+    for t in sample_times(ts):
+        run.add(t, system_line(0, t, rng, 30.0, 6 * GIB, 16 * GIB, [], 0))
+        run.add(t, process_line(0, t, rng, 95.0, 4, 1.2e9, 16 * GIB, None))
+    run.write(path)
+
+
+def residual_memory_creep(path):
+    """One GPU; every 10th step also writes a checkpoint between the traced phases
+    (~2.5x the step), and a cache keeps growing the allocator's reserved pool."""
+    rng = random.Random(7)
+    run = Run("residual_memory_creep", 1, "single_process")
+    run.ranks.append(rank_line(0, 0, 0, "gpu-box", 1, 1))
+    ts = START_TS
+    for step in range(1, 241):
+        phases = {"input_wait": jitter(rng, 1.5, 0.1), "h2d": jitter(rng, 1.0, 0.05),
+                  "forward": jitter(rng, 20.0, 0.02), "backward": jitter(rng, 38.0, 0.02),
+                  "optimizer_step": jitter(rng, 6.0, 0.02)}
+        residual = jitter(rng, 2.0, 0.2) + (150.0 if step % 10 == 0 else 0.0)
+        phases["traced_step_time"] = (phases["h2d"] + phases["forward"] + phases["backward"] +
+                                      phases["optimizer_step"] + residual)
+        ts += (phases["input_wait"] + phases["traced_step_time"]) / 1000.0
+        run.add(ts, step_line(0, step, ts, phases, rng, True))
+        growth = 1.5 * GIB * (step - 1) / 239.0
+        run.add(ts, {"type": "step_memory", "global_rank": 0, "step": step, "device": "cuda:0",
+                     "peak_allocated_bytes": int(jitter(rng, 6.0e9, 0.005) + growth),
+                     "peak_reserved_bytes": int(8 * GIB + growth)})
+    for t in sample_times(ts):
+        run.add(t, system_line(0, t, rng, 25.0, 18 * GIB, 128 * GIB, [75.0], 9.5e9))
+        gpu = {"device": 0, "allocated_bytes": int(jitter(rng, 6.5e9, 0.02)),
+               "reserved_bytes": int(9 * GIB), "total_bytes": H100_TOTAL_BYTES}
+        run.add(t, process_line(0, t, rng, 110.0, 32, 4.0e9, 128 * GIB, gpu))
+    run.write(path)
+
+
 def main():
     out = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(os.path.abspath(__file__))
     single_input_bound(os.path.join(out, "single_input_bound.jsonl"))
     ddp_input_straggler(os.path.join(out, "ddp_input_straggler.jsonl"))
     ddp4_balanced(os.path.join(out, "ddp4_balanced.jsonl"))
+    h2d_bound(os.path.join(out, "h2d_bound.jsonl"))
+    ddp4_compute_straggler(os.path.join(out, "ddp4_compute_straggler.jsonl"))
+    incomplete_forward(os.path.join(out, "incomplete_forward.jsonl"))
+    residual_memory_creep(os.path.join(out, "residual_memory_creep.jsonl"))
 
 
 if __name__ == "__main__":
