@@ -6,6 +6,7 @@
 #include <set>
 
 #include "analysis/number_format.hpp"
+#include "analysis/rank_identity.hpp"
 
 namespace traceml::analysis {
 
@@ -234,15 +235,27 @@ Meta derive_meta(const model::Telemetry& t, const Summary& s) {
     }
   }
   if (world > 0) m.world_size = world;
-  if (s.system.metadata.nodes_observed && *s.system.metadata.nodes_observed >= 0) {
+  // The System section counts nodes and GPUs only from its samples; without
+  // any, "0 nodes / 0 GPUs" would be a claim, not an observation, so the
+  // other sections' evidence is used instead (or nothing is said).
+  const bool system_seen = s.system.metadata.samples.value_or(0) > 0;
+  if (system_seen && s.system.metadata.nodes_observed) {
     m.nodes_observed = s.system.metadata.nodes_observed;
   } else if (!nodes.empty()) {
     m.nodes_observed = std::int64_t(nodes.size());
   }
-  if (s.system.metadata.gpus_observed && *s.system.metadata.gpus_observed >= 0) {
+  if (system_seen && s.system.metadata.gpus_observed) {
     m.gpus_observed = s.system.metadata.gpus_observed;
-  } else if (m.mode == "single_node") {
-    m.gpus_observed = m.world_size;
+  } else if (!t.process.empty()) {
+    std::set<std::pair<int, int>> devices;  // (node, device) of processes with a GPU
+    for (const auto& p : t.process) {
+      if (!p.gpu) continue;
+      const Identity id = identity_of(t, p.global_rank);
+      devices.emplace(id.node_rank.value_or(0), p.gpu->device.value_or(p.global_rank));
+    }
+    m.gpus_observed = std::int64_t(devices.size());
+  } else if (s.step_time.window.diagnosis_clock.value_or("cpu") == "gpu") {
+    m.gpus_observed = m.world_size;  // every rank timed its steps on a GPU
   }
   return m;
 }
