@@ -176,7 +176,8 @@ double statistical_median(std::vector<double> v) {
 /// the last median bracket the next one: a single pass counts the values below
 /// the bracket and keeps those inside it, and only those few are selected
 /// from. When the median falls outside the bracket the step is selected from
-/// in full. Either way the result is exactly the median of all the values.
+/// in full. Either way the result is exactly the median of all the values
+/// (peaks are never NaN: the reader rejects non-finite amounts).
 class StepMedians {
  public:
   /// The median of v (reordered).
@@ -203,7 +204,7 @@ class StepMedians {
   }
 
  private:
-  // Below this many ranks a plain selection is as cheap as the bracket pass.
+  // Below this many ranks a plain selection costs next to nothing.
   static constexpr std::size_t kMinBracketed = 64;
 
   /// select_median, then the bracket for the next step: the values about
@@ -237,44 +238,56 @@ class StepMedians {
   std::vector<double> inside_;
 };
 
+/// A row without both peaks was not measured on a CUDA device.
+bool usable(const model::StepMemoryRecord& r) {
+  return r.peak_allocated_bytes && r.peak_reserved_bytes;
+}
+
 // Ranks in [0, this) are looked up in a table indexed by rank; others (negative,
 // or too sparse for a table) in a hash map. Real ranks are dense from 0, and a
 // table lookup per row is what keeps the load linear on millions of rows.
 constexpr int kDenseRankLimit = 1 << 20;
 constexpr auto kDenseSlots = static_cast<std::size_t>(kDenseRankLimit);
 
+/// One rank's rows as add() sees them.
+struct RankSlot {
+  int rank = 0;
+  std::size_t count = 0;
+  std::int64_t first_step = 0;  ///< the step of its first row
+  std::int64_t last_step = 0;   ///< the step of its latest row
+  RowList rows;                 ///< only kept while RankRows::consecutive
+};
+
 /// The usable rows of each rank, in arrival order, gathered in one pass.
 struct RankRows {
-  std::vector<int> ranks;                ///< by slot, in order of first arrival
-  std::vector<RowList> rows;             ///< by slot
-  std::vector<std::int64_t> first_step;  ///< by slot: the step of its first row
-  std::vector<std::int64_t> last_step;   ///< by slot: the step of its latest row
+  std::vector<RankSlot> slots;  ///< in order of first arrival
   /// Every rank's steps arrived as first, first + 1, ... with no repeat or
   /// gap, the usual case: its steps are then the range [first, last] and its
   /// i-th row holds step first + i.
   bool consecutive = true;
-  std::int64_t min_step = 0;
-  std::int64_t max_step = 0;
 
   void add(int rank, std::int64_t step, RowIndex row) {
-    const std::size_t slot = slot_of(rank, step);
-    auto& rank_rows = rows[slot];
-    if (rank_rows.size() > 0) {
-      std::int64_t& last = last_step[slot];
+    RankSlot& s = slots[slot_of(rank, step)];
+    if (s.count++ > 0) {
       // Unsigned difference: defined for any two steps, and 1 only for
       // last + 1 once step > last excludes the wrap-around.
-      consecutive = consecutive && step > last &&
-                    static_cast<std::uint64_t>(step) - static_cast<std::uint64_t>(last) == 1u;
-      last = step;
+      consecutive =
+          consecutive && step > s.last_step &&
+          static_cast<std::uint64_t>(step) - static_cast<std::uint64_t>(s.last_step) == 1u;
+      s.last_step = step;
     }
-    rank_rows.push_back(row);
-    min_step = std::min(min_step, step);
-    max_step = std::max(max_step, step);
+    // Otherwise the rows are gathered again, with their steps (align_lists).
+    if (consecutive) s.rows.push_back(row);
+  }
+
+  /// The slot of a rank seen by add().
+  [[nodiscard]] std::size_t slot(int rank) const {
+    if (rank >= 0 && rank < kDenseRankLimit) return dense_[static_cast<std::size_t>(rank)] - 1;
+    return sparse_.at(rank);
   }
 
  private:
   std::size_t slot_of(int rank, std::int64_t step) {
-    if (ranks.empty()) min_step = max_step = step;
     if (rank >= 0 && rank < kDenseRankLimit) {
       const auto r = static_cast<std::size_t>(rank);
       if (r >= dense_.size())
@@ -290,11 +303,12 @@ struct RankRows {
   }
 
   std::size_t new_slot(int rank, std::int64_t step) {
-    ranks.push_back(rank);
-    rows.emplace_back();
-    first_step.push_back(step);
-    last_step.push_back(step);
-    return rows.size() - 1;
+    RankSlot s;
+    s.rank = rank;
+    s.first_step = step;
+    s.last_step = step;
+    slots.push_back(std::move(s));
+    return slots.size() - 1;
   }
 
   std::vector<std::size_t> dense_;  ///< rank -> slot + 1; 0: not seen yet
@@ -307,17 +321,18 @@ struct StepRow {
   RowIndex row = 0;
 };
 
-/// One rank's rows sorted by step, keeping arrival order among equal steps,
-/// then only the last arrival of each step (a resent step replaces the
+/// Sorts one rank's rows by step, keeping arrival order among equal steps,
+/// then keeps only the last arrival of each step (a resent step replaces the
 /// earlier one).
-std::vector<StepRow> sorted_steps(const model::Telemetry& t, const RowList& rows) {
-  std::vector<StepRow> out;
-  out.reserve(rows.size());
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    out.push_back({t.step_memory[rows[i]].step, rows[i]});
+void sort_and_dedupe(std::vector<StepRow>& out) {
   const auto by_step = [](const StepRow& a, const StepRow& b) { return a.step < b.step; };
-  if (!std::is_sorted(out.begin(), out.end(), by_step)) {
-    std::stable_sort(out.begin(), out.end(), by_step);
+  // Rows arrive mostly in step order: only the tail from the first step out of
+  // order is sorted, then merged in. Both are stable, so the whole keeps
+  // arrival order among equal steps, as one stable_sort would.
+  const auto unsorted = std::is_sorted_until(out.begin(), out.end(), by_step);
+  if (unsorted != out.end()) {
+    std::stable_sort(unsorted, out.end(), by_step);
+    std::inplace_merge(out.begin(), unsorted, out.end(), by_step);
   }
   std::size_t kept = 0;
   for (std::size_t i = 0; i < out.size(); ++i) {
@@ -328,12 +343,16 @@ std::vector<StepRow> sorted_steps(const model::Telemetry& t, const RowList& rows
     }
   }
   out.resize(kept);
-  return out;
 }
 
 /// How many distinct steps the (sorted, deduplicated) ranks reported in all.
-std::int64_t distinct_steps(const std::vector<std::vector<StepRow>>& by_slot, std::int64_t min_step,
-                            std::int64_t max_step) {
+std::int64_t distinct_steps(const std::vector<std::vector<StepRow>>& by_slot) {
+  std::int64_t min_step = by_slot.front().front().step;
+  std::int64_t max_step = min_step;
+  for (const auto& rows : by_slot) {
+    min_step = std::min(min_step, rows.front().step);
+    max_step = std::max(max_step, rows.back().step);
+  }
   // A mark per step id when the ids span a range not much larger than the
   // rows (the usual 1..N); otherwise sort them all.
   const std::uint64_t span =
@@ -393,8 +412,8 @@ void align_ranges(RankRows& b, const std::vector<std::size_t>& order, std::int64
   // Distinct steps: the size of the union of the ranges.
   std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
   ranges.reserve(order.size());
-  for (std::size_t slot = 0; slot < b.rows.size(); ++slot)
-    ranges.emplace_back(b.first_step[slot], b.last_step[slot]);
+  for (const RankSlot& s : b.slots)
+    ranges.emplace_back(s.first_step, s.last_step);
   std::sort(ranges.begin(), ranges.end());
   std::uint64_t distinct = 0;
   std::optional<std::int64_t> covered;  // the last step counted so far
@@ -405,17 +424,17 @@ void align_ranges(RankRows& b, const std::vector<std::size_t>& order, std::int64
     covered = hi;
   }
   in.steps_seen = static_cast<std::int64_t>(distinct);
+  in.latest_step = covered;  // the highest last step
 
   const auto keep = static_cast<std::uint64_t>(history_cap(window));
   std::int64_t lo = std::numeric_limits<std::int64_t>::min();
   std::int64_t hi = std::numeric_limits<std::int64_t>::max();
-  for (std::size_t slot = 0; slot < b.rows.size(); ++slot) {
-    const std::uint64_t n = b.rows[slot].size();
+  for (const RankSlot& s : b.slots) {
+    const std::uint64_t n = s.count;
     const std::int64_t kept_from =
-        n > keep ? static_cast<std::int64_t>(u(b.first_step[slot]) + (n - keep))
-                 : b.first_step[slot];
+        n > keep ? static_cast<std::int64_t>(u(s.first_step) + (n - keep)) : s.first_step;
     lo = std::max(lo, kept_from);
-    hi = std::min(hi, b.last_step[slot]);
+    hi = std::min(hi, s.last_step);
   }
   if (lo > hi) return;
   const auto w = static_cast<std::uint64_t>(window);
@@ -427,9 +446,10 @@ void align_ranges(RankRows& b, const std::vector<std::size_t>& order, std::int64
   for (std::uint64_t i = 0; i < count; ++i)
     out.steps.push_back(static_cast<std::int64_t>(u(lo) + i));
   for (const std::size_t slot : order) {
-    out.ranks.push_back(b.ranks[slot]);
-    out.first.push_back(static_cast<std::size_t>(u(lo) - u(b.first_step[slot])));
-    out.rows.push_back(std::move(b.rows[slot]));
+    RankSlot& s = b.slots[slot];
+    out.ranks.push_back(s.rank);
+    out.first.push_back(static_cast<std::size_t>(u(lo) - u(s.first_step)));
+    out.rows.push_back(std::move(s.rows));
   }
 }
 
@@ -437,11 +457,21 @@ void align_ranges(RankRows& b, const std::vector<std::size_t>& order, std::int64
 /// and intersected step by step.
 void align_lists(const model::Telemetry& t, RankRows& b, const std::vector<std::size_t>& order,
                  std::int64_t window, Inputs& in) {
-  std::vector<std::vector<StepRow>> by_slot;
-  by_slot.reserve(b.rows.size());
-  for (const auto& rows : b.rows)
-    by_slot.push_back(sorted_steps(t, rows));
-  in.steps_seen = distinct_steps(by_slot, b.min_step, b.max_step);
+  // One more pass over the rows, in order: reading them rank by rank would
+  // jump through memory.
+  std::vector<std::vector<StepRow>> by_slot(b.slots.size());
+  for (std::size_t slot = 0; slot < by_slot.size(); ++slot)
+    by_slot[slot].reserve(b.slots[slot].count);
+  for (RowIndex i = 0; i < t.step_memory.size(); ++i) {
+    const auto& r = t.step_memory[i];
+    if (usable(r)) by_slot[b.slot(r.global_rank)].push_back({r.step, i});
+  }
+  for (auto& rows : by_slot)
+    sort_and_dedupe(rows);
+  in.steps_seen = distinct_steps(by_slot);
+  in.latest_step = by_slot.front().back().step;
+  for (const auto& rows : by_slot)
+    in.latest_step = std::max(*in.latest_step, rows.back().step);
 
   const std::int64_t keep = history_cap(window);
   // Each rank's history starts at first[slot]: only its latest `keep` steps.
@@ -476,7 +506,7 @@ void align_lists(const model::Telemetry& t, RankRows& b, const std::vector<std::
         ++j;
       rows.push_back(list[j].row);
     }
-    out.ranks.push_back(b.ranks[slot]);
+    out.ranks.push_back(b.slots[slot].rank);
     out.first.push_back(0);
     out.rows.emplace_back().assign(std::move(rows));
   }
@@ -489,18 +519,16 @@ Inputs load_inputs(const model::Telemetry& t, std::int64_t window) {
   RankRows b;
   for (RowIndex i = 0; i < t.step_memory.size(); ++i) {
     const auto& r = t.step_memory[i];
-    // A row without both peaks was not measured on a CUDA device.
-    if (r.peak_allocated_bytes && r.peak_reserved_bytes) b.add(r.global_rank, r.step, i);
+    if (usable(r)) b.add(r.global_rank, r.step, i);
   }
-  in.ranks_seen = static_cast<std::int64_t>(b.ranks.size());
-  if (b.ranks.empty()) return in;
-  in.latest_step = b.max_step;
+  in.ranks_seen = static_cast<std::int64_t>(b.slots.size());
+  if (b.slots.empty()) return in;
 
-  std::vector<std::size_t> order(b.ranks.size());  // slots by ascending rank
+  std::vector<std::size_t> order(b.slots.size());  // slots by ascending rank
   for (std::size_t i = 0; i < order.size(); ++i)
     order[i] = i;
   std::sort(order.begin(), order.end(),
-            [&](std::size_t x, std::size_t y) { return b.ranks[x] < b.ranks[y]; });
+            [&](std::size_t x, std::size_t y) { return b.slots[x].rank < b.slots[y].rank; });
   if (b.consecutive) {
     align_ranges(b, order, window, in);
   } else {
