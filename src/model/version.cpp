@@ -2,6 +2,8 @@
 
 namespace traceml {
 
-const char* version() { return TRACEML_VERSION; }
+const char* version() {
+  return TRACEML_VERSION;
+}
 
 }  // namespace traceml
