@@ -46,10 +46,7 @@ inline std::optional<double> clock_value(const StepRecord& r, Event e, Clock c) 
 }
 
 bool has_any_event(const StepRecord& r) {
-  for (std::size_t e = 0; e < model::kEventCount; ++e) {
-    if (r.events.has(static_cast<Event>(e))) return true;
-  }
-  return false;
+  return r.events.event_mask() != 0;
 }
 
 /// Which events a rank reports on a clock over its aligned rows (spec §4.1.4).
@@ -123,19 +120,22 @@ struct RankScan {
 /// values once into plain arrays.
 void scan_row(RankScan& out, const StepRecord& r) {
   ++out.rows;
+  const auto i = [](Event e) { return std::size_t(e); };
   for (Clock c : {Clock::Cpu, Clock::Gpu}) {
     ClockSums& cs = out.clock[std::size_t(c)];
+    const bool gpu = c == Clock::Gpu;
+    const auto& raw = gpu ? r.events.gpu_values() : r.events.cpu_values();
+    const unsigned mask = gpu ? r.events.gpu_mask() : r.events.cpu_mask();
     std::array<double, model::kEventCount> v{};
     std::array<bool, model::kEventCount> has{};
     for (std::size_t e = 0; e < model::kEventCount; ++e) {
-      const auto x = clock_value(r, Event(e), c);
-      has[e] = x.has_value();
-      v[e] = x.value_or(0.0);  // absent occurrence events count as 0
+      // Spec §4.1.1: non-finite is "not measured", negative is 0.
+      has[e] = ((mask >> e) & 1u) != 0 && std::isfinite(raw[e]);
+      v[e] = has[e] ? std::max(0.0, raw[e]) : 0.0;  // absent occurrence events count as 0
       cs.present[e] += has[e] ? 1 : 0;
       cs.sum[e] += v[e];
     }
-    const auto i = [](Event e) { return std::size_t(e); };
-    if (c == Clock::Gpu) {
+    if (gpu) {
       // Spec §4.1.3: a row can be read on the GPU clock when input wait and the
       // traced step have GPU values and every other event it has does too.
       bool complete = has[i(Event::InputWait)] && has[i(Event::TracedStepTime)];
@@ -271,25 +271,8 @@ void normalise_rank_steps(std::vector<StepRow>& rows, std::int64_t limit) {
   }
 }
 
-/// Number of distinct values: a bitmap over the range when it is compact (step
-/// ids usually are), else a sort.
+/// Number of distinct values (sorts `v`).
 std::int64_t count_distinct(std::vector<std::int64_t>& v) {
-  if (v.empty()) return 0;
-  const auto [lo, hi] = std::minmax_element(v.begin(), v.end());
-  const std::uint64_t range = std::uint64_t(*hi - *lo) + 1;
-  if (range <= 8 * std::uint64_t(v.size()) + 1024) {
-    std::vector<bool> seen(range);
-    std::int64_t n = 0;
-    const std::int64_t base = *lo;
-    for (std::int64_t x : v) {
-      auto bit = seen[std::size_t(x - base)];
-      if (!bit) {
-        bit = true;
-        ++n;
-      }
-    }
-    return n;
-  }
   std::sort(v.begin(), v.end());
   return std::int64_t(std::unique(v.begin(), v.end()) - v.begin());
 }
@@ -319,8 +302,11 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
   constexpr int kDenseRanks = 1 << 20;
   std::vector<std::vector<StepRow>> dense_ranks;
   std::map<int, std::vector<StepRow>> sparse_ranks;
-  std::vector<std::int64_t> all_steps;
-  all_steps.reserve(t.steps.size());
+  // Distinct step ids: a bitmap for the usual small positive ids, a list for the rest.
+  constexpr std::int64_t kDenseSteps = std::int64_t(1) << 26;
+  std::vector<bool> seen_steps;
+  std::vector<std::int64_t> other_steps;
+  std::int64_t distinct = 0;
   for (const auto& r : t.steps) {
     if (!has_any_event(r)) continue;  // an empty events object is not a row
     std::vector<StepRow>* rows = nullptr;
@@ -331,11 +317,19 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
       rows = &sparse_ranks[r.global_rank];
     }
     rows->emplace_back(r.step, &r);
-    all_steps.push_back(r.step);
+    if (r.step >= 0 && r.step < kDenseSteps) {
+      const auto at = std::size_t(r.step);
+      if (at >= seen_steps.size()) seen_steps.resize(std::max(at + 1, 2 * seen_steps.size()));
+      if (!seen_steps[at]) {
+        seen_steps[at] = true;
+        ++distinct;
+      }
+    } else {
+      other_steps.push_back(r.step);
+    }
     w.latest_step = w.latest_step ? std::max(*w.latest_step, r.step) : r.step;
   }
-  w.distinct_steps = count_distinct(all_steps);
-  std::vector<std::int64_t>().swap(all_steps);
+  w.distinct_steps = distinct + count_distinct(other_steps);
 
   std::vector<std::vector<StepRow>> per_rank;
   auto take = [&](int rank, std::vector<StepRow>& rows) {
@@ -372,21 +366,33 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
   if (common.empty()) return w;
   w.steps = std::move(common);
 
-  // The step-major table of used rows, filled and scanned in memory order.
+  // The step-major table of used rows. Filling it transposes 1,024 per-rank
+  // lists into one table: done in cache-sized tiles, since a rank-by-rank or
+  // step-by-step walk misses the cache on nearly every access at that scale.
   const std::size_t n_ranks = per_rank.size();
-  w.table.resize(w.steps.size() * n_ranks);
+  const std::size_t n_steps = w.steps.size();
+  constexpr std::size_t kTile = 64;
+  w.table.resize(n_steps * n_ranks);
   std::vector<std::size_t> cursor(n_ranks, 0);
-  std::vector<RankScan> scans(n_ranks);
-  for (std::size_t s = 0; s < w.steps.size(); ++s) {
+  for (std::size_t s0 = 0; s0 < n_steps; s0 += kTile) {
+    const std::size_t s1 = std::min(n_steps, s0 + kTile);
     for (std::size_t k = 0; k < n_ranks; ++k) {
       const auto& rows = per_rank[k];
-      std::size_t& c = cursor[k];
-      while (rows[c].first < w.steps[s])
-        ++c;  // every aligned step is in every list
-      const StepRecord* r = rows[c].second;
-      w.table[s * n_ranks + k] = r;
-      scan_row(scans[k], *r);
+      std::size_t c = cursor[k];
+      for (std::size_t s = s0; s < s1; ++s) {
+        while (rows[c].first < w.steps[s])
+          ++c;  // every aligned step is in every list
+        w.table[s * n_ranks + k] = rows[c].second;
+      }
+      cursor[k] = c;
     }
+  }
+  // Records arrive step by step, so this walk reads them in memory order.
+  std::vector<RankScan> scans(n_ranks);
+  for (std::size_t s = 0; s < n_steps; ++s) {
+    const StepRecord* const* row = &w.table[s * n_ranks];
+    for (std::size_t k = 0; k < n_ranks; ++k)
+      scan_row(scans[k], *row[k]);
   }
   bool gpu = true;
   for (const auto& scan : scans)

@@ -50,6 +50,15 @@ class StepEvents {
   }
   [[nodiscard]] std::optional<Timing> get(Event e) const;
 
+  /// Bulk access for hot loops that read every event of millions of steps:
+  /// the raw values of one clock and the bit mask (bit e = event e) of the
+  /// ones that were measured. A value whose bit is clear is meaningless.
+  [[nodiscard]] const std::array<double, kEventCount>& cpu_values() const { return cpu_; }
+  [[nodiscard]] const std::array<double, kEventCount>& gpu_values() const { return gpu_; }
+  [[nodiscard]] unsigned cpu_mask() const { return cpu_present_; }
+  [[nodiscard]] unsigned gpu_mask() const { return unsigned(present_) >> 8; }
+  [[nodiscard]] unsigned event_mask() const { return unsigned(present_) & 0xFFu; }
+
  private:
   static constexpr std::uint16_t bit(Event e) { return std::uint16_t(1u << unsigned(e)); }
   static constexpr std::uint16_t gpu_bit(Event e) { return std::uint16_t(1u << (unsigned(e) + 8)); }
