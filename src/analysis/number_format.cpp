@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 
 namespace traceml::analysis {
 
@@ -28,6 +29,18 @@ std::string percent_text(double fraction) {
 
 std::string fixed_or_na(const std::optional<double>& x, int digits) {
   return x ? fixed(*x, digits) : std::string("n/a");
+}
+
+std::string format_bytes_binary(double bytes) {
+  static const char* const kUnits[] = {"B", "KB", "MB", "GB", "TB"};
+  std::size_t unit = 0;
+  double v = std::fabs(bytes);
+  while (v >= 1024.0 && unit + 1 < std::size(kUnits)) {
+    v /= 1024.0;
+    ++unit;
+  }
+  const int digits = (v >= 100.0 || unit == 0) ? 0 : (v >= 10.0 ? 1 : 2);
+  return (bytes < 0 ? "-" : "") + fixed(v, digits) + " " + kUnits[unit];
 }
 
 }  // namespace traceml::analysis

@@ -18,5 +18,10 @@ long long round_half_even(double x);
 std::string percent_text(double fraction);
 /// "%.{digits}f" or "n/a" for nullopt.
 std::string fixed_or_na(const std::optional<double>& x, int digits);
+/// Bytes in binary units as TraceML prints memory: divide by 1024 through
+/// B, KB, MB, GB, TB; "%.0f" at >= 100 or in B, "%.1f" at >= 10, else "%.2f".
+/// A negative value is scaled by its magnitude (TraceML prints it in raw
+/// bytes, quirk 12): -2147483648 -> "-2.00 GB".
+std::string format_bytes_binary(double bytes);
 
 }  // namespace traceml::analysis

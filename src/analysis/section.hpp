@@ -102,6 +102,9 @@ struct Section {
   std::vector<std::optional<double>> average;
   std::vector<Point> median;
   std::vector<Point> worst;
+  /// Keys added to `global` after `worst` (ours, not TraceML's; e.g. the
+  /// step-time spread that compare uses to judge noise).
+  Json global_extra = Json::object();
   std::vector<GroupRow> rows;  ///< in key order of the JSON object
   std::vector<std::pair<std::string, std::string>> units;
   std::string card;  ///< the section-local card text (spec §5.6)

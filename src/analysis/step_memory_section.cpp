@@ -849,19 +849,6 @@ Issue issue_from_primary(const StepMemoryPrimary& p) {
   return i;
 }
 
-/// Binary units with TraceML's labels (spec §6.4): 1 KB = 1024 B.
-std::string fmt_mem(double bytes) {
-  static const char* const kUnits[] = {"B", "KB", "MB", "GB", "TB"};
-  std::size_t unit = 0;
-  double v = bytes;
-  while (v >= 1024.0 && unit + 1 < std::size(kUnits)) {
-    v /= 1024.0;
-    ++unit;
-  }
-  const int digits = (v >= 100.0 || unit == 0) ? 0 : (v >= 10.0 ? 1 : 2);
-  return fixed(v, digits) + " " + kUnits[unit];
-}
-
 std::string build_card(const Inputs& in, const std::vector<MetricSignals>& metrics,
                        const Issue& diagnosis) {
   std::vector<std::string> lines;
@@ -881,10 +868,11 @@ std::string build_card(const Inputs& in, const std::vector<MetricSignals>& metri
     const std::string label = label_of(m->name);
     lines.push_back("- Scope: last " + std::to_string(m->steps_used) + " aligned steps");
     if (in.window.ranks.size() == 1) {
-      lines.push_back("- Stats: " + label + " peak " + fmt_mem(m->worst_peak));
+      lines.push_back("- Stats: " + label + " peak " + format_bytes_binary(m->worst_peak));
     } else {
-      lines.push_back("- Stats: " + label + " worst " + fmt_mem(m->worst_peak) + " on r" +
-                      std::to_string(m->worst_rank) + " | skew " + fixed(m->skew * 100.0, 1) + "%");
+      lines.push_back("- Stats: " + label + " worst " + format_bytes_binary(m->worst_peak) +
+                      " on r" + std::to_string(m->worst_rank) + " | skew " +
+                      fixed(m->skew * 100.0, 1) + "%");
     }
   }
   lines.push_back("- Why: " + diagnosis.summary);

@@ -604,6 +604,29 @@ const std::array<std::pair<const char*, SM>, 14> kPayloadMetrics = {{
     {"optimizer_ms", SM::OptimizerStep},
 }};
 
+/// How much the typical rank's step time varies from step to step over the
+/// window: quartiles of the per-step median (one rank: its own) step time.
+/// `traceml compare` uses it to tell a real change from run-to-run noise.
+std::optional<Json> step_time_spread(const StepWindow& w) {
+  if (!w.stat(SM::StepTime)) return std::nullopt;
+  std::vector<double> series = step_series(w, SM::StepTime, w.single_rank());
+  if (series.size() < 2) return std::nullopt;
+  std::sort(series.begin(), series.end());
+  // Linear interpolation between closest ranks (numpy's default percentile).
+  auto quantile = [&](double q) {
+    const double pos = q * double(series.size() - 1);
+    const auto lo = std::size_t(std::floor(pos));
+    const std::size_t hi = std::min(lo + 1, series.size() - 1);
+    return series[lo] + (series[hi] - series[lo]) * (pos - double(lo));
+  };
+  Json metric = Json{{"basis", w.single_rank() ? "per_step" : "per_step_median_across_ranks"},
+                     {"steps", std::int64_t(series.size())},
+                     {"p25", quantile(0.25)},
+                     {"median", quantile(0.5)},
+                     {"p75", quantile(0.75)}};
+  return Json{{"step_time_ms", metric}};
+}
+
 }  // namespace
 
 Section analyze_step_time(const model::Telemetry& t, const Options& o) {
@@ -656,6 +679,7 @@ Section analyze_step_time(const model::Telemetry& t, const Options& o) {
       row.metrics.push_back(w.facts[i][m]);
     s.rows.push_back(std::move(row));
   }
+  if (auto spread = step_time_spread(w)) s.global_extra["spread"] = *spread;
   s.units = {{"time", "ms"}};
   s.card = card(w, s);
   return s;

@@ -85,4 +85,17 @@ inline constexpr double kCreepWarmupFrac = 0.0;
 inline constexpr double kCreepWorstGrowthWeight = 10.0;
 inline constexpr double kCreepMedianGrowthWeight = 6.0;
 
+// ---- Compare (spec §6.3) -------------------------------------------------
+/// A common-clock step time change of at least this many percent (either way,
+/// inclusive) is a regression or an improvement; smaller is run-to-run jitter.
+inline constexpr double kCompareStepTimePct = 3.0;
+/// Peak reserved memory moves with allocator caching, so only a change of at
+/// least this many percent (inclusive) counts.
+inline constexpr double kCompareMemoryPct = 10.0;
+/// pct_change is undefined when the baseline is (numerically) zero.
+inline constexpr double kComparePctBaselineEps = 1e-12;
+/// The IQR of a normal distribution in standard deviations: turns a reported
+/// std into the same noise band as a reported p25/p75 spread.
+inline constexpr double kNormalIqrPerStd = 1.349;
+
 }  // namespace traceml::analysis::thresholds

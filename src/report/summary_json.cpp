@@ -97,6 +97,8 @@ Json section_json(const Section& s) {
                      {"average", metrics_object(s, s.average)},
                      {"median", points_object(s, s.median)},
                      {"worst", points_object(s, s.worst)}};
+  for (const auto& [k, v] : s.global_extra.items())
+    j["global"][k] = v;
   Json rows = Json::object();
   for (const auto& r : s.rows) {
     rows[r.key] =

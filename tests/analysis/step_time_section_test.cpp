@@ -573,3 +573,23 @@ TEST(StepTimeTrend, FlatOrShortSeriesHasNoTrend) {
 
 }  // namespace
 }  // namespace traceml::analysis
+
+namespace traceml::analysis {
+namespace {
+
+TEST(StepTimePayload, SpreadIsTheQuartilesOfPerStepStepTime) {
+  model::Telemetry t;
+  const double traced[] = {30, 10, 40, 20};  // step time = input 0 + traced
+  for (std::int64_t s = 1; s <= 4; ++s) {
+    t.steps.push_back(testing::step_record(0, s, {0, 0, traced[s - 1], 0, 0, traced[s - 1]}));
+  }
+  const Section s = analyze_step_time(t, Options{});
+  // Sorted 10, 20, 30, 40: p25 at position 0.75 -> 17.5; median 25; p75 32.5.
+  EXPECT_EQ(s.global_extra.dump(),
+            R"({"spread":{"step_time_ms":{"basis":"per_step","steps":4,"p25":17.5,)"
+            R"("median":25.0,"p75":32.5}}})");
+  EXPECT_TRUE(analyze_step_time(model::Telemetry{}, Options{}).global_extra.empty());
+}
+
+}  // namespace
+}  // namespace traceml::analysis

@@ -1,0 +1,699 @@
+// The compare JSON and its verdict (spec §6.2, §6.3). Every value is read
+// defensively: summaries from older TraceML schemas, and sections that are
+// missing or mistyped, yield nulls and a less comparable verdict, never an
+// exception.
+#include "report/compare.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include "analysis/number_format.hpp"
+#include "analysis/thresholds.hpp"
+
+namespace traceml::report {
+
+namespace {
+
+namespace th = analysis::thresholds;
+using analysis::fixed;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+/// The first schema whose step-time section carries per-clock step times
+/// (step_time_cpu_ms / step_time_gpu_ms) and dataloader_fetch_cpu_ms.
+constexpr double kPerClockSchema = 1.7;
+
+const Json* child(const Json* j, const char* key) {
+  if (j == nullptr || !j->is_object()) return nullptr;
+  const auto it = j->find(key);
+  return it == j->end() ? nullptr : &*it;
+}
+
+const Json* object_child(const Json* j, const char* key) {
+  const Json* c = child(j, key);
+  return c != nullptr && c->is_object() ? c : nullptr;
+}
+
+std::optional<double> number(const Json* j) {
+  if (j == nullptr || !j->is_number()) return std::nullopt;
+  const double v = j->get<double>();
+  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+}
+
+std::optional<std::string> trimmed_text(const Json* j) {
+  if (j == nullptr || !j->is_string()) return std::nullopt;
+  const std::string& s = j->get_ref<const std::string&>();
+  const auto b = s.find_first_not_of(" \t\r\n");
+  if (b == std::string::npos) return std::nullopt;
+  const auto e = s.find_last_not_of(" \t\r\n");
+  return s.substr(b, e - b + 1);
+}
+
+Json opt_json(const std::optional<double>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+Json opt_json(const std::optional<std::string>& v) {
+  return v ? Json(*v) : Json(nullptr);
+}
+
+/// schema_version as a number: stored as a number, or as a numeric string.
+std::optional<double> schema_number(const Json& summary) {
+  const Json* v = child(&summary, "schema_version");
+  if (const auto n = number(v)) return n;
+  if (const auto s = trimmed_text(v)) {
+    char* end = nullptr;
+    const double d = std::strtod(s->c_str(), &end);
+    if (end != s->c_str() && *end == '\0' && std::isfinite(d)) return d;
+  }
+  return std::nullopt;
+}
+
+bool per_clock_schema(const Json& summary) {
+  const auto v = schema_number(summary);
+  return v && *v >= kPerClockSchema - 1e-9;
+}
+
+/// The schema_version as text for messages: "1.7", "1", or the stored string.
+std::string schema_text(const Json& summary) {
+  const Json* v = child(&summary, "schema_version");
+  if (v == nullptr || v->is_null()) return "n/a";
+  if (v->is_string()) return v->get<std::string>();
+  return v->dump();
+}
+
+const Json* section(const Json& summary, const char* name) {
+  return object_child(&summary, name);
+}
+
+std::optional<double> average(const Json* sec, const char* metric) {
+  return number(child(object_child(object_child(sec, "global"), "average"), metric));
+}
+
+std::optional<double> point(const Json* sec, const char* stat, const char* metric) {
+  return number(
+      child(object_child(object_child(object_child(sec, "global"), stat), metric), "value"));
+}
+
+std::optional<std::string> diagnosis_status(const Json* sec) {
+  return trimmed_text(child(object_child(sec, "diagnosis"), "status"));
+}
+
+std::optional<std::string> diagnosis_clock(const Json* sec) {
+  const auto c =
+      trimmed_text(child(object_child(object_child(sec, "global"), "window"), "diagnosis_clock"));
+  if (c && (*c == "cpu" || *c == "gpu")) return c;
+  return std::nullopt;
+}
+
+// ---- metrics --------------------------------------------------------------
+
+struct Pair {
+  std::optional<double> lhs;
+  std::optional<double> rhs;
+};
+
+Json numeric_metric(const std::string& label, const char* unit, const Pair& v,
+                    const char* delta_unit, const char* direction) {
+  Json m;
+  m["label"] = label;
+  m["unit"] = unit;
+  m["lhs"] = opt_json(v.lhs);
+  m["rhs"] = opt_json(v.rhs);
+  std::optional<double> delta;
+  std::optional<double> pct;
+  if (v.lhs && v.rhs) {
+    delta = *v.rhs - *v.lhs;
+    if (std::fabs(*v.lhs) > th::kComparePctBaselineEps) pct = 100.0 * *delta / *v.lhs;
+  }
+  m["delta"] = opt_json(delta);
+  m["pct_change"] = opt_json(pct);
+  m["delta_unit"] = delta_unit;
+  m["direction"] = direction;
+  return m;
+}
+
+Json text_metric(const std::string& label, const std::optional<std::string>& lhs,
+                 const std::optional<std::string>& rhs) {
+  Json m;
+  m["label"] = label;
+  m["unit"] = "text";
+  m["lhs"] = opt_json(lhs);
+  m["rhs"] = opt_json(rhs);
+  m["delta"] = nullptr;
+  m["pct_change"] = nullptr;
+  m["delta_unit"] = "text";
+  m["direction"] = "context";
+  return m;
+}
+
+Json diagnosis_json(const Json* lhs, const Json* rhs) {
+  const auto a = diagnosis_status(lhs);
+  const auto b = diagnosis_status(rhs);
+  return Json{{"lhs", opt_json(a)}, {"rhs", opt_json(b)}, {"changed", a != b}};
+}
+
+Json section_envelope(const Json* lhs, const Json* rhs) {
+  Json s;
+  s["available"] = lhs != nullptr || rhs != nullptr;
+  s["diagnosis"] = diagnosis_json(lhs, rhs);
+  s["metrics"] = Json::object();
+  s["notes"] = Json::array();
+  return s;
+}
+
+// ---- step time ------------------------------------------------------------
+
+struct StepClocks {
+  std::optional<double> cpu;
+  std::optional<double> gpu;
+};
+
+StepClocks step_clocks(const Json& summary) {
+  const Json* sec = section(summary, "step_time");
+  if (per_clock_schema(summary))
+    return {average(sec, "step_time_cpu_ms"), average(sec, "step_time_gpu_ms")};
+  // Before schema 1.7 a summary had one CPU-measured step total.
+  return {average(sec, "total_step_ms"), std::nullopt};
+}
+
+/// The phase that takes the most time (first maximum; nulls skipped).
+std::optional<std::string> dominant_phase(const Json* sec) {
+  static const std::pair<const char*, const char*> kPhases[] = {{"input", "input_wait_ms"},
+                                                                {"h2d", "h2d_ms"},
+                                                                {"forward", "forward_ms"},
+                                                                {"backward", "backward_ms"},
+                                                                {"optimizer", "optimizer_ms"}};
+  std::optional<std::string> best;
+  double best_v = 0.0;
+  for (const auto& [name, key] : kPhases) {
+    const auto v = average(sec, key);
+    if (v && (!best || *v > best_v)) {
+      best = name;
+      best_v = *v;
+    }
+  }
+  return best;
+}
+
+/// A run's step-time noise band in ms for `clock`, from the optional
+/// `global.spread` block: p75 - p25 (the IQR), or a std scaled to the IQR it
+/// would have under a normal distribution. The selected-clock entry
+/// `step_time_ms` counts only when the run's diagnosis clock is `clock`.
+struct Band {
+  double ms = 0.0;
+  bool from_std = false;
+};
+
+std::optional<Band> noise_band(const Json* sec, const std::string& clock) {
+  const Json* spread = object_child(object_child(sec, "global"), "spread");
+  const std::string per_clock = "step_time_" + clock + "_ms";
+  const Json* entry = object_child(spread, per_clock.c_str());
+  if (entry == nullptr && diagnosis_clock(sec) == clock)
+    entry = object_child(spread, "step_time_ms");
+  const auto p25 = number(child(entry, "p25"));
+  const auto p75 = number(child(entry, "p75"));
+  if (p25 && p75 && *p75 >= *p25) return Band{*p75 - *p25, false};
+  const auto sd = number(child(entry, "std_ms"));
+  if (sd && *sd >= 0) return Band{th::kNormalIqrPerStd * *sd, true};
+  return std::nullopt;
+}
+
+Json noise_json(const Json* lhs, const Json* rhs, const std::optional<std::string>& clock,
+                const Json& step_metric) {
+  const auto delta = number(child(&step_metric, "delta"));
+  if (!clock || !delta) return Json{{"available", false}};
+  const auto a = noise_band(lhs, *clock);
+  const auto b = noise_band(rhs, *clock);
+  if (!a || !b) return Json{{"available", false}};
+  const double threshold = std::max(a->ms, b->ms);
+  const char* basis = (a->from_std && b->from_std)     ? "std"
+                      : (!a->from_std && !b->from_std) ? "iqr"
+                                                       : "iqr_std";
+  Json n;
+  n["available"] = true;
+  n["basis"] = basis;
+  n["delta_ms"] = *delta;
+  n["threshold_ms"] = threshold;
+  n["beyond_noise"] = std::fabs(*delta) > threshold;
+  return n;
+}
+
+Json step_time_section(const Json& lhs_sum, const Json& rhs_sum) {
+  const Json* lhs = section(lhs_sum, "step_time");
+  const Json* rhs = section(rhs_sum, "step_time");
+  Json s = section_envelope(lhs, rhs);
+  Json& metrics = s["metrics"];
+  Json& notes = s["notes"];
+
+  const StepClocks a = step_clocks(lhs_sum);
+  const StepClocks b = step_clocks(rhs_sum);
+  std::optional<std::string> clock;
+  Pair step;
+  if (a.gpu && b.gpu) {
+    clock = "gpu";
+    step = {a.gpu, b.gpu};
+  } else if (a.cpu && b.cpu) {
+    clock = "cpu";
+    step = {a.cpu, b.cpu};
+  }
+  const std::string step_label = !clock            ? "Step Time"
+                                 : *clock == "gpu" ? "GPU Step Time"
+                                                   : "CPU Step Time";
+  metrics["step_time_ms"] = numeric_metric(step_label, "ms", step, "ms", "higher_is_worse");
+
+  // Phases are per-clock averages: comparing a GPU-clock phase with a
+  // CPU-clock one would report the clock change as a phase shift.
+  const auto ca = diagnosis_clock(lhs);
+  const auto cb = diagnosis_clock(rhs);
+  const bool same_clock = ca && cb && *ca == *cb;
+  auto gated = [&](const char* key) {
+    return same_clock ? Pair{average(lhs, key), average(rhs, key)} : Pair{};
+  };
+  metrics["input_ms"] =
+      numeric_metric("Input", "ms", gated("input_wait_ms"), "ms", "higher_is_worse");
+  const char* fetch_a = per_clock_schema(lhs_sum) ? "dataloader_fetch_cpu_ms" : "dataloader_ms";
+  const char* fetch_b = per_clock_schema(rhs_sum) ? "dataloader_fetch_cpu_ms" : "dataloader_ms";
+  metrics["dataloader_fetch_cpu_ms"] =
+      numeric_metric("DataLoader Fetch (CPU)", "ms",
+                     Pair{average(lhs, fetch_a), average(rhs, fetch_b)}, "ms", "context");
+  static const std::pair<const char*, const char*> kPhases[] = {
+      {"h2d_ms", "H2D"},         {"compute_ms", "Compute"},   {"residual_ms", "Residual"},
+      {"forward_ms", "Forward"}, {"backward_ms", "Backward"}, {"optimizer_ms", "Optimizer"}};
+  for (const auto& [key, label] : kPhases)
+    metrics[key] = numeric_metric(label, "ms", gated(key), "ms", "higher_is_worse");
+  metrics["dominant_phase"] =
+      same_clock ? text_metric("Dominant phase", dominant_phase(lhs), dominant_phase(rhs))
+                 : text_metric("Dominant phase", std::nullopt, std::nullopt);
+
+  if (!clock) {
+    notes.push_back(
+        "Step Time metrics are unavailable because the summaries have no common measured GPU or "
+        "CPU clock.");
+  } else if (*clock == "cpu" && (a.gpu || b.gpu)) {
+    // Our addition: say why a measured GPU clock was not used.
+    notes.push_back(std::string("Step Time is compared on the CPU clock because run ") +
+                    (a.gpu ? "B" : "A") + " has no measured GPU step time.");
+  }
+  for (const auto& [side, sum] : {std::pair<const char*, const Json*>{"A", &lhs_sum},
+                                  std::pair<const char*, const Json*>{"B", &rhs_sum}}) {
+    if (section(*sum, "step_time") != nullptr && !per_clock_schema(*sum)) {
+      notes.push_back(std::string("Run ") + side + " uses schema " + schema_text(*sum) +
+                      ": its step time is the legacy CPU total_step_ms.");
+    }
+  }
+  if (!same_clock) {
+    notes.push_back(
+        "Selected-clock phase metrics are unavailable because their clocks differ or are missing "
+        "(A: " +
+        ca.value_or("n/a") + ", B: " + cb.value_or("n/a") + ").");
+  }
+  // Computed before s grows: inserting a key may move `metrics` and `notes`.
+  Json noise = noise_json(lhs, rhs, clock, metrics["step_time_ms"]);
+  s["comparison_clock"] = opt_json(clock);
+  s["noise"] = std::move(noise);
+  return s;
+}
+
+// ---- other sections -------------------------------------------------------
+
+std::optional<double> memory_skew_pct(const Json* sec) {
+  const auto worst = point(sec, "worst", "peak_reserved_bytes");
+  const auto median = point(sec, "median", "peak_reserved_bytes");
+  if (!worst || !median || *median <= th::kComparePctBaselineEps) return std::nullopt;
+  return 100.0 * (*worst - *median) / *median;
+}
+
+Json step_memory_section(const Json& lhs_sum, const Json& rhs_sum) {
+  const Json* lhs = section(lhs_sum, "step_memory");
+  const Json* rhs = section(rhs_sum, "step_memory");
+  Json s = section_envelope(lhs, rhs);
+  Json& m = s["metrics"];
+  m["peak_reserved_bytes"] = numeric_metric(
+      "Peak reserved", "bytes",
+      Pair{point(lhs, "worst", "peak_reserved_bytes"), point(rhs, "worst", "peak_reserved_bytes")},
+      "bytes", "higher_is_worse");
+  m["memory_skew_pct"] =
+      numeric_metric("Memory skew", "percent", Pair{memory_skew_pct(lhs), memory_skew_pct(rhs)},
+                     "percentage_point", "higher_is_worse");
+  // TraceML reserves the key and never fills it; kept for schema parity.
+  m["trend_worst_delta_bytes"] =
+      numeric_metric("Memory trend", "bytes", Pair{}, "bytes", "higher_is_worse");
+  return s;
+}
+
+std::optional<double> gib(const std::optional<double>& bytes) {
+  return bytes ? std::optional<double>(*bytes / kGiB) : std::nullopt;
+}
+
+Json process_section(const Json& lhs_sum, const Json& rhs_sum) {
+  const Json* lhs = section(lhs_sum, "process");
+  const Json* rhs = section(rhs_sum, "process");
+  Json s = section_envelope(lhs, rhs);
+  Json& m = s["metrics"];
+  m["cpu_avg_percent"] = numeric_metric(
+      "Process CPU avg", "percent", Pair{average(lhs, "cpu_percent"), average(rhs, "cpu_percent")},
+      "percentage_point", "context");
+  m["rss_avg_gb"] = numeric_metric(
+      "Process RSS avg", "gb", Pair{gib(average(lhs, "ram_bytes")), gib(average(rhs, "ram_bytes"))},
+      "gb", "context");
+  return s;
+}
+
+Json system_section(const Json& lhs_sum, const Json& rhs_sum) {
+  const Json* lhs = section(lhs_sum, "system");
+  const Json* rhs = section(rhs_sum, "system");
+  Json s = section_envelope(lhs, rhs);
+  Json& m = s["metrics"];
+  auto avg = [&](const char* key) { return Pair{average(lhs, key), average(rhs, key)}; };
+  m["cpu_avg_percent"] = numeric_metric("System CPU avg", "percent", avg("cpu_percent"),
+                                        "percentage_point", "context");
+  m["ram_avg_gb"] = numeric_metric(
+      "System RAM avg", "gb", Pair{gib(average(lhs, "ram_bytes")), gib(average(rhs, "ram_bytes"))},
+      "gb", "context");
+  m["gpu_util_avg_percent"] = numeric_metric("GPU util avg", "percent", avg("gpu_util_percent"),
+                                             "percentage_point", "context");
+  m["gpu_memory_avg_percent"] = numeric_metric("GPU memory avg", "percent", avg("gpu_mem_percent"),
+                                               "percentage_point", "context");
+  return s;
+}
+
+// ---- verdict ----------------------------------------------------------------
+
+int step_status_rank(const std::optional<std::string>& s) {
+  static const std::pair<const char*, int> kRanks[] = {
+      {"NO DATA", 0},           {"WARMUP", 0},         {"INCOMPLETE DATA", 0},
+      {"BALANCED", 1},          {"INPUT-BOUND", 2},    {"H2D-BOUND", 2},
+      {"COMPUTE-BOUND", 2},     {"RESIDUAL-HEAVY", 3}, {"INPUT STRAGGLER", 3},
+      {"COMPUTE STRAGGLER", 3}, {"H2D STRAGGLER", 3},  {"STRAGGLER", 4}};
+  if (!s) return 0;
+  for (const auto& [name, rank] : kRanks)
+    if (*s == name) return rank;
+  return 0;
+}
+
+int memory_status_rank(const std::optional<std::string>& s) {
+  static const std::pair<const char*, int> kRanks[] = {{"NO DATA", 0},       {"BALANCED", 1},
+                                                       {"MEMORY RISING", 2}, {"IMBALANCE", 3},
+                                                       {"HIGH PRESSURE", 4}, {"MEMORY CREEP", 4}};
+  if (!s) return 0;
+  for (const auto& [name, rank] : kRanks)
+    if (*s == name) return rank;
+  return 0;
+}
+
+struct Finding {
+  std::string status;
+  int priority = 0;
+  std::string domain;
+  std::optional<std::string> metric;
+  std::string severity;
+  std::string why;
+};
+
+/// comparable / missing_one_side / missing_both.
+std::string metric_state(const Json& m) {
+  const bool a = number(child(&m, "lhs")).has_value();
+  const bool b = number(child(&m, "rhs")).has_value();
+  return a && b ? "comparable" : (a || b) ? "missing_one_side" : "missing_both";
+}
+
+std::optional<std::string> text_of(const Json& j, const char* key) {
+  return trimmed_text(child(&j, key));
+}
+
+std::string title_case(const std::string& status) {
+  std::string s = status;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    s[i] = static_cast<char>(i == 0 ? std::toupper(c) : std::tolower(c));
+  }
+  return s;
+}
+
+const char* outcome_of(const std::string& status) {
+  if (status == "REGRESSION") return "regression";
+  if (status == "IMPROVEMENT") return "improvement";
+  if (status == "EQUIVALENT") return "equivalent";
+  if (status == "MIXED") return "mixed";
+  return "unclear";
+}
+
+Json verdict_json(const Json& sections) {
+  const Json& step_sec = sections["step_time"];
+  const Json& mem_sec = sections["step_memory"];
+  const Json& step = step_sec["metrics"]["step_time_ms"];
+  const Json& mem = mem_sec["metrics"]["peak_reserved_bytes"];
+  const Json& residual = step_sec["metrics"]["residual_ms"];
+  const std::string step_state = metric_state(step);
+  const std::string mem_state = metric_state(mem);
+  const bool step_ok = step_state == "comparable";
+  const bool mem_ok = mem_state == "comparable";
+  const std::string availability = step_ok && mem_ok   ? "comparable"
+                                   : step_ok || mem_ok ? "partial"
+                                                       : "insufficient";
+  const auto step_pct = number(child(&step, "pct_change"));
+  const auto mem_pct = number(child(&mem, "pct_change"));
+  const std::string label = text_of(step, "label").value_or("Step Time");
+  const Json& step_diag = step_sec["diagnosis"];
+  const Json& mem_diag = mem_sec["diagnosis"];
+  const bool step_diag_changed = step_diag.value("changed", false);
+  const bool residual_ok = metric_state(residual) == "comparable";
+
+  std::vector<Finding> f;
+  const char* kNull = nullptr;
+  auto add = [&f](const char* status, int pri, const char* domain, const char* metric,
+                  const char* severity, std::string why) {
+    f.push_back(Finding{status, pri, domain,
+                        metric ? std::optional<std::string>(metric) : std::nullopt, severity,
+                        std::move(why)});
+  };
+  if (availability == "insufficient") {
+    add("INCONCLUSIVE", 1, "compare", kNull, "info",
+        step_state == "missing_one_side" || mem_state == "missing_one_side"
+            ? "Primary compare sections are not comparable; signals are missing on run A or run B."
+            : "Primary compare sections are not comparable.");
+  }
+  if (availability == "partial")
+    add("INCONCLUSIVE", 2, "compare", kNull, "info",
+        "Primary compare sections are only partially comparable.");
+  if (step_diag_changed && !residual_ok)
+    add("INCONCLUSIVE", 3, "step_time", "diagnosis", "info",
+        "Step time diagnosis changed, but supporting metrics are partial.");
+  const double step_gate = th::kCompareStepTimePct;
+  const double mem_gate = th::kCompareMemoryPct;
+  if (step_pct && mem_pct) {
+    if (*step_pct <= -step_gate && *mem_pct >= mem_gate)
+      add("MIXED", 4, "compare", kNull, "warning", label + " improved, but step memory worsened.");
+    else if (*step_pct >= step_gate && *mem_pct <= -mem_gate)
+      add("MIXED", 4, "compare", kNull, "warning",
+          "Step memory improved, but " + label + " worsened.");
+  }
+  if (step_pct && *step_pct >= step_gate)
+    add("REGRESSION", 5, "step_time", "step_time_ms", "warning",
+        label + " increased by " + fixed(*step_pct, 1) + "%.");
+  if (step_pct && *step_pct <= -step_gate)
+    add("IMPROVEMENT", 6, "step_time", "step_time_ms", "info",
+        label + " decreased by " + fixed(std::fabs(*step_pct), 1) + "%.");
+  if (mem_pct && *mem_pct >= mem_gate)
+    add("REGRESSION", 7, "step_memory", "peak_reserved_bytes", "warning",
+        "Step memory increased by " + fixed(*mem_pct, 1) + "%.");
+  if (mem_pct && *mem_pct <= -mem_gate)
+    add("IMPROVEMENT", 8, "step_memory", "peak_reserved_bytes", "info",
+        "Step memory decreased by " + fixed(std::fabs(*mem_pct), 1) + "%.");
+  const auto sa = text_of(step_diag, "lhs");
+  const auto sb = text_of(step_diag, "rhs");
+  bool step_worse = false;
+  if (sa && sb && step_status_rank(sb) > step_status_rank(sa)) {
+    step_worse = true;
+    add("REGRESSION", 9, "step_time", "diagnosis", "warning",
+        "Step time diagnosis worsened from " + *sa + " to " + *sb + ".");
+  }
+  const auto ma = text_of(mem_diag, "lhs");
+  const auto mb = text_of(mem_diag, "rhs");
+  if (!step_worse && ma && mb && memory_status_rank(mb) > memory_status_rank(ma))
+    add("REGRESSION", 10, "step_memory", "diagnosis", "warning",
+        "Step memory diagnosis worsened from " + *ma + " to " + *mb + ".");
+  if (availability != "insufficient")
+    add("EQUIVALENT", 11, "compare", kNull, "info", "Primary training signals stayed stable.");
+  if (f.empty())
+    add("INCONCLUSIVE", 99, "compare", kNull, "info", "No compare verdict could be derived.");
+  std::stable_sort(f.begin(), f.end(),
+                   [](const Finding& x, const Finding& y) { return x.priority < y.priority; });
+
+  const Finding& p = f.front();
+  Json v;
+  v["status"] = p.status;
+  v["outcome"] = outcome_of(p.status);
+  v["severity"] = p.severity;
+  v["summary"] = p.status == "INCONCLUSIVE" && p.why.find("partial") != std::string::npos
+                     ? std::string("Partially comparable")
+                     : title_case(p.status);
+  v["why"] = p.why;
+  v["action"] = p.status == "REGRESSION" || p.status == "MIXED"
+                    ? "Inspect the changed section before drawing strong conclusions."
+                : p.status == "INCONCLUSIVE"
+                    ? "Re-run or compare with matching TraceML summary coverage before drawing "
+                      "strong conclusions."
+                    : "No immediate action is required from this comparison.";
+  v["primary_domain"] = p.domain;
+  v["primary_metric"] = opt_json(p.metric);
+  Json findings = Json::array();
+  for (const Finding& x : f) {
+    findings.push_back(Json{{"status", x.status},
+                            {"priority", x.priority},
+                            {"domain", x.domain},
+                            {"metric", opt_json(x.metric)},
+                            {"severity", x.severity},
+                            {"why", x.why}});
+  }
+  v["findings"] = findings;
+
+  std::string overall = availability;
+  std::string step_comp = step_state;
+  if (step_diag_changed && !residual_ok && step_ok) {
+    step_comp = "partial";
+    overall = "partial";
+  }
+  v["comparability"] = Json{
+      {"overall",
+       Json{{"state", overall}, {"reason", overall == "comparable" ? Json(nullptr) : Json(p.why)}}},
+      {"step_time", Json{{"state", step_comp}}},
+      {"step_memory", Json{{"state", mem_state}}}};
+  Json top = Json::array();
+  for (std::size_t i = 0; i < f.size() && top.size() < 3; ++i) {
+    if (f[i].status == "EQUIVALENT" && i != 0) continue;
+    top.push_back(Json{
+        {"domain", f[i].domain},
+        {"metric", opt_json(f[i].metric)},
+        {"summary", f[i].why},
+        {"significance",
+         f[i].status == "REGRESSION" || f[i].status == "IMPROVEMENT" ? "material" : "context"}});
+  }
+  v["top_changes"] = top;
+  v["largest_shift"] = p.why;
+  return v;
+}
+
+Json side_json(const CompareSide& side, const Json& summary) {
+  Json s;
+  s["path"] = side.path;
+  s["label"] = side.label;
+  s["file_name"] = side.file_name;
+  s["parent_name"] = side.parent_name;
+  const Json* v = child(&summary, "schema_version");
+  s["schema_version"] = v != nullptr ? *v : Json(nullptr);
+  s["duration_s"] = opt_json(number(child(&summary, "duration_s")));
+  return s;
+}
+
+/// The newer of the two `generated_at` stamps. Both tools write the same
+/// ISO-8601 UTC form ("…+00:00", microseconds), which sorts as text.
+std::string newer_generated_at(const Json& lhs, const Json& rhs) {
+  const auto a = trimmed_text(child(&lhs, "generated_at"));
+  const auto b = trimmed_text(child(&rhs, "generated_at"));
+  if (a && b) return std::max(*a, *b);
+  if (a || b) return a ? *a : *b;
+  return "1970-01-01T00:00:00.000000+00:00";
+}
+
+std::string lower(std::string s) {
+  for (char& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+}  // namespace
+
+CompareResult compare_summaries(const Json& lhs, const Json& rhs, const CompareInputs& meta) {
+  Json out;
+  out["schema_version"] = 2;
+  out["generated_at"] = newer_generated_at(lhs, rhs);
+  out["lhs"] = side_json(meta.lhs, lhs);
+  out["rhs"] = side_json(meta.rhs, rhs);
+  Json warnings = Json::array();
+  const Json* va = child(&lhs, "schema_version");
+  const Json* vb = child(&rhs, "schema_version");
+  if ((va == nullptr) != (vb == nullptr) || (va != nullptr && *va != *vb)) {
+    warnings.push_back("Summary schema versions differ: A uses " + schema_text(lhs) + ", B uses " +
+                       schema_text(rhs) +
+                       ". Step Time fields changed in schema 1.6 and were made nullable and "
+                       "canonical in schema 1.7; compare uses a common measured GPU clock when "
+                       "possible and otherwise a common CPU clock.");
+  }
+  out["warnings"] = warnings;
+  Json sections;
+  sections["step_time"] = step_time_section(lhs, rhs);
+  sections["step_memory"] = step_memory_section(lhs, rhs);
+  sections["process"] = process_section(lhs, rhs);
+  sections["system"] = system_section(lhs, rhs);
+  Json availability;
+  for (const char* name : {"step_time", "step_memory", "process", "system"})
+    availability[name] = sections[name]["available"];
+  out["sections"] = sections;
+  out["availability"] = availability;
+  const auto pa = trimmed_text(child(object_child(&lhs, "primary_diagnosis"), "status"));
+  const auto pb = trimmed_text(child(object_child(&rhs, "primary_diagnosis"), "status"));
+  out["overview"] = Json{
+      {"duration_s", Json{{"lhs", out["lhs"]["duration_s"]}, {"rhs", out["rhs"]["duration_s"]}}},
+      {"primary_diagnosis",
+       Json{{"lhs", opt_json(pa)}, {"rhs", opt_json(pb)}, {"changed", pa != pb}}}};
+  out["text"] = "";
+  out["verdict"] = verdict_json(out["sections"]);
+  out["text"] = render_compare_text(out);
+  CompareResult r;
+  r.status = out["verdict"]["status"].get<std::string>();
+  r.json = std::move(out);
+  return r;
+}
+
+std::string sanitize_label(const std::string& raw) {
+  const auto b = raw.find_first_not_of(" \t\r\n");
+  const std::string s = b == std::string::npos
+                            ? std::string()
+                            : raw.substr(b, raw.find_last_not_of(" \t\r\n") - b + 1);
+  std::string out;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    const bool keep = std::isalnum(u) != 0 || c == '.' || c == '_' || c == '-';
+    const char next = keep ? c : '_';
+    // Runs of replaced characters and repeated '_' collapse to one '_'.
+    if (next == '_' && !out.empty() && out.back() == '_') continue;
+    out += next;
+  }
+  const auto first = out.find_first_not_of("._-");
+  if (first == std::string::npos) return "run";
+  const auto last = out.find_last_not_of("._-");
+  return out.substr(first, last - first + 1);
+}
+
+std::pair<std::string, std::string> compare_labels(const std::string& lhs, const std::string& rhs) {
+  namespace fs = std::filesystem;
+  auto label_of = [](const fs::path& p) {
+    const std::string stem = p.stem().string();
+    static const char* const kGeneric[] = {"final_summary", "summary", "run", "output"};
+    for (const char* g : kGeneric)
+      if (lower(stem) == g) return sanitize_label(p.parent_path().filename().string());
+    return sanitize_label(stem);
+  };
+  const fs::path a(lhs);
+  const fs::path b(rhs);
+  std::string la = label_of(a);
+  std::string lb = label_of(b);
+  if (la != lb) return {la, lb};
+  const std::string pa = sanitize_label(a.parent_path().filename().string()) + "_" + la;
+  const std::string pb = sanitize_label(b.parent_path().filename().string()) + "_" + lb;
+  if (pa != pb) return {pa, pb};
+  return {"lhs_" + la, "rhs_" + lb};
+}
+
+CompareSide compare_side(const std::string& abs_path, const std::string& label) {
+  const std::filesystem::path p(abs_path);
+  return CompareSide{abs_path, label, p.filename().string(), p.parent_path().filename().string()};
+}
+
+}  // namespace traceml::report

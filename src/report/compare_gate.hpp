@@ -1,0 +1,57 @@
+// The CI gate of traceml compare (DECISIONS 5): thresholds checked against a
+// compare result, and the JUnit XML that shows them in a CI system. TraceML's
+// compare has no gate; this is our extension, documented in docs/compare.md.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/compare.hpp"
+
+namespace traceml::report {
+
+/// The gates a user asked for; an unset option is not checked.
+struct GateOptions {
+  /// Fail when verdict.status is REGRESSION or MIXED.
+  bool fail_on_regression = false;
+  /// Fail when common-clock step time grew by more than this many percent.
+  std::optional<double> max_step_time_regression_pct;
+  /// Fail when peak reserved step memory grew by more than this many percent.
+  std::optional<double> max_memory_regression_pct;
+  /// Fail when the primary, Step Time or Step Memory diagnosis changed.
+  bool fail_on_diagnosis_change = false;
+
+  [[nodiscard]] bool any() const {
+    return fail_on_regression || max_step_time_regression_pct || max_memory_regression_pct ||
+           fail_on_diagnosis_change;
+  }
+};
+
+/// One gate's outcome; `name` is the command-line option that asked for it.
+struct GateCheck {
+  std::string name;
+  bool passed = true;
+  /// Why it failed, or what was checked when it passed (one sentence).
+  std::string message;
+};
+
+/// The checks in a fixed order (the order of GateOptions' fields). A
+/// threshold gate whose metric is not comparable fails: a gate that cannot
+/// see the number must not pass silently.
+std::vector<GateCheck> evaluate_gates(const Json& compare, const GateOptions& options);
+
+/// "gate: PASS" or "gate: FAIL (<failed messages joined by "; ">)".
+std::string gate_line(const std::vector<GateCheck>& checks);
+
+/// The checks as JSON: {"status": "PASS"|"FAIL", "checks": [{name, passed, message}]}.
+Json gate_json(const std::vector<GateCheck>& checks);
+
+/// A JUnit XML report: one <testcase> per check, a <failure> for failed ones.
+/// `suite` names the test suite (e.g. "traceml compare run_a vs run_b").
+std::string junit_xml(const std::vector<GateCheck>& checks, const std::string& suite);
+
+/// Escapes & < > " ' for XML text and attribute values.
+std::string xml_escape(const std::string& s);
+
+}  // namespace traceml::report

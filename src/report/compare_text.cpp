@@ -1,0 +1,258 @@
+// The compare text (spec §6.4): an 88-column box rendered from the compare
+// JSON alone, so that a stored compare result always renders the same way.
+#include <algorithm>
+#include <cstdio>
+#include <optional>
+#include <vector>
+
+#include "analysis/number_format.hpp"
+#include "report/compare.hpp"
+
+namespace traceml::report {
+
+namespace {
+
+using analysis::fixed;
+using analysis::format_bytes_binary;
+
+constexpr std::size_t kWidth = 88;
+/// Inside "|  " and "|".
+constexpr std::size_t kContent = kWidth - 4;
+
+const Json* child(const Json* j, const char* key) {
+  if (j == nullptr || !j->is_object()) return nullptr;
+  const auto it = j->find(key);
+  return it == j->end() ? nullptr : &*it;
+}
+
+std::optional<double> number(const Json* j) {
+  if (j == nullptr || !j->is_number()) return std::nullopt;
+  return j->get<double>();
+}
+
+std::optional<std::string> text(const Json* j) {
+  if (j == nullptr || !j->is_string() || j->get_ref<const std::string&>().empty())
+    return std::nullopt;
+  return j->get<std::string>();
+}
+
+std::string str_or(const Json* j, const std::string& fallback) {
+  return text(j).value_or(fallback);
+}
+
+std::string pad(const std::string& s, std::size_t w) {
+  return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
+}
+
+std::string rstrip(std::string s) {
+  while (!s.empty() && s.back() == ' ')
+    s.pop_back();
+  return s;
+}
+
+/// Greedy word wrap at kContent; continuation lines start with `indent` spaces.
+/// A word longer than the width keeps a line of its own.
+void add_wrapped(std::vector<std::string>& lines, const std::string& s, std::size_t indent) {
+  if (s.size() <= kContent) {
+    lines.push_back(s);
+    return;
+  }
+  std::string line;
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const std::size_t end = std::min(s.find(' ', i), s.size());
+    const std::string word = s.substr(i, end - i);
+    i = end + 1;
+    if (word.empty()) continue;
+    if (line.empty()) {
+      line = word;
+    } else if (line.size() + 1 + word.size() <= kContent) {
+      line += " " + word;
+    } else {
+      lines.push_back(line);
+      line = std::string(indent, ' ') + word;
+    }
+  }
+  if (!line.empty()) lines.push_back(line);
+}
+
+/// Python's "{:+.1f}": always signed ("+0.0", "-0.0").
+std::string signed_fixed(double x) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%+.1f", x);
+  return buf;
+}
+
+std::string row(const std::string& metric, const std::string& a, const std::string& b,
+                const std::string& delta) {
+  return rstrip(pad(metric, 28) + " " + pad(a, 17) + " " + pad(b, 17) + " " + pad(delta, 17));
+}
+
+std::string value_text(const Json* v, const std::string& unit) {
+  if (const auto s = text(v)) return *s;
+  const auto n = number(v);
+  if (!n) return "n/a";
+  if (unit == "ms") return fixed(*n, 1) + " ms";
+  if (unit == "percent") return fixed(*n, 1) + "%";
+  if (unit == "gb") return fixed(*n, 1) + " GB";
+  if (unit == "bytes") return format_bytes_binary(*n);
+  return fixed(*n, 1);
+}
+
+std::string delta_text(const Json& m) {
+  const std::string unit = str_or(child(&m, "unit"), "");
+  const std::string delta_unit = str_or(child(&m, "delta_unit"), "");
+  if (unit == "text") {
+    const Json* a = child(&m, "lhs");
+    const Json* b = child(&m, "rhs");
+    const bool same = a != nullptr && b != nullptr && *a == *b;
+    return same ? "same" : "changed";
+  }
+  const auto d = number(child(&m, "delta"));
+  if (!d) return "n/a";
+  std::string s;
+  if (delta_unit == "bytes") {
+    // Quirk 12 fixed (DECISIONS 7): a negative delta keeps its unit.
+    s = (*d > 0 ? "+" : "") + format_bytes_binary(*d);
+  } else {
+    const std::string signed_v = signed_fixed(*d);
+    if (delta_unit == "ms")
+      s = signed_v + " ms";
+    else if (delta_unit == "percentage_point")
+      s = signed_v + " pp";
+    else if (delta_unit == "percent")
+      s = signed_v + "%";
+    else if (delta_unit == "gb")
+      s = signed_v + " GB";
+    else
+      s = signed_v;
+  }
+  const auto pct = number(child(&m, "pct_change"));
+  if (pct && unit != "percent") {
+    s += " (" + signed_fixed(*pct) + "%)";
+  }
+  return s;
+}
+
+struct SectionSpec {
+  const char* key;
+  const char* diagnosis_label;
+  std::vector<const char*> rows;
+};
+
+std::string section_title(const char* key, const Json& sec) {
+  const std::string k = key;
+  if (k == "step_time") {
+    const auto clock = text(child(&sec, "comparison_clock"));
+    if (!clock) return "Step Time (no common comparison clock)";
+    return std::string("Step Time (") + (*clock == "gpu" ? "GPU" : "CPU") + " comparison clock)";
+  }
+  if (k == "step_memory") return "Step Memory";
+  if (k == "process") return "Process";
+  return "System";
+}
+
+/// Our addition: whether the step-time change is beyond run-to-run noise.
+std::optional<std::string> noise_line(const Json& sec) {
+  const Json* n = child(&sec, "noise");
+  if (n == nullptr || !n->value("available", false)) return std::nullopt;
+  const auto delta = number(child(n, "delta_ms"));
+  const auto band = number(child(n, "threshold_ms"));
+  if (!delta || !band) return std::nullopt;
+  const bool beyond = n->value("beyond_noise", false);
+  return "Noise: " + signed_fixed(*delta) + " ms is " + (beyond ? "beyond" : "within") +
+         " run-to-run noise (band " + fixed(*band, 1) + " ms, larger IQR of A and B).";
+}
+
+}  // namespace
+
+std::string render_compare_text(const Json& compare) {
+  std::vector<std::string> lines;
+  lines.emplace_back("TraceML Compare");
+  const std::size_t header_end = lines.size();
+  lines.emplace_back("");
+  lines.push_back("A: " + str_or(child(child(&compare, "lhs"), "label"), "A"));
+  lines.push_back("B: " + str_or(child(child(&compare, "rhs"), "label"), "B"));
+  lines.emplace_back("Delta: B - A");
+  const Json* primary = child(child(&compare, "overview"), "primary_diagnosis");
+  const auto pa = text(child(primary, "lhs"));
+  const auto pb = text(child(primary, "rhs"));
+  if (pa || pb) {
+    lines.push_back("Primary diagnosis: " + pa.value_or("n/a") + " -> " + pb.value_or("n/a") +
+                    " (" + (pa != pb ? "changed" : "same") + ")");
+  }
+  const Json* verdict = child(&compare, "verdict");
+  lines.emplace_back("");
+  lines.push_back("Verdict: " + str_or(child(verdict, "status"), "INCONCLUSIVE"));
+  add_wrapped(lines, "Why: " + str_or(child(verdict, "why"), "n/a"), 5);
+
+  static const SectionSpec kSections[] = {
+      {"step_time",
+       "Step time diagnosis",
+       {"step_time_ms", "input_ms", "dataloader_fetch_cpu_ms", "h2d_ms", "compute_ms",
+        "residual_ms"}},
+      {"step_memory", "Step memory diagnosis", {"peak_reserved_bytes", "memory_skew_pct"}},
+      {"process", "Process diagnosis", {"cpu_avg_percent", "rss_avg_gb"}},
+      {"system",
+       "System diagnosis",
+       {"cpu_avg_percent", "ram_avg_gb", "gpu_util_avg_percent", "gpu_memory_avg_percent"}}};
+  const Json* sections = child(&compare, "sections");
+  for (const SectionSpec& spec : kSections) {
+    const Json* sec = child(sections, spec.key);
+    if (sec == nullptr || !sec->is_object() || !sec->value("available", false)) continue;
+    lines.emplace_back("");
+    lines.push_back(section_title(spec.key, *sec));
+    lines.push_back(row("Metric", "A", "B", "Delta"));
+    const Json* diag = child(sec, "diagnosis");
+    const auto da = text(child(diag, "lhs"));
+    const auto db = text(child(diag, "rhs"));
+    lines.push_back(row(spec.diagnosis_label, da.value_or("n/a"), db.value_or("n/a"),
+                        da != db ? "changed" : "same"));
+    const Json* metrics = child(sec, "metrics");
+    for (const char* key : spec.rows) {
+      const Json* m = child(metrics, key);
+      if (m == nullptr || !m->is_object()) continue;
+      const Json* a = child(m, "lhs");
+      const Json* b = child(m, "rhs");
+      if ((a == nullptr || a->is_null()) && (b == nullptr || b->is_null())) continue;
+      const std::string unit = str_or(child(m, "unit"), "");
+      lines.push_back(row(str_or(child(m, "label"), key), value_text(a, unit), value_text(b, unit),
+                          delta_text(*m)));
+    }
+    if (const auto n = noise_line(*sec)) add_wrapped(lines, *n, 2);
+  }
+
+  std::vector<std::string> notes;
+  if (const Json* w = child(&compare, "warnings"); w != nullptr && w->is_array()) {
+    for (const Json& x : *w)
+      if (x.is_string()) notes.push_back(x.get<std::string>());
+  }
+  // Our addition: the sections' own notes (clock fallbacks, legacy schemas).
+  for (const SectionSpec& spec : kSections) {
+    const Json* n = child(child(sections, spec.key), "notes");
+    if (n == nullptr || !n->is_array()) continue;
+    for (const Json& x : *n)
+      if (x.is_string()) notes.push_back(x.get<std::string>());
+  }
+  const Json* overall = child(child(verdict, "comparability"), "overall");
+  const std::string state = str_or(child(overall, "state"), "");
+  if (state == "partial" || state == "insufficient")
+    notes.push_back(str_or(child(overall, "reason"), "Some primary compare signals are missing."));
+  if (!notes.empty()) {
+    lines.emplace_back("");
+    lines.emplace_back("Notes");
+    for (const std::string& n : notes)
+      add_wrapped(lines, "- " + n, 2);
+  }
+
+  const std::string border = "+" + std::string(kWidth - 2, '-') + "+";
+  std::string out = border + "\n";
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    out += "|  " + pad(lines[i], kContent) + "|\n";
+    if (i + 1 == header_end) out += border + "\n";
+  }
+  out += border;
+  return out;
+}
+
+}  // namespace traceml::report
