@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   Action action;
   add_report_command(app, action);
   add_view_command(app, action);
+  add_compare_command(app, action);
   const auto subs = app.get_subcommands({});
   const bool known = argc < 2 || argv[1][0] == '-' ||
                      std::any_of(subs.begin(), subs.end(),

@@ -386,12 +386,29 @@ Missing missing_signals(const StepWindow& w, const Context& c,
   return out;
 }
 
+/// Per-step series are one pass over every (rank, step) row of the window, so
+/// the trend note and the spread share them instead of computing one twice.
+class SeriesCache {
+ public:
+  explicit SeriesCache(const StepWindow& w) : w_(w) {}
+  /// The median series across ranks (a single rank: its own values).
+  const std::vector<double>& get(SM m) {
+    auto it = cache_.find(m);
+    if (it == cache_.end()) it = cache_.emplace(m, step_series(w_, m, w_.single_rank())).first;
+    return it->second;
+  }
+
+ private:
+  const StepWindow& w_;
+  std::map<SM, std::vector<double>> cache_;
+};
+
 /// Spec §4.1.14: a sentence about the direction of the primary's metric, or
 /// nothing. Written into the primary issue's evidence as `trend` (DECISIONS 7).
-std::optional<std::string> trend_note(const StepWindow& w, const Context& c, const Issue& primary) {
+std::optional<std::string> trend_note(const StepWindow& w, const Context& c, const Issue& primary,
+                                      SeriesCache& series) {
   if (w.steps_used() < th::kTrendMinAlignedSteps) return std::nullopt;
-  const bool worst = c.single_rank;
-  auto evaluate = [&](SM m) { return compute_trend(step_series(w, m, worst)); };
+  auto evaluate = [&](SM m) { return compute_trend(series.get(m)); };
   const std::string& k = primary.kind;
   if ((k == "INPUT_BOUND" || k == "INPUT_STRAGGLER") && c.input_share) {
     const auto t = evaluate(SM::InputWait);
@@ -449,7 +466,7 @@ Issue generic_neutral(Issue i, std::int64_t steps_used, std::optional<int> worst
   return i;
 }
 
-std::vector<Issue> diagnose(const StepWindow& w) {
+std::vector<Issue> diagnose(const StepWindow& w, SeriesCache& series) {
   const Context c = build_context(w);
   const auto straggler = straggler_evidence(w, c);
   const auto& step_stat = w.stat(SM::StepTime);
@@ -531,7 +548,8 @@ std::vector<Issue> diagnose(const StepWindow& w) {
     if (neutral_rank) i.ranks = {*neutral_rank};
     issues.push_back(std::move(i));
   }
-  if (auto note = trend_note(w, c, issues.front())) issues.front().evidence["trend"] = *note;
+  if (auto note = trend_note(w, c, issues.front(), series))
+    issues.front().evidence["trend"] = *note;
   return issues;
 }
 
@@ -607,9 +625,9 @@ const std::array<std::pair<const char*, SM>, 14> kPayloadMetrics = {{
 /// How much the typical rank's step time varies from step to step over the
 /// window: quartiles of the per-step median (one rank: its own) step time.
 /// `traceml compare` uses it to tell a real change from run-to-run noise.
-std::optional<Json> step_time_spread(const StepWindow& w) {
+std::optional<Json> step_time_spread(const StepWindow& w, SeriesCache& cache) {
   if (!w.stat(SM::StepTime)) return std::nullopt;
-  std::vector<double> series = step_series(w, SM::StepTime, w.single_rank());
+  std::vector<double> series = cache.get(SM::StepTime);
   if (series.size() < 2) return std::nullopt;
   std::sort(series.begin(), series.end());
   // Linear interpolation between closest ranks (numpy's default percentile).
@@ -633,7 +651,8 @@ Section analyze_step_time(const model::Telemetry& t, const Options& o) {
   const StepWindow w = build_step_window(t, o.window);
   Section s;
   s.name = "step_time";
-  s.issues = diagnose(w);
+  SeriesCache series(w);
+  s.issues = diagnose(w, series);
   s.index_by = "global_rank";
 
   std::vector<Identity> ids;
@@ -679,7 +698,7 @@ Section analyze_step_time(const model::Telemetry& t, const Options& o) {
       row.metrics.push_back(w.facts[i][m]);
     s.rows.push_back(std::move(row));
   }
-  if (auto spread = step_time_spread(w)) s.global_extra["spread"] = *spread;
+  if (auto spread = step_time_spread(w, series)) s.global_extra["spread"] = *spread;
   s.units = {{"time", "ms"}};
   s.card = card(w, s);
   return s;
