@@ -1,0 +1,547 @@
+// traceml compare (spec §6) as a pure function: every verdict rule and its
+// boundary, the common clock and its fallbacks, legacy schema-1 input,
+// missing sections, the text layout, the noise note and the CI gates.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "report/compare.hpp"
+#include "report/compare_gate.hpp"
+
+namespace {
+
+using traceml::report::compare_labels;
+using traceml::report::compare_summaries;
+using traceml::report::CompareInputs;
+using traceml::report::evaluate_gates;
+using traceml::report::gate_line;
+using traceml::report::GateOptions;
+using traceml::report::Json;
+using traceml::report::junit_xml;
+using traceml::report::render_compare_text;
+using traceml::report::sanitize_label;
+using traceml::report::xml_escape;
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+/// A minimal schema-1.7 summary: CPU step time `step_ms`, peak reserved
+/// `peak` bytes (median = worst, so skew 0), the given diagnoses.
+Json summary(double step_ms, double peak, const std::string& step_status = "BALANCED",
+             const std::string& mem_status = "BALANCED") {
+  Json s;
+  s["schema_version"] = 1.7;
+  s["generated_at"] = "2026-08-05T12:00:00.000000+00:00";
+  s["duration_s"] = 60.0;
+  s["primary_diagnosis"] = Json{{"status", step_status}};
+  s["system"] = Json{{"diagnosis", Json{{"status", "NORMAL"}}},
+                     {"global", Json{{"average", Json{{"cpu_percent", 25.0}}}}}};
+  s["process"] = Json{{"diagnosis", Json{{"status", "NORMAL"}}},
+                      {"global", Json{{"average", Json{{"cpu_percent", 80.0}}}}}};
+  s["step_time"] = Json{{"diagnosis", Json{{"status", step_status}}},
+                        {"global", Json{{"window", Json{{"diagnosis_clock", "cpu"}}},
+                                        {"average", Json{{"input_wait_ms", 1.0},
+                                                         {"step_time_ms", step_ms},
+                                                         {"step_time_cpu_ms", step_ms},
+                                                         {"step_time_gpu_ms", nullptr},
+                                                         {"h2d_ms", 0.5},
+                                                         {"compute_ms", step_ms - 2.5},
+                                                         {"residual_ms", 1.0},
+                                                         {"forward_ms", 10.0},
+                                                         {"backward_ms", 20.0},
+                                                         {"optimizer_ms", 5.0}}}}}};
+  const Json point = Json{{"value", peak}, {"idx", "0"}};
+  s["step_memory"] = Json{{"diagnosis", Json{{"status", mem_status}}},
+                          {"global", Json{{"median", Json{{"peak_reserved_bytes", point}}},
+                                          {"worst", Json{{"peak_reserved_bytes", point}}}}}};
+  return s;
+}
+
+CompareInputs inputs() {
+  return CompareInputs{traceml::report::compare_side("/runs/run_a/final_summary.json", "run_a"),
+                       traceml::report::compare_side("/runs/run_b/final_summary.json", "run_b")};
+}
+
+Json compare(const Json& a, const Json& b) {
+  return compare_summaries(a, b, inputs()).json;
+}
+
+std::string status(const Json& a, const Json& b) {
+  return compare(a, b)["verdict"]["status"].get<std::string>();
+}
+
+std::string why(const Json& a, const Json& b) {
+  return compare(a, b)["verdict"]["why"].get<std::string>();
+}
+
+std::vector<int> priorities(const Json& c) {
+  std::vector<int> p;
+  for (const Json& f : c["verdict"]["findings"])
+    p.push_back(f["priority"].get<int>());
+  return p;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);)
+    out.push_back(l);
+  return out;
+}
+
+// ---- step time: ±3.0 % inclusive ------------------------------------------
+
+TEST(CompareVerdict, StepTimeRegressionBoundary) {
+  // 100 -> 103: delta 3, pct = 100*3/100 = 3.0 exactly: a regression.
+  EXPECT_EQ(status(summary(100, 1000), summary(103, 1000)), "REGRESSION");
+  EXPECT_EQ(why(summary(100, 1000), summary(103, 1000)), "CPU Step Time increased by 3.0%.");
+  // 100 -> 102.97: pct 2.97 (just below): equivalent.
+  EXPECT_EQ(status(summary(100, 1000), summary(102.97, 1000)), "EQUIVALENT");
+  // 100 -> 110: well above.
+  EXPECT_EQ(why(summary(100, 1000), summary(110, 1000)), "CPU Step Time increased by 10.0%.");
+}
+
+TEST(CompareVerdict, StepTimeImprovementBoundary) {
+  EXPECT_EQ(status(summary(100, 1000), summary(97, 1000)), "IMPROVEMENT");
+  EXPECT_EQ(why(summary(100, 1000), summary(97, 1000)), "CPU Step Time decreased by 3.0%.");
+  EXPECT_EQ(status(summary(100, 1000), summary(97.03, 1000)), "EQUIVALENT");
+  const Json c = compare(summary(100, 1000), summary(97, 1000));
+  EXPECT_EQ(c["verdict"]["outcome"], "improvement");
+  EXPECT_EQ(c["verdict"]["severity"], "info");
+  EXPECT_EQ(c["verdict"]["summary"], "Improvement");
+  EXPECT_EQ(c["verdict"]["action"], "No immediate action is required from this comparison.");
+  EXPECT_EQ(c["verdict"]["primary_domain"], "step_time");
+  EXPECT_EQ(c["verdict"]["primary_metric"], "step_time_ms");
+  // Findings: IMPROVEMENT (6) then EQUIVALENT (11); top_changes drops EQUIVALENT.
+  EXPECT_EQ(priorities(c), (std::vector<int>{6, 11}));
+  ASSERT_EQ(c["verdict"]["top_changes"].size(), 1u);
+  EXPECT_EQ(c["verdict"]["top_changes"][0]["significance"], "material");
+}
+
+// ---- step memory: ±10.0 % inclusive ---------------------------------------
+
+TEST(CompareVerdict, MemoryBoundaries) {
+  // 1000 -> 1100: pct = 100*100/1000 = 10.0 exactly.
+  EXPECT_EQ(status(summary(100, 1000), summary(100, 1100)), "REGRESSION");
+  EXPECT_EQ(why(summary(100, 1000), summary(100, 1100)), "Step memory increased by 10.0%.");
+  EXPECT_EQ(status(summary(100, 1000), summary(100, 1099)), "EQUIVALENT");  // 9.9 %
+  EXPECT_EQ(status(summary(100, 1000), summary(100, 900)), "IMPROVEMENT");
+  EXPECT_EQ(why(summary(100, 1000), summary(100, 900)), "Step memory decreased by 10.0%.");
+  EXPECT_EQ(status(summary(100, 1000), summary(100, 901)), "EQUIVALENT");  // -9.9 %
+}
+
+TEST(CompareVerdict, MixedBothWays) {
+  const Json faster_bigger = compare(summary(100, 1000), summary(97, 1100));
+  EXPECT_EQ(faster_bigger["verdict"]["status"], "MIXED");
+  EXPECT_EQ(faster_bigger["verdict"]["why"], "CPU Step Time improved, but step memory worsened.");
+  EXPECT_EQ(faster_bigger["verdict"]["outcome"], "mixed");
+  EXPECT_EQ(faster_bigger["verdict"]["severity"], "warning");
+  EXPECT_EQ(faster_bigger["verdict"]["action"],
+            "Inspect the changed section before drawing strong conclusions.");
+  // Every rule is evaluated: MIXED 4, IMPROVEMENT 6, REGRESSION 7, EQUIVALENT 11.
+  EXPECT_EQ(priorities(faster_bigger), (std::vector<int>{4, 6, 7, 11}));
+  EXPECT_EQ(faster_bigger["verdict"]["top_changes"].size(), 3u);
+  EXPECT_EQ(why(summary(100, 1000), summary(103, 900)),
+            "Step memory improved, but CPU Step Time worsened.");
+  // Step just inside the band: no MIXED, only the memory regression.
+  EXPECT_EQ(status(summary(100, 1000), summary(97.03, 1100)), "REGRESSION");
+}
+
+TEST(CompareVerdict, DiagnosisWorsened) {
+  // Equal numbers, worse step diagnosis (BALANCED 1 -> INPUT STRAGGLER 3).
+  const Json c =
+      compare(summary(100, 1000), summary(100, 1000, "INPUT STRAGGLER", "HIGH PRESSURE"));
+  EXPECT_EQ(c["verdict"]["why"], "Step time diagnosis worsened from BALANCED to INPUT STRAGGLER.");
+  EXPECT_EQ(c["verdict"]["primary_metric"], "diagnosis");
+  // Rule 10 is skipped when rule 9 fired.
+  EXPECT_EQ(priorities(c), (std::vector<int>{9, 11}));
+  EXPECT_EQ(why(summary(100, 1000), summary(100, 1000, "BALANCED", "MEMORY CREEP")),
+            "Step memory diagnosis worsened from BALANCED to MEMORY CREEP.");
+  // Same rank (INPUT-BOUND 2 -> H2D-BOUND 2) and better ones are not regressions.
+  EXPECT_EQ(status(summary(100, 1000, "INPUT-BOUND"), summary(100, 1000, "H2D-BOUND")),
+            "EQUIVALENT");
+  EXPECT_EQ(status(summary(100, 1000, "STRAGGLER"), summary(100, 1000)), "EQUIVALENT");
+}
+
+TEST(CompareVerdict, DiagnosisChangedWithPartialSupport) {
+  Json b = summary(100, 1000, "RESIDUAL-HEAVY");
+  b["step_time"]["global"]["average"]["residual_ms"] = nullptr;
+  const Json c = compare(summary(100, 1000), b);
+  EXPECT_EQ(c["verdict"]["status"], "INCONCLUSIVE");
+  EXPECT_EQ(c["verdict"]["why"],
+            "Step time diagnosis changed, but supporting metrics are partial.");
+  EXPECT_EQ(c["verdict"]["summary"], "Partially comparable");
+  EXPECT_EQ(c["verdict"]["comparability"]["overall"]["state"], "partial");
+  EXPECT_EQ(c["verdict"]["comparability"]["overall"]["reason"], c["verdict"]["why"]);
+  EXPECT_EQ(c["verdict"]["comparability"]["step_time"]["state"], "partial");
+  EXPECT_EQ(c["verdict"]["comparability"]["step_memory"]["state"], "comparable");
+}
+
+TEST(CompareVerdict, PartialAndInsufficient) {
+  Json b = summary(110, 1000);
+  b["step_memory"] = Json::object();  // a section without numbers
+  const Json partial = compare(summary(100, 1000), b);
+  EXPECT_EQ(partial["verdict"]["status"], "INCONCLUSIVE");
+  EXPECT_EQ(partial["verdict"]["why"], "Primary compare sections are only partially comparable.");
+  EXPECT_EQ(partial["verdict"]["summary"], "Partially comparable");
+  EXPECT_EQ(partial["verdict"]["comparability"]["step_memory"]["state"], "missing_one_side");
+  EXPECT_EQ(priorities(partial), (std::vector<int>{2, 5, 11}));
+
+  // Both primary sections missing on both sides (a summary without them).
+  Json bare = summary(100, 1000);
+  bare.erase("step_time");
+  bare.erase("step_memory");
+  const Json none = compare(bare, bare);
+  EXPECT_EQ(none["verdict"]["status"], "INCONCLUSIVE");
+  EXPECT_EQ(none["verdict"]["why"], "Primary compare sections are not comparable.");
+  EXPECT_EQ(none["verdict"]["summary"], "Inconclusive");
+  EXPECT_EQ(none["verdict"]["outcome"], "unclear");
+  EXPECT_EQ(none["verdict"]["action"],
+            "Re-run or compare with matching TraceML summary coverage before drawing strong "
+            "conclusions.");
+  EXPECT_EQ(none["availability"]["step_time"], false);
+  EXPECT_EQ(none["availability"]["system"], true);
+  EXPECT_EQ(none["verdict"]["comparability"]["overall"]["state"], "insufficient");
+  EXPECT_EQ(priorities(none), (std::vector<int>{1}));
+
+  // Missing on one side only: the why names it.
+  EXPECT_EQ(why(bare, summary(100, 1000)),
+            "Primary compare sections are not comparable; signals are missing on run A or run B.");
+}
+
+// ---- clocks ---------------------------------------------------------------
+
+TEST(CompareClock, GpuWhenBothMeasureItElseCpuWithANote) {
+  Json a = summary(100, 1000);
+  Json b = summary(100, 1000);
+  a["step_time"]["global"]["average"]["step_time_gpu_ms"] = 90.0;
+  b["step_time"]["global"]["average"]["step_time_gpu_ms"] = 99.0;
+  const Json gpu = compare(a, b);
+  EXPECT_EQ(gpu["sections"]["step_time"]["comparison_clock"], "gpu");
+  EXPECT_EQ(gpu["sections"]["step_time"]["metrics"]["step_time_ms"]["label"], "GPU Step Time");
+  EXPECT_EQ(gpu["verdict"]["why"], "GPU Step Time increased by 10.0%.");  // 100*9/90
+
+  b["step_time"]["global"]["average"]["step_time_gpu_ms"] = nullptr;
+  const Json cpu = compare(a, b);
+  EXPECT_EQ(cpu["sections"]["step_time"]["comparison_clock"], "cpu");
+  EXPECT_EQ(cpu["sections"]["step_time"]["notes"][0],
+            "Step Time is compared on the CPU clock because run B has no measured GPU step time.");
+  EXPECT_EQ(cpu["verdict"]["status"], "EQUIVALENT");
+
+  b["step_time"]["global"]["average"]["step_time_cpu_ms"] = nullptr;
+  const Json none = compare(a, b);
+  EXPECT_TRUE(none["sections"]["step_time"]["comparison_clock"].is_null());
+  EXPECT_EQ(none["sections"]["step_time"]["metrics"]["step_time_ms"]["label"], "Step Time");
+  EXPECT_EQ(none["sections"]["step_time"]["notes"][0],
+            "Step Time metrics are unavailable because the summaries have no common measured GPU "
+            "or CPU clock.");
+  EXPECT_EQ(none["verdict"]["why"], "Primary compare sections are only partially comparable.");
+}
+
+TEST(CompareClock, PhasesNeedTheSameDiagnosisClock) {
+  Json b = summary(100, 1000);
+  b["step_time"]["global"]["window"]["diagnosis_clock"] = "gpu";
+  const Json c = compare(summary(100, 1000), b);
+  const Json& m = c["sections"]["step_time"]["metrics"];
+  EXPECT_TRUE(m["input_ms"]["lhs"].is_null());
+  EXPECT_TRUE(m["h2d_ms"]["rhs"].is_null());
+  EXPECT_TRUE(m["dominant_phase"]["lhs"].is_null());
+  EXPECT_EQ(c["sections"]["step_time"]["notes"].back(),
+            "Selected-clock phase metrics are unavailable because their clocks differ or are "
+            "missing (A: cpu, B: gpu).");
+  const Json same = compare(summary(100, 1000), summary(100, 1000));
+  EXPECT_EQ(same["sections"]["step_time"]["metrics"]["input_ms"]["lhs"], 1.0);
+  // backward 20 is the largest of input/h2d/forward/backward/optimizer.
+  EXPECT_EQ(same["sections"]["step_time"]["metrics"]["dominant_phase"]["lhs"], "backward");
+  EXPECT_TRUE(same["sections"]["step_time"]["notes"].empty());
+}
+
+TEST(CompareMetrics, KeyOrderDeltaAndPct) {
+  const Json c = compare(summary(100, 1000), summary(110, 1000));
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : c.items())
+    keys.push_back(k);
+  EXPECT_EQ(keys,
+            (std::vector<std::string>{"schema_version", "generated_at", "lhs", "rhs", "warnings",
+                                      "sections", "availability", "overview", "text", "verdict"}));
+  const Json& m = c["sections"]["step_time"]["metrics"]["step_time_ms"];
+  EXPECT_EQ(m.dump(), R"({"label":"CPU Step Time","unit":"ms","lhs":100.0,"rhs":110.0,)"
+                      R"("delta":10.0,"pct_change":10.0,"delta_unit":"ms",)"
+                      R"("direction":"higher_is_worse"})");
+  // A zero baseline has a delta but no pct_change.
+  const Json z = compare(summary(0, 1000), summary(1, 1000));
+  EXPECT_EQ(z["sections"]["step_time"]["metrics"]["step_time_ms"]["delta"], 1.0);
+  EXPECT_TRUE(z["sections"]["step_time"]["metrics"]["step_time_ms"]["pct_change"].is_null());
+  EXPECT_EQ(c["lhs"]["label"], "run_a");
+  EXPECT_EQ(c["lhs"]["file_name"], "final_summary.json");
+  EXPECT_EQ(c["lhs"]["parent_name"], "run_a");
+}
+
+TEST(CompareMetrics, GeneratedAtIsTheNewerInput) {
+  Json a = summary(100, 1000);
+  Json b = summary(100, 1000);
+  a["generated_at"] = "2026-08-06T01:00:00.000000+00:00";
+  EXPECT_EQ(compare(a, b)["generated_at"], "2026-08-06T01:00:00.000000+00:00");
+  EXPECT_EQ(compare(b, a)["generated_at"], "2026-08-06T01:00:00.000000+00:00");
+  a.erase("generated_at");
+  EXPECT_EQ(compare(a, b)["generated_at"], "2026-08-05T12:00:00.000000+00:00");
+}
+
+// ---- legacy schema 1 and the spec §6.4 example ------------------------------
+
+/// The legacy inputs of the spec's example: total_step_ms, dataloader_ms.
+Json legacy(double total, double fetch, double h2d, double compute, double residual,
+            double peak_gib, double skew_pct, const std::string& mem_status) {
+  Json s;
+  s["schema_version"] = 1;
+  s["system"] = Json{{"global", Json{{"average", Json{{"cpu_percent", 25.0},
+                                                      {"ram_bytes", 4 * kGiB},
+                                                      {"gpu_util_percent", 50.0},
+                                                      {"gpu_mem_percent", 20.0}}}}}};
+  s["process"] =
+      Json{{"global", Json{{"average", Json{{"cpu_percent", 80.0}, {"ram_bytes", 2 * kGiB}}}}}};
+  s["step_time"] = Json{{"diagnosis", Json{{"status", "COMPUTE-BOUND"}}},
+                        {"global", Json{{"window", Json{{"diagnosis_clock", "cpu"}}},
+                                        {"average", Json{{"total_step_ms", total},
+                                                         {"dataloader_ms", fetch},
+                                                         {"h2d_ms", h2d},
+                                                         {"compute_ms", compute},
+                                                         {"residual_ms", residual}}}}}};
+  const double worst = peak_gib * kGiB;
+  const double median = worst / (1.0 + skew_pct / 100.0);
+  s["step_memory"] =
+      Json{{"diagnosis", Json{{"status", mem_status}}},
+           {"global", Json{{"median", Json{{"peak_reserved_bytes", Json{{"value", median}}}}},
+                           {"worst", Json{{"peak_reserved_bytes", Json{{"value", worst}}}}}}}};
+  return s;
+}
+
+TEST(CompareText, ReproducesTheSpecExample) {
+  const Json a = legacy(621.1, 1.3, 2.0, 610.8, 7.0, 6.2, 4.0, "NORMAL");
+  const Json b = legacy(735.2, 1.9, 2.4, 720.0, 10.9, 8.9, 12.0, "HIGH MEMORY");
+  const Json c = compare(a, b);
+  EXPECT_EQ(c["sections"]["step_time"]["comparison_clock"], "cpu");
+  EXPECT_EQ(c["sections"]["step_time"]["metrics"]["dataloader_fetch_cpu_ms"]["lhs"], 1.3);
+  EXPECT_TRUE(c["warnings"].empty());  // both schema 1
+  // REGRESSION 5 (+18.4 %) and the memory REGRESSION 7 (+43.5 %), then EQUIVALENT.
+  EXPECT_EQ(priorities(c), (std::vector<int>{5, 7, 11}));
+  const std::vector<std::string> expected = {
+      "+--------------------------------------------------------------------------------------+",
+      "|  TraceML Compare                                                                     |",
+      "+--------------------------------------------------------------------------------------+",
+      "|                                                                                      |",
+      "|  A: run_a                                                                            |",
+      "|  B: run_b                                                                            |",
+      "|  Delta: B - A                                                                        |",
+      "|                                                                                      |",
+      "|  Verdict: REGRESSION                                                                 |",
+      "|  Why: CPU Step Time increased by 18.4%.                                              |",
+      "|                                                                                      |",
+      "|  Step Time (CPU comparison clock)                                                    |",
+      "|  Metric                       A                 B                 Delta              |",
+      "|  Step time diagnosis          COMPUTE-BOUND     COMPUTE-BOUND     same               |",
+      "|  CPU Step Time                621.1 ms          735.2 ms          +114.1 ms (+18.4%) |",
+      "|  DataLoader Fetch (CPU)       1.3 ms            1.9 ms            +0.6 ms (+46.2%)   |",
+      "|  H2D                          2.0 ms            2.4 ms            +0.4 ms (+20.0%)   |",
+      "|  Compute                      610.8 ms          720.0 ms          +109.2 ms (+17.9%) |",
+      "|  Residual                     7.0 ms            10.9 ms           +3.9 ms (+55.7%)   |",
+      "|                                                                                      |",
+      "|  Step Memory                                                                         |",
+      "|  Metric                       A                 B                 Delta              |",
+      "|  Step memory diagnosis        NORMAL            HIGH MEMORY       changed            |",
+      "|  Peak reserved                6.20 GB           8.90 GB           +2.70 GB (+43.5%)  |",
+      "|  Memory skew                  4.0%              12.0%             +8.0 pp            |",
+      "|                                                                                      |",
+      "|  Process                                                                             |",
+      "|  Metric                       A                 B                 Delta              |",
+      "|  Process diagnosis            n/a               n/a               same               |",
+      "|  Process CPU avg              80.0%             80.0%             +0.0 pp            |",
+      "|  Process RSS avg              2.0 GB            2.0 GB            +0.0 GB (+0.0%)    |",
+      "|                                                                                      |",
+      "|  System                                                                              |",
+      "|  Metric                       A                 B                 Delta              |",
+      "|  System diagnosis             n/a               n/a               same               |",
+      "|  System CPU avg               25.0%             25.0%             +0.0 pp            |",
+      "|  System RAM avg               4.0 GB            4.0 GB            +0.0 GB (+0.0%)    |",
+      "|  GPU util avg                 50.0%             50.0%             +0.0 pp            |",
+      "|  GPU memory avg               20.0%             20.0%             +0.0 pp            |",
+  };
+  const std::vector<std::string> got = lines_of(c["text"].get<std::string>());
+  ASSERT_GE(got.size(), expected.size() + 4);
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    EXPECT_EQ(got[i], expected[i]) << "line " << i;
+  // Our addition: the legacy fallback is said in the Notes block.
+  EXPECT_EQ(got[expected.size()], "|" + std::string(86, ' ') + "|");
+  EXPECT_EQ(got[expected.size() + 1].substr(0, 10), "|  Notes  ");
+  EXPECT_NE(c["text"].get<std::string>().find(
+                "- Run A uses schema 1: its step time is the legacy CPU total_step_ms."),
+            std::string::npos);
+  EXPECT_EQ(got.back(), expected.front());
+}
+
+TEST(CompareText, SchemaWarningAndNegativeBytesWithUnits) {
+  Json a = legacy(100, 1, 1, 90, 5, 8.0, 0.0, "BALANCED");
+  Json b = summary(100, 6.0 * kGiB);
+  const Json c = compare(a, b);
+  ASSERT_EQ(c["warnings"].size(), 1u);
+  EXPECT_EQ(c["warnings"][0].get<std::string>().substr(0, 58),
+            "Summary schema versions differ: A uses 1, B uses 1.7. Step");
+  const std::string text = c["text"].get<std::string>();
+  // Quirk 12 fixed: -2 GiB prints as "-2.00 GB", not "-2147483648 B".
+  EXPECT_NE(text.find("8.00 GB           6.00 GB           -2.00 GB (-25.0%)"), std::string::npos)
+      << text;
+  // Every line is 88 columns.
+  for (const std::string& l : lines_of(text))
+    EXPECT_EQ(l.size(), 88u) << l;
+}
+
+TEST(CompareText, PrimaryDiagnosisLineAndWrapping) {
+  Json b = summary(100, 1000, "INPUT STRAGGLER");
+  const std::string text = compare(summary(100, 1000), b)["text"].get<std::string>();
+  EXPECT_NE(text.find("|  Primary diagnosis: BALANCED -> INPUT STRAGGLER (changed)"),
+            std::string::npos);
+  // The schema warning is longer than 84 columns and wraps with a 2-space indent.
+  Json a = summary(100, 1000);
+  a["schema_version"] = 1.6;
+  const std::vector<std::string> lines = lines_of(compare(a, b)["text"].get<std::string>());
+  bool wrapped = false;
+  for (std::size_t i = 0; i + 1 < lines.size(); ++i) {
+    if (lines[i].rfind("|  - Summary schema versions differ", 0) == 0) {
+      wrapped = lines[i + 1].rfind("|    ", 0) == 0;
+      EXPECT_EQ(lines[i].size(), 88u);
+    }
+  }
+  EXPECT_TRUE(wrapped);
+}
+
+// ---- noise ----------------------------------------------------------------
+
+Json with_spread(Json s, double p25, double p75) {
+  s["step_time"]["global"]["spread"] = Json{{"step_time_ms", Json{{"p25", p25}, {"p75", p75}}}};
+  return s;
+}
+
+TEST(CompareNoise, BeyondOrWithinTheLargerIqr) {
+  // Delta 10 ms; IQRs 4 and 12 ms: 10 <= 12 is within noise.
+  const Json within =
+      compare(with_spread(summary(100, 1000), 98, 102), with_spread(summary(110, 1000), 104, 116));
+  const Json& n = within["sections"]["step_time"]["noise"];
+  EXPECT_EQ(n.dump(), R"({"available":true,"basis":"iqr","delta_ms":10.0,"threshold_ms":12.0,)"
+                      R"("beyond_noise":false})");
+  EXPECT_NE(
+      within["text"].get<std::string>().find(
+          "Noise: +10.0 ms is within run-to-run noise (band 12.0 ms, larger IQR of A and B)."),
+      std::string::npos);
+  // IQRs 4 and 6: 10 > 6 is beyond.
+  const Json beyond =
+      compare(with_spread(summary(100, 1000), 98, 102), with_spread(summary(110, 1000), 107, 113));
+  EXPECT_EQ(beyond["sections"]["step_time"]["noise"]["beyond_noise"], true);
+  // Delta exactly the band is still within (strictly greater is beyond).
+  const Json edge =
+      compare(with_spread(summary(100, 1000), 95, 105), with_spread(summary(110, 1000), 108, 112));
+  EXPECT_EQ(edge["sections"]["step_time"]["noise"]["beyond_noise"], false);
+}
+
+TEST(CompareNoise, StdBasisAndUnavailableCases) {
+  Json a = summary(100, 1000);
+  Json b = summary(103, 1000);
+  a["step_time"]["global"]["spread"] = Json{{"step_time_ms", Json{{"std_ms", 2.0}}}};
+  b["step_time"]["global"]["spread"] = Json{{"step_time_ms", Json{{"std_ms", 1.0}}}};
+  const Json c = compare(a, b);
+  const Json& n = c["sections"]["step_time"]["noise"];
+  EXPECT_EQ(n["basis"], "std");
+  EXPECT_DOUBLE_EQ(n["threshold_ms"].get<double>(), 2.698);  // 1.349 * 2
+  EXPECT_EQ(n["beyond_noise"], true);                        // 3 > 2.698
+  // Only one side has a spread: no noise verdict and no note.
+  const Json one = compare(with_spread(summary(100, 1000), 98, 102), summary(110, 1000));
+  EXPECT_EQ(one["sections"]["step_time"]["noise"].dump(), R"({"available":false})");
+  EXPECT_EQ(one["text"].get<std::string>().find("Noise:"), std::string::npos);
+  // A selected-clock spread of a GPU-clock run does not describe the CPU clock.
+  Json g = with_spread(summary(110, 1000), 104, 116);
+  g["step_time"]["global"]["window"]["diagnosis_clock"] = "gpu";
+  EXPECT_EQ(compare(with_spread(summary(100, 1000), 98, 102),
+                    g)["sections"]["step_time"]["noise"]["available"],
+            false);
+}
+
+// ---- gates ----------------------------------------------------------------
+
+TEST(CompareGate, EachGatePassesAndFails) {
+  const Json regress = compare(summary(100, 1000), summary(105, 1000));  // +5 %
+  GateOptions o;
+  o.fail_on_regression = true;
+  auto checks = evaluate_gates(regress, o);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_FALSE(checks[0].passed);
+  EXPECT_EQ(gate_line(checks), "gate: FAIL (verdict REGRESSION: CPU Step Time increased by 5.0%.)");
+  EXPECT_EQ(gate_line(evaluate_gates(compare(summary(100, 1000), summary(97, 1100)), o)),
+            "gate: FAIL (verdict MIXED: CPU Step Time improved, but step memory worsened.)");
+  EXPECT_EQ(gate_line(evaluate_gates(compare(summary(100, 1000), summary(97, 1000)), o)),
+            "gate: PASS");
+
+  GateOptions step;
+  step.max_step_time_regression_pct = 5.0;  // +5.0 % is not "more than 5 %"
+  EXPECT_EQ(gate_line(evaluate_gates(regress, step)), "gate: PASS");
+  step.max_step_time_regression_pct = 4.9;
+  EXPECT_EQ(gate_line(evaluate_gates(regress, step)),
+            "gate: FAIL (step time changed by +5.0% (limit +4.9%))");
+
+  GateOptions mem;
+  mem.max_memory_regression_pct = 10.0;
+  EXPECT_EQ(gate_line(evaluate_gates(compare(summary(100, 1000), summary(100, 1100)), mem)),
+            "gate: PASS");
+  EXPECT_EQ(gate_line(evaluate_gates(compare(summary(100, 1000), summary(100, 1101)), mem)),
+            "gate: FAIL (peak reserved memory changed by +10.1% (limit +10.0%))");
+
+  GateOptions diag;
+  diag.fail_on_diagnosis_change = true;
+  EXPECT_EQ(gate_line(evaluate_gates(regress, diag)), "gate: PASS");
+  EXPECT_EQ(gate_line(evaluate_gates(
+                compare(summary(100, 1000), summary(100, 1000, "BALANCED", "IMBALANCE")), diag)),
+            "gate: FAIL (step memory diagnosis BALANCED -> IMBALANCE changed)");
+}
+
+TEST(CompareGate, UncomparableMetricFailsAndReasonsJoin) {
+  Json b = summary(100, 1000);
+  b["step_time"]["global"]["average"]["step_time_cpu_ms"] = nullptr;
+  b["step_memory"] = Json::object();
+  GateOptions o;
+  o.max_step_time_regression_pct = 5.0;
+  o.max_memory_regression_pct = 10.0;
+  const auto checks = evaluate_gates(compare(summary(100, 1000), b), o);
+  ASSERT_EQ(checks.size(), 2u);
+  EXPECT_EQ(checks[0].name, "max-step-time-regression");
+  EXPECT_EQ(gate_line(checks),
+            "gate: FAIL (step time is not comparable between A and B, so the 5.0% limit cannot "
+            "be checked; peak reserved memory is not comparable between A and B, so the 10.0% "
+            "limit cannot be checked)");
+}
+
+TEST(CompareGate, JunitEscapesAndCounts) {
+  EXPECT_EQ(xml_escape(R"(a<b>&"c'd)"), "a&lt;b&gt;&amp;&quot;c&apos;d");
+  std::vector<traceml::report::GateCheck> checks = {
+      {"fail-on-regression", true, "ok"}, {"max-step-time-regression", false, "x<5 & \"y\""}};
+  const std::string x = junit_xml(checks, "traceml compare a vs b");
+  EXPECT_NE(x.find(R"(<testsuite name="traceml compare a vs b" tests="2" failures="1")"),
+            std::string::npos);
+  EXPECT_NE(x.find(R"(<failure type="gate" message="x&lt;5 &amp; &quot;y&quot;">)"),
+            std::string::npos);
+  EXPECT_EQ(x.find("x<5"), std::string::npos);
+}
+
+// ---- labels ---------------------------------------------------------------
+
+TEST(CompareLabels, SanitizeAndGenericStems) {
+  EXPECT_EQ(sanitize_label("  my run (v2)!  "), "my_run_v2");
+  EXPECT_EQ(sanitize_label("__.-x-._"), "x");
+  EXPECT_EQ(sanitize_label("$$$"), "run");
+  EXPECT_EQ(compare_labels("/logs/run_a/final_summary.json", "/logs/run_b/final_summary.json"),
+            (std::pair<std::string, std::string>{"run_a", "run_b"}));
+  EXPECT_EQ(compare_labels("/x/base.json", "/y/cand.json"),
+            (std::pair<std::string, std::string>{"base", "cand"}));
+  EXPECT_EQ(compare_labels("/x/a.json", "/y/a.json"),
+            (std::pair<std::string, std::string>{"x_a", "y_a"}));
+  EXPECT_EQ(compare_labels("/x/a.json", "/x/a.json"),
+            (std::pair<std::string, std::string>{"lhs_a", "rhs_a"}));
+}
+
+}  // namespace
