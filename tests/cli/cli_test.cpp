@@ -5,9 +5,11 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../support/cli_expect.hpp"
 #include "../support/subprocess.hpp"
 
 namespace fs = std::filesystem;
+using traceml::testing::expect_one_error_line;
 using traceml::testing::ProcessResult;
 using traceml::testing::read_file;
 using traceml::testing::run_process;
@@ -42,15 +44,6 @@ class Cli : public ::testing::Test {
     return run_process({kCli, "report", "--telemetry", telemetry.string(), "--out", out.string()});
   }
 };
-
-/// Exactly one line on stderr, starting with the common prefix.
-void expect_one_error_line(const ProcessResult& r, const std::string& contains) {
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err.rfind("traceml: error: ", 0), 0u) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(contains), std::string::npos) << r.err;
-  EXPECT_EQ(r.out, "");
-}
 
 TEST_F(Cli, VersionAndHelp) {
   const auto v = run_process({kCli, "--version"});

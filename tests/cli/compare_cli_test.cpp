@@ -9,9 +9,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../support/cli_expect.hpp"
 #include "../support/subprocess.hpp"
 
 namespace fs = std::filesystem;
+using traceml::testing::expect_one_error_line;
 using traceml::testing::ProcessResult;
 using traceml::testing::read_file;
 using traceml::testing::run_process;
@@ -89,14 +91,6 @@ class CompareCli : public ::testing::Test {
     return p.string();
   }
 };
-
-void expect_one_error_line(const ProcessResult& r, const std::string& contains) {
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err.rfind("traceml: error: ", 0), 0u) << r.err;
-  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
-  EXPECT_NE(r.err.find(contains), std::string::npos) << r.err;
-  EXPECT_EQ(r.out, "");
-}
 
 TEST_F(CompareCli, NoGateExitsZeroAndWritesBothFiles) {
   // A trailing .json on --output is stripped.
