@@ -1,0 +1,53 @@
+#include "transport/hello.hpp"
+
+#include <cstddef>
+#include <string>
+#include <utility>
+
+#include "transport/record_codec.hpp"
+#include "transport/wire.hpp"
+
+namespace traceml::transport {
+
+std::vector<std::uint8_t> encode_hello(const Hello& h) {
+  std::vector<std::uint8_t> out;
+  wire::Writer w(out);
+  w.u16(h.protocol_version);
+  w.str(h.token.substr(0, kMaxStringBytes));
+  const std::vector<std::uint8_t> id = encode_rank_identity(h.identity);
+  out.insert(out.end(), id.begin(), id.end());
+  return out;
+}
+
+std::optional<Hello> decode_hello(const std::vector<std::uint8_t>& payload) {
+  wire::Reader r(payload.data(), payload.size());
+  Hello h;
+  h.protocol_version = r.u16();
+  h.token = r.str(kMaxStringBytes);
+  if (!r.ok()) return std::nullopt;
+  // The identity is the rest of the payload, in its own encoding.
+  const std::vector<std::uint8_t> rest(payload.begin() + static_cast<std::ptrdiff_t>(r.pos()),
+                                       payload.end());
+  std::optional<model::RankIdentity> id = decode_rank_identity(rest);
+  if (!id) return std::nullopt;
+  h.identity = std::move(*id);
+  return h;
+}
+
+HelloCheck check_hello(const Hello& h, std::string_view expected_token) {
+  if (h.protocol_version != kProtocolVersion) {
+    return {"protocol version " + std::to_string(h.protocol_version) +
+            " is not supported (this build speaks " + std::to_string(kProtocolVersion) + ")"};
+  }
+  // Every byte is looked at whatever the first difference, so the time taken
+  // does not tell a prober how much of a guessed token was right.
+  unsigned diff = h.token.size() == expected_token.size() ? 0u : 1u;
+  for (std::size_t i = 0; i < h.token.size(); ++i) {
+    const char want = i < expected_token.size() ? expected_token[i] : '\0';
+    diff |= unsigned(static_cast<unsigned char>(h.token[i] ^ want));
+  }
+  if (diff != 0) return {"wrong run token (the connection is not from this run)"};
+  return {};
+}
+
+}  // namespace traceml::transport

@@ -1,0 +1,46 @@
+// The handshake: the Hello frame a rank sends first on each connection, and the
+// collector's check of it (docs/transport.md).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/telemetry.hpp"
+
+namespace traceml::transport {
+
+/// Version of the conversation (which frames come when, what they mean), as
+/// opposed to kCodecVersion, the byte layout. A collector closes a connection
+/// whose Hello names another protocol version, with a reason that says so.
+inline constexpr std::uint16_t kProtocolVersion = 1;
+
+struct Hello {
+  std::uint16_t protocol_version = kProtocolVersion;
+  /// Per-run secret handed to the ranks by the launcher: a connection from
+  /// another run (or anything else on the port) does not know it and is closed.
+  std::string token;
+  model::RankIdentity identity;
+};
+
+/// Payload of a Hello frame: u16 protocol version, token string, rank identity.
+/// A token over kMaxStringBytes is cut to that length.
+std::vector<std::uint8_t> encode_hello(const Hello& h);
+/// std::nullopt for any malformed payload. The protocol version comes first and
+/// is decoded whatever its value, so that check_hello can name a mismatch.
+std::optional<Hello> decode_hello(const std::vector<std::uint8_t>& payload);
+
+/// The verdict on a Hello: ok, or the one-line reason to close the connection.
+struct HelloCheck {
+  std::optional<std::string> reason;
+  [[nodiscard]] bool ok() const { return !reason.has_value(); }
+};
+
+/// Accepts `h` when it speaks kProtocolVersion and carries `expected_token`.
+/// The token is compared in time independent of where it differs, and the
+/// reason never repeats either token.
+HelloCheck check_hello(const Hello& h, std::string_view expected_token);
+
+}  // namespace traceml::transport
