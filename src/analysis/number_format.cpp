@@ -27,10 +27,6 @@ std::string percent_text(double fraction) {
   return fixed(fraction * 100.0, 1) + "%";
 }
 
-std::string fixed_or_na(const std::optional<double>& x, int digits) {
-  return x ? fixed(*x, digits) : std::string("n/a");
-}
-
 std::string format_bytes_binary(double bytes) {
   static const char* const kUnits[] = {"B", "KB", "MB", "GB", "TB"};
   std::size_t unit = 0;

@@ -16,8 +16,6 @@ double py_round(double x, int digits);
 long long round_half_even(double x);
 /// A fraction as a percent text: 0.25 -> "25.0%". Negative or non-finite -> "0.0%".
 std::string percent_text(double fraction);
-/// "%.{digits}f" or "n/a" for nullopt.
-std::string fixed_or_na(const std::optional<double>& x, int digits);
 /// Bytes in binary units as TraceML prints memory: divide by 1024 through
 /// B, KB, MB, GB, TB; "%.0f" at >= 100 or in B, "%.1f" at >= 10, else "%.2f".
 /// A negative value is scaled by its magnitude (TraceML prints it in raw

@@ -14,7 +14,7 @@ const char* event_name(Event e) {
   return kEventNames[static_cast<std::size_t>(e)];
 }
 
-std::optional<Event> event_from_name(const std::string& name) {
+std::optional<Event> event_from_name(std::string_view name) {
   for (std::size_t i = 0; i < kEventCount; ++i) {
     if (name == kEventNames[i]) return static_cast<Event>(i);
   }
@@ -36,11 +36,6 @@ void StepEvents::set(Event e, Timing t) {
   } else {
     present_ = std::uint16_t(present_ & ~gpu_bit(e));
   }
-}
-
-std::optional<Timing> StepEvents::get(Event e) const {
-  if (!has(e)) return std::nullopt;
-  return Timing{cpu_ms(e), gpu_ms(e)};
 }
 
 Strategy strategy_from_string(const std::string& s) {

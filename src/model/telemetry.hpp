@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace traceml::model {
@@ -25,7 +26,7 @@ inline constexpr std::size_t kEventCount = 6;
 /// The storage name of each event, as used in telemetry JSONL `events` objects.
 const char* event_name(Event e);
 /// Inverse of event_name; std::nullopt for a name we do not know.
-std::optional<Event> event_from_name(const std::string& name);
+std::optional<Event> event_from_name(std::string_view name);
 
 /// One measured duration of an event: CPU wall clock always, GPU clock when
 /// the rank had one. Absent means "not measured", never zero.
@@ -48,7 +49,6 @@ class StepEvents {
     if ((present_ & gpu_bit(e)) == 0) return std::nullopt;
     return gpu_[static_cast<std::size_t>(e)];
   }
-  [[nodiscard]] std::optional<Timing> get(Event e) const;
 
   /// Bulk access for hot loops that read every event of millions of steps:
   /// the raw values of one clock and the bit mask (bit e = event e) of the

@@ -634,14 +634,6 @@ class Fields {
   Scope scope_;
 };
 
-std::optional<Event> event_of(std::string_view name) {
-  for (std::size_t i = 0; i < model::kEventCount; ++i) {
-    const auto e = static_cast<Event>(i);
-    if (name == model::event_name(e)) return e;
-  }
-  return std::nullopt;
-}
-
 bool is_blank(std::string_view s) {
   for (const char c : s) {
     if (c != ' ' && c != '\t' && c != '\r') return false;
@@ -791,7 +783,7 @@ class Importer {
     for (std::size_t i = events->first_child; i != kNone; i = json_.node(i).next_sibling) {
       const Node& value = json_.node(i);
       const std::string_view name = json_.key(value);
-      const auto event = event_of(name);
+      const auto event = model::event_from_name(name);
       if (!event) {
         warn_unknown_event(name);
         continue;
