@@ -25,7 +25,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("traceml ") + TRACEML_VERSION);
   app.require_subcommand(1);
   Action action;
+  add_run_command(app, action);
   add_report_command(app, action);
+  add_export_command(app, action);
   add_view_command(app, action);
   add_compare_command(app, action);
   const auto subs = app.get_subcommands({});

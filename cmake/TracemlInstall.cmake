@@ -18,3 +18,11 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/tracemlConfigVersion.cmak
                                  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/tracemlConfig.cmake ${PROJECT_BINARY_DIR}/tracemlConfigVersion.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/traceml)
+
+# traceml::torch, when LibTorch was found, joins the same export set. It names
+# LibTorch's `torch` target without finding it, so a consumer of
+# traceml::traceml alone needs no LibTorch; one that links traceml::torch calls
+# find_package(Torch) as any LibTorch project does.
+if(TARGET traceml_torch)
+  install(TARGETS traceml_torch EXPORT tracemlTargets)
+endif()

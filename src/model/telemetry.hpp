@@ -130,6 +130,21 @@ struct ProcessSample {
   std::optional<ProcessGpu> gpu;  ///< absent: the process has no GPU
 };
 
+/// What a rank's tracer reports about itself (DECISIONS 9: the summary's
+/// `tracer` block). Sent after the handshake and again at the end of the run;
+/// the last report wins.
+struct TracerStats {
+  int global_rank = 0;
+  std::int64_t pid = 0;
+  std::string strategy;              ///< the rank's strategy word ("ddp", "fsdp", ...)
+  std::int64_t steps_recorded = 0;   ///< steps assembled on the training thread
+  std::int64_t records_sent = 0;     ///< records written to the collector's socket
+  std::int64_t records_dropped = 0;  ///< records lost: buffer full or collector unreachable
+  /// The tracer's own CPU cost per step on the training thread, nanoseconds
+  /// (docs/architecture.md says how it is measured); absent before any step.
+  std::optional<double> overhead_ns_per_step;
+};
+
 /// TraceML's training-strategy words (spec §4.1.1).
 enum class Strategy : std::uint8_t { Ddp, Fsdp, SingleProcess, DistributedUnknown, Unknown };
 /// Normalises a strategy string: trimmed, lower-cased; anything unknown is DDP.

@@ -12,9 +12,11 @@ namespace fs = std::filesystem;
 
 FinalSummary build_final_summary(const analysis::Summary& s, const std::string& generated_at,
                                  const std::string& evidence_hint,
-                                 const std::optional<Json>& tracer) {
+                                 const std::optional<Json>& tracer,
+                                 const std::optional<Json>& run) {
   FinalSummary f;
   f.json = summary_json(s, generated_at, tracer);
+  if (run) f.json["run"] = *run;
   TextOptions opts;
   opts.evidence_hint = evidence_hint;
   f.text = render_text(f.json, opts);

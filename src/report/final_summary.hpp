@@ -17,9 +17,12 @@ struct FinalSummary {
 
 /// Builds the summary JSON and its text. `generated_at` as for summary_json;
 /// `evidence_hint` is the path the text report names as full evidence.
+/// `tracer` and `run` are the added blocks of DECISIONS 9: the tracer's own
+/// counters and cost, and how the traced program ended (`traceml run` only).
 FinalSummary build_final_summary(const analysis::Summary& s, const std::string& generated_at,
                                  const std::string& evidence_hint,
-                                 const std::optional<Json>& tracer = std::nullopt);
+                                 const std::optional<Json>& tracer = std::nullopt,
+                                 const std::optional<Json>& run = std::nullopt);
 
 /// Writes DIR/final_summary.json and DIR/final_summary.txt (creating DIR).
 /// Throws WriteError; an existing good file is never left half-written.

@@ -1121,6 +1121,49 @@ std::vector<std::string> also_lines(const Run& run, const Painter& p) {
 
 }  // namespace
 
+/// How the traced program ended (the `run` block `traceml run` adds) and
+/// what tracing cost (the `tracer` block): one line each, only when present.
+std::vector<std::string> run_lines(const Run& run) {
+  std::vector<std::string> out;
+  if (const Json* r = object_child(run.root, "run")) {
+    const std::string status = text_or_empty(child(r, "status"));
+    if (!status.empty() && status != "completed") {
+      std::string line = "Run: " + upper(status);
+      const auto failed = integer(child(r, "failed_rank"));
+      const auto code = integer(child(r, "exit_code"));
+      if (failed) line += " · rank " + std::to_string(*failed) + " failed";
+      if (code) line += " · exit code " + std::to_string(*code);
+      line += " · the summary covers what was recorded before it ended";
+      out.push_back(line);
+    }
+  }
+  if (const Json* t = object_child(run.root, "tracer")) {
+    std::optional<double> cost;
+    std::optional<double> share;
+    if (const Json* ranks = child(t, "ranks"); ranks != nullptr && ranks->is_array()) {
+      for (const Json& rank : *ranks) {
+        if (const auto c = number(child(&rank, "overhead_ns_per_step")))
+          cost = std::max(cost.value_or(0.0), *c);
+        if (const auto f = number(child(&rank, "overhead_pct_of_step")))
+          share = std::max(share.value_or(0.0), *f);
+      }
+    }
+    const auto received = integer(child(t, "records_received"));
+    const auto dropped = integer(child(t, "records_dropped"));
+    std::vector<std::string> parts;
+    if (cost) {
+      std::string c = analysis::fixed(*cost / 1000.0, 2) + " us per step on the training thread";
+      if (share) c += " (" + analysis::fixed(*share * 100.0, 3) + "% of a step)";
+      parts.push_back(c);
+    }
+    if (received && dropped)
+      parts.push_back(std::to_string(*dropped) + " of " + std::to_string(*received + *dropped) +
+                      " records dropped");
+    if (!parts.empty()) out.push_back("Tracer: " + join(parts, " · "));
+  }
+  return out;
+}
+
 std::string render_text(const nlohmann::ordered_json& summary, const TextOptions& opts) {
   const Painter p(opts.color);
   const Run run = read_run(summary);
@@ -1187,6 +1230,12 @@ std::string render_text(const nlohmann::ordered_json& summary, const TextOptions
     }
   }
 
+  const auto tail = run_lines(run);
+  if (!tail.empty()) {
+    for (const auto& line : tail)
+      out.push_back(p.paint(line, kDim));
+    out.emplace_back();
+  }
   const std::string hint = opts.evidence_hint.empty() ? "final_summary.json" : opts.evidence_hint;
   out.push_back(p.paint("Full evidence: " + hint, kDim));
 

@@ -21,6 +21,8 @@ const char* frame_type_name(FrameType t) {
       return "process";
     case FrameType::Bye:
       return "bye";
+    case FrameType::TracerStats:
+      return "tracer_stats";
   }
   return "unknown";
 }
@@ -39,6 +41,8 @@ std::optional<FrameType> frame_type_from_byte(std::uint8_t b) {
       return FrameType::Process;
     case 6:
       return FrameType::Bye;
+    case 7:
+      return FrameType::TracerStats;
     default:
       return std::nullopt;
   }

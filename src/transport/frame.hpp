@@ -20,6 +20,7 @@ enum class FrameType : std::uint8_t {
   System = 4,      ///< one model::SystemSample
   Process = 5,     ///< one model::ProcessSample
   Bye = 6,         ///< clean end of a rank's stream; empty payload
+  TracerStats = 7,  ///< one model::TracerStats: the rank's own counters and cost
 };
 
 /// The storage name of a frame type, for error messages and logs.

@@ -259,6 +259,38 @@ std::optional<model::ProcessSample> decode_process(const std::vector<std::uint8_
   return finished(r, s);
 }
 
+// --- TracerStats: i32 rank, i64 pid, string strategy, i64 steps recorded,
+// i64 records sent, i64 records dropped, presence {overhead_ns_per_step}, value.
+std::vector<std::uint8_t> encode_tracer_stats(const model::TracerStats& s) {
+  std::vector<std::uint8_t> out;
+  Writer w(out);
+  w.i32(s.global_rank);
+  w.i64(s.pid);
+  w.str(capped(s.strategy));
+  w.i64(s.steps_recorded);
+  w.i64(s.records_sent);
+  w.i64(s.records_dropped);
+  Presence p;
+  p.add(s.overhead_ns_per_step.has_value());
+  w.u8(p.bits());
+  put_opt(w, s.overhead_ns_per_step);
+  return out;
+}
+
+std::optional<model::TracerStats> decode_tracer_stats(const std::vector<std::uint8_t>& payload) {
+  Reader r(payload.data(), payload.size());
+  model::TracerStats s;
+  s.global_rank = r.i32();
+  s.pid = r.i64();
+  s.strategy = r.str(kMaxStringBytes);
+  s.steps_recorded = r.i64();
+  s.records_sent = r.i64();
+  s.records_dropped = r.i64();
+  const std::uint8_t bits = read_presence(r, 1);
+  s.overhead_ns_per_step = get_f64(r, bits, 0);
+  return finished(r, s);
+}
+
 // --- RankIdentity: i32 global_rank, presence {local_rank, node_rank,
 // hostname, local_world_size, world_size}, the present values.
 std::vector<std::uint8_t> encode_rank_identity(const model::RankIdentity& id) {

@@ -37,6 +37,9 @@ std::optional<model::SystemSample> decode_system(const std::vector<std::uint8_t>
 std::vector<std::uint8_t> encode_process(const model::ProcessSample& s);
 std::optional<model::ProcessSample> decode_process(const std::vector<std::uint8_t>& payload);
 
+std::vector<std::uint8_t> encode_tracer_stats(const model::TracerStats& s);
+std::optional<model::TracerStats> decode_tracer_stats(const std::vector<std::uint8_t>& payload);
+
 /// A rank identity on its own, as carried inside a Hello payload.
 std::vector<std::uint8_t> encode_rank_identity(const model::RankIdentity& id);
 std::optional<model::RankIdentity> decode_rank_identity(const std::vector<std::uint8_t>& payload);

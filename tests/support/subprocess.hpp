@@ -3,6 +3,7 @@
 #pragma once
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -50,44 +51,85 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-/// Runs argv[0] with arguments in `cwd` (empty: the current directory).
-inline ProcessResult run_process(const std::vector<std::string>& argv,
-                                 const std::string& cwd = "") {
-  TempDir io;
-  const std::string out_path = (io.path() / "out").string();
-  const std::string err_path = (io.path() / "err").string();
-  std::vector<std::string> full;
-  if (!cwd.empty()) {
-    // posix_spawn has no portable chdir action: go through the shell.
-    full = {"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", cwd};
+/// A child process running in the background, its stdout and stderr going to
+/// files; wait() collects them. For tests that signal or race a running child.
+class ChildProcess {
+ public:
+  /// Starts argv[0] with arguments in `cwd` (empty: the current directory).
+  explicit ChildProcess(const std::vector<std::string>& argv, const std::string& cwd = "") {
+    std::vector<std::string> full;
+    if (!cwd.empty()) {
+      // posix_spawn has no portable chdir action: go through the shell.
+      full = {"/bin/sh", "-c", "cd \"$0\" && exec \"$@\"", cwd};
+    }
+    full.insert(full.end(), argv.begin(), argv.end());
+    std::vector<char*> args;
+    for (auto& a : full)
+      args.push_back(a.data());
+    args.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    if (posix_spawn(&pid_, args[0], &fa, nullptr, args.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
   }
-  full.insert(full.end(), argv.begin(), argv.end());
-  std::vector<char*> args;
-  for (auto& a : full)
-    args.push_back(a.data());
-  args.push_back(nullptr);
+  ~ChildProcess() {
+    if (pid_ > 0 && !waited_) {
+      ::kill(pid_, SIGKILL);
+      wait();
+    }
+  }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
 
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  ProcessResult r;
-  const int rc = posix_spawn(&pid, args[0], &fa, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) {
-    r.err = "spawn failed";
+  [[nodiscard]] pid_t pid() const { return pid_; }
+  /// What the child has written to stdout so far.
+  [[nodiscard]] std::string out_so_far() const { return read_file(out_path()); }
+  [[nodiscard]] std::string err_so_far() const { return read_file(err_path()); }
+  void signal(int sig) const {
+    if (pid_ > 0 && !waited_) ::kill(pid_, sig);
+  }
+  /// Waits for the child to end and returns its exit code and output.
+  ProcessResult wait() {
+    ProcessResult r;
+    if (pid_ <= 0) {
+      r.err = "spawn failed";
+      return r;
+    }
+    if (!waited_) {
+      int status = 0;
+      while (waitpid(pid_, &status, 0) < 0) {
+      }
+      waited_ = true;
+      if (WIFEXITED(status)) code_ = WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) code_ = 128 + WTERMSIG(status);
+    }
+    r.exit_code = code_;
+    r.out = out_so_far();
+    r.err = err_so_far();
     return r;
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-  }
-  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) r.exit_code = 128 + WTERMSIG(status);
-  r.out = read_file(out_path);
-  r.err = read_file(err_path);
-  return r;
+
+ private:
+  [[nodiscard]] std::string out_path() const { return (io_.path() / "out").string(); }
+  [[nodiscard]] std::string err_path() const { return (io_.path() / "err").string(); }
+  TempDir io_;
+  pid_t pid_ = -1;
+  bool waited_ = false;
+  int code_ = -1;
+};
+
+/// Runs argv[0] with arguments in `cwd` (empty: the current directory) and
+/// waits for it. To change the child's environment, start argv with
+/// "/usr/bin/env", "NAME=value" (or "-u", "NAME").
+inline ProcessResult run_process(const std::vector<std::string>& argv,
+                                 const std::string& cwd = "") {
+  ChildProcess child(argv, cwd);
+  return child.wait();
 }
 
 }  // namespace traceml::testing

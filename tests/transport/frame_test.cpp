@@ -107,8 +107,9 @@ TEST(Frame, TypeValuesAreStable) {
   EXPECT_EQ(int(FrameType::System), 4);
   EXPECT_EQ(int(FrameType::Process), 5);
   EXPECT_EQ(int(FrameType::Bye), 6);
+  EXPECT_EQ(int(FrameType::TracerStats), 7);
   EXPECT_FALSE(frame_type_from_byte(0));
-  EXPECT_FALSE(frame_type_from_byte(7));
+  EXPECT_FALSE(frame_type_from_byte(8));
   EXPECT_EQ(frame_type_from_byte(4), FrameType::System);
   EXPECT_STREQ(frame_type_name(FrameType::StepMemory), "step_memory");
 }
@@ -183,7 +184,7 @@ TEST(FrameDecoder, HugeLengthFails) {
 }
 
 TEST(FrameDecoder, UnknownTypeFails) {
-  for (std::uint8_t type : {std::uint8_t{0}, std::uint8_t{7}, std::uint8_t{255}}) {
+  for (std::uint8_t type : {std::uint8_t{0}, std::uint8_t{8}, std::uint8_t{255}}) {
     const Bytes f = {0x00, 0x00, 0x00, 0x00, type, 0x01};
     FrameDecoder d;
     d.feed(f.data(), f.size());
@@ -511,6 +512,35 @@ TEST(RecordCodec, RankIdentityRoundTripsEveryOptional) {
     EXPECT_EQ(back->hostname, id.hostname);  // "" present stays apart from absent
     EXPECT_EQ(back->local_world_size, id.local_world_size);
     EXPECT_EQ(back->world_size, id.world_size);
+  }
+}
+
+TEST(RecordCodec, TracerStatsRoundTripsAndRejectsTruncation) {
+  model::TracerStats s;
+  s.global_rank = 3;
+  s.pid = 4242;
+  s.strategy = "ddp";
+  s.steps_recorded = 1000;
+  s.records_sent = 1990;
+  s.records_dropped = 10;
+  for (const std::optional<double> cost : {std::optional<double>{}, std::optional<double>{312.5}}) {
+    s.overhead_ns_per_step = cost;
+    const Bytes bytes = encode_tracer_stats(s);
+    // i32 + i64 + (u16 + 3) + 3 * i64 + presence byte (+ f64 when present).
+    EXPECT_EQ(bytes.size(), 4u + 8u + 5u + 24u + 1u + (cost ? 8u : 0u));
+    const auto back = decode_tracer_stats(bytes);
+    ASSERT_TRUE(back);
+    EXPECT_EQ(back->global_rank, 3);
+    EXPECT_EQ(back->pid, 4242);
+    EXPECT_EQ(back->strategy, "ddp");
+    EXPECT_EQ(back->steps_recorded, 1000);
+    EXPECT_EQ(back->records_sent, 1990);
+    EXPECT_EQ(back->records_dropped, 10);
+    EXPECT_EQ(back->overhead_ns_per_step, cost);
+    EXPECT_FALSE(decode_tracer_stats(Bytes(bytes.begin(), bytes.end() - 1)));
+    Bytes longer = bytes;
+    longer.push_back(0);
+    EXPECT_FALSE(decode_tracer_stats(longer));
   }
 }
 

@@ -1,0 +1,106 @@
+// Collector throughput (docs/performance.md): a load generator of 64
+// simulated ranks, each on its own TCP connection, sending step records as
+// fast as the collector takes them, into a real run database. The figure is
+// step records per second from the first connection to the last commit.
+#include <benchmark/benchmark.h>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collector/collector.hpp"
+#include "transport/frame.hpp"
+#include "transport/hello.hpp"
+#include "transport/record_codec.hpp"
+#include "transport/tcp_client.hpp"
+
+namespace {
+
+using namespace traceml;
+
+std::vector<std::uint8_t> frame(transport::FrameType t, const std::vector<std::uint8_t>& payload) {
+  return *transport::encode_frame(t, payload);
+}
+
+/// One rank's whole stream: Hello, `steps` step records with every phase
+/// timed, Bye; pre-encoded so that the generator costs little CPU.
+std::vector<std::uint8_t> rank_stream(int rank, std::int64_t steps, const std::string& token) {
+  std::vector<std::uint8_t> out;
+  transport::Hello h;
+  h.token = token;
+  h.identity.global_rank = rank;
+  h.identity.world_size = 64;
+  auto append = [&](const std::vector<std::uint8_t>& f) {
+    out.insert(out.end(), f.begin(), f.end());
+  };
+  append(frame(transport::FrameType::Hello, transport::encode_hello(h)));
+  for (std::int64_t s = 1; s <= steps; ++s) {
+    model::StepRecord r;
+    r.global_rank = rank;
+    r.step = s;
+    r.ts = 1.7e9 + double(s) * 0.01;
+    for (std::size_t e = 0; e < model::kEventCount; ++e)
+      r.events.set(model::Event(e), model::Timing{1.0 + double(e), std::nullopt});
+    append(frame(transport::FrameType::Step, transport::encode_step(r)));
+  }
+  append(frame(transport::FrameType::Bye, {}));
+  return out;
+}
+
+void BM_CollectorIngest64Ranks(benchmark::State& state) {
+  constexpr int kRanks = 64;
+  const std::int64_t steps = state.range(0);
+  std::vector<std::vector<std::uint8_t>> streams;
+  for (int r = 0; r < kRanks; ++r)
+    streams.push_back(rank_stream(r, steps, "bench"));
+  std::int64_t records = 0;
+  double seconds = 0;
+  for (auto _ : state) {
+    const auto dir = std::filesystem::temp_directory_path() / "traceml_collector_bench";
+    std::filesystem::remove_all(dir);
+    collector::CollectorOptions o;
+    o.token = "bench";
+    o.run_dir = dir.string();
+    o.run.world_size = kRanks;
+    const auto t0 = std::chrono::steady_clock::now();
+    collector::Collector c(o);
+    std::vector<std::thread> senders;
+    for (int r = 0; r < kRanks; ++r) {
+      senders.emplace_back([&, r] {
+        transport::TcpClient client;
+        if (!client.connect("127.0.0.1", c.port(), std::chrono::seconds(10))) return;
+        // Batches of ~64 KiB, as a rank's sender writes them.
+        const auto& s = streams[std::size_t(r)];
+        for (std::size_t at = 0; at < s.size(); at += 65536) {
+          const std::size_t n = std::min<std::size_t>(65536, s.size() - at);
+          if (!client.send_all(s.data() + at, n, std::chrono::seconds(30))) return;
+        }
+        client.close();
+      });
+    }
+    for (auto& t : senders)
+      t.join();
+    const auto report =
+        c.finish(std::chrono::steady_clock::now() + std::chrono::seconds(120), kRanks);
+    const auto t1 = std::chrono::steady_clock::now();
+    const double took = std::chrono::duration<double>(t1 - t0).count();
+    state.SetIterationTime(took);
+    seconds += took;
+    records += report.records;
+    if (report.records != kRanks * steps) state.SkipWithError("records were lost");
+    std::filesystem::remove_all(dir);
+  }
+  state.counters["step_records_per_s"] =
+      benchmark::Counter(double(records), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_CollectorIngest64Ranks)
+    ->Arg(4000)
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);
+
+}  // namespace
+
+BENCHMARK_MAIN();

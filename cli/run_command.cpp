@@ -1,0 +1,319 @@
+// traceml run [options] -- PROGRAM [ARGS...]: a torchrun for C++ binaries that
+// also hosts the collector (node 0) and writes the run's diagnosis at the end.
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <iostream>
+#include <optional>
+#include <random>
+#include <regex>
+
+#include "collector/collector.hpp"
+#include "collector/finalize.hpp"
+#include "commands.hpp"
+#include "launcher/free_port.hpp"
+#include "launcher/launch.hpp"
+#include "launcher/manifest.hpp"
+#include "report/atomic_file.hpp"
+#include "store/run_db.hpp"
+#include "store/run_outcome.hpp"
+
+namespace traceml::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct RunArgs {
+  int nproc_per_node = 1;
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  std::string run_name;
+  std::string logs_dir = "./logs";
+  int aggregator_port = 29765;
+  std::string aggregator_host;
+  std::string aggregator_bind_host;
+  double finalize_timeout_sec = 60.0;
+  std::optional<std::int64_t> trace_max_steps;
+  double interval = 1.0;
+  double grace_sec = 5.0;
+  std::int64_t window = 10000;
+  std::string strategy;
+  std::string mode = "summary";
+  bool disable = false;
+  std::vector<std::string> command;
+};
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string timestamp() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&now, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d_%H%M%S", &tm);
+  return buf;
+}
+
+std::string random_token() {
+  std::random_device rd;
+  static const char* hex = "0123456789abcdef";
+  std::string t;
+  for (int i = 0; i < 32; ++i)
+    t += hex[rd() % 16];
+  return t;
+}
+
+/// The checks of spec §1.1 that apply to us; a message to print, or none.
+std::optional<std::string> validate(const RunArgs& a) {
+  if (a.command.empty())
+    return "no program to run (usage: traceml run [options] -- PROGRAM [ARGS...])";
+  if (a.nproc_per_node < 1) return "--nproc-per-node must be >= 1";
+  if (a.nnodes < 1) return "--nnodes must be >= 1";
+  if (a.node_rank < 0) return "--node-rank must be >= 0";
+  if (a.node_rank >= a.nnodes) return "--node-rank must be less than --nnodes";
+  if (a.master_addr.empty()) return "--master-addr cannot be empty";
+  if (a.master_port < 0 || a.master_port > 65535) return "--master-port must be in 0..65535";
+  if (a.aggregator_port < 0 || a.aggregator_port > 65535)
+    return "--aggregator-port must be in 0..65535";
+  if (a.mode != "summary") return "invalid mode '" + a.mode + "' (the only mode is 'summary')";
+  if (!(a.finalize_timeout_sec > 0)) return "--finalize-timeout-sec must be > 0";
+  if (!(a.interval > 0)) return "--interval must be > 0";
+  if (a.trace_max_steps && *a.trace_max_steps <= 0) return "--trace-max-steps must be > 0";
+  if (!a.run_name.empty() && !std::regex_match(a.run_name, std::regex("^[A-Za-z0-9_.-]+$")))
+    return "--run-name must be one path segment of letters, digits, '_', '.' or '-' (got '" +
+           a.run_name + "')";
+  if (a.nnodes > 1) {
+    if (a.run_name.empty())
+      return "--run-name is required when --nnodes > 1 so every node writes into the same run";
+    if (a.aggregator_port == 0)
+      return "--aggregator-port 0 (pick a free port) works only with --nnodes 1: other nodes must "
+             "know the port; give a fixed one";
+    if (a.master_port == 0) return "--master-port 0 works only with --nnodes 1; give a fixed port";
+  }
+  return std::nullopt;
+}
+
+launcher::LaunchPlan plan_of(const RunArgs& a) {
+  launcher::LaunchPlan p;
+  p.nproc_per_node = a.nproc_per_node;
+  p.nnodes = a.nnodes;
+  p.node_rank = a.node_rank;
+  p.master_addr = a.master_addr;
+  p.master_port = a.master_port;
+  p.command = a.command;
+  p.grace = std::chrono::milliseconds(std::int64_t(a.grace_sec * 1000));
+  return p;
+}
+
+int launch_untraced(launcher::LaunchPlan plan) {
+  plan.extra_env.emplace_back("TRACEML_DISABLED", "1");
+  try {
+    return launcher::launch_and_wait(plan).exit_code;
+  } catch (const launcher::LaunchError& e) {
+    return fail(e.what());
+  }
+}
+
+std::string status_of(const launcher::LaunchOutcome& o) {
+  if (o.interrupt_signal) return "interrupted";
+  return o.exit_code == 0 ? "completed" : "failed";
+}
+
+store::RunOutcome outcome_of(const launcher::LaunchOutcome& o) {
+  store::RunOutcome r;
+  r.status = status_of(o);
+  r.exit_code = o.exit_code;
+  r.failed_rank = o.first_failed_rank;
+  for (const auto& rank : o.ranks)
+    r.ranks.push_back({rank.global_rank, rank.exit_code, rank.signal, rank.stopped_by_launcher});
+  return r;
+}
+
+int run(RunArgs a) {
+  if (const auto problem = validate(a)) return fail(*problem);
+  launcher::LaunchPlan plan = plan_of(a);
+  if (a.master_port == 0) {
+    const auto port = launcher::pick_free_port();
+    if (!port) return fail("could not find a free --master-port; give one");
+    plan.master_port = *port;
+  }
+  if (a.disable) return launch_untraced(plan);
+
+  const std::string program = fs::path(a.command.front()).filename().string();
+  std::string run_name = a.run_name.empty() ? program + "_" + timestamp() : a.run_name;
+  fs::path run_dir = fs::path(a.logs_dir) / run_name;
+  if (a.run_name.empty()) {
+    for (int n = 2; fs::exists(run_dir); ++n)
+      run_dir = fs::path(a.logs_dir) / (run_name + "_" + std::to_string(n));
+    run_name = run_dir.filename().string();
+  }
+  const bool owner = a.node_rank == 0;
+  const int world = a.nnodes * a.nproc_per_node;
+  const std::string bind_host = !a.aggregator_bind_host.empty()
+                                    ? a.aggregator_bind_host
+                                    : (a.nnodes > 1 ? "0.0.0.0" : "127.0.0.1");
+  // A token every rank of this run knows and other programs do not. Nodes
+  // other than 0 cannot be told a random one, so multi-node runs take
+  // TRACEML_RUN_TOKEN from the environment, else derive it from the run name.
+  std::string token;
+  if (const char* env = std::getenv("TRACEML_RUN_TOKEN"); env != nullptr && *env != '\0') {
+    token = env;
+  } else {
+    token = a.nnodes > 1 ? "run:" + run_name : random_token();
+  }
+
+  std::unique_ptr<collector::Collector> collector;
+  bool created_dir = false;
+  std::uint16_t port = std::uint16_t(a.aggregator_port);
+  if (owner) {
+    if (fs::exists(run_dir / store::kRunDbFileName))
+      return fail(run_dir.string() + " already holds a run (" + store::kRunDbFileName +
+                  "); pick another --run-name or remove it");
+    created_dir = !fs::exists(run_dir);
+    collector::CollectorOptions o;
+    o.bind_host = bind_host;
+    o.port = port;
+    o.token = token;
+    o.run_dir = run_dir.string();
+    o.run.run_name = run_name;
+    o.run.world_size = world;
+    o.run.strategy = model::strategy_from_string(
+        !a.strategy.empty() ? a.strategy : (world > 1 ? "ddp" : "single_process"));
+    try {
+      collector = std::make_unique<collector::Collector>(o);
+    } catch (const std::exception& e) {
+      return fail(e.what());
+    }
+    port = collector->port();
+  }
+  std::string connect_host = a.aggregator_host;
+  if (connect_host.empty()) connect_host = owner && a.nnodes == 1 ? "127.0.0.1" : a.master_addr;
+  if (owner && (bind_host == "127.0.0.1" || bind_host == "localhost")) connect_host = "127.0.0.1";
+
+  auto& env = plan.extra_env;
+  env.emplace_back("TRACEML_DISABLED", "0");
+  env.emplace_back("TRACEML_AGGREGATOR_HOST", connect_host);
+  env.emplace_back("TRACEML_AGGREGATOR_PORT", std::to_string(port));
+  env.emplace_back("TRACEML_RUN_TOKEN", token);
+  env.emplace_back("TRACEML_SESSION_ID", run_name);
+  env.emplace_back("TRACEML_LOGS_DIR", a.logs_dir);
+  env.emplace_back("TRACEML_INTERVAL", std::to_string(a.interval));
+  env.emplace_back("TRACEML_TRACE_MAX_STEPS",
+                   a.trace_max_steps ? std::to_string(*a.trace_max_steps) : "");
+  env.emplace_back("TRACEML_NNODES", std::to_string(a.nnodes));
+  env.emplace_back("TRACEML_NPROC_PER_NODE", std::to_string(a.nproc_per_node));
+  env.emplace_back("TRACEML_NODE_RANK", std::to_string(a.node_rank));
+  env.emplace_back("TRACEML_EXPECTED_WORLD_SIZE", std::to_string(world));
+  if (!a.strategy.empty()) env.emplace_back("TRACEML_STRATEGY", a.strategy);
+
+  if (owner)
+    std::cerr << "traceml: tracing " << world << " rank(s) into " << run_dir.string() << "\n";
+  const double started = unix_now();
+  launcher::LaunchOutcome outcome;
+  try {
+    outcome = launcher::launch_and_wait(plan);
+  } catch (const launcher::LaunchError& e) {
+    if (collector) collector->finish(std::chrono::steady_clock::now());
+    collector.reset();
+    if (created_dir) {
+      std::error_code ec;
+      fs::remove_all(run_dir, ec);
+    }
+    return fail(e.what());
+  }
+  const double ended = unix_now();
+  if (outcome.first_failed_rank) {
+    std::cerr << "traceml: rank " << *outcome.first_failed_rank << " failed (exit code "
+              << outcome.exit_code << "); the other ranks were stopped\n";
+  }
+  if (!owner) return outcome.exit_code;
+
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(std::int64_t(a.finalize_timeout_sec * 1000));
+  const collector::CollectionReport collected =
+      collector->finish(deadline, a.nnodes > 1 ? world : 0);
+  collector.reset();
+  const std::string db = (run_dir / store::kRunDbFileName).string();
+  std::vector<std::string> artifacts = {store::kRunDbFileName};
+  try {
+    store::write_run_outcome(db, outcome_of(outcome));
+    const report::FinalSummary f = collector::finalize_run(run_dir.string(), a.window);
+    std::cout << f.text << "\n" << std::flush;
+    artifacts.push_back("final_summary.json");
+    artifacts.push_back("final_summary.txt");
+  } catch (const std::exception& e) {
+    warn(std::string("no summary written: ") + e.what());
+  }
+  if (collected.ranks_connected == 0)
+    warn("no rank sent telemetry: does the program call traceml::init()?");
+  artifacts.push_back("manifest.json");
+  launcher::ManifestInput m;
+  m.run_name = run_name;
+  m.command = a.command;
+  m.plan = plan;
+  m.started_at = started;
+  m.ended_at = ended;
+  m.outcome = outcome;
+  m.status = status_of(outcome);
+  m.collection = collected;
+  m.artifacts = artifacts;
+  try {
+    report::write_file_atomic((run_dir / "manifest.json").string(),
+                              report::dump_json(launcher::manifest_json(m)) + "\n");
+  } catch (const std::exception& e) {
+    warn(std::string("no manifest written: ") + e.what());
+  }
+  std::cerr << "traceml: summary: " << (run_dir / "final_summary.txt").string() << "\n";
+  return outcome.exit_code;
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app, Action& action) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "run", "Launch PROGRAM on N ranks (like torchrun), trace it, and write the run's diagnosis.");
+  cmd->add_option("--nproc-per-node", a->nproc_per_node, "Ranks on this node")
+      ->capture_default_str();
+  cmd->add_option("--nnodes", a->nnodes, "Nodes in the job")->capture_default_str();
+  cmd->add_option("--node-rank", a->node_rank, "This node's rank (0 hosts the collector)")
+      ->capture_default_str();
+  cmd->add_option("--master-addr", a->master_addr, "MASTER_ADDR given to the ranks")
+      ->capture_default_str();
+  cmd->add_option("--master-port", a->master_port,
+                  "MASTER_PORT given to the ranks (0: a free port)")
+      ->capture_default_str();
+  cmd->add_option("--run-name", a->run_name, "Run directory name (default PROGRAM_TIMESTAMP)");
+  cmd->add_option("--logs-dir", a->logs_dir, "Where run directories go")->capture_default_str();
+  cmd->add_option("--aggregator-port", a->aggregator_port, "Collector TCP port (0: a free port)")
+      ->capture_default_str();
+  cmd->add_option("--aggregator-host", a->aggregator_host,
+                  "Address ranks connect to (default: --master-addr; 127.0.0.1 on one node)");
+  cmd->add_option(
+      "--aggregator-bind-host", a->aggregator_bind_host,
+      "Address the collector binds (default 0.0.0.0 with --nnodes > 1, else 127.0.0.1)");
+  cmd->add_option("--finalize-timeout-sec", a->finalize_timeout_sec,
+                  "Longest wait for the last telemetry after the ranks ended")
+      ->capture_default_str();
+  cmd->add_option("--trace-max-steps", a->trace_max_steps, "Record only the first N steps");
+  cmd->add_option("--interval", a->interval, "Sampler period, seconds")->capture_default_str();
+  cmd->add_option("--grace-period-sec", a->grace_sec, "After SIGTERM, seconds before SIGKILL")
+      ->capture_default_str();
+  cmd->add_option("--summary-window-rows", a->window, "Latest aligned steps analysed per rank")
+      ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40))
+      ->capture_default_str();
+  cmd->add_option("--strategy", a->strategy,
+                  "ddp, fsdp or single_process (default from world size)");
+  cmd->add_option("--mode", a->mode, "Display mode: summary (end-of-run report)")
+      ->capture_default_str();
+  cmd->add_flag("--disable", a->disable, "Run untraced (no collector, tracing off in the ranks)");
+  cmd->add_option("command", a->command, "-- PROGRAM [ARGS...]")->required();
+  cmd->callback([a, &action] { action = [a] { return run(*a); }; });
+}
+
+}  // namespace traceml::cli

@@ -1,0 +1,455 @@
+// The collector: the server's I/O thread decodes and checks frames and hands
+// records to a bounded queue; one writer thread owns the run database and
+// writes the queue in batches. Never prints: finish() returns what happened.
+#include "collector/collector.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <variant>
+
+#include "store/run_db.hpp"
+#include "transport/record_codec.hpp"
+#include "transport/tcp_server.hpp"
+
+namespace traceml::collector {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+/// Records queued between the I/O thread and the writer. A full queue makes
+/// the I/O thread wait, which slows the ranks' sockets; their senders then
+/// drop and count, so the training never waits and nothing is lost silently.
+/// 64 Ki records (~10 MiB) is a third of a second of writing at the measured rate.
+constexpr std::size_t kQueueCapacity = 64 * 1024;
+
+/// Longest time a received record stays uncommitted while the run goes on, so
+/// that a crash of the collector loses at most this much telemetry.
+constexpr auto kCommitInterval = 500ms;
+
+/// How often finish() rechecks the open connections while it waits.
+constexpr auto kFinishPoll = 20ms;
+
+using Item = std::variant<model::StepRecord, model::StepMemoryRecord, model::SystemSample,
+                          model::ProcessSample, model::RankIdentity, store::RejectedConnection>;
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// ---- value checks: the codec checks layout, these check meaning ----
+
+bool good(double v) {
+  return std::isfinite(v) && v >= 0.0;
+}
+bool good(const std::optional<double>& v) {
+  return !v || good(*v);
+}
+bool good_finite(const std::optional<double>& v) {
+  return !v || std::isfinite(*v);
+}
+bool good(const std::optional<int>& v) {
+  return !v || *v >= 0;
+}
+
+bool valid_step(const model::StepRecord& r) {
+  if (r.step < 1 || !good(r.ts)) return false;
+  const unsigned cpu = r.events.cpu_mask();
+  const unsigned gpu = r.events.gpu_mask();
+  for (std::size_t e = 0; e < model::kEventCount; ++e) {
+    if (((cpu >> e) & 1u) != 0 && !good(r.events.cpu_values()[e])) return false;
+    if (((gpu >> e) & 1u) != 0 && !good(r.events.gpu_values()[e])) return false;
+  }
+  return true;
+}
+
+bool valid_step_memory(const model::StepMemoryRecord& r) {
+  return r.step >= 1 && good(r.peak_allocated_bytes) && good(r.peak_reserved_bytes);
+}
+
+bool valid_system(const model::SystemSample& s) {
+  if (s.node_rank < 0 || !good(s.ts) || !good(s.cpu_percent) || !good(s.ram_used_bytes) ||
+      !good(s.ram_total_bytes))
+    return false;
+  for (const auto& g : s.gpus) {
+    // A temperature may be below zero in principle; it only has to be a number.
+    if (g.index < 0 || !good(g.util_percent) || !good(g.mem_used_bytes) ||
+        !good(g.mem_total_bytes) || !good_finite(g.temperature_c) || !good(g.power_w) ||
+        !good(g.power_limit_w))
+      return false;
+  }
+  return true;
+}
+
+bool valid_process(const model::ProcessSample& s) {
+  if (!good(s.ts) || !good(s.cpu_percent) || !good(s.cpu_cores) || !good(s.rss_bytes) ||
+      !good(s.ram_total_bytes))
+    return false;
+  if (!s.gpu) return true;
+  return good(s.gpu->device) && good(s.gpu->allocated_bytes) && good(s.gpu->reserved_bytes) &&
+         good(s.gpu->total_bytes);
+}
+
+bool valid_tracer_stats(const model::TracerStats& s) {
+  return s.pid >= 0 && s.steps_recorded >= 0 && s.records_sent >= 0 && s.records_dropped >= 0 &&
+         good(s.overhead_ns_per_step);
+}
+
+}  // namespace
+
+struct Collector::Impl final : transport::ServerHandler {
+  /// One accepted connection that passed the handshake. I/O thread only.
+  struct Connection {
+    int rank = 0;
+    std::optional<int> node_rank;
+    bool said_bye = false;
+    std::int64_t records = 0;  // valid records queued; merged into the rank at close
+    /// Set when the Hello's identity is unusable: the first frame closes the connection.
+    std::optional<std::string> refuse;
+  };
+
+  /// What the collector knows of a rank across its connections (a rank may
+  /// reconnect after a failure). Guarded by state_mu.
+  struct RankState {
+    std::int64_t records_received = 0;
+    bool clean_end = false;  // of its latest closed connection
+    int open = 0;
+    std::optional<model::TracerStats> tracer;
+  };
+
+  explicit Impl(const CollectorOptions& o) : options(o) {}
+
+  // ---- ServerHandler (the server's I/O thread) ----
+
+  void on_hello(transport::ConnectionId id, const transport::Hello& hello,
+                const std::string& peer) override {
+    Connection c;
+    c.rank = hello.identity.global_rank;
+    c.node_rank = hello.identity.node_rank;
+    const auto world = options.run.world_size;
+    if (c.rank < 0)
+      c.refuse = "negative global rank " + std::to_string(c.rank) + " in Hello";
+    else if (world && *world > 0 && c.rank >= *world)
+      c.refuse = "global rank " + std::to_string(c.rank) + " outside the run's world size " +
+                 std::to_string(*world);
+    if (c.refuse) {
+      reject(peer, *c.refuse);
+      connections.emplace(id, std::move(c));
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> lk(state_mu);
+      ++ranks[c.rank].open;
+    }
+    connections.emplace(id, std::move(c));
+    push(hello.identity);
+  }
+
+  std::optional<std::string> on_frame(transport::ConnectionId id,
+                                      const transport::Frame& frame) override {
+    const auto it = connections.find(id);
+    if (it == connections.end()) return std::string("frame on a connection without a Hello");
+    Connection& c = it->second;
+    if (c.refuse) return c.refuse;
+    using transport::FrameType;
+    switch (frame.type) {
+      case FrameType::Step: {
+        auto r = transport::decode_step(frame.payload);
+        if (!r) return malformed(frame.type);
+        if (r->global_rank != c.rank || !valid_step(*r)) return invalid();
+        accept(c, std::move(*r));
+        return std::nullopt;
+      }
+      case FrameType::StepMemory: {
+        auto r = transport::decode_step_memory(frame.payload);
+        if (!r) return malformed(frame.type);
+        if (r->global_rank != c.rank || !valid_step_memory(*r)) return invalid();
+        accept(c, std::move(*r));
+        return std::nullopt;
+      }
+      case FrameType::System: {
+        auto s = transport::decode_system(frame.payload);
+        if (!s) return malformed(frame.type);
+        // Local rank 0 samples its own node: another node's number is a bug.
+        if ((c.node_rank && s->node_rank != *c.node_rank) || !valid_system(*s)) return invalid();
+        accept(c, std::move(*s));
+        return std::nullopt;
+      }
+      case FrameType::Process: {
+        auto s = transport::decode_process(frame.payload);
+        if (!s) return malformed(frame.type);
+        if (s->global_rank != c.rank || !valid_process(*s)) return invalid();
+        accept(c, std::move(*s));
+        return std::nullopt;
+      }
+      case FrameType::TracerStats: {
+        auto s = transport::decode_tracer_stats(frame.payload);
+        if (!s) return malformed(frame.type);
+        if (s->global_rank != c.rank || !valid_tracer_stats(*s)) return invalid();
+        std::lock_guard<std::mutex> lk(state_mu);
+        ranks[c.rank].tracer = std::move(*s);  // the last report wins
+        return std::nullopt;
+      }
+      case FrameType::Bye:
+        c.said_bye = true;
+        return std::nullopt;
+      case FrameType::Hello:
+        return std::string("a second Hello on one connection");
+    }
+    return std::string("unknown frame type");
+  }
+
+  void on_closed(transport::ConnectionId id, bool clean, const std::string& /*reason*/) override {
+    const auto it = connections.find(id);
+    if (it == connections.end()) return;
+    const Connection& c = it->second;
+    if (!c.refuse) {
+      std::lock_guard<std::mutex> lk(state_mu);
+      RankState& r = ranks[c.rank];
+      --r.open;
+      r.records_received += c.records;
+      r.clean_end = clean || c.said_bye;
+    }
+    connections.erase(it);
+  }
+
+  void on_rejected(const std::string& peer, const std::string& reason) override {
+    reject(peer, reason);
+  }
+
+  // ---- helpers of the I/O thread ----
+
+  static std::optional<std::string> malformed(transport::FrameType t) {
+    return std::string("malformed ") + transport::frame_type_name(t) + " payload";
+  }
+
+  /// A record that decodes but fails the value checks is skipped, not fatal:
+  /// one bad reading must not cost the rest of a rank's telemetry.
+  std::optional<std::string> invalid() {
+    invalid_records.fetch_add(1, std::memory_order_relaxed);
+    return std::nullopt;
+  }
+
+  template <typename Record>
+  void accept(Connection& c, Record&& r) {
+    ++c.records;
+    push(std::forward<Record>(r));
+  }
+
+  void reject(const std::string& peer, const std::string& reason) {
+    rejected.fetch_add(1, std::memory_order_relaxed);
+    push(store::RejectedConnection{unix_now(), peer, reason});
+  }
+
+  void push(Item item) {
+    std::unique_lock<std::mutex> lk(queue_mu);
+    not_full.wait(lk, [&] { return queue.size() < kQueueCapacity || writer_stopping; });
+    queue.push_back(std::move(item));
+    lk.unlock();
+    not_empty.notify_one();
+  }
+
+  // ---- the writer thread ----
+
+  void write(const Item& item) {
+    std::visit(
+        [&](const auto& x) {
+          using T = std::decay_t<decltype(x)>;
+          if constexpr (std::is_same_v<T, model::StepRecord>)
+            writer->add_step(x);
+          else if constexpr (std::is_same_v<T, model::StepMemoryRecord>)
+            writer->add_step_memory(x);
+          else if constexpr (std::is_same_v<T, model::SystemSample>)
+            writer->add_system(x);
+          else if constexpr (std::is_same_v<T, model::ProcessSample>)
+            writer->add_process(x);
+          else if constexpr (std::is_same_v<T, model::RankIdentity>)
+            writer->add_rank(x);
+          else
+            writer->add_rejected(x);
+        },
+        item);
+  }
+
+  /// Runs `f` on the database unless an earlier write failed; keeps the first error.
+  template <typename F>
+  void guarded(F&& f) {
+    if (write_error) return;
+    try {
+      f();
+    } catch (const std::exception& e) {
+      write_error = e.what();
+    }
+  }
+
+  void writer_loop() {
+    std::vector<Item> batch;
+    auto last_commit = std::chrono::steady_clock::now();
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lk(queue_mu);
+        not_empty.wait_for(lk, kCommitInterval, [&] { return !queue.empty() || writer_stopping; });
+        if (queue.empty() && writer_stopping) break;
+        batch.swap(queue);
+      }
+      not_full.notify_all();
+      // After a failed write the queue is still drained (and dropped), so
+      // the I/O thread never waits on a writer that cannot write.
+      guarded([&] {
+        for (const Item& item : batch)
+          write(item);
+      });
+      batch.clear();
+      const auto now = std::chrono::steady_clock::now();
+      if (now - last_commit >= kCommitInterval) {
+        guarded([&] { writer->flush(); });
+        last_commit = now;
+      }
+    }
+  }
+
+  // ---- finish ----
+
+  /// Ranks that connected and have no connection open.
+  int ranks_ended() {
+    std::lock_guard<std::mutex> lk(state_mu);
+    int n = 0;
+    for (const auto& [rank, r] : ranks)
+      if (r.open <= 0) ++n;
+    return n;
+  }
+
+  CollectionReport finish(std::chrono::steady_clock::time_point deadline, int expected_ranks) {
+    CollectionReport rep;
+    // open_connections() counts connections still in their handshake too,
+    // so a rank that has just connected is waited for.
+    for (;;) {
+      const bool quiet = server->open_connections() == 0;
+      if (quiet && (expected_ranks <= 0 || ranks_ended() >= expected_ranks)) break;
+      if (std::chrono::steady_clock::now() >= deadline) {
+        rep.timed_out = true;
+        break;
+      }
+      std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(
+          kFinishPoll, deadline - std::chrono::steady_clock::now()));
+    }
+    {
+      std::lock_guard<std::mutex> lk(state_mu);
+      for (const auto& [rank, r] : ranks)
+        if (r.open > 0) rep.ranks_unended.push_back(rank);
+    }
+    // Closes what is still open; on_closed merges those connections' counts.
+    server->stop();
+    {
+      std::lock_guard<std::mutex> lk(queue_mu);
+      writer_stopping = true;
+    }
+    not_empty.notify_all();
+    not_full.notify_all();
+    if (writer_thread.joinable()) writer_thread.join();
+
+    // The writer thread is gone: this thread owns the database now.
+    std::lock_guard<std::mutex> lk(state_mu);
+    guarded([&] {
+      for (const auto& [rank, r] : ranks)
+        writer->set_delivery(store::RankDelivery{rank, r.records_received, r.clean_end, r.tracer});
+      writer->flush();
+    });
+    rep.ranks_connected = static_cast<int>(ranks.size());
+    rep.records = writer->records();
+    rep.invalid_records = invalid_records.load();
+    rep.rejected_connections = rejected.load();
+    rep.write_error = write_error;
+    writer.reset();  // closes the database
+    return rep;
+  }
+
+  CollectorOptions options;
+  std::unique_ptr<transport::TcpServer> server;
+  std::unique_ptr<store::RunDbWriter> writer;
+  std::thread writer_thread;
+
+  // I/O thread only.
+  std::unordered_map<transport::ConnectionId, Connection> connections;
+
+  std::mutex state_mu;
+  std::map<int, RankState> ranks;  // sorted: deliveries are written in rank order
+
+  std::atomic<std::int64_t> invalid_records{0};
+  std::atomic<std::int64_t> rejected{0};
+
+  std::mutex queue_mu;
+  std::condition_variable not_empty;
+  std::condition_variable not_full;
+  std::vector<Item> queue;
+  bool writer_stopping = false;
+
+  std::optional<std::string> write_error;  // writer thread, then finish()
+
+  std::mutex finish_mu;
+  std::optional<CollectionReport> report;
+};
+
+Collector::Collector(const CollectorOptions& options) : impl_(std::make_unique<Impl>(options)) {
+  Impl& m = *impl_;
+  transport::ServerOptions so;
+  so.bind_host = options.bind_host;
+  so.port = options.port;
+  so.token = options.token;
+  // Listening comes first: a port that is taken must not leave a run
+  // directory with an empty database behind.
+  try {
+    m.server = std::make_unique<transport::TcpServer>(so, m);
+  } catch (const transport::TransportError& e) {
+    throw CollectorError(e.what());
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options.run_dir, ec);
+  if (ec)
+    throw CollectorError("cannot create run directory " + options.run_dir + ": " + ec.message() +
+                         " (choose a writable --logs-dir)");
+  const std::string db = (std::filesystem::path(options.run_dir) / store::kRunDbFileName).string();
+  try {
+    m.writer = std::make_unique<store::RunDbWriter>(db);
+    m.writer->set_run_info(options.run);
+    m.writer->flush();
+  } catch (const store::RunDbError& e) {
+    throw CollectorError(e.what());
+  }
+  m.writer_thread = std::thread([&m] { m.writer_loop(); });
+  try {
+    m.server->start();
+  } catch (const std::exception& e) {
+    m.finish(std::chrono::steady_clock::now(), 0);
+    throw CollectorError(std::string("cannot start the collector: ") + e.what());
+  }
+}
+
+Collector::~Collector() {
+  try {
+    finish(std::chrono::steady_clock::now());
+  } catch (...) {
+    // A destructor must not throw; finish() reports nothing we could act on here.
+  }
+}
+
+std::uint16_t Collector::port() const {
+  return impl_->server->port();
+}
+
+CollectionReport Collector::finish(std::chrono::steady_clock::time_point deadline,
+                                   int expected_ranks) {
+  std::lock_guard<std::mutex> lk(impl_->finish_mu);
+  if (!impl_->report) impl_->report = impl_->finish(deadline, expected_ranks);
+  return *impl_->report;
+}
+
+}  // namespace traceml::collector

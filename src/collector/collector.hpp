@@ -1,0 +1,71 @@
+// The collector of one run: accepts the ranks' telemetry connections, checks
+// each record, and writes everything into the run database
+// (<run dir>/telemetry.db) on a writer thread with batched transactions. It
+// never prints: finish() returns a CollectionReport and the caller decides
+// what to tell the user. Schema: docs/run-database.md.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "model/telemetry.hpp"
+
+namespace traceml::collector {
+
+/// The collector cannot start (port taken, run directory not writable, run
+/// database already there). what() is one line that says how to fix it.
+class CollectorError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct CollectorOptions {
+  std::string bind_host = "127.0.0.1";
+  std::uint16_t port = 0;  ///< 0: pick a free port
+  std::string token;       ///< run token the ranks' Hello must carry
+  std::string run_dir;     ///< created if missing; must not hold a run database yet
+  model::RunInfo run;      ///< run name, expected world size, strategy
+};
+
+/// How the collection ended.
+struct CollectionReport {
+  int ranks_connected = 0;           ///< distinct ranks that passed the handshake
+  std::vector<int> ranks_unended;    ///< ranks whose connection was still open at the deadline
+  std::int64_t records = 0;          ///< records written to the database
+  std::int64_t invalid_records = 0;  ///< records refused by the value checks
+  std::int64_t rejected_connections = 0;
+  bool timed_out = false;
+  /// The first run database write error; what arrived after it is not stored.
+  std::optional<std::string> write_error;
+};
+
+class Collector {
+ public:
+  /// Creates the run directory and database and starts listening. Throws
+  /// CollectorError.
+  explicit Collector(const CollectorOptions& options);
+  /// Stops as finish() with an immediate deadline.
+  ~Collector();
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+
+  [[nodiscard]] std::uint16_t port() const;
+
+  /// Ends the collection: waits until every open connection has closed and,
+  /// when `expected_ranks` > 0, until that many ranks have connected and
+  /// closed, or until `deadline`; then stops listening, writes what is
+  /// buffered and closes the database. Idempotent (later calls return the
+  /// first report).
+  CollectionReport finish(std::chrono::steady_clock::time_point deadline, int expected_ranks = 0);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace traceml::collector

@@ -1,0 +1,131 @@
+// A run directory's artifacts from its run database: the same analysis and
+// report as `traceml report --telemetry`, plus the `tracer` block.
+#include "collector/finalize.hpp"
+
+#include "store/run_outcome.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+#include <vector>
+
+#include "analysis/summary.hpp"
+#include "report/summary_json.hpp"
+
+namespace traceml::collector {
+
+namespace {
+
+/// The end of the run as recorded: the latest timestamp of any record, as
+/// cli/report_command.cpp takes it for JSONL. Not the wall clock, so that the
+/// artifacts stay a pure function of the database.
+double end_of_run(const model::Telemetry& t) {
+  double end = 0.0;
+  for (const auto& r : t.steps)
+    end = std::max(end, r.ts);
+  for (const auto& r : t.system)
+    end = std::max(end, r.ts);
+  for (const auto& r : t.process)
+    end = std::max(end, r.ts);
+  return end;
+}
+
+/// Median of `v` (reordered); std::nullopt when empty.
+std::optional<double> median(std::vector<double>& v) {
+  if (v.empty()) return std::nullopt;
+  const std::size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(mid), v.end());
+  const double upper = v[mid];
+  if (v.size() % 2 == 1) return upper;
+  const double lower = *std::max_element(v.begin(), v.begin() + std::ptrdiff_t(mid));
+  return (lower + upper) / 2.0;
+}
+
+/// Per rank: the median CPU traced step time in ms over its recorded steps.
+std::map<int, double> median_step_ms(const model::Telemetry& t) {
+  std::map<int, std::vector<double>> per_rank;
+  const auto e = static_cast<std::size_t>(model::Event::TracedStepTime);
+  for (const auto& r : t.steps) {
+    if (((r.events.cpu_mask() >> e) & 1u) != 0)
+      per_rank[r.global_rank].push_back(r.events.cpu_values()[e]);
+  }
+  std::map<int, double> out;
+  for (auto& [rank, v] : per_rank)
+    if (auto m = median(v)) out[rank] = *m;
+  return out;
+}
+
+report::Json opt_json(const std::optional<double>& v) {
+  return v ? report::Json(*v) : report::Json();
+}
+
+}  // namespace
+
+report::Json run_block(const store::RunOutcome& o) {
+  report::Json j = report::Json::object();
+  j["status"] = o.status;
+  j["exit_code"] = o.exit_code;
+  j["failed_rank"] = o.failed_rank ? report::Json(*o.failed_rank) : report::Json();
+  report::Json ranks = report::Json::array();
+  for (const store::RankExit& e : o.ranks) {
+    report::Json r = report::Json::object();
+    r["rank"] = e.global_rank;
+    r["exit_code"] = e.exit_code;
+    r["signal"] = e.signal ? report::Json(*e.signal) : report::Json();
+    r["stopped_by_launcher"] = e.stopped_by_launcher;
+    ranks.push_back(r);
+  }
+  j["ranks"] = ranks;
+  return j;
+}
+
+report::Json tracer_block(const store::RunData& data) {
+  const std::map<int, double> step_ms = median_step_ms(data.telemetry);
+  report::Json ranks = report::Json::array();
+  std::int64_t received = 0;
+  std::int64_t dropped = 0;
+  for (const store::RankDelivery& d : data.deliveries) {
+    report::Json r = report::Json::object();
+    r["rank"] = d.global_rank;
+    const model::TracerStats* t = d.tracer ? &*d.tracer : nullptr;
+    // Without the rank's own report its counters are unknown (null), not 0.
+    r["steps_recorded"] = t ? report::Json(t->steps_recorded) : report::Json();
+    r["records_sent"] = t ? report::Json(t->records_sent) : report::Json();
+    r["records_received"] = d.records_received;
+    r["records_dropped"] = t ? report::Json(t->records_dropped) : report::Json();
+    r["clean_end"] = d.clean_end;
+    const std::optional<double> overhead = t ? t->overhead_ns_per_step : std::nullopt;
+    r["overhead_ns_per_step"] = opt_json(overhead);
+    std::optional<double> share;
+    const auto it = step_ms.find(d.global_rank);
+    if (overhead && it != step_ms.end() && it->second > 0.0)
+      share = *overhead / (it->second * 1e6);  // ns over ms: a fraction of the step
+    r["overhead_pct_of_step"] = opt_json(share);
+    ranks.push_back(std::move(r));
+    received += d.records_received;
+    if (t) dropped += t->records_dropped;
+  }
+  report::Json j = report::Json::object();
+  j["ranks"] = std::move(ranks);
+  j["records_received"] = received;
+  j["records_dropped"] = dropped;
+  j["rejected_connections"] = static_cast<std::int64_t>(data.rejected.size());
+  return j;
+}
+
+report::FinalSummary finalize_run(const std::string& run_dir, std::int64_t window) {
+  const std::string db = (std::filesystem::path(run_dir) / store::kRunDbFileName).string();
+  const store::RunData data = store::read_run_db(db);
+  analysis::Options opts;
+  opts.window = window;
+  const analysis::Summary s = analysis::summarize(data.telemetry, opts);
+  const std::optional<store::RunOutcome> outcome = store::read_run_outcome(db);
+  report::FinalSummary f = report::build_final_summary(
+      s, report::iso8601_utc(end_of_run(data.telemetry)), report::evidence_hint_for(run_dir),
+      tracer_block(data),
+      outcome ? std::optional<report::Json>(run_block(*outcome)) : std::nullopt);
+  report::write_final_summary(f, run_dir);
+  return f;
+}
+
+}  // namespace traceml::collector

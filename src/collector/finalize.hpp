@@ -1,0 +1,28 @@
+// Turns a run database into the run's artifacts: final_summary.json (with the
+// `tracer` block) and final_summary.txt. Used at the end of `traceml run`, at
+// the exit of a standalone program, and by `traceml report RUN_DIR`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "report/final_summary.hpp"
+#include "store/run_db.hpp"
+#include "store/run_outcome.hpp"
+
+namespace traceml::collector {
+
+/// The `tracer` block of final_summary.json (DECISIONS 9): per rank, records
+/// sent (by the rank), received (by the collector) and dropped, and the
+/// tracer's measured cost per step; plus totals and refused connections.
+report::Json tracer_block(const store::RunData& data);
+
+/// The `run` block: how the traced program ended, as `traceml run` stored it.
+report::Json run_block(const store::RunOutcome& outcome);
+
+/// Reads RUN_DIR/telemetry.db, runs the analysis (`window`: latest aligned steps per rank) and
+/// writes RUN_DIR/final_summary.json and .txt atomically. Returns what was written. Throws
+/// store::RunDbError (bad database) or report::WriteError.
+report::FinalSummary finalize_run(const std::string& run_dir, std::int64_t window = 10000);
+
+}  // namespace traceml::collector

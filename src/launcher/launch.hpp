@@ -1,0 +1,74 @@
+// Starts the ranks of one node like torchrun does for Python (same environment
+// names), relays their output with a rank prefix, forwards SIGINT/SIGTERM,
+// stops the survivors when one rank fails, and reports how each rank ended.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace traceml::launcher {
+
+/// The ranks cannot be started (program not found or not executable, fork
+/// failed). what() is one line that says how to fix it.
+class LaunchError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+using EnvVars = std::vector<std::pair<std::string, std::string>>;
+
+struct LaunchPlan {
+  int nproc_per_node = 1;
+  int nnodes = 1;
+  int node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  /// PROGRAM and its arguments; PROGRAM is looked up in PATH when it has no '/'.
+  std::vector<std::string> command;
+  /// Added to every rank's environment (after the inherited one, before the
+  /// torchrun names, which always win).
+  EnvVars extra_env;
+  /// After SIGTERM, how long ranks get before SIGKILL.
+  std::chrono::milliseconds grace{5000};
+  /// Prefix every output line with "[rank<N>]: ".
+  bool prefix_output = true;
+};
+
+/// The torchrun names for one local rank: RANK, WORLD_SIZE, LOCAL_RANK,
+/// LOCAL_WORLD_SIZE, GROUP_RANK, ROLE_RANK, MASTER_ADDR, MASTER_PORT.
+EnvVars torchrun_environment(const LaunchPlan& plan, int local_rank);
+
+struct RankOutcome {
+  int global_rank = 0;
+  int local_rank = 0;
+  long pid = 0;
+  /// The shell's convention: the exit status, or 128 + signal when killed.
+  int exit_code = 0;
+  std::optional<int> signal;  ///< the signal that killed it
+  double started_at = 0.0;    ///< unix seconds
+  double ended_at = 0.0;
+  bool stopped_by_launcher =
+      false;  ///< it was terminated because another rank failed or on interrupt
+};
+
+struct LaunchOutcome {
+  std::vector<RankOutcome> ranks;  ///< by local rank
+  /// The first non-zero rank exit code in the order they ended (0 when all
+  /// succeeded); on interrupt with every rank at 0, 128 + the signal.
+  int exit_code = 0;
+  std::optional<int> first_failed_rank;  ///< global rank whose failure stopped the others
+  std::optional<int> interrupt_signal;   ///< SIGINT/SIGTERM received by the launcher
+};
+
+/// Starts every local rank of `plan` and waits for all to end. While waiting:
+/// relays output; on SIGINT/SIGTERM to this process forwards the signal to the
+/// ranks (then SIGKILL after `grace`); when a rank exits non-zero or is killed,
+/// sends SIGTERM to the others (then SIGKILL after `grace`). Throws LaunchError
+/// before anything started when the program cannot be run.
+LaunchOutcome launch_and_wait(const LaunchPlan& plan);
+
+}  // namespace traceml::launcher

@@ -1,0 +1,52 @@
+#include "launcher/manifest.hpp"
+
+namespace traceml::launcher {
+
+report::Json manifest_json(const ManifestInput& in) {
+  using report::Json;
+  Json j = Json::object();
+  j["manifest_version"] = 1;
+  j["run_name"] = in.run_name;
+  j["status"] = in.status;
+  j["exit_code"] = in.outcome.exit_code;
+  j["command"] = in.command;
+  j["started_at"] = report::iso8601_utc(in.started_at);
+  j["ended_at"] = report::iso8601_utc(in.ended_at);
+  j["duration_s"] = in.ended_at - in.started_at;
+  j["nnodes"] = in.plan.nnodes;
+  j["nproc_per_node"] = in.plan.nproc_per_node;
+  j["node_rank"] = in.plan.node_rank;
+  j["world_size"] = in.plan.nnodes * in.plan.nproc_per_node;
+  j["master_addr"] = in.plan.master_addr;
+  j["master_port"] = in.plan.master_port;
+  j["first_failed_rank"] =
+      in.outcome.first_failed_rank ? Json(*in.outcome.first_failed_rank) : Json();
+  j["interrupt_signal"] = in.outcome.interrupt_signal ? Json(*in.outcome.interrupt_signal) : Json();
+  Json ranks = Json::array();
+  for (const RankOutcome& r : in.outcome.ranks) {
+    Json o = Json::object();
+    o["rank"] = r.global_rank;
+    o["local_rank"] = r.local_rank;
+    o["pid"] = r.pid;
+    o["exit_code"] = r.exit_code;
+    o["signal"] = r.signal ? Json(*r.signal) : Json();
+    o["stopped_by_launcher"] = r.stopped_by_launcher;
+    o["started_at"] = report::iso8601_utc(r.started_at);
+    o["ended_at"] = report::iso8601_utc(r.ended_at);
+    ranks.push_back(o);
+  }
+  j["ranks"] = ranks;
+  const collector::CollectionReport& c = in.collection;
+  Json t = Json::object();
+  t["ranks_connected"] = c.ranks_connected;
+  t["ranks_unended"] = c.ranks_unended;
+  t["records"] = c.records;
+  t["invalid_records"] = c.invalid_records;
+  t["rejected_connections"] = c.rejected_connections;
+  t["finalize_timed_out"] = c.timed_out;
+  j["telemetry"] = t;
+  j["artifacts"] = in.artifacts;
+  return j;
+}
+
+}  // namespace traceml::launcher

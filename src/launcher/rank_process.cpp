@@ -1,0 +1,132 @@
+#include "launcher/rank_process.hpp"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include "launcher/launch.hpp"
+
+namespace traceml::launcher {
+namespace {
+
+struct Pipe {
+  UniqueFd read_end;
+  UniqueFd write_end;
+};
+
+// Keeps both ends above 2, so that dup2 onto 0/1/2 in the child can never
+// overwrite one of them even when the launcher runs with a standard fd closed.
+UniqueFd above_stdio(int fd) {
+  if (fd > 2) return UniqueFd(fd);
+  const int moved = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  ::close(fd);
+  return UniqueFd(moved);
+}
+
+Pipe make_pipe() {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    throw LaunchError(std::string("cannot create a pipe for a rank's output: ") +
+                      std::strerror(errno));
+  }
+  Pipe p{above_stdio(fds[0]), above_stdio(fds[1])};
+  if (!p.read_end.valid() || !p.write_end.valid()) {
+    throw LaunchError("cannot create a pipe for a rank's output (too many open files?)");
+  }
+  return p;
+}
+
+// Between fork and exec only async-signal-safe calls: another thread of the
+// launcher may hold a malloc or stdio lock that would never be released here.
+[[noreturn]] void exec_child(const char* path, char* const* argv, char* const* envp, int out_fd,
+                             int err_fd, long open_max, const std::string& exec_failed) {
+  ::setpgid(0, 0);
+
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+  }
+
+  const int null_fd = ::open("/dev/null", O_RDONLY);
+  if (null_fd >= 0) ::dup2(null_fd, 0);
+  ::dup2(out_fd, 1);
+  ::dup2(err_fd, 2);
+  bool closed = false;
+#ifdef SYS_close_range
+  closed = ::syscall(SYS_close_range, 3U, ~0U, 0U) == 0;
+#endif
+  if (!closed) {
+    for (long fd = 3; fd < open_max; ++fd)
+      ::close(static_cast<int>(fd));
+  }
+
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+
+  ::execve(path, argv, envp);
+  [[maybe_unused]] const ssize_t n = ::write(2, exec_failed.data(), exec_failed.size());
+  ::_exit(127);
+}
+
+}  // namespace
+
+RankProcess spawn_rank(const std::string& path, const std::vector<std::string>& argv,
+                       const std::vector<std::string>& env) {
+  // Everything the child needs is built before fork (see exec_child).
+  std::vector<std::string> argv_copy = argv;
+  std::vector<std::string> env_copy = env;
+  std::vector<char*> argv_ptrs;
+  for (auto& a : argv_copy)
+    argv_ptrs.push_back(a.data());
+  argv_ptrs.push_back(nullptr);
+  std::vector<char*> env_ptrs;
+  for (auto& e : env_copy)
+    env_ptrs.push_back(e.data());
+  env_ptrs.push_back(nullptr);
+  const std::string exec_failed = "[TraceML] ERROR: cannot execute " + path + "\n";
+  const long open_max = ::sysconf(_SC_OPEN_MAX) > 0 ? ::sysconf(_SC_OPEN_MAX) : 1024;
+
+  Pipe out = make_pipe();
+  Pipe err = make_pipe();
+
+  // All signals stay blocked across fork, so that the child cannot run the
+  // launcher's handlers (which write to the launcher's self-pipe) before it
+  // reset them to the defaults.
+  sigset_t all;
+  sigset_t previous;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &previous);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    exec_child(path.c_str(), argv_ptrs.data(), env_ptrs.data(), out.write_end.get(),
+               err.write_end.get(), open_max, exec_failed);
+  }
+  const int fork_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  if (pid < 0) {
+    throw LaunchError(std::string("cannot start a rank (fork failed: ") +
+                      std::strerror(fork_errno) + ")");
+  }
+  // Also set here: the launcher may signal the group before the child ran.
+  // EACCES (the child already exec'd, having set it itself) is fine.
+  ::setpgid(pid, pid);
+
+  RankProcess rank;
+  rank.pid = pid;
+  rank.stdout_read = std::move(out.read_end);
+  rank.stderr_read = std::move(err.read_end);
+  for (const UniqueFd* fd : {&rank.stdout_read, &rank.stderr_read}) {
+    ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
+  }
+  return rank;
+}
+
+}  // namespace traceml::launcher

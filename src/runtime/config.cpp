@@ -1,0 +1,143 @@
+#include "runtime/config.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+
+namespace traceml::runtime {
+namespace {
+
+bool truthy(const std::string& v) {
+  std::string s;
+  for (char c : v)
+    s += char(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return s == "1" || s == "true" || s == "yes";
+}
+
+std::optional<std::int64_t> parse_int(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str()) return std::nullopt;
+  // Slurm writes SLURM_NTASKS_PER_NODE as "2(x3)": the leading count is the one.
+  if (*end != '\0' && *end != '(') return std::nullopt;
+  return v;
+}
+
+std::optional<double> parse_double(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const double v = std::strtod(text.c_str(), &end);
+  if (errno != 0 || *end != '\0' || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+class Reader {
+ public:
+  Reader(const EnvLookup& env, std::vector<std::string>& problems)
+      : env_(env), problems_(problems) {}
+
+  /// The first of `names` that is set, as an int in [lo, hi]; a set but
+  /// unusable value is a problem and falls through to the next name.
+  std::optional<std::int64_t> integer(std::initializer_list<const char*> names, std::int64_t lo,
+                                      std::int64_t hi) {
+    for (const char* name : names) {
+      const auto raw = env_(name);
+      if (!raw || raw->empty()) continue;  // set but empty means unset (traceml run does that)
+      const auto v = parse_int(*raw);
+      if (v && *v >= lo && *v <= hi) return v;
+      problems_.push_back(std::string(name) + "='" + *raw + "' is not an integer in [" +
+                          std::to_string(lo) + ", " + std::to_string(hi) + "]");
+    }
+    return std::nullopt;
+  }
+  std::optional<std::string> text(const char* name) {
+    auto v = env_(name);
+    if (v && v->empty()) return std::nullopt;
+    return v;
+  }
+  std::optional<double> positive(const char* name) {
+    const auto raw = env_(name);
+    if (!raw || raw->empty()) return std::nullopt;
+    const auto v = parse_double(*raw);
+    if (v && *v > 0) return v;
+    problems_.push_back(std::string(name) + "='" + *raw + "' is not a positive number");
+    return std::nullopt;
+  }
+
+ private:
+  const EnvLookup& env_;
+  std::vector<std::string>& problems_;
+};
+
+constexpr std::int64_t kMaxRank = 1 << 24;
+
+}  // namespace
+
+EnvLookup process_env() {
+  return [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    if (v == nullptr) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+Config resolve_config(const Options& options, const EnvLookup& env, const std::string& hostname) {
+  Config c;
+  Reader r(env, c.problems);
+
+  const auto disabled = r.text("TRACEML_DISABLED");
+  c.enabled = options.enabled && !(disabled && truthy(*disabled));
+
+  model::RankIdentity& id = c.identity;
+  id.global_rank =
+      int(r.integer({"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}, 0, kMaxRank)
+              .value_or(0));
+  const auto world =
+      r.integer({"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"}, 1, kMaxRank);
+  id.world_size = int(world.value_or(1));
+  id.local_rank =
+      int(r.integer({"LOCAL_RANK", "SLURM_LOCALID", "OMPI_COMM_WORLD_LOCAL_RANK"}, 0, kMaxRank)
+              .value_or(world ? id.global_rank : 0));
+  id.local_world_size =
+      int(r.integer({"LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE", "OMPI_COMM_WORLD_LOCAL_SIZE"}, 1,
+                    kMaxRank)
+              .value_or(*id.world_size));
+  auto node = r.integer({"GROUP_RANK", "NODE_RANK", "SLURM_NODEID"}, 0, kMaxRank);
+  if (!node && *id.local_world_size > 0) node = id.global_rank / *id.local_world_size;
+  id.node_rank = int(node.value_or(0));
+  if (!hostname.empty()) id.hostname = hostname;
+
+  if (options.strategy) {
+    c.strategy = *options.strategy;
+  } else if (auto s = r.text("TRACEML_STRATEGY")) {
+    c.strategy = *s;
+  } else {
+    c.strategy = *id.world_size > 1 ? "ddp" : "single_process";
+  }
+
+  if (options.sample_interval_sec && *options.sample_interval_sec > 0) {
+    c.interval_sec = *options.sample_interval_sec;
+  } else if (auto v = r.positive("TRACEML_INTERVAL")) {
+    c.interval_sec = *v;
+  }
+  if (options.trace_max_steps && *options.trace_max_steps > 0) {
+    c.max_steps = options.trace_max_steps;
+  } else {
+    c.max_steps = r.integer({"TRACEML_TRACE_MAX_STEPS"}, 1, std::int64_t(1) << 62);
+  }
+
+  const auto port = r.integer({"TRACEML_AGGREGATOR_PORT"}, 1, 65535);
+  if (port) {
+    c.collector_port = std::uint16_t(*port);
+    c.collector_host = r.text("TRACEML_AGGREGATOR_HOST").value_or("127.0.0.1");
+  }
+  c.token = r.text("TRACEML_RUN_TOKEN").value_or("");
+  c.logs_dir = options.logs_dir ? *options.logs_dir : r.text("TRACEML_LOGS_DIR").value_or("logs");
+  c.run_name = options.run_name ? options.run_name : r.text("TRACEML_SESSION_ID");
+  return c;
+}
+
+}  // namespace traceml::runtime

@@ -1,0 +1,52 @@
+// The runtime's configuration: init()'s Options over the environment that
+// `traceml run` (or torchrun, Slurm, Open MPI) sets. Resolving it is pure (the
+// environment comes in as a lookup function) so every rule is unit-tested.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/telemetry.hpp"
+#include "traceml/traceml.hpp"
+
+namespace traceml::runtime {
+
+/// Reads one environment variable; std::nullopt when unset.
+using EnvLookup = std::function<std::optional<std::string>(const char*)>;
+/// The process environment.
+EnvLookup process_env();
+
+/// Default period of the process/system sampler (DECISIONS 8).
+inline constexpr double kDefaultIntervalSec = 1.0;
+
+struct Config {
+  bool enabled = true;
+  model::RankIdentity identity;
+  std::string strategy;  ///< "ddp", "fsdp", "single_process", ...
+  double interval_sec = kDefaultIntervalSec;
+  std::optional<std::int64_t> max_steps;
+  /// Where the collector listens; absent in standalone mode (no `traceml run`).
+  std::optional<std::string> collector_host;
+  std::optional<std::uint16_t> collector_port;
+  std::string token;
+  /// Standalone mode: where the run directory goes.
+  std::string logs_dir = "logs";
+  std::optional<std::string> run_name;
+  /// Values that were set but could not be used, one line each; the runtime
+  /// prints them (as one warning) and falls back to the default.
+  std::vector<std::string> problems;
+
+  [[nodiscard]] bool standalone() const { return !collector_port.has_value(); }
+};
+
+/// Options win over the environment. Rank identity comes from torchrun's names
+/// (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, GROUP_RANK), else Slurm's
+/// (SLURM_PROCID, SLURM_LOCALID, SLURM_NTASKS, SLURM_NODEID), else Open MPI's
+/// (OMPI_COMM_WORLD_RANK, ..._LOCAL_RANK, ..._SIZE, ..._LOCAL_SIZE), else a
+/// single process. `hostname` fills identity.hostname.
+Config resolve_config(const Options& options, const EnvLookup& env, const std::string& hostname);
+
+}  // namespace traceml::runtime

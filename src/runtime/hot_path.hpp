@@ -1,0 +1,55 @@
+// The work of a scope on the training thread, as inline functions over an
+// explicit state and recorder: the public entry points (runtime.cpp) call them
+// with the process's state, and the overhead calibration (overhead.cpp) times
+// exactly the same code on a private recorder.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "runtime/clock.hpp"
+#include "runtime/thread_recorder.hpp"
+
+namespace traceml::runtime {
+
+enum RecordingState : int { kOff = 0, kRecording = 1, kMaxStepsReached = 2 };
+
+struct HotState {
+  std::atomic<int> state{kOff};
+  std::atomic<std::int64_t> last_step{0};  ///< step ids start at 1
+  std::int64_t max_steps = 0;              ///< 0: no limit; set before state turns kRecording
+};
+
+inline std::int64_t hot_scope_begin(const HotState& h) noexcept {
+  return h.state.load(std::memory_order_relaxed) == kRecording ? now_ns() : 0;
+}
+
+inline void hot_add(ThreadRecorder& r, model::Event e, std::int64_t start) noexcept {
+  r.add(e, now_ns() - start);
+}
+
+inline void hot_fetch(ThreadRecorder& r, std::int64_t start) noexcept {
+  r.add_fetch(now_ns() - start);
+}
+
+/// Ends a step: nested steps end with the outermost; a failed step (left by an
+/// exception) or one past --trace-max-steps is not recorded. Returns whether a
+/// step was published.
+inline bool hot_step_end(HotState& h, ThreadRecorder& r, std::int64_t start, bool failed) noexcept {
+  const std::int64_t end = now_ns();
+  if (!r.leave_step()) return false;
+  if (failed || h.state.load(std::memory_order_acquire) != kRecording) {
+    r.discard();
+    return false;
+  }
+  const std::int64_t step = h.last_step.fetch_add(1, std::memory_order_relaxed) + 1;
+  if (h.max_steps > 0 && step > h.max_steps) {
+    h.state.store(kMaxStepsReached, std::memory_order_release);
+    r.discard();
+    return false;
+  }
+  r.publish(r.finish(step, start, end));
+  return true;
+}
+
+}  // namespace traceml::runtime

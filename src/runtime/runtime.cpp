@@ -1,0 +1,249 @@
+// init() / shutdown() and the hot-path entry points of the public API
+// (include/traceml/traceml.hpp). The process has one runtime; it is created by
+// init() and never destroyed (threads that outlive main may still call the
+// hot path, which then finds tracing off and returns).
+#include <pthread.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "runtime/config.hpp"
+#include "runtime/hot_path.hpp"
+#include "runtime/overhead.hpp"
+#include "runtime/proc_sampler.hpp"
+#include "runtime/registry.hpp"
+#include "runtime/sender.hpp"
+#include "runtime/standalone.hpp"
+#include "traceml/traceml.hpp"
+
+namespace traceml {
+namespace runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// How long shutdown waits for the last telemetry to reach the collector.
+constexpr std::chrono::seconds kFlushBudget{5};
+
+HotState g_hot;
+RecorderRegistry* g_registry = nullptr;  // created once, never freed
+thread_local ThreadRecorder* t_recorder = nullptr;
+
+/// Marks the thread's recorder retired when the thread exits, so the sender
+/// can free it once drained. Touched only when a thread registers.
+struct RetireOnExit {
+  ThreadRecorder* recorder = nullptr;
+  ~RetireOnExit() {
+    if (recorder != nullptr) recorder->retired.store(true, std::memory_order_release);
+  }
+};
+thread_local RetireOnExit t_retire;
+
+ThreadRecorder* recorder() noexcept {
+  if (t_recorder != nullptr) return t_recorder;
+  if (g_registry == nullptr) return nullptr;
+  try {
+    t_recorder = g_registry->add();
+    t_retire.recorder = t_recorder;
+  } catch (...) {
+    return nullptr;  // out of memory: this thread records nothing
+  }
+  return t_recorder;
+}
+
+void warn(const std::string& message) {
+  std::fprintf(stderr, "traceml: warning: %s\n", message.c_str());
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return {};
+  return buf;
+}
+
+/// Everything init() starts; shutdown() stops it in reverse.
+class Runtime {
+ public:
+  explicit Runtime(Config config) : config_(std::move(config)) {}
+
+  void start() {
+    if (config_.standalone()) {
+      standalone_ = std::make_unique<Standalone>(config_);
+      config_.collector_host = "127.0.0.1";
+      config_.collector_port = standalone_->port();
+      config_.token = standalone_->token();
+    }
+    SenderSettings s;
+    s.host = *config_.collector_host;
+    s.port = *config_.collector_port;
+    s.token = config_.token;
+    s.identity = config_.identity;
+    s.ns_per_scope = calibrate_ns_per_scope();
+    s.on_first_failure = [](const std::string& why) {
+      warn(why + "; training continues, telemetry is dropped");
+    };
+    const std::string strategy = config_.strategy;
+    const int rank = config_.identity.global_rank;
+    sender_ = std::make_unique<Sender>(s, *g_registry, samples_, wall_, [strategy, rank] {
+      model::TracerStats t;
+      t.global_rank = rank;
+      t.pid = std::int64_t(getpid());
+      t.strategy = strategy;
+      return t;
+    });
+    sender_->start();
+    sampler_ = std::thread([this] { sample_loop(); });
+  }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (sampler_.joinable()) sampler_.join();
+    const auto deadline = Clock::now() + kFlushBudget;
+    if (sender_) sender_->stop(deadline);
+    if (standalone_) standalone_->finish(deadline + kFlushBudget);
+  }
+
+ private:
+  void sample_loop() {
+    ProcSampler sampler;
+    const bool host = config_.identity.local_rank.value_or(0) == 0;
+    const auto period = std::chrono::duration<double>(config_.interval_sec);
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, period, [this] { return stopping_; })) {
+      lock.unlock();
+      try {
+        const double ts = wall_seconds();
+        samples_.push(sampler.sample_process(config_.identity.global_rank, ts));
+        if (host) samples_.push(sampler.sample_system(config_.identity.node_rank.value_or(0), ts));
+      } catch (...) {
+        // A /proc read that fails costs one sample, never the training.
+      }
+      lock.lock();
+    }
+  }
+
+  Config config_;
+  WallMapping wall_;
+  SampleQueue samples_;
+  std::unique_ptr<Standalone> standalone_;
+  std::unique_ptr<Sender> sender_;
+  std::thread sampler_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+};
+
+std::mutex g_lifecycle;        // init/shutdown only
+Runtime* g_runtime = nullptr;  // between a successful init and shutdown
+bool g_initialized = false;    // init ran (tracing on or off): later calls do nothing
+bool g_in_forked_child = false;
+
+void at_exit() {
+  traceml::shutdown();
+}
+
+void in_forked_child() {
+  // A forked child has none of the parent's threads: it must not record into,
+  // or try to stop, the parent's runtime.
+  g_hot.state.store(kOff);
+  g_in_forked_child = true;
+  g_runtime = nullptr;
+}
+
+}  // namespace
+}  // namespace runtime
+
+void init() {
+  init(Options{});
+}
+
+void init(const Options& options) {
+  using namespace runtime;
+  std::lock_guard<std::mutex> lock(g_lifecycle);
+  if (g_initialized || g_in_forked_child) return;
+  g_initialized = true;
+  try {
+    Config config = resolve_config(options, process_env(), host_name());
+    if (!config.problems.empty()) {
+      std::string all;
+      for (const auto& p : config.problems)
+        all += (all.empty() ? "" : "; ") + p;
+      warn("ignoring " + all);
+    }
+    if (!config.enabled) return;
+    if (g_registry == nullptr) g_registry = new RecorderRegistry();
+    g_hot.max_steps = config.max_steps.value_or(0);
+    auto rt = std::make_unique<Runtime>(std::move(config));
+    rt->start();
+    g_runtime = rt.release();
+    pthread_atfork(nullptr, nullptr, in_forked_child);
+    std::atexit(at_exit);
+    g_hot.state.store(kRecording, std::memory_order_release);
+  } catch (const std::exception& e) {
+    warn(std::string("tracing is off: ") + e.what());
+  } catch (...) {
+    warn("tracing is off: unexpected error at init");
+  }
+}
+
+void shutdown() {
+  using namespace runtime;
+  std::lock_guard<std::mutex> lock(g_lifecycle);
+  if (g_runtime == nullptr) return;
+  g_hot.state.store(kOff, std::memory_order_release);
+  Runtime* rt = g_runtime;
+  g_runtime = nullptr;
+  try {
+    rt->stop();
+    delete rt;  // its threads are joined; the registry stays for late scopes
+  } catch (...) {
+    warn("could not finish sending telemetry");
+  }
+}
+
+bool is_recording() {
+  return runtime::g_hot.state.load(std::memory_order_relaxed) == runtime::kRecording;
+}
+
+namespace detail {
+
+std::int64_t scope_begin() noexcept {
+  return runtime::hot_scope_begin(runtime::g_hot);
+}
+
+void phase_end(Phase phase, std::int64_t start) noexcept {
+  if (start == 0) return;
+  if (auto* r = runtime::recorder()) runtime::hot_add(*r, model::Event(phase), start);
+}
+
+void fetch_end(std::int64_t start) noexcept {
+  if (start == 0) return;
+  if (auto* r = runtime::recorder()) runtime::hot_fetch(*r, start);
+}
+
+std::int64_t step_begin() noexcept {
+  if (runtime::g_hot.state.load(std::memory_order_relaxed) != runtime::kRecording) return 0;
+  auto* r = runtime::recorder();
+  if (r == nullptr) return 0;
+  r->enter_step();
+  return runtime::now_ns();
+}
+
+void step_end(std::int64_t start, bool failed) noexcept {
+  if (start == 0) return;
+  if (auto* r = runtime::recorder()) runtime::hot_step_end(runtime::g_hot, *r, start, failed);
+}
+
+}  // namespace detail
+}  // namespace traceml

@@ -1,0 +1,189 @@
+#include "runtime/sender.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "transport/frame.hpp"
+#include "transport/hello.hpp"
+#include "transport/record_codec.hpp"
+
+namespace traceml::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+model::StepRecord to_record(const RawStep& raw, int rank, const WallMapping& wall) {
+  model::StepRecord r;
+  r.global_rank = rank;
+  r.step = raw.step;
+  r.ts = wall.to_unix(raw.end_ns);
+  for (std::size_t e = 0; e < model::kEventCount; ++e) {
+    if ((raw.mask >> e & 1u) == 0) continue;
+    r.events.set(model::Event(e), model::Timing{double(raw.ns[e]) * 1e-6, std::nullopt});
+  }
+  return r;
+}
+
+milliseconds remaining(Clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+  return std::max(left, milliseconds(0));
+}
+
+}  // namespace
+
+Sender::Sender(SenderSettings settings, RecorderRegistry& recorders, SampleQueue& samples,
+               const WallMapping& wall, StatsSource stats)
+    : settings_(std::move(settings)),
+      recorders_(recorders),
+      samples_(samples),
+      wall_(wall),
+      stats_(std::move(stats)),
+      backoff_(settings_.backoff_min) {}
+
+Sender::~Sender() {
+  stop(Clock::now());
+}
+
+void Sender::start() {
+  thread_ = std::thread([this] { loop(); });
+}
+
+void Sender::stop(Clock::time_point deadline) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    deadline_ = deadline;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void Sender::add_frame(transport::FrameType type, const std::vector<std::uint8_t>& payload) {
+  const auto frame = transport::encode_frame(type, payload);
+  if (!frame) return;  // cannot happen for records: each is far below the frame limit
+  const bool is_record =
+      type != transport::FrameType::TracerStats && type != transport::FrameType::Bye;
+  if (is_record && pending_.size() + frame->size() > settings_.max_pending_bytes) {
+    dropped_.fetch_add(1);
+    return;
+  }
+  pending_.insert(pending_.end(), frame->begin(), frame->end());
+  if (is_record) ++pending_records_;
+}
+
+void Sender::collect() {
+  const int rank = settings_.identity.global_rank;
+  recorders_.drain([&](const RawStep& raw) {
+    ++steps_drained_;
+    scopes_drained_ += raw.scopes;
+    add_frame(transport::FrameType::Step, transport::encode_step(to_record(raw, rank, wall_)));
+  });
+  for (auto& s : samples_.take()) {
+    if (const auto* p = std::get_if<model::ProcessSample>(&s)) {
+      add_frame(transport::FrameType::Process, transport::encode_process(*p));
+    } else if (const auto* sys = std::get_if<model::SystemSample>(&s)) {
+      add_frame(transport::FrameType::System, transport::encode_system(*sys));
+    }
+  }
+}
+
+model::TracerStats Sender::full_stats() const {
+  model::TracerStats s = stats_ ? stats_() : model::TracerStats{};
+  s.global_rank = settings_.identity.global_rank;
+  s.steps_recorded = steps_drained_;
+  if (settings_.ns_per_scope && steps_drained_ > 0) {
+    s.overhead_ns_per_step =
+        *settings_.ns_per_scope * double(scopes_drained_) / double(steps_drained_);
+  }
+  s.records_sent = sent_.load() + pending_records_;
+  s.records_dropped = dropped_.load() + recorders_.dropped() + samples_.dropped();
+  return s;
+}
+
+bool Sender::ensure_connected(Clock::time_point now, bool final_attempt) {
+  if (client_.connected()) return true;
+  if (!final_attempt && now < next_attempt_) return false;
+  const milliseconds timeout = final_attempt
+                                   ? std::min(settings_.connect_timeout, remaining(deadline_))
+                                   : settings_.connect_timeout;
+  bool ok = timeout.count() > 0 && client_.connect(settings_.host, settings_.port, timeout);
+  if (ok) {
+    transport::Hello hello;
+    hello.token = settings_.token;
+    hello.identity = settings_.identity;
+    std::vector<std::uint8_t> head;
+    for (const auto& [type, payload] :
+         {std::pair{transport::FrameType::Hello, transport::encode_hello(hello)},
+          std::pair{transport::FrameType::TracerStats,
+                    transport::encode_tracer_stats(full_stats())}}) {
+      const auto f = transport::encode_frame(type, payload);
+      if (f) head.insert(head.end(), f->begin(), f->end());
+    }
+    ok = client_.send_all(head.data(), head.size(), settings_.send_timeout);
+  }
+  if (ok) {
+    backoff_ = settings_.backoff_min;
+    return true;
+  }
+  if (!warned_ && settings_.on_first_failure) {
+    warned_ = true;
+    settings_.on_first_failure("cannot reach the collector at " + settings_.host + ":" +
+                               std::to_string(settings_.port) + " (" + client_.error() + ")");
+  }
+  next_attempt_ = Clock::now() + backoff_;
+  backoff_ = std::min(backoff_ * 2, settings_.backoff_max);
+  return false;
+}
+
+bool Sender::flush(milliseconds timeout) {
+  if (pending_.empty()) return true;
+  if (!client_.send_all(pending_.data(), pending_.size(), timeout)) {
+    // The whole buffer is sent again on the next connection: frames that did
+    // arrive are then received twice, and a later duplicate of a step wins
+    // with the same values.
+    if (!warned_ && settings_.on_first_failure) {
+      warned_ = true;
+      settings_.on_first_failure("lost the connection to the collector at " + settings_.host + ":" +
+                                 std::to_string(settings_.port) + " (" + client_.error() + ")");
+    }
+    next_attempt_ = Clock::now() + backoff_;
+    return false;
+  }
+  sent_.fetch_add(pending_records_);
+  pending_.clear();
+  pending_records_ = 0;
+  return true;
+}
+
+void Sender::loop() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait_for(lock, settings_.flush_interval, [this] { return stopping_; });
+      if (stopping_) break;
+    }
+    collect();
+    if (ensure_connected(Clock::now(), false)) flush(settings_.send_timeout);
+  }
+  // Final: everything recorded, the rank's own counters, then Bye.
+  collect();
+  const model::TracerStats stats = full_stats();
+  add_frame(transport::FrameType::TracerStats, transport::encode_tracer_stats(stats));
+  add_frame(transport::FrameType::Bye, {});
+  bool delivered = false;
+  while (!delivered && remaining(deadline_).count() > 0) {
+    if (ensure_connected(Clock::now(), true)) {
+      delivered = flush(std::min(settings_.send_timeout, remaining(deadline_)));
+    } else {
+      break;
+    }
+  }
+  if (!delivered) dropped_.fetch_add(pending_records_);
+  pending_.clear();
+  pending_records_ = 0;
+  client_.close();
+}
+
+}  // namespace traceml::runtime

@@ -1,0 +1,102 @@
+// The sender thread: every flush interval it drains the training threads'
+// rings and the sampler queue, encodes frames, and writes them to the
+// collector. It connects (Hello first) with back-off, keeps a bounded buffer
+// while the collector is away, and drops and counts what does not fit. It
+// never touches the training thread: a dead collector costs telemetry, not time.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "model/telemetry.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/registry.hpp"
+#include "transport/frame.hpp"
+#include "transport/tcp_client.hpp"
+
+namespace traceml::runtime {
+
+struct SenderSettings {
+  std::string host = "127.0.0.1";
+  std::uint16_t port = 0;
+  std::string token;
+  model::RankIdentity identity;
+  std::chrono::milliseconds flush_interval{50};
+  /// Encoded frames kept while the collector is unreachable or slow: about
+  /// 60,000 step records. Beyond it new records are dropped and counted.
+  std::size_t max_pending_bytes = std::size_t{4} << 20;
+  std::chrono::milliseconds connect_timeout{1000};
+  std::chrono::milliseconds send_timeout{2000};
+  std::chrono::milliseconds backoff_min{100};
+  std::chrono::milliseconds backoff_max{5000};
+  /// Called once, on the sender thread, the first time the collector cannot
+  /// be reached or the connection breaks (the runtime prints one warning).
+  std::function<void(const std::string&)> on_first_failure;
+  /// The calibrated cost of one scope (overhead.hpp); with the scopes each
+  /// step used it gives the rank's tracer cost per step.
+  std::optional<double> ns_per_scope;
+};
+
+/// The rank's counters that only the runtime knows (steps, overhead); the
+/// sender adds records sent and dropped.
+using StatsSource = std::function<model::TracerStats()>;
+
+class Sender {
+ public:
+  Sender(SenderSettings settings, RecorderRegistry& recorders, SampleQueue& samples,
+         const WallMapping& wall, StatsSource stats);
+  ~Sender();
+  Sender(const Sender&) = delete;
+  Sender& operator=(const Sender&) = delete;
+
+  void start();
+  /// Drains everything, sends the final TracerStats and a Bye, and stops the
+  /// thread, giving up at `deadline` (what is unsent by then is dropped).
+  void stop(std::chrono::steady_clock::time_point deadline);
+
+  [[nodiscard]] std::int64_t records_sent() const { return sent_.load(); }
+  /// Records lost in the sender (buffer full, unsent at the end); rings and
+  /// the sample queue count their own.
+  [[nodiscard]] std::int64_t records_dropped() const { return dropped_.load(); }
+
+ private:
+  void loop();
+  void collect();
+  void add_frame(transport::FrameType type, const std::vector<std::uint8_t>& payload);
+  bool ensure_connected(std::chrono::steady_clock::time_point now, bool final_attempt);
+  bool flush(std::chrono::milliseconds timeout);
+  [[nodiscard]] model::TracerStats full_stats() const;
+
+  SenderSettings settings_;
+  RecorderRegistry& recorders_;
+  SampleQueue& samples_;
+  const WallMapping& wall_;
+  StatsSource stats_;
+  transport::TcpClient client_;
+
+  std::vector<std::uint8_t> pending_;  // encoded frames not yet written
+  std::int64_t pending_records_ = 0;
+  std::int64_t steps_drained_ = 0;
+  std::int64_t scopes_drained_ = 0;
+  std::chrono::milliseconds backoff_;
+  std::chrono::steady_clock::time_point next_attempt_{};
+  bool warned_ = false;
+
+  std::atomic<std::int64_t> sent_{0};
+  std::atomic<std::int64_t> dropped_{0};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  std::chrono::steady_clock::time_point deadline_{};
+  std::thread thread_;
+};
+
+}  // namespace traceml::runtime

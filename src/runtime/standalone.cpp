@@ -1,0 +1,91 @@
+#include "runtime/standalone.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <random>
+
+#include "collector/collector.hpp"
+#include "collector/finalize.hpp"
+
+namespace traceml::runtime {
+namespace {
+
+std::string random_token() {
+  std::random_device rd;
+  static const char* hex = "0123456789abcdef";
+  std::string t;
+  for (int i = 0; i < 32; ++i)
+    t += hex[rd() % 16];
+  return t;
+}
+
+std::string program_name() {
+  // glibc's short name of argv[0]; the binary is what users recognise.
+  std::string name = program_invocation_short_name != nullptr ? program_invocation_short_name : "";
+  return name.empty() ? "program" : name;
+}
+
+}  // namespace
+
+std::string standalone_run_dir(const Config& config, const std::string& program, std::time_t now) {
+  std::string name;
+  if (config.run_name) {
+    name = *config.run_name;
+  } else {
+    std::tm tm{};
+    localtime_r(&now, &tm);
+    char stamp[32];
+    std::strftime(stamp, sizeof stamp, "%Y%m%d_%H%M%S", &tm);
+    name = program + "_" + stamp;
+    if (config.identity.world_size.value_or(1) > 1)
+      name += "_rank" + std::to_string(config.identity.global_rank);
+  }
+  const std::filesystem::path base = std::filesystem::path(config.logs_dir) / name;
+  std::filesystem::path dir = base;
+  for (int n = 2; std::filesystem::exists(dir); ++n)
+    dir = base.string() + "_" + std::to_string(n);
+  return dir.string();
+}
+
+Standalone::Standalone(const Config& config)
+    : run_dir_(standalone_run_dir(config, program_name(), std::time(nullptr))),
+      token_(random_token()) {
+  collector::CollectorOptions o;
+  o.bind_host = "127.0.0.1";
+  o.port = 0;
+  o.token = token_;
+  o.run_dir = run_dir_;
+  o.run.run_name = std::filesystem::path(run_dir_).filename().string();
+  // One rank of several, traced on its own: its Hello names its place in the
+  // world, which the collector checks against the run's world size.
+  o.run.world_size = config.identity.world_size.value_or(1);
+  o.run.strategy = model::strategy_from_string(config.strategy);
+  collector_ = std::make_unique<collector::Collector>(o);
+}
+
+Standalone::~Standalone() = default;
+
+std::uint16_t Standalone::port() const {
+  return collector_->port();
+}
+
+void Standalone::finish(std::chrono::steady_clock::time_point deadline) {
+  collector_->finish(deadline, 1);
+  try {
+    const report::FinalSummary f = collector::finalize_run(run_dir_);
+    std::string verdict;
+    const auto& p = f.json["primary_diagnosis"];
+    if (p.is_object() && p.contains("status") && p["status"].is_string())
+      verdict = p["status"].get<std::string>();
+    if (p.is_object() && p.contains("summary") && p["summary"].is_string())
+      verdict += ": " + p["summary"].get<std::string>();
+    std::fprintf(stderr, "traceml: %s\ntraceml: summary written to %s/final_summary.txt\n",
+                 verdict.c_str(), run_dir_.c_str());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "traceml: warning: no summary written: %s\n", e.what());
+  }
+}
+
+}  // namespace traceml::runtime

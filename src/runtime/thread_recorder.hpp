@@ -1,0 +1,101 @@
+// What one training thread records: the phases and fetches since its last
+// step, and the ring of finished steps waiting for the sender. Everything here
+// runs on the owning thread without a lock, an allocation or a system call;
+// only the ring is shared (with the sender thread).
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <utility>
+
+#include "model/telemetry.hpp"
+#include "runtime/spsc_ring.hpp"
+
+namespace traceml::runtime {
+
+/// A finished step as the training thread leaves it: monotonic end time and
+/// nanosecond durations. The sender turns it into a model::StepRecord.
+struct RawStep {
+  std::int64_t step = 0;
+  std::int64_t end_ns = 0;
+  std::array<std::int64_t, model::kEventCount> ns{};
+  std::uint8_t mask = 0;     ///< bit e: event e measured on this step
+  std::uint32_t scopes = 0;  ///< instrumented regions on this step (for the overhead estimate)
+};
+
+/// Steps a thread can hold before the sender drains them (every 50 ms). At
+/// 1 ms steps that is 4 s of slack; each slot is 72 bytes.
+inline constexpr std::size_t kStepRingCapacity = 4096;
+
+class ThreadRecorder {
+ public:
+  explicit ThreadRecorder(std::size_t capacity = kStepRingCapacity) : ring_(capacity) {}
+
+  // --- owning thread ---
+  void add(model::Event e, std::int64_t ns) noexcept {
+    acc_[std::size_t(e)] += ns;
+    mask_ = std::uint8_t(mask_ | (1u << unsigned(e)));
+    ++scopes_;
+  }
+  void add_fetch(std::int64_t ns) noexcept {
+    add(model::Event::InputWait, ns);
+    fetch_seen_ = true;
+  }
+  /// Enters a step; false when already inside one (nested scopes count once).
+  bool enter_step() noexcept { return depth_++ == 0; }
+  /// Leaves a step; true when it was the outermost one.
+  bool leave_step() noexcept { return --depth_ == 0; }
+  /// Forgets the phases and fetches gathered for the current step (a step
+  /// left by an exception is not recorded).
+  void discard() noexcept {
+    acc_.fill(0);
+    mask_ = 0;
+    scopes_ = 0;
+  }
+  /// Builds the finished step from what was gathered, then resets. Input wait
+  /// is a measured 0 on a thread that has timed fetches before (the loader is
+  /// instrumented and this step waited for nothing); absent on one that never
+  /// has (nobody measured it).
+  RawStep finish(std::int64_t step, std::int64_t start_ns, std::int64_t end_ns) noexcept {
+    RawStep s;
+    s.step = step;
+    s.end_ns = end_ns;
+    s.ns = acc_;
+    s.mask = mask_;
+    if (fetch_seen_) s.mask = std::uint8_t(s.mask | 1u << unsigned(model::Event::InputWait));
+    const auto traced = std::size_t(model::Event::TracedStepTime);
+    s.ns[traced] = end_ns - start_ns;
+    s.mask = std::uint8_t(s.mask | 1u << traced);
+    s.scopes = scopes_ + 1;
+    discard();
+    return s;
+  }
+  /// Queues a finished step for the sender; counts it as dropped when full.
+  void publish(const RawStep& s) noexcept {
+    if (!ring_.push(s))
+      dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  }
+
+  // --- sender thread ---
+  template <class F>
+  std::size_t drain(F&& f) {
+    return ring_.drain(std::forward<F>(f));
+  }
+  [[nodiscard]] std::int64_t dropped() const noexcept {
+    return dropped_.load(std::memory_order_relaxed);
+  }
+  /// Set when the owning thread has exited: once drained, the recorder can go.
+  std::atomic<bool> retired{false};
+
+ private:
+  std::array<std::int64_t, model::kEventCount> acc_{};
+  std::uint8_t mask_ = 0;
+  std::uint32_t scopes_ = 0;
+  int depth_ = 0;
+  bool fetch_seen_ = false;
+  std::atomic<std::int64_t> dropped_{0};  // written by the owning thread only
+  SpscRing<RawStep> ring_;
+};
+
+}  // namespace traceml::runtime

@@ -1,0 +1,98 @@
+// The run database: everything the collector received for one run, in SQLite
+// (logs/<run>/telemetry.db). Every artifact is a pure function of it, so
+// `traceml report RUN_DIR` can always rebuild them. Schema: docs/run-database.md.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "model/telemetry.hpp"
+
+struct sqlite3;
+
+namespace traceml::store {
+
+/// File name of the run database inside a run directory.
+inline constexpr const char* kRunDbFileName = "telemetry.db";
+/// Version of the schema, stored in the database; a reader refuses another one.
+inline constexpr std::int64_t kRunDbSchemaVersion = 1;
+
+/// A database that cannot be created, written or read. what() is one line that
+/// names the file and says what to do.
+class RunDbError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A connection the collector refused (wrong token, garbage, oversized frame).
+struct RejectedConnection {
+  double ts = 0.0;   ///< unix seconds
+  std::string peer;  ///< "address:port"
+  std::string reason;
+};
+
+/// Per rank: what the collector received, and what the rank said of itself.
+struct RankDelivery {
+  int global_rank = 0;
+  std::int64_t records_received = 0;
+  bool clean_end = false;  ///< the rank said Bye before closing
+  std::optional<model::TracerStats> tracer;
+};
+
+/// Everything in a run database.
+struct RunData {
+  model::Telemetry telemetry;
+  std::vector<RankDelivery> deliveries;  ///< sorted by rank
+  std::vector<RejectedConnection> rejected;
+};
+
+/// Writes one run database. Records are buffered and written in batched
+/// transactions (WAL journal); flush() commits what is buffered. Not thread-safe:
+/// one writer thread owns it. Values must be finite (the collector checks):
+/// SQLite would turn a NaN into NULL, which reads back as absent.
+class RunDbWriter {
+ public:
+  /// Creates `path`. Throws RunDbError when it exists already (a run directory
+  /// is never overwritten) or cannot be created.
+  explicit RunDbWriter(const std::string& path);
+  ~RunDbWriter();
+  RunDbWriter(const RunDbWriter&) = delete;
+  RunDbWriter& operator=(const RunDbWriter&) = delete;
+
+  void set_run_info(const model::RunInfo& info);
+  void add_rank(const model::RankIdentity& id);  ///< a later identity of a rank replaces it
+  void add_step(const model::StepRecord& r);
+  void add_step_memory(const model::StepMemoryRecord& r);
+  void add_system(const model::SystemSample& s);
+  void add_process(const model::ProcessSample& s);
+  void set_delivery(const RankDelivery& d);  ///< replaces the rank's row
+  void add_rejected(const RejectedConnection& c);
+
+  /// Commits everything buffered. Called by the writer every batch and at the end.
+  void flush();
+  /// Records written so far (committed or buffered).
+  [[nodiscard]] std::int64_t records() const { return records_; }
+
+ private:
+  struct Statements;
+  void begin_if_needed();
+  void after_record();
+  void write_buffered_steps();
+  ::sqlite3* db_ = nullptr;
+  std::unique_ptr<Statements> stmts_;
+  std::string path_;
+  bool in_transaction_ = false;
+  std::int64_t pending_ = 0;
+  std::int64_t records_ = 0;
+};
+
+/// Reads a whole run database. Records keep arrival order. Throws RunDbError
+/// for a missing file, a file that is not a traceml run database, or another
+/// schema version.
+RunData read_run_db(const std::string& path);
+
+}  // namespace traceml::store

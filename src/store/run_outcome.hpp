@@ -1,0 +1,35 @@
+// How the launched program ended, stored in the run database next to the
+// telemetry so that the summary (and `traceml report RUN_DIR` later) can say
+// which rank failed. Written by `traceml run` after the ranks ended.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace traceml::store {
+
+struct RankExit {
+  int global_rank = 0;
+  int exit_code = 0;          ///< status, or 128 + signal
+  std::optional<int> signal;  ///< the signal that killed it
+  bool stopped_by_launcher = false;
+};
+
+struct RunOutcome {
+  /// "completed" (every rank exited 0), "failed" (a rank failed) or
+  /// "interrupted" (the launcher got SIGINT/SIGTERM).
+  std::string status;
+  int exit_code = 0;  ///< what `traceml run` returned
+  std::optional<int> failed_rank;
+  std::vector<RankExit> ranks;  ///< this node's ranks
+};
+
+/// Stores `outcome` in the run database at `db_path` (replacing an earlier
+/// one). Throws RunDbError.
+void write_run_outcome(const std::string& db_path, const RunOutcome& outcome);
+/// The stored outcome; std::nullopt when none was stored (a standalone run, an
+/// import). Throws RunDbError when the file cannot be read.
+std::optional<RunOutcome> read_run_outcome(const std::string& db_path);
+
+}  // namespace traceml::store

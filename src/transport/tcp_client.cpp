@@ -1,0 +1,228 @@
+#include "transport/tcp_client.hpp"
+
+#include <asio.hpp>
+#include <condition_variable>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace traceml::transport {
+namespace {
+
+using asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
+
+// "host:port", with IPv6 literals bracketed so that the port stays readable.
+std::string address_text(const std::string& host, std::uint16_t port) {
+  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
+  return host + ":" + std::to_string(port);
+}
+
+std::string ms_text(std::chrono::milliseconds d) {
+  return std::to_string(d.count()) + " ms";
+}
+
+// What the resolver thread hands back. Shared, because the thread outlives a
+// connect() that stopped waiting for it.
+struct Resolution {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  std::vector<tcp::endpoint> endpoints;
+  std::string error;
+};
+
+// The endpoints of `host`, or std::nullopt with `error` set. A numeric address
+// needs no lookup. A name is looked up on a detached thread because
+// getaddrinfo cannot be cancelled: with an unreachable DNS server it blocks for
+// the system resolver's own timeout (tens of seconds), far beyond the deadline
+// the sender thread was promised. The thread finishes on its own later.
+std::optional<std::vector<tcp::endpoint>> resolve(const std::string& host, std::uint16_t port,
+                                                  Clock::time_point deadline, std::string& error) {
+  asio::error_code ec;
+  const asio::ip::address address = asio::ip::make_address(host, ec);
+  if (!ec) return std::vector<tcp::endpoint>{tcp::endpoint(address, port)};
+
+  auto state = std::make_shared<Resolution>();
+  std::thread([state, host, port] {
+    std::vector<tcp::endpoint> endpoints;
+    std::string failure;
+    try {
+      asio::io_context io;
+      tcp::resolver resolver(io);
+      asio::error_code rec;
+      const auto results =
+          resolver.resolve(host, std::to_string(port), tcp::resolver::numeric_service, rec);
+      if (rec) {
+        failure = rec.message();
+      } else {
+        for (const auto& entry : results)
+          endpoints.push_back(entry.endpoint());
+        if (endpoints.empty()) failure = "no address found";
+      }
+    } catch (const std::exception& e) {
+      failure = e.what();
+    } catch (...) {
+      failure = "lookup failed";
+    }
+    const std::lock_guard<std::mutex> lock(state->mu);
+    state->endpoints = std::move(endpoints);
+    state->error = std::move(failure);
+    state->done = true;
+    state->cv.notify_all();
+  }).detach();
+
+  std::unique_lock<std::mutex> lock(state->mu);
+  if (!state->cv.wait_until(lock, deadline, [&] { return state->done; })) {
+    error = "cannot resolve " + host + ": the lookup did not finish in time";
+    return std::nullopt;
+  }
+  if (!state->error.empty()) {
+    error = "cannot resolve " + host + ": " + state->error;
+    return std::nullopt;
+  }
+  return std::move(state->endpoints);
+}
+
+}  // namespace
+
+struct TcpClient::Impl {
+  asio::io_context io;
+  tcp::socket socket{io};
+  std::string peer;  // "host:port" of the current or last connection, for messages
+  std::string error;
+
+  // Runs the io_context until the one pending operation has completed (its
+  // handler sets `done`) or `deadline` passes. On the deadline the socket is
+  // closed, which completes the operation with operation_aborted, and that
+  // completion is run too, so no handler is left referring to the caller's
+  // stack. Returns whether the operation finished before the deadline.
+  bool run_until(Clock::time_point deadline, const bool& done) {
+    io.restart();
+    io.run_until(deadline);
+    if (done) return true;
+    close_socket();
+    io.restart();
+    io.run();
+    return false;
+  }
+
+  void close_socket() {
+    asio::error_code ignored;
+    socket.close(ignored);
+  }
+};
+
+TcpClient::TcpClient() : impl_(std::make_unique<Impl>()) {}
+
+TcpClient::~TcpClient() = default;
+
+bool TcpClient::connect(const std::string& host, std::uint16_t port,
+                        std::chrono::milliseconds timeout) {
+  Impl& s = *impl_;
+  try {
+    s.close_socket();
+    s.error.clear();
+    s.peer = address_text(host, port);
+    const Clock::time_point deadline = Clock::now() + timeout;
+
+    std::optional<std::vector<tcp::endpoint>> endpoints = resolve(host, port, deadline, s.error);
+    if (!endpoints) return false;
+
+    bool done = false;
+    asio::error_code result;
+    // Tries every address of the name in turn (IPv4 and IPv6 alike).
+    asio::async_connect(s.socket, *endpoints,
+                        [&](const asio::error_code& ec, const tcp::endpoint&) {
+                          done = true;
+                          result = ec;
+                        });
+    if (!s.run_until(deadline, done)) {
+      s.error = "cannot connect to " + s.peer + ": no answer within " + ms_text(timeout);
+      return false;
+    }
+    if (result) {
+      s.close_socket();
+      s.error = "cannot connect to " + s.peer + ": " + result.message();
+      return false;
+    }
+    // Batches go out in one write each; without Nagle the last partial segment
+    // of a batch is not held back waiting for the collector's delayed ACK.
+    // Keepalive lets a vanished collector host be noticed on an idle stream.
+    asio::error_code ignored;
+    s.socket.set_option(tcp::no_delay(true), ignored);
+    s.socket.set_option(asio::socket_base::keep_alive(true), ignored);
+    return true;
+  } catch (const std::exception& e) {
+    s.close_socket();
+    s.error = "cannot connect to " + s.peer + ": " + e.what();
+    return false;
+  } catch (...) {
+    s.close_socket();
+    s.error = "cannot connect to " + s.peer + ": unknown failure";
+    return false;
+  }
+}
+
+bool TcpClient::send_all(const std::uint8_t* data, std::size_t n,
+                         std::chrono::milliseconds timeout) {
+  Impl& s = *impl_;
+  if (!s.socket.is_open()) {
+    s.error = "send to " + s.peer + " failed: not connected";
+    return false;
+  }
+  if (n == 0) return true;
+  try {
+    const Clock::time_point deadline = Clock::now() + timeout;
+    bool done = false;
+    asio::error_code result;
+    std::size_t written = 0;
+    // Asio sends with MSG_NOSIGNAL on Linux: a peer that has gone away makes
+    // this fail with EPIPE instead of raising SIGPIPE in the training process,
+    // and the process's signal dispositions are left as the user set them.
+    asio::async_write(s.socket, asio::buffer(data, n),
+                      [&](const asio::error_code& ec, std::size_t k) {
+                        done = true;
+                        result = ec;
+                        written = k;
+                      });
+    if (!s.run_until(deadline, done)) {
+      s.error = "send to " + s.peer + " timed out after " + ms_text(timeout) + " (" +
+                std::to_string(written) + " of " + std::to_string(n) + " bytes written)";
+      return false;
+    }
+    if (result) {
+      s.close_socket();
+      s.error = "send to " + s.peer + " failed: " + result.message();
+      return false;
+    }
+    return true;
+  } catch (const std::exception& e) {
+    s.close_socket();
+    s.error = "send to " + s.peer + " failed: " + e.what();
+    return false;
+  } catch (...) {
+    s.close_socket();
+    s.error = "send to " + s.peer + " failed: unknown failure";
+    return false;
+  }
+}
+
+void TcpClient::close() {
+  impl_->close_socket();
+}
+
+bool TcpClient::connected() const {
+  return impl_->socket.is_open();
+}
+
+const std::string& TcpClient::error() const {
+  return impl_->error;
+}
+
+}  // namespace traceml::transport

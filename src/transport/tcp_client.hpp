@@ -1,0 +1,39 @@
+// The rank's side of the telemetry connection: a TCP client whose every call
+// has a deadline, so that a dead, slow or unreachable collector costs the
+// sender thread a bounded wait and never the training thread anything. Writes
+// never raise SIGPIPE. Never throws.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace traceml::transport {
+
+class TcpClient {
+ public:
+  TcpClient();
+  ~TcpClient();
+  TcpClient(const TcpClient&) = delete;
+  TcpClient& operator=(const TcpClient&) = delete;
+
+  /// Resolves `host` and connects within `timeout`. Closes any previous
+  /// connection first. On failure returns false and error() says why in one line.
+  bool connect(const std::string& host, std::uint16_t port, std::chrono::milliseconds timeout);
+  /// Writes all `n` bytes within `timeout`. On failure (peer gone, timeout)
+  /// closes the connection, returns false and sets error().
+  bool send_all(const std::uint8_t* data, std::size_t n, std::chrono::milliseconds timeout);
+  /// Closes the connection (a no-op when not connected).
+  void close();
+  [[nodiscard]] bool connected() const;
+  /// The last failure, one line; empty when none.
+  [[nodiscard]] const std::string& error() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace traceml::transport

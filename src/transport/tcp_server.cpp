@@ -1,0 +1,414 @@
+#include "transport/tcp_server.hpp"
+
+#include <array>
+#include <asio.hpp>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
+#include <cstdio>
+#include <exception>
+#include <mutex>
+#include <string>
+#include <system_error>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace traceml::transport {
+namespace {
+
+using asio::ip::tcp;
+
+// One read takes up to this much: a batch of a few hundred ~70-byte frames per
+// system call, so 64 busy ranks cost the I/O thread few wakeups.
+constexpr std::size_t kReadBufferBytes = 64 * 1024;
+
+// How long to wait before accepting again after accept() itself failed (out
+// of file descriptors, say): retrying at once would spin the I/O thread.
+constexpr std::chrono::milliseconds kAcceptRetryDelay{100};
+
+// "address:port" of a peer; IPv4 peers of a dual-stack socket are shown as IPv4.
+std::string peer_text(const tcp::endpoint& ep) {
+  asio::ip::address a = ep.address();
+  if (a.is_v6() && a.to_v6().is_v4_mapped()) {
+    a = asio::ip::make_address_v4(asio::ip::v4_mapped, a.to_v6());
+  }
+  if (a.is_v6()) return "[" + a.to_string() + "]:" + std::to_string(ep.port());
+  return a.to_string() + ":" + std::to_string(ep.port());
+}
+
+std::string address_text(const std::string& host, std::uint16_t port) {
+  if (host.find(':') != std::string::npos) return "[" + host + "]:" + std::to_string(port);
+  return host + ":" + std::to_string(port);
+}
+
+// A duration in seconds with at least one decimal: 5000 ms -> "5.0", 250 ms -> "0.25".
+std::string seconds_text(std::chrono::milliseconds d) {
+  const long long ms = d.count() < 0 ? 0 : d.count();
+  std::string frac = std::to_string(1000 + ms % 1000).substr(1);  // "000".."999"
+  while (frac.size() > 1 && frac.back() == '0')
+    frac.pop_back();
+  return std::to_string(ms / 1000) + "." + frac;
+}
+
+// Why listening failed and what to do about it, as the tail of the one-line error.
+std::string listen_failure(const asio::error_code& ec) {
+  if (ec == asio::error::address_in_use) return "address in use (pick another --aggregator-port)";
+  if (ec == asio::error::access_denied) {
+    return "permission denied (ports below 1024 need privileges: pick another "
+           "--aggregator-port)";
+  }
+  // Asio names no error for EADDRNOTAVAIL; its codes are errno values.
+  if (ec == asio::error_code(EADDRNOTAVAIL, asio::system_category())) {
+    return "address not available (not an address of this machine: check "
+           "--aggregator-bind-host)";
+  }
+  std::string message = ec.message();
+  if (!message.empty()) {
+    message[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(message[0])));
+  }
+  return message + " (check --aggregator-bind-host and --aggregator-port)";
+}
+
+// One accepted connection. Touched only by the I/O thread.
+struct Connection {
+  Connection(tcp::socket s, ConnectionId connection_id, std::string peer_address)
+      : socket(std::move(s)),
+        hello_timer(socket.get_executor()),
+        id(connection_id),
+        peer(std::move(peer_address)) {}
+
+  tcp::socket socket;
+  asio::steady_timer hello_timer;
+  FrameDecoder decoder;
+  ConnectionId id;
+  std::string peer;
+  bool handshaken = false;
+  bool bye_seen = false;
+  bool closed = false;
+  // Inside the connection object, so a connection costs one allocation and a
+  // read none.
+  std::array<std::uint8_t, kReadBufferBytes> buffer{};
+};
+
+using ConnectionPtr = std::shared_ptr<Connection>;
+
+}  // namespace
+
+struct TcpServer::Impl {
+  Impl(const ServerOptions& o, ServerHandler& h) : options(o), handler(h) {}
+
+  ServerOptions options;
+  ServerHandler& handler;
+
+  // Declared before everything that holds a socket or timer on it, so that it
+  // is destroyed last.
+  asio::io_context io;
+  tcp::acceptor acceptor{io};
+  asio::steady_timer accept_retry{io};
+  std::uint16_t port = 0;
+
+  std::mutex lifecycle_mu;  // guards started/stopped and the thread handle
+  bool started = false;
+  bool stopped = false;
+  std::thread thread;
+
+  std::atomic<std::size_t> open{0};
+
+  // I/O thread only.
+  bool stopping = false;
+  ConnectionId next_id = 1;
+  std::unordered_map<ConnectionId, ConnectionPtr> connections;
+
+  void listen();
+  void accept();
+  void add_connection(tcp::socket socket);
+  void read(const ConnectionPtr& c);
+  void on_read(const ConnectionPtr& c, const asio::error_code& ec, std::size_t n);
+  void on_end_of_stream(const ConnectionPtr& c);
+  bool on_frame(const ConnectionPtr& c, const Frame& frame);
+  bool on_hello_frame(const ConnectionPtr& c, const Frame& frame);
+  void end(ConnectionPtr c, bool clean, const std::string& reason);
+  void shut_down();
+  void run();
+};
+
+void TcpServer::Impl::listen() {
+  const std::string where = address_text(options.bind_host, options.port);
+  asio::error_code ec;
+  tcp::endpoint endpoint;
+  const asio::ip::address address = asio::ip::make_address(options.bind_host, ec);
+  if (!ec) {
+    endpoint = tcp::endpoint(address, options.port);
+  } else {
+    tcp::resolver resolver(io);
+    const auto results =
+        resolver.resolve(options.bind_host, std::to_string(options.port),
+                         tcp::resolver::passive | tcp::resolver::numeric_service, ec);
+    if (ec || results.empty()) {
+      throw TransportError("cannot listen on " + where +
+                           ": cannot resolve the host (check --aggregator-bind-host)");
+    }
+    endpoint = results.begin()->endpoint();
+  }
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) {
+    // Lets a collector restarted on the same port bind while the last run's
+    // connections linger in TIME_WAIT; two live listeners still cannot share it.
+    asio::error_code ignored;
+    acceptor.set_option(tcp::acceptor::reuse_address(true), ignored);
+    acceptor.bind(endpoint, ec);
+  }
+  if (!ec) acceptor.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    asio::error_code ignored;
+    acceptor.close(ignored);
+    throw TransportError("cannot listen on " + where + ": " + listen_failure(ec));
+  }
+  port = acceptor.local_endpoint(ec).port();
+}
+
+void TcpServer::Impl::accept() {
+  acceptor.async_accept([this](const asio::error_code& ec, tcp::socket socket) {
+    if (stopping || ec == asio::error::operation_aborted) return;
+    if (ec) {
+      accept_retry.expires_after(kAcceptRetryDelay);
+      accept_retry.async_wait([this](const asio::error_code& wait_ec) {
+        if (!wait_ec && !stopping) accept();
+      });
+      return;
+    }
+    add_connection(std::move(socket));
+    accept();
+  });
+}
+
+void TcpServer::Impl::add_connection(tcp::socket socket) {
+  asio::error_code ec;
+  const tcp::endpoint remote = socket.remote_endpoint(ec);
+  std::string peer = ec ? std::string("unknown peer") : peer_text(remote);
+  auto c = std::make_shared<Connection>(std::move(socket), next_id++, std::move(peer));
+  connections.emplace(c->id, c);
+  open.fetch_add(1);
+
+  c->hello_timer.expires_after(options.hello_timeout);
+  c->hello_timer.async_wait([this, c](const asio::error_code& wait_ec) {
+    if (wait_ec || c->closed || c->handshaken) return;
+    end(c, false, "no hello within " + seconds_text(options.hello_timeout) + " s");
+  });
+  read(c);
+}
+
+void TcpServer::Impl::read(const ConnectionPtr& c) {
+  c->socket.async_read_some(
+      asio::buffer(c->buffer),
+      [this, c](const asio::error_code& ec, std::size_t n) { on_read(c, ec, n); });
+}
+
+void TcpServer::Impl::on_read(const ConnectionPtr& c, const asio::error_code& ec, std::size_t n) {
+  if (c->closed) return;
+  if (ec == asio::error::eof) {
+    on_end_of_stream(c);
+    return;
+  }
+  if (ec) {
+    end(c, false, "connection error: " + ec.message());
+    return;
+  }
+  // The decoder takes only what fits in its bounded buffer; drain frames and
+  // feed the rest. A full buffer always holds a whole frame, so every round
+  // either consumes bytes or yields a frame.
+  const std::uint8_t* p = c->buffer.data();
+  std::size_t left = n;
+  while (left > 0) {
+    const std::size_t took = c->decoder.feed(p, left);
+    p += took;
+    left -= took;
+    bool drained = false;
+    while (std::optional<Frame> frame = c->decoder.next()) {
+      drained = true;
+      if (!on_frame(c, *frame)) return;
+    }
+    if (c->decoder.failed()) {
+      end(c, false, c->decoder.error());
+      return;
+    }
+    if (took == 0 && !drained) {
+      end(c, false, "internal error: the frame decoder made no progress");
+      return;
+    }
+  }
+  read(c);
+}
+
+void TcpServer::Impl::on_end_of_stream(const ConnectionPtr& c) {
+  // Every complete frame was drained after its bytes arrived, so all finish()
+  // can find is a truncated tail.
+  if (!c->decoder.finish()) {
+    end(c, false, c->decoder.error());
+    return;
+  }
+  if (!c->handshaken) {
+    end(c, false, "peer closed before sending a hello");
+    return;
+  }
+  end(c, c->bye_seen, "peer closed");
+}
+
+bool TcpServer::Impl::on_frame(const ConnectionPtr& c, const Frame& frame) {
+  if (!c->handshaken) return on_hello_frame(c, frame);
+  if (frame.type == FrameType::Hello) {
+    end(c, false, "protocol error: a second hello on an established connection");
+    return false;
+  }
+  if (c->bye_seen) {
+    end(c, false,
+        std::string("protocol error: a ") + frame_type_name(frame.type) + " frame after bye");
+    return false;
+  }
+  if (frame.type == FrameType::Bye) c->bye_seen = true;
+  std::optional<std::string> reason;
+  try {
+    reason = handler.on_frame(c->id, frame);
+  } catch (const std::exception& e) {
+    reason = std::string("the collector failed on a ") + frame_type_name(frame.type) +
+             " frame: " + e.what();
+  }
+  if (reason) {
+    end(c, false, *reason);
+    return false;
+  }
+  return true;
+}
+
+bool TcpServer::Impl::on_hello_frame(const ConnectionPtr& c, const Frame& frame) {
+  if (frame.type != FrameType::Hello) {
+    end(c, false,
+        std::string("first frame was ") + frame_type_name(frame.type) + ", expected hello");
+    return false;
+  }
+  std::optional<Hello> hello = decode_hello(frame.payload);
+  if (!hello) {
+    end(c, false, "malformed hello");
+    return false;
+  }
+  const HelloCheck check = check_hello(*hello, options.token);
+  if (!check.ok()) {
+    end(c, false, *check.reason);
+    return false;
+  }
+  c->handshaken = true;
+  c->hello_timer.cancel();
+  try {
+    handler.on_hello(c->id, *hello, c->peer);
+  } catch (const std::exception& e) {
+    end(c, false, std::string("the collector failed on the hello: ") + e.what());
+    return false;
+  }
+  return true;
+}
+
+void TcpServer::Impl::end(ConnectionPtr c, bool clean, const std::string& reason) {
+  if (c->closed) return;
+  c->closed = true;
+  c->hello_timer.cancel();
+  asio::error_code ignored;
+  c->socket.close(ignored);
+  connections.erase(c->id);
+  open.fetch_sub(1);
+  if (c->handshaken) {
+    handler.on_closed(c->id, clean, reason);
+  } else {
+    handler.on_rejected(c->peer, reason);
+  }
+}
+
+void TcpServer::Impl::shut_down() {
+  stopping = true;
+  asio::error_code ignored;
+  acceptor.close(ignored);
+  accept_retry.cancel();
+  // Copied first: end() erases from the map.
+  std::vector<ConnectionPtr> all;
+  all.reserve(connections.size());
+  for (const auto& entry : connections)
+    all.push_back(entry.second);
+  for (const ConnectionPtr& c : all) {
+    if (c->handshaken) {
+      end(c, c->bye_seen, "server stopped");
+    } else {
+      // Not refused, just cut short: nothing to report for it.
+      c->closed = true;
+      c->hello_timer.cancel();
+      c->socket.close(ignored);
+      connections.erase(c->id);
+      open.fetch_sub(1);
+    }
+  }
+}
+
+void TcpServer::Impl::run() {
+  // Returns once shut_down() has closed everything and the aborted operations
+  // have completed. A handler that throws from on_closed/on_rejected must not
+  // take the other connections down with the thread.
+  for (;;) {
+    try {
+      io.run();
+      return;
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "[TraceML] collector: a connection handler failed: %s\n", e.what());
+    } catch (...) {
+      std::fprintf(stderr, "[TraceML] collector: a connection handler failed\n");
+    }
+  }
+}
+
+TcpServer::TcpServer(const ServerOptions& options, ServerHandler& handler)
+    : impl_(std::make_unique<Impl>(options, handler)) {
+  try {
+    impl_->listen();
+  } catch (const TransportError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw TransportError("cannot listen on " + address_text(options.bind_host, options.port) +
+                         ": " + e.what());
+  }
+}
+
+TcpServer::~TcpServer() {
+  stop();
+}
+
+std::uint16_t TcpServer::port() const {
+  return impl_->port;
+}
+
+void TcpServer::start() {
+  Impl& s = *impl_;
+  const std::lock_guard<std::mutex> lock(s.lifecycle_mu);
+  if (s.started || s.stopped) return;
+  s.started = true;
+  s.accept();
+  s.thread = std::thread([&s] { s.run(); });
+}
+
+void TcpServer::stop() {
+  Impl& s = *impl_;
+  const std::lock_guard<std::mutex> lock(s.lifecycle_mu);
+  if (s.stopped) return;
+  s.stopped = true;
+  if (!s.started) {
+    asio::error_code ignored;
+    s.acceptor.close(ignored);
+    return;
+  }
+  asio::post(s.io, [&s] { s.shut_down(); });
+  if (s.thread.joinable()) s.thread.join();
+}
+
+std::size_t TcpServer::open_connections() const {
+  return impl_->open.load();
+}
+
+}  // namespace traceml::transport

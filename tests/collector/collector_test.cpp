@@ -1,0 +1,605 @@
+// The collector over real loopback sockets (port 0) into a real run database:
+// several ranks at once, refused connections recorded while the other ranks'
+// data stays intact, value checks, clean and unclean ends, finish() deadlines,
+// and start-up errors. Deadlines are generous: they only bound failing tests.
+#include "collector/collector.hpp"
+
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../support/subprocess.hpp"
+#include "../support/telemetry_compare.hpp"
+#include "store/run_db.hpp"
+#include "transport/frame.hpp"
+#include "transport/hello.hpp"
+#include "transport/record_codec.hpp"
+#include "transport/tcp_client.hpp"
+
+namespace traceml::collector {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Bytes = std::vector<std::uint8_t>;
+using Clock = std::chrono::steady_clock;
+using model::Event;
+using testing::expect_same;
+using testing::expect_same_list;
+using testing::TempDir;
+using transport::FrameType;
+
+constexpr char kToken[] = "collector-test-token-42";
+constexpr auto kIo = std::chrono::milliseconds(30000);  // bounds a failing send only
+constexpr auto kFinish = 60s;                           // bounds a failing finish only
+
+CollectorOptions options(const TempDir& dir, std::optional<int> world_size = 4) {
+  CollectorOptions o;
+  o.token = kToken;
+  o.run_dir = (dir.path() / "run").string();
+  o.run.run_name = "collector-test";
+  o.run.world_size = world_size;
+  o.run.strategy = model::Strategy::Ddp;
+  return o;
+}
+
+std::string db_path(const TempDir& dir) {
+  return (dir.path() / "run" / store::kRunDbFileName).string();
+}
+
+Bytes frame(FrameType t, const Bytes& payload) {
+  return *transport::encode_frame(t, payload);
+}
+
+model::RankIdentity identity(int rank) {
+  model::RankIdentity id;
+  id.global_rank = rank;
+  id.local_rank = rank % 2;
+  id.node_rank = rank / 2;
+  id.hostname = "node-" + std::to_string(rank / 2);
+  id.local_world_size = 2;
+  id.world_size = 4;
+  return id;
+}
+
+Bytes hello(const model::RankIdentity& id, const std::string& token = kToken) {
+  transport::Hello h;
+  h.token = token;
+  h.identity = id;
+  return frame(FrameType::Hello, transport::encode_hello(h));
+}
+
+/// A step whose optional fields vary with the step id: GPU clock on even
+/// steps only, no H2D on every third, a measured 0.0 input wait on every fifth.
+model::StepRecord step_of(int rank, std::int64_t step) {
+  model::StepRecord r;
+  r.global_rank = rank;
+  r.step = step;
+  r.ts = 1.7e9 + double(step) * 0.1 + double(rank) * 0.001;
+  const bool gpu = step % 2 == 0;
+  auto t = [&](double v) {
+    return model::Timing{v, gpu ? std::optional<double>(v * 1.01) : std::nullopt};
+  };
+  r.events.set(Event::InputWait, t(step % 5 == 0 ? 0.0 : 1.5 + double(rank)));
+  if (step % 3 != 0) r.events.set(Event::H2D, t(0.75));
+  r.events.set(Event::Forward, t(20.0 + double(step % 7)));
+  r.events.set(Event::Backward, t(40.0));
+  r.events.set(Event::TracedStepTime, t(70.0 + double(rank)));
+  return r;
+}
+
+model::TracerStats stats(int rank, std::int64_t steps, std::int64_t sent) {
+  model::TracerStats s;
+  s.global_rank = rank;
+  s.pid = 1000 + rank;
+  s.strategy = "ddp";
+  s.steps_recorded = steps;
+  s.records_sent = sent;
+  s.records_dropped = rank;
+  if (steps > 0) s.overhead_ns_per_step = 500.0 + double(rank);
+  return s;
+}
+
+/// What one rank sends, in order, and the bytes that carry it.
+struct RankStream {
+  model::RankIdentity id;
+  std::vector<model::StepRecord> steps;
+  std::vector<model::StepMemoryRecord> memory;
+  std::vector<model::SystemSample> system;
+  std::vector<model::ProcessSample> process;
+  model::TracerStats final_stats;
+  Bytes bytes;
+};
+
+RankStream rank_stream(int rank, int steps) {
+  RankStream s;
+  s.id = identity(rank);
+  auto add = [&](FrameType t, const Bytes& p) {
+    const Bytes f = frame(t, p);
+    s.bytes.insert(s.bytes.end(), f.begin(), f.end());
+  };
+  add(FrameType::Hello, transport::encode_hello({transport::kProtocolVersion, kToken, s.id}));
+  add(FrameType::TracerStats, transport::encode_tracer_stats(stats(rank, 0, 0)));
+  std::int64_t sent = 0;
+  for (int i = 1; i <= steps; ++i) {
+    s.steps.push_back(step_of(rank, i));
+    add(FrameType::Step, transport::encode_step(s.steps.back()));
+    ++sent;
+    if (i % 10 == 0) {
+      model::StepMemoryRecord m{rank, i, "cuda:" + std::to_string(rank % 2), 1e9 * i,
+                                i % 20 == 0 ? std::optional<double>() : 2e9};
+      s.memory.push_back(m);
+      add(FrameType::StepMemory, transport::encode_step_memory(m));
+      ++sent;
+    }
+    if (i % 25 == 0) {
+      model::ProcessSample p;
+      p.global_rank = rank;
+      p.ts = 1.7e9 + i;
+      p.cpu_percent = 150.0;
+      p.cpu_cores = 8;
+      p.rss_bytes = 1e9;
+      if (i % 50 == 0) p.gpu = model::ProcessGpu{rank % 2, 1e9, std::nullopt, 8e10};
+      s.process.push_back(p);
+      add(FrameType::Process, transport::encode_process(p));
+      ++sent;
+      if (rank % 2 == 0) {  // local rank 0 samples its node
+        model::SystemSample y;
+        y.node_rank = rank / 2;
+        y.ts = 1.7e9 + i;
+        y.cpu_percent = 40.0;
+        model::GpuSample g;
+        g.index = 0;
+        g.util_percent = 95.0;
+        g.temperature_c = -1.0;  // below zero is still a temperature
+        y.gpus = {g, model::GpuSample{1, std::nullopt, 1.0, 2.0, std::nullopt, 3.0, 4.0}};
+        s.system.push_back(y);
+        add(FrameType::System, transport::encode_system(y));
+        ++sent;
+      }
+    }
+  }
+  s.final_stats = stats(rank, steps, sent);
+  add(FrameType::TracerStats, transport::encode_tracer_stats(s.final_stats));
+  add(FrameType::Bye, {});
+  return s;
+}
+
+/// Sends `bytes` in chunks of `chunk` (to exercise frames split across reads) and closes.
+void send_and_close(std::uint16_t port, const Bytes& bytes, std::size_t chunk = 4096) {
+  transport::TcpClient c;
+  ASSERT_TRUE(c.connect("127.0.0.1", port, kIo)) << c.error();
+  for (std::size_t off = 0; off < bytes.size(); off += chunk) {
+    const std::size_t n = std::min(chunk, bytes.size() - off);
+    ASSERT_TRUE(c.send_all(bytes.data() + off, n, kIo)) << c.error();
+  }
+  c.close();
+}
+
+/// A raw socket that sends `bytes` and waits until the collector closes it:
+/// the rejection has then happened, with the reason of these bytes.
+void send_until_closed(std::uint16_t port, const Bytes& bytes) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  timeval tv{30, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL), ssize_t(bytes.size()));
+  char buf[256];
+  ssize_t n = 0;
+  while ((n = ::recv(fd, buf, sizeof buf, 0)) > 0) {
+  }
+  EXPECT_EQ(n, 0) << "the collector did not close the connection";
+  ::close(fd);
+}
+
+Bytes oversized_header() {
+  const auto length = std::uint32_t(transport::kMaxFrameBytes) + 1;
+  return {std::uint8_t(length),       std::uint8_t(length >> 8),     std::uint8_t(length >> 16),
+          std::uint8_t(length >> 24), std::uint8_t(FrameType::Step), transport::kCodecVersion};
+}
+
+/// The records of `rank`, in order.
+template <typename T>
+std::vector<T> of_rank(const std::vector<T>& all, int rank) {
+  std::vector<T> out;
+  for (const auto& r : all)
+    if (r.global_rank == rank) out.push_back(r);
+  return out;
+}
+
+std::vector<model::SystemSample> of_node(const std::vector<model::SystemSample>& all, int node) {
+  std::vector<model::SystemSample> out;
+  for (const auto& s : all)
+    if (s.node_rank == node) out.push_back(s);
+  return out;
+}
+
+TEST(Collector, SeveralRanksAtOnceWhileBadConnectionsAreRefused) {
+  TempDir dir;
+  constexpr int kRanks = 4;
+  constexpr int kSteps = 300;
+  std::vector<RankStream> streams;
+  for (int r = 0; r < kRanks; ++r)
+    streams.push_back(rank_stream(r, kSteps));
+
+  Collector c(options(dir));
+  const std::uint16_t port = c.port();
+  ASSERT_NE(port, 0);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r)
+    threads.emplace_back([&, r] {
+      send_and_close(port, streams[std::size_t(r)].bytes, 1000 + 97 * std::size_t(r));
+    });
+  const std::string http = "GET / HTTP/1.1\r\nHost: x\r\n\r\n";
+  threads.emplace_back([&] { send_until_closed(port, hello(identity(1), "another-run")); });
+  threads.emplace_back([&] { send_until_closed(port, Bytes(http.begin(), http.end())); });
+  threads.emplace_back([&] { send_until_closed(port, oversized_header()); });
+  for (auto& t : threads)
+    t.join();
+
+  const CollectionReport rep = c.finish(Clock::now() + kFinish, kRanks);
+  EXPECT_FALSE(rep.timed_out);
+  EXPECT_EQ(rep.ranks_connected, kRanks);
+  EXPECT_TRUE(rep.ranks_unended.empty());
+  EXPECT_EQ(rep.invalid_records, 0);
+  EXPECT_EQ(rep.rejected_connections, 3);
+  EXPECT_EQ(rep.write_error, std::nullopt);
+  std::int64_t total = 0;
+  for (const auto& s : streams)
+    total += s.final_stats.records_sent;
+  EXPECT_EQ(rep.records, total);
+
+  const store::RunData d = store::read_run_db(db_path(dir));
+  EXPECT_EQ(d.telemetry.run.run_name, "collector-test");
+  EXPECT_EQ(d.telemetry.run.world_size, 4);
+  EXPECT_EQ(d.telemetry.steps.size(), std::size_t(kRanks * kSteps));
+  ASSERT_EQ(d.telemetry.ranks.size(), std::size_t(kRanks));
+  ASSERT_EQ(d.deliveries.size(), std::size_t(kRanks));
+  for (int r = 0; r < kRanks; ++r) {
+    const RankStream& s = streams[std::size_t(r)];
+    const std::string where = "rank " + std::to_string(r);
+    expect_same(d.telemetry.ranks[std::size_t(r)], s.id, where);
+    // Each rank's records arrive in the order it sent them.
+    expect_same_list(of_rank(d.telemetry.steps, r), s.steps, where + " steps");
+    expect_same_list(of_rank(d.telemetry.step_memory, r), s.memory, where + " memory");
+    expect_same_list(of_rank(d.telemetry.process, r), s.process, where + " process");
+    if (r % 2 == 0)
+      expect_same_list(of_node(d.telemetry.system, r / 2), s.system, where + " system");
+    const store::RankDelivery& del = d.deliveries[std::size_t(r)];
+    EXPECT_EQ(del.global_rank, r);
+    EXPECT_EQ(del.records_received, s.final_stats.records_sent) << where;
+    EXPECT_TRUE(del.clean_end) << where;
+    ASSERT_TRUE(del.tracer.has_value()) << where;
+    expect_same(*del.tracer, s.final_stats, where + " tracer (the last report wins)");
+  }
+  EXPECT_EQ(d.telemetry.system.size(), streams[0].system.size() + streams[2].system.size());
+
+  ASSERT_EQ(d.rejected.size(), 3u);
+  std::multiset<std::string> reasons;
+  for (const auto& x : d.rejected) {
+    reasons.insert(x.reason);
+    EXPECT_EQ(x.peer.rfind("127.0.0.1:", 0), 0u) << x.peer;
+    EXPECT_GT(x.ts, 1.6e9);
+  }
+  EXPECT_EQ(reasons, (std::multiset<std::string>{
+                         "wrong run token (the connection is not from this run)",
+                         "frame length 1048577 exceeds the maximum of 1048576 bytes",
+                         "frame length 542393671 exceeds the maximum of 1048576 bytes"}));
+}
+
+TEST(Collector, InvalidRecordsAreCountedAndSkipped) {
+  TempDir dir;
+  Collector c(options(dir));
+  Bytes b = hello(identity(1));
+  auto add = [&](FrameType t, const Bytes& p) {
+    const Bytes f = frame(t, p);
+    b.insert(b.end(), f.begin(), f.end());
+  };
+  const model::StepRecord good1 = step_of(1, 1);
+  add(FrameType::Step, transport::encode_step(good1));
+  model::StepRecord bad = step_of(1, 2);
+  bad.events.set(Event::Forward, {-1.0, std::nullopt});  // negative duration
+  add(FrameType::Step, transport::encode_step(bad));
+  bad = step_of(1, 2);
+  bad.events.set(Event::Backward, {1.0, std::numeric_limits<double>::quiet_NaN()});
+  add(FrameType::Step, transport::encode_step(bad));
+  bad = step_of(1, 2);
+  bad.events.set(Event::Backward, {std::numeric_limits<double>::infinity(), std::nullopt});
+  add(FrameType::Step, transport::encode_step(bad));
+  add(FrameType::Step, transport::encode_step(step_of(1, 0)));  // step ids start at 1
+  add(FrameType::Step, transport::encode_step(step_of(2, 2)));  // another rank's record
+  bad = step_of(1, 2);
+  bad.ts = std::numeric_limits<double>::quiet_NaN();
+  add(FrameType::Step, transport::encode_step(bad));
+  add(FrameType::StepMemory, transport::encode_step_memory({1, 2, "cuda:1", -5.0, std::nullopt}));
+  model::ProcessSample p;
+  p.global_rank = 1;
+  p.ts = 1.7e9;
+  p.rss_bytes = std::numeric_limits<double>::infinity();
+  add(FrameType::Process, transport::encode_process(p));
+  model::SystemSample y;
+  y.node_rank = 3;  // rank 1 lives on node 0
+  y.ts = 1.7e9;
+  add(FrameType::System, transport::encode_system(y));
+  model::TracerStats ts = stats(1, 5, 5);
+  ts.records_dropped = -1;
+  add(FrameType::TracerStats, transport::encode_tracer_stats(ts));
+  const model::StepRecord good2 = step_of(1, 2);
+  add(FrameType::Step, transport::encode_step(good2));
+  add(FrameType::Bye, {});
+  send_and_close(c.port(), b);
+
+  const CollectionReport rep = c.finish(Clock::now() + kFinish, 1);
+  EXPECT_FALSE(rep.timed_out);
+  EXPECT_EQ(rep.invalid_records, 10);
+  EXPECT_EQ(rep.records, 2);
+  const store::RunData d = store::read_run_db(db_path(dir));
+  expect_same_list(d.telemetry.steps, {good1, good2}, "steps");
+  EXPECT_TRUE(d.telemetry.step_memory.empty());
+  EXPECT_TRUE(d.telemetry.process.empty());
+  EXPECT_TRUE(d.telemetry.system.empty());
+  ASSERT_EQ(d.deliveries.size(), 1u);
+  EXPECT_EQ(d.deliveries[0].records_received, 2);
+  EXPECT_TRUE(d.deliveries[0].clean_end) << "invalid records are not fatal";
+  EXPECT_FALSE(d.deliveries[0].tracer.has_value());
+}
+
+TEST(Collector, MalformedPayloadClosesOnlyThatConnection) {
+  TempDir dir;
+  Collector c(options(dir));
+  Bytes b = hello(identity(0));
+  const model::StepRecord first = step_of(0, 1);
+  const Bytes f1 = frame(FrameType::Step, transport::encode_step(first));
+  b.insert(b.end(), f1.begin(), f1.end());
+  const Bytes junk = frame(FrameType::Step, Bytes{1, 2, 3});
+  b.insert(b.end(), junk.begin(), junk.end());
+  const Bytes f2 = frame(FrameType::Step, transport::encode_step(step_of(0, 2)));
+  b.insert(b.end(), f2.begin(), f2.end());
+  send_until_closed(c.port(), b);
+
+  // Another rank is unaffected.
+  const RankStream other = rank_stream(3, 20);
+  send_and_close(c.port(), other.bytes);
+
+  const CollectionReport rep = c.finish(Clock::now() + kFinish, 2);
+  EXPECT_FALSE(rep.timed_out);
+  EXPECT_EQ(rep.ranks_connected, 2);
+  const store::RunData d = store::read_run_db(db_path(dir));
+  expect_same_list(of_rank(d.telemetry.steps, 0), {first}, "rank 0 steps");
+  expect_same_list(of_rank(d.telemetry.steps, 3), other.steps, "rank 3 steps");
+  ASSERT_EQ(d.deliveries.size(), 2u);
+  EXPECT_EQ(d.deliveries[0].records_received, 1);
+  EXPECT_FALSE(d.deliveries[0].clean_end);
+  EXPECT_TRUE(d.deliveries[1].clean_end);
+}
+
+TEST(Collector, CloseWithoutByeIsAnUncleanEnd) {
+  TempDir dir;
+  Collector c(options(dir));
+  Bytes b = hello(identity(2));
+  const Bytes f = frame(FrameType::Step, transport::encode_step(step_of(2, 1)));
+  b.insert(b.end(), f.begin(), f.end());
+  send_and_close(c.port(), b);
+  const CollectionReport rep = c.finish(Clock::now() + kFinish, 1);
+  EXPECT_FALSE(rep.timed_out);
+  EXPECT_TRUE(rep.ranks_unended.empty());
+  const store::RunData d = store::read_run_db(db_path(dir));
+  ASSERT_EQ(d.deliveries.size(), 1u);
+  EXPECT_EQ(d.deliveries[0].global_rank, 2);
+  EXPECT_EQ(d.deliveries[0].records_received, 1);
+  EXPECT_FALSE(d.deliveries[0].clean_end);
+}
+
+TEST(Collector, ReconnectingRankAddsUpAndTheLastEndCounts) {
+  TempDir dir;
+  Collector c(options(dir));
+  Bytes first = hello(identity(1));
+  const Bytes f = frame(FrameType::Step, transport::encode_step(step_of(1, 1)));
+  first.insert(first.end(), f.begin(), f.end());
+  send_and_close(c.port(), first);  // no Bye: the sender lost its connection
+  RankStream again = rank_stream(1, 3);
+  send_and_close(c.port(), again.bytes);
+  const CollectionReport rep = c.finish(Clock::now() + kFinish, 1);
+  EXPECT_EQ(rep.ranks_connected, 1);
+  const store::RunData d = store::read_run_db(db_path(dir));
+  ASSERT_EQ(d.deliveries.size(), 1u);
+  EXPECT_EQ(d.deliveries[0].records_received, 1 + again.final_stats.records_sent);
+  EXPECT_TRUE(d.deliveries[0].clean_end);
+  EXPECT_EQ(d.telemetry.steps.size(), 4u);
+}
+
+TEST(Collector, RankOutsideTheWorldIsRefused) {
+  TempDir dir;
+  Collector c(options(dir, 2));
+  Bytes b = hello(identity(3));
+  const Bytes f = frame(FrameType::Step, transport::encode_step(step_of(3, 1)));
+  b.insert(b.end(), f.begin(), f.end());
+  send_until_closed(c.port(), b);
+  const CollectionReport rep = c.finish(Clock::now() + kFinish);
+  EXPECT_EQ(rep.ranks_connected, 0);
+  EXPECT_EQ(rep.rejected_connections, 1);
+  const store::RunData d = store::read_run_db(db_path(dir));
+  EXPECT_TRUE(d.telemetry.steps.empty());
+  EXPECT_TRUE(d.telemetry.ranks.empty());
+  ASSERT_EQ(d.rejected.size(), 1u);
+  EXPECT_EQ(d.rejected[0].reason, "global rank 3 outside the run's world size 2");
+}
+
+TEST(Collector, FinishTimesOutOnAnOpenConnectionAndKeepsItsRecords) {
+  TempDir dir;
+  Collector c(options(dir));
+  transport::TcpClient client;
+  ASSERT_TRUE(client.connect("127.0.0.1", c.port(), kIo)) << client.error();
+  Bytes b = hello(identity(1));
+  const model::StepRecord s = step_of(1, 1);
+  const Bytes f = frame(FrameType::Step, transport::encode_step(s));
+  b.insert(b.end(), f.begin(), f.end());
+  ASSERT_TRUE(client.send_all(b.data(), b.size(), kIo)) << client.error();
+  // The connection stays open: finish() gives up at the deadline.
+  const auto t0 = Clock::now();
+  CollectionReport rep;
+  // Wait (bounded) until the Hello has been handled so that rank 1 counts as connected.
+  for (int i = 0; i < 3000; ++i) {
+    std::this_thread::sleep_for(10ms);
+    if (fs::exists(db_path(dir)) && store::read_run_db(db_path(dir)).telemetry.ranks.size() == 1)
+      break;
+  }
+  rep = c.finish(Clock::now() + 300ms, 1);
+  EXPECT_GE(Clock::now() - t0, 300ms);
+  EXPECT_TRUE(rep.timed_out);
+  EXPECT_EQ(rep.ranks_connected, 1);
+  EXPECT_EQ(rep.ranks_unended, std::vector<int>{1});
+  const store::RunData d = store::read_run_db(db_path(dir));
+  expect_same_list(d.telemetry.steps, {s}, "steps");
+  ASSERT_EQ(d.deliveries.size(), 1u);
+  EXPECT_FALSE(d.deliveries[0].clean_end);
+  EXPECT_EQ(d.deliveries[0].records_received, 1);
+
+  // finish() is idempotent: a later call returns the first report.
+  const CollectionReport again = c.finish(Clock::now() + kFinish, 5);
+  EXPECT_TRUE(again.timed_out);
+  EXPECT_EQ(again.ranks_unended, std::vector<int>{1});
+}
+
+TEST(Collector, FinishWaitsForExpectedRanksUntilTheDeadline) {
+  TempDir dir;
+  Collector c(options(dir));
+  send_and_close(c.port(), rank_stream(0, 5).bytes);
+  const auto t0 = Clock::now();
+  const CollectionReport rep = c.finish(Clock::now() + 400ms, 2);  // rank 1 never comes
+  EXPECT_GE(Clock::now() - t0, 400ms);
+  EXPECT_TRUE(rep.timed_out);
+  EXPECT_EQ(rep.ranks_connected, 1);
+  EXPECT_TRUE(rep.ranks_unended.empty());
+  EXPECT_EQ(store::read_run_db(db_path(dir)).telemetry.steps.size(), 5u);
+}
+
+TEST(Collector, FinishWithoutRanksReturnsAtOnceAndLeavesAnEmptyRun) {
+  TempDir dir;
+  CollectionReport rep;
+  {
+    Collector c(options(dir));
+    rep = c.finish(Clock::now() + kFinish);
+  }
+  EXPECT_FALSE(rep.timed_out);
+  EXPECT_EQ(rep.ranks_connected, 0);
+  EXPECT_EQ(rep.records, 0);
+  const store::RunData d = store::read_run_db(db_path(dir));
+  EXPECT_EQ(d.telemetry.run.run_name, "collector-test");
+  EXPECT_TRUE(d.deliveries.empty());
+}
+
+TEST(Collector, DestructorFinishesAndTheDatabaseIsReadable) {
+  TempDir dir;
+  RankStream s = rank_stream(0, 7);
+  {
+    Collector c(options(dir));
+    send_and_close(c.port(), s.bytes);
+    // Let the server read the stream: the destructor's deadline is immediate.
+    for (int i = 0; i < 3000; ++i) {
+      std::this_thread::sleep_for(10ms);
+      const auto d = store::read_run_db(db_path(dir));
+      if (d.telemetry.steps.size() == 7) break;
+    }
+  }
+  const store::RunData d = store::read_run_db(db_path(dir));
+  expect_same_list(d.telemetry.steps, s.steps, "steps");
+  ASSERT_EQ(d.deliveries.size(), 1u);
+}
+
+TEST(Collector, ExistingRunDatabaseIsRefused) {
+  TempDir dir;
+  fs::create_directories(dir.path() / "run");
+  std::ofstream(db_path(dir)) << "x";
+  try {
+    Collector c(options(dir));
+    FAIL() << "started over an existing run database";
+  } catch (const CollectorError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              db_path(dir) +
+                  ": a run database already exists there (a run directory is never overwritten; "
+                  "choose a new run name or directory)");
+  }
+  EXPECT_EQ(testing::read_file(db_path(dir)), "x");
+}
+
+TEST(Collector, TakenPortIsOneLineErrorAndCreatesNothing) {
+  TempDir dir1;
+  TempDir dir2;
+  Collector first(options(dir1));
+  CollectorOptions o = options(dir2);
+  o.port = first.port();
+  try {
+    Collector second(o);
+    FAIL() << "two collectors on one port";
+  } catch (const CollectorError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("address in use"), std::string::npos) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos);
+  }
+  EXPECT_FALSE(fs::exists(dir2.path() / "run"));
+}
+
+TEST(Collector, UnwritableRunDirectoryIsOneLineError) {
+  TempDir dir;
+  std::ofstream(dir.path() / "file") << "x";
+  CollectorOptions o = options(dir);
+  o.run_dir = (dir.path() / "file" / "run").string();
+  try {
+    Collector c(o);
+    FAIL();
+  } catch (const CollectorError& e) {
+    EXPECT_EQ(std::string(e.what()), "cannot create run directory " + o.run_dir +
+                                         ": Not a directory (choose a writable --logs-dir)");
+  }
+}
+
+// Not a benchmark: one rank streams step records as fast as it can; prints the
+// rate from the first byte sent to the database closed. The bound only catches
+// a pathological slowdown on a loaded machine.
+TEST(Collector, StepRecordThroughput) {
+  TempDir dir;
+  constexpr int kSteps = 200000;
+  Bytes b = hello(identity(0));
+  for (int i = 1; i <= kSteps; ++i) {
+    const Bytes f = frame(FrameType::Step, transport::encode_step(step_of(0, i)));
+    b.insert(b.end(), f.begin(), f.end());
+  }
+  const Bytes bye = frame(FrameType::Bye, {});
+  b.insert(b.end(), bye.begin(), bye.end());
+  Collector c(options(dir));
+  const auto t0 = Clock::now();
+  send_and_close(c.port(), b, 1 << 16);
+  const CollectionReport rep = c.finish(Clock::now() + kFinish, 1);
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  ASSERT_EQ(rep.records, kSteps);
+  const double rate = kSteps / s;
+  std::cout << "[ rate     ] " << static_cast<long>(rate)
+            << " step records/s through the collector (" << kSteps << " in " << s << " s)\n";
+  RecordProperty("step_records_per_s", static_cast<int>(rate));
+  EXPECT_GT(rate, 10000.0);
+}
+
+}  // namespace
+}  // namespace traceml::collector

@@ -1,0 +1,224 @@
+// End-to-end: the LibTorch examples under `traceml run`, as a user runs them.
+// Each test launches real rank processes (c10d Gloo for several ranks), a real
+// collector on a system-chosen port, and asserts on what the user gets: the
+// exit code, the verdict and culprit in final_summary.json, the printed report
+// and manifest.json.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "../support/subprocess.hpp"
+
+namespace traceml::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+const std::string kCli = TRACEML_CLI_PATH;
+const std::string kExamples = TRACEML_EXAMPLES_DIR;
+
+std::string example(const std::string& name) {
+  return kExamples + "/" + name;
+}
+
+Json load(const fs::path& p) {
+  const std::string text = read_file(p);
+  if (text.empty()) return Json();
+  return Json::parse(text, nullptr, false);
+}
+
+/// `traceml run` with the flags every test wants: its own logs directory, a
+/// free collector port and a free rendezvous port, so tests run in parallel.
+std::vector<std::string> traceml_run(const TempDir& logs, const std::string& run_name, int nproc,
+                                     const std::vector<std::string>& program) {
+  std::vector<std::string> argv = {kCli,
+                                   "run",
+                                   "--logs-dir",
+                                   logs.path().string(),
+                                   "--run-name",
+                                   run_name,
+                                   "--aggregator-port",
+                                   "0",
+                                   "--master-port",
+                                   "0",
+                                   "--nproc-per-node",
+                                   std::to_string(nproc),
+                                   "--interval",
+                                   "0.2",
+                                   "--"};
+  argv.insert(argv.end(), program.begin(), program.end());
+  return argv;
+}
+
+struct RunResult {
+  ProcessResult result;
+  fs::path dir;
+  Json summary;
+  Json manifest;
+};
+
+RunResult run_example(const std::string& run_name, int nproc,
+                      const std::vector<std::string>& program) {
+  TempDir logs;
+  RunResult r;
+  r.result = run_process(traceml_run(logs, run_name, nproc, program));
+  r.dir = logs.path() / run_name;
+  r.summary = load(r.dir / "final_summary.json");
+  r.manifest = load(r.dir / "manifest.json");
+  // TempDir removes the directory; keep what the assertions need in memory.
+  return r;
+}
+
+std::string primary_kind(const Json& summary) {
+  return summary.value("/primary_diagnosis/kind"_json_pointer, std::string());
+}
+
+int worst_rank(const Json& summary) {
+  return summary.value("/primary_diagnosis/evidence/worst/rank"_json_pointer, -1);
+}
+
+TEST(E2E, InputBoundSingleRank) {
+  const RunResult r = run_example("input_bound", 1, {example("input_bound"), "--steps", "80"});
+  ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
+  ASSERT_TRUE(r.summary.is_object()) << r.result.err;
+  EXPECT_EQ(primary_kind(r.summary), "INPUT_BOUND") << r.result.out;
+  // The report is printed, each training line carries its rank prefix.
+  EXPECT_NE(r.result.out.find("Verdict: INPUT-BOUND"), std::string::npos) << r.result.out;
+  EXPECT_NE(r.result.out.find("[rank0]: "), std::string::npos);
+  EXPECT_EQ(r.manifest["status"], "completed");
+  EXPECT_EQ(r.manifest["exit_code"], 0);
+  EXPECT_EQ(r.manifest["telemetry"]["ranks_connected"], 1);
+  const Json& tracer = r.summary["tracer"];
+  ASSERT_TRUE(tracer.is_object());
+  EXPECT_EQ(tracer["records_dropped"], 0);
+  ASSERT_EQ(tracer["ranks"].size(), 1u);
+  EXPECT_GE(tracer["ranks"][0]["steps_recorded"].get<int>(), 80);
+  EXPECT_EQ(tracer["ranks"][0]["records_sent"], tracer["ranks"][0]["records_received"]);
+}
+
+TEST(E2E, InputStragglerTwoRanksNamesTheSlowRank) {
+  const RunResult r =
+      run_example("input_straggler", 2,
+                  {example("ddp"), "--steps", "120", "--slow-rank", "1", "--slow-input-ms", "15"});
+  ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
+  EXPECT_EQ(primary_kind(r.summary), "INPUT_STRAGGLER") << r.result.out;
+  EXPECT_EQ(worst_rank(r.summary), 1) << r.result.out;
+  EXPECT_EQ(r.manifest["telemetry"]["ranks_connected"], 2);
+  EXPECT_EQ(r.summary["meta"]["world_size"], 2);
+}
+
+TEST(E2E, ComputeStragglerFourRanksNamesTheSlowRank) {
+  const RunResult r = run_example(
+      "compute_straggler", 4,
+      {example("ddp"), "--steps", "100", "--slow-rank", "2", "--slow-forward-ms", "15"});
+  ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
+  EXPECT_EQ(primary_kind(r.summary), "COMPUTE_STRAGGLER") << r.result.out;
+  EXPECT_EQ(worst_rank(r.summary), 2) << r.result.out;
+  EXPECT_EQ(r.manifest["telemetry"]["ranks_connected"], 4);
+}
+
+TEST(E2E, QuickstartIsComputeBoundOrBalanced) {
+  const RunResult r = run_example("quickstart", 1, {example("quickstart"), "--steps", "150"});
+  ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
+  const std::string kind = primary_kind(r.summary);
+  EXPECT_TRUE(kind == "COMPUTE_BOUND" || kind == "NO_CLEAR_PERFORMANCE_BOTTLENECK") << kind << "\n"
+                                                                                    << r.result.out;
+}
+
+TEST(E2E, ACrashedRankStopsTheOthersAndTheSummaryNamesIt) {
+  const RunResult r = run_example(
+      "crash", 2, {example("ddp"), "--steps", "400", "--slow-rank", "1", "--crash-at-step", "40"});
+  EXPECT_EQ(r.result.exit_code, 3) << r.result.err;
+  ASSERT_TRUE(r.summary.is_object()) << r.result.err;
+  EXPECT_EQ(r.summary["run"]["status"], "failed");
+  EXPECT_EQ(r.summary["run"]["failed_rank"], 1);
+  EXPECT_NE(r.result.out.find("Run: FAILED · rank 1 failed · exit code 3"), std::string::npos)
+      << r.result.out;
+  EXPECT_EQ(r.manifest["status"], "failed");
+  EXPECT_EQ(r.manifest["first_failed_rank"], 1);
+  EXPECT_EQ(r.manifest["exit_code"], 3);
+}
+
+TEST(E2E, ReportRebuildsAndExportRoundTrips) {
+  TempDir logs;
+  const auto run =
+      run_process(traceml_run(logs, "rt", 1, {example("input_bound"), "--steps", "60"}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const fs::path dir = logs.path() / "rt";
+  const std::string original = read_file(dir / "final_summary.json");
+  ASSERT_FALSE(original.empty());
+  // report RUN_DIR rewrites the same artifacts byte for byte.
+  const auto rebuilt = run_process({kCli, "report", dir.string()});
+  ASSERT_EQ(rebuilt.exit_code, 0) << rebuilt.err;
+  EXPECT_EQ(read_file(dir / "final_summary.json"), original);
+  // export, then report on the JSONL: the same verdict.
+  const fs::path jsonl = logs.path() / "rt.jsonl";
+  const auto exported = run_process({kCli, "export", dir.string(), "--out", jsonl.string()});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  const auto again = run_process(
+      {kCli, "report", "--telemetry", jsonl.string(), "--out", (logs.path() / "again").string()});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  const Json a = load(dir / "final_summary.json");
+  const Json b = load(logs.path() / "again" / "final_summary.json");
+  EXPECT_EQ(primary_kind(a), "INPUT_BOUND");
+  EXPECT_EQ(primary_kind(b), primary_kind(a));
+  EXPECT_EQ(b["step_time"]["issues"][0]["score"], a["step_time"]["issues"][0]["score"]);
+}
+
+TEST(E2E, DisableRunsUntracedAndKeepsTheExitCode) {
+  TempDir logs;
+  const auto r = run_process({kCli, "run", "--disable", "--logs-dir", logs.path().string(),
+                              "--run-name", "off", "--", example("quickstart"), "--steps", "20"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(fs::exists(logs.path() / "off"));
+  EXPECT_EQ(r.err.find("traceml:"), std::string::npos) << r.err;
+  const auto bad = run_process({kCli, "run", "--disable", "--", "/bin/sh", "-c", "exit 7"});
+  EXPECT_EQ(bad.exit_code, 7);
+}
+
+TEST(E2E, BadInvocationsFailWithOneLineAndLeaveNothing) {
+  TempDir logs;
+  const auto missing = run_process({kCli, "run", "--logs-dir", logs.path().string(), "--run-name",
+                                    "x", "--aggregator-port", "0", "--", "/no/such/program"});
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("traceml: error: "), std::string::npos) << missing.err;
+  EXPECT_FALSE(fs::exists(logs.path() / "x"));
+  const auto name = run_process({kCli, "run", "--run-name", "a/b", "--", "/bin/true"});
+  EXPECT_EQ(name.exit_code, 2);
+  EXPECT_NE(name.err.find("--run-name must be one path segment"), std::string::npos) << name.err;
+  // An existing run is never overwritten.
+  const auto first =
+      run_process(traceml_run(logs, "same", 1, {example("quickstart"), "--steps", "10"}));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const std::string before = read_file(logs.path() / "same" / "final_summary.json");
+  const auto second =
+      run_process(traceml_run(logs, "same", 1, {example("quickstart"), "--steps", "10"}));
+  EXPECT_EQ(second.exit_code, 2);
+  EXPECT_NE(second.err.find("already holds a run"), std::string::npos) << second.err;
+  EXPECT_EQ(read_file(logs.path() / "same" / "final_summary.json"), before);
+}
+
+TEST(E2E, StandaloneProgramWritesItsOwnSummary) {
+  TempDir cwd;
+  const auto r = run_process({"/usr/bin/env", "-u", "TRACEML_AGGREGATOR_PORT", "-u", "RANK", "-u",
+                              "WORLD_SIZE", example("quickstart"), "--steps", "60"},
+                             cwd.path().string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("traceml: summary written to logs/quickstart_"), std::string::npos) << r.err;
+  std::vector<fs::path> runs;
+  for (const auto& e : fs::directory_iterator(cwd.path() / "logs"))
+    runs.push_back(e.path());
+  ASSERT_EQ(runs.size(), 1u);
+  const Json s = load(runs[0] / "final_summary.json");
+  ASSERT_TRUE(s.is_object());
+  EXPECT_GE(s["tracer"]["ranks"][0]["steps_recorded"].get<int>(), 60);
+  EXPECT_TRUE(fs::exists(runs[0] / "final_summary.txt"));
+}
+
+}  // namespace
+}  // namespace traceml::testing

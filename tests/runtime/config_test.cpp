@@ -1,0 +1,145 @@
+// Where the runtime's settings come from: init()'s Options over the
+// environment of traceml run, torchrun, Slurm or Open MPI.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "runtime/config.hpp"
+
+namespace traceml::runtime {
+namespace {
+
+EnvLookup env_of(std::map<std::string, std::string> vars) {
+  return [vars](const char* name) -> std::optional<std::string> {
+    const auto it = vars.find(name);
+    if (it == vars.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+TEST(Config, ASingleProcessWithoutLauncherIsStandalone) {
+  const Config c = resolve_config({}, env_of({}), "node-a");
+  EXPECT_TRUE(c.enabled);
+  EXPECT_TRUE(c.standalone());
+  EXPECT_EQ(c.identity.global_rank, 0);
+  EXPECT_EQ(c.identity.world_size, 1);
+  EXPECT_EQ(c.identity.local_rank, 0);
+  EXPECT_EQ(c.identity.node_rank, 0);
+  EXPECT_EQ(c.identity.hostname, "node-a");
+  EXPECT_EQ(c.strategy, "single_process");
+  EXPECT_DOUBLE_EQ(c.interval_sec, 1.0);
+  EXPECT_FALSE(c.max_steps);
+  EXPECT_EQ(c.logs_dir, "logs");
+  EXPECT_TRUE(c.problems.empty());
+}
+
+TEST(Config, TracemlRunEnvironment) {
+  const Config c = resolve_config({},
+                                  env_of({{"RANK", "5"},
+                                          {"WORLD_SIZE", "8"},
+                                          {"LOCAL_RANK", "1"},
+                                          {"LOCAL_WORLD_SIZE", "4"},
+                                          {"GROUP_RANK", "1"},
+                                          {"TRACEML_AGGREGATOR_HOST", "10.0.0.1"},
+                                          {"TRACEML_AGGREGATOR_PORT", "29765"},
+                                          {"TRACEML_RUN_TOKEN", "secret"},
+                                          {"TRACEML_TRACE_MAX_STEPS", "100"},
+                                          {"TRACEML_INTERVAL", "0.5"}}),
+                                  "h");
+  EXPECT_FALSE(c.standalone());
+  EXPECT_EQ(c.identity.global_rank, 5);
+  EXPECT_EQ(c.identity.world_size, 8);
+  EXPECT_EQ(c.identity.local_rank, 1);
+  EXPECT_EQ(c.identity.local_world_size, 4);
+  EXPECT_EQ(c.identity.node_rank, 1);
+  EXPECT_EQ(c.collector_host, "10.0.0.1");
+  EXPECT_EQ(c.collector_port, 29765);
+  EXPECT_EQ(c.token, "secret");
+  EXPECT_EQ(c.max_steps, 100);
+  EXPECT_DOUBLE_EQ(c.interval_sec, 0.5);
+  EXPECT_EQ(c.strategy, "ddp");
+}
+
+TEST(Config, SlurmAndOpenMpiRanksAreRecognised) {
+  const Config slurm = resolve_config({},
+                                      env_of({{"SLURM_PROCID", "3"},
+                                              {"SLURM_NTASKS", "4"},
+                                              {"SLURM_LOCALID", "1"},
+                                              {"SLURM_NTASKS_PER_NODE", "2(x2)"},
+                                              {"SLURM_NODEID", "1"}}),
+                                      "h");
+  EXPECT_EQ(slurm.identity.global_rank, 3);
+  EXPECT_EQ(slurm.identity.world_size, 4);
+  EXPECT_EQ(slurm.identity.local_rank, 1);
+  EXPECT_EQ(slurm.identity.local_world_size, 2);
+  EXPECT_EQ(slurm.identity.node_rank, 1);
+  EXPECT_TRUE(slurm.problems.empty());
+
+  const Config mpi = resolve_config({},
+                                    env_of({{"OMPI_COMM_WORLD_RANK", "6"},
+                                            {"OMPI_COMM_WORLD_SIZE", "8"},
+                                            {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
+                                            {"OMPI_COMM_WORLD_LOCAL_SIZE", "4"}}),
+                                    "h");
+  EXPECT_EQ(mpi.identity.global_rank, 6);
+  EXPECT_EQ(mpi.identity.local_rank, 2);
+  EXPECT_EQ(mpi.identity.node_rank, 1);  // 6 / 4: no node variable in Open MPI
+}
+
+TEST(Config, OptionsWinOverTheEnvironment) {
+  Options o;
+  o.trace_max_steps = 7;
+  o.sample_interval_sec = 2.0;
+  o.strategy = "fsdp";
+  o.logs_dir = "/tmp/x";
+  o.run_name = "mine";
+  const Config c = resolve_config(o,
+                                  env_of({{"TRACEML_TRACE_MAX_STEPS", "100"},
+                                          {"TRACEML_INTERVAL", "0.5"},
+                                          {"TRACEML_STRATEGY", "ddp"},
+                                          {"TRACEML_LOGS_DIR", "elsewhere"},
+                                          {"TRACEML_SESSION_ID", "theirs"}}),
+                                  "h");
+  EXPECT_EQ(c.max_steps, 7);
+  EXPECT_DOUBLE_EQ(c.interval_sec, 2.0);
+  EXPECT_EQ(c.strategy, "fsdp");
+  EXPECT_EQ(c.logs_dir, "/tmp/x");
+  EXPECT_EQ(c.run_name, "mine");
+}
+
+TEST(Config, DisabledByOptionOrEnvironment) {
+  Options off;
+  off.enabled = false;
+  EXPECT_FALSE(resolve_config(off, env_of({}), "h").enabled);
+  for (const char* v : {"1", "true", "YES"})
+    EXPECT_FALSE(resolve_config({}, env_of({{"TRACEML_DISABLED", v}}), "h").enabled) << v;
+  for (const char* v : {"0", "false", ""})
+    EXPECT_TRUE(resolve_config({}, env_of({{"TRACEML_DISABLED", v}}), "h").enabled) << v;
+}
+
+TEST(Config, EmptyValuesMeanUnset) {
+  // traceml run sets TRACEML_TRACE_MAX_STEPS="" when there is no limit.
+  const Config c = resolve_config({}, env_of({{"TRACEML_TRACE_MAX_STEPS", ""}, {"RANK", ""}}), "h");
+  EXPECT_FALSE(c.max_steps);
+  EXPECT_EQ(c.identity.global_rank, 0);
+  EXPECT_TRUE(c.problems.empty());
+}
+
+TEST(Config, UnusableValuesAreReportedAndFallBack) {
+  const Config c = resolve_config({},
+                                  env_of({{"RANK", "two"},
+                                          {"TRACEML_AGGREGATOR_PORT", "70000"},
+                                          {"TRACEML_INTERVAL", "-1"},
+                                          {"TRACEML_TRACE_MAX_STEPS", "0"}}),
+                                  "h");
+  EXPECT_EQ(c.identity.global_rank, 0);
+  EXPECT_TRUE(c.standalone());
+  EXPECT_DOUBLE_EQ(c.interval_sec, 1.0);
+  EXPECT_FALSE(c.max_steps);
+  ASSERT_EQ(c.problems.size(), 4u);
+  EXPECT_EQ(c.problems[0], "RANK='two' is not an integer in [0, 16777216]");
+  EXPECT_EQ(c.problems[1], "TRACEML_INTERVAL='-1' is not a positive number");
+}
+
+}  // namespace
+}  // namespace traceml::runtime

@@ -1,0 +1,453 @@
+// The run database: read(write(x)) == x for every record kind with every
+// optional present and absent, arrival order, refusal of an existing file, and
+// the one-line errors for files that are not a run database.
+#include "store/run_db.hpp"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+
+#include "../support/subprocess.hpp"
+#include "../support/telemetry_compare.hpp"
+
+namespace traceml::store {
+namespace {
+
+namespace fs = std::filesystem;
+using model::Event;
+using testing::expect_same;
+using testing::expect_same_list;
+using testing::TempDir;
+
+const std::string kHint = "(no telemetry.db found? pass the run directory written by traceml run)";
+
+model::StepRecord step(int rank, std::int64_t id, double ts, double base) {
+  model::StepRecord r;
+  r.global_rank = rank;
+  r.step = id;
+  r.ts = ts;
+  for (std::size_t e = 0; e < model::kEventCount; ++e)
+    r.events.set(static_cast<Event>(e), {base + double(e), base + double(e) + 0.5});
+  return r;
+}
+
+/// A run that uses every record kind and every optional in both states.
+RunData rich_run() {
+  RunData d;
+  model::Telemetry& t = d.telemetry;
+  t.run.run_name = "rich 'run' \"quoted\" r\xc3\xa9sum\xc3\xa9";
+  t.run.world_size = 3;
+  t.run.strategy = model::Strategy::Fsdp;
+
+  model::RankIdentity full;
+  full.global_rank = 0;
+  full.local_rank = 0;
+  full.node_rank = 0;
+  full.hostname = "node-0.cluster";
+  full.local_world_size = 2;
+  full.world_size = 3;
+  model::RankIdentity bare;
+  bare.global_rank = 2;
+  t.ranks = {full, bare};
+
+  // Every event with both clocks; a measured 0.0 next to absent values.
+  t.steps.push_back(step(0, 1, 1764662400.1234567, 1.25));
+  model::StepRecord mixed;
+  mixed.global_rank = 2;
+  mixed.step = 1;
+  mixed.ts = 1764662400.5;
+  mixed.events.set(Event::InputWait, {0.0, std::nullopt});          // cpu only, measured zero
+  mixed.events.set(Event::Forward, {std::nullopt, 12.0});           // gpu only
+  mixed.events.set(Event::Backward, {std::nullopt, std::nullopt});  // present, no clock
+  mixed.events.set(Event::TracedStepTime, {1e-300, 1e300});         // extreme doubles
+  t.steps.push_back(mixed);
+  model::StepRecord empty;  // no event at all
+  empty.global_rank = 2;
+  empty.step = 9007199254740993;  // beyond double precision: stored as an integer
+  empty.ts = 0.0;
+  t.steps.push_back(empty);
+
+  model::StepMemoryRecord mem_full{0, 1, "cuda:0", 1.5e9, 2.0e9};
+  model::StepMemoryRecord mem_none{2, 1, "", std::nullopt, std::nullopt};
+  model::StepMemoryRecord mem_half{2, 2, "cpu", std::nullopt, 0.0};
+  t.step_memory = {mem_full, mem_none, mem_half};
+
+  model::SystemSample sys_gpus;
+  sys_gpus.node_rank = 0;
+  sys_gpus.ts = 1764662401.0;
+  sys_gpus.cpu_percent = 37.5;
+  sys_gpus.ram_used_bytes = 1.0e10;
+  sys_gpus.ram_total_bytes = 6.4e10;
+  model::GpuSample g0;
+  g0.index = 0;
+  g0.util_percent = 99.0;
+  g0.mem_used_bytes = 7.0e10;
+  g0.mem_total_bytes = 8.0e10;
+  g0.temperature_c = 71.0;
+  g0.power_w = 400.5;
+  g0.power_limit_w = 700.0;
+  model::GpuSample g3;  // every optional absent, index not its position
+  g3.index = 3;
+  sys_gpus.gpus = {g0, g3};
+  model::SystemSample sys_bare;
+  sys_bare.node_rank = 1;
+  sys_bare.ts = 1764662402.0;
+  t.system = {sys_gpus, sys_bare};
+
+  model::ProcessSample p_gpu;
+  p_gpu.global_rank = 0;
+  p_gpu.ts = 1764662401.5;
+  p_gpu.cpu_percent = 250.0;
+  p_gpu.cpu_cores = 16;
+  p_gpu.rss_bytes = 3.0e9;
+  p_gpu.ram_total_bytes = 6.4e10;
+  p_gpu.gpu = model::ProcessGpu{0, 1.0e9, 2.0e9, 8.0e10};
+  model::ProcessSample p_gpu_empty;  // a GPU whose values are all absent
+  p_gpu_empty.global_rank = 2;
+  p_gpu_empty.ts = 1764662401.6;
+  p_gpu_empty.gpu = model::ProcessGpu{};
+  model::ProcessSample p_none;
+  p_none.global_rank = 2;
+  p_none.ts = 1764662401.7;
+  p_none.cpu_percent = 0.0;
+  t.process = {p_gpu, p_gpu_empty, p_none};
+
+  model::TracerStats ts0;
+  ts0.global_rank = 0;
+  ts0.pid = 4242;
+  ts0.strategy = "fsdp";
+  ts0.steps_recorded = 100;
+  ts0.records_sent = 250;
+  ts0.records_dropped = 3;
+  ts0.overhead_ns_per_step = 812.5;
+  model::TracerStats ts1 = ts0;
+  ts1.global_rank = 1;
+  ts1.pid = 4243;
+  ts1.overhead_ns_per_step = std::nullopt;
+  d.deliveries = {RankDelivery{0, 247, true, ts0}, RankDelivery{1, 0, false, ts1},
+                  RankDelivery{2, 7, false, std::nullopt}};
+  d.rejected = {RejectedConnection{1764662403.25, "127.0.0.1:50000", "wrong run token"},
+                RejectedConnection{1764662404.0, "[::1]:1", ""}};
+  return d;
+}
+
+/// Writes `d` in an order unlike the read order (deliveries and ranks
+/// descending) so that the reader's sorting is exercised.
+void write_run(const std::string& path, const RunData& d) {
+  RunDbWriter w(path);
+  w.set_run_info(d.telemetry.run);
+  for (auto it = d.telemetry.ranks.rbegin(); it != d.telemetry.ranks.rend(); ++it)
+    w.add_rank(*it);
+  for (const auto& r : d.telemetry.steps)
+    w.add_step(r);
+  for (const auto& r : d.telemetry.step_memory)
+    w.add_step_memory(r);
+  for (const auto& s : d.telemetry.system)
+    w.add_system(s);
+  for (const auto& s : d.telemetry.process)
+    w.add_process(s);
+  for (auto it = d.deliveries.rbegin(); it != d.deliveries.rend(); ++it)
+    w.set_delivery(*it);
+  for (const auto& c : d.rejected)
+    w.add_rejected(c);
+  w.flush();
+}
+
+void expect_same_run(const RunData& a, const RunData& b) {
+  expect_same(a.telemetry, b.telemetry);
+  ASSERT_EQ(a.deliveries.size(), b.deliveries.size());
+  for (std::size_t i = 0; i < a.deliveries.size(); ++i) {
+    const std::string where = "deliveries[" + std::to_string(i) + "]";
+    EXPECT_EQ(a.deliveries[i].global_rank, b.deliveries[i].global_rank) << where;
+    EXPECT_EQ(a.deliveries[i].records_received, b.deliveries[i].records_received) << where;
+    EXPECT_EQ(a.deliveries[i].clean_end, b.deliveries[i].clean_end) << where;
+    ASSERT_EQ(a.deliveries[i].tracer.has_value(), b.deliveries[i].tracer.has_value()) << where;
+    if (a.deliveries[i].tracer)
+      expect_same(*a.deliveries[i].tracer, *b.deliveries[i].tracer, where);
+  }
+  ASSERT_EQ(a.rejected.size(), b.rejected.size());
+  for (std::size_t i = 0; i < a.rejected.size(); ++i) {
+    EXPECT_EQ(a.rejected[i].ts, b.rejected[i].ts);
+    EXPECT_EQ(a.rejected[i].peer, b.rejected[i].peer);
+    EXPECT_EQ(a.rejected[i].reason, b.rejected[i].reason);
+  }
+}
+
+std::string error_of(const std::string& path) {
+  try {
+    read_run_db(path);
+  } catch (const RunDbError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(RunDb, RoundTripsEveryRecordKindAndEveryOptional) {
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  const RunData written = rich_run();
+  write_run(path, written);
+  const RunData read = read_run_db(path);
+  expect_same_run(written, read);
+  // Spot checks that do not go through the helper: absent stays absent, zero stays zero.
+  ASSERT_EQ(read.telemetry.steps.size(), 3u);
+  const auto& mixed = read.telemetry.steps[1].events;
+  EXPECT_EQ(mixed.cpu_ms(Event::InputWait), 0.0);
+  EXPECT_EQ(mixed.gpu_ms(Event::InputWait), std::nullopt);
+  EXPECT_TRUE(mixed.has(Event::Backward));
+  EXPECT_EQ(mixed.cpu_ms(Event::Backward), std::nullopt);
+  EXPECT_FALSE(mixed.has(Event::H2D));
+  EXPECT_EQ(read.telemetry.steps[2].step, 9007199254740993);
+  EXPECT_EQ(read.telemetry.steps[2].events.event_mask(), 0u);
+  EXPECT_EQ(read.telemetry.run.strategy, model::Strategy::Fsdp);
+  ASSERT_EQ(read.telemetry.ranks.size(), 2u);
+  EXPECT_EQ(read.telemetry.ranks[0].hostname, "node-0.cluster");
+  EXPECT_EQ(read.telemetry.ranks[1].hostname, std::nullopt);
+  ASSERT_EQ(read.deliveries.size(), 3u);
+  EXPECT_EQ(read.deliveries[0].global_rank, 0);
+  EXPECT_EQ(read.deliveries[2].tracer.has_value(), false);
+}
+
+TEST(RunDb, RunWithoutRunInfoOrWorldSizeReadsDefaults) {
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  {
+    RunDbWriter w(path);
+    model::RunInfo info;
+    info.run_name = "";
+    info.strategy = model::Strategy::SingleProcess;
+    w.set_run_info(info);
+    // A later set_run_info replaces the first.
+    info.run_name = "second";
+    w.set_run_info(info);
+  }
+  const RunData d = read_run_db(path);
+  EXPECT_EQ(d.telemetry.run.run_name, "second");
+  EXPECT_EQ(d.telemetry.run.world_size, std::nullopt);
+  EXPECT_EQ(d.telemetry.run.strategy, model::Strategy::SingleProcess);
+  EXPECT_TRUE(d.telemetry.steps.empty());
+  EXPECT_TRUE(d.deliveries.empty());
+
+  TempDir dir2;
+  const std::string path2 = (dir2.path() / kRunDbFileName).string();
+  { RunDbWriter w(path2); }
+  const RunData empty = read_run_db(path2);
+  EXPECT_EQ(empty.telemetry.run.run_name, "");
+  EXPECT_EQ(empty.telemetry.run.world_size, std::nullopt);
+}
+
+TEST(RunDb, KeepsArrivalOrderAndDuplicateSteps) {
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  std::vector<model::StepRecord> steps = {step(1, 5, 10.0, 1.0), step(0, 7, 9.0, 2.0),
+                                          step(1, 5, 11.0, 3.0),  // duplicate (1, 5), later wins
+                                          step(0, 2, 12.0, 4.0), step(3, 1, 8.0, 5.0)};
+  std::vector<model::StepMemoryRecord> mem = {
+      {1, 5, "cuda:1", 1.0, 2.0}, {1, 5, "cuda:1", 3.0, 4.0}, {0, 1, "cuda:0", 5.0, std::nullopt}};
+  std::vector<model::ProcessSample> proc(3);
+  proc[0].global_rank = 2;
+  proc[0].ts = 3.0;
+  proc[1].global_rank = 0;
+  proc[1].ts = 1.0;
+  proc[2].global_rank = 2;
+  proc[2].ts = 2.0;
+  {
+    RunDbWriter w(path);
+    // Interleave kinds: each table keeps its own arrival order.
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      w.add_step(steps[i]);
+      if (i < mem.size()) w.add_step_memory(mem[i]);
+      if (i < proc.size()) w.add_process(proc[i]);
+    }
+    EXPECT_EQ(w.records(), 11);
+  }
+  const RunData d = read_run_db(path);
+  expect_same_list(steps, d.telemetry.steps, "steps");
+  expect_same_list(mem, d.telemetry.step_memory, "step_memory");
+  expect_same_list(proc, d.telemetry.process, "process");
+  EXPECT_EQ(d.telemetry.steps[2].events.cpu_ms(Event::InputWait), 3.0);
+}
+
+TEST(RunDb, LaterRankIdentityAndDeliveryReplaceEarlierOnes) {
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  {
+    RunDbWriter w(path);
+    model::RankIdentity a;
+    a.global_rank = 1;
+    a.hostname = "old";
+    w.add_rank(a);
+    a.hostname = "new";
+    a.local_rank = 1;
+    w.add_rank(a);
+    w.set_delivery(RankDelivery{1, 10, false, std::nullopt});
+    w.set_delivery(RankDelivery{1, 20, true, std::nullopt});
+  }
+  const RunData d = read_run_db(path);
+  ASSERT_EQ(d.telemetry.ranks.size(), 1u);
+  EXPECT_EQ(d.telemetry.ranks[0].hostname, "new");
+  EXPECT_EQ(d.telemetry.ranks[0].local_rank, 1);
+  ASSERT_EQ(d.deliveries.size(), 1u);
+  EXPECT_EQ(d.deliveries[0].records_received, 20);
+  EXPECT_TRUE(d.deliveries[0].clean_end);
+}
+
+TEST(RunDb, FlushMakesRecordsVisibleWhileWriting) {
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  RunDbWriter w(path);
+  w.add_step(step(0, 1, 1.0, 1.0));
+  // Not committed yet: a reader sees the empty schema.
+  EXPECT_EQ(read_run_db(path).telemetry.steps.size(), 0u);
+  w.flush();
+  EXPECT_EQ(read_run_db(path).telemetry.steps.size(), 1u);
+  w.flush();  // nothing buffered: a no-op
+  EXPECT_EQ(w.records(), 1);
+}
+
+TEST(RunDb, CommitsInBatchesAcrossManyRecords) {
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  constexpr int kSteps = 25003;  // crosses two automatic commits and leaves a partial batch
+  {
+    RunDbWriter w(path);
+    for (int i = 1; i <= kSteps; ++i)
+      w.add_step(step(i % 4, i, double(i), double(i) * 0.001));
+    // The automatic commits happened: 20,000 records are visible before flush().
+    EXPECT_EQ(read_run_db(path).telemetry.steps.size(), 20000u);
+  }  // the destructor commits the rest
+  const RunData d = read_run_db(path);
+  ASSERT_EQ(d.telemetry.steps.size(), std::size_t(kSteps));
+  for (int i = 1; i <= kSteps; i += 997) {
+    const auto& r = d.telemetry.steps[std::size_t(i - 1)];
+    EXPECT_EQ(r.step, i);
+    EXPECT_EQ(r.global_rank, i % 4);
+    EXPECT_EQ(r.events.gpu_ms(Event::OptimizerStep), double(i) * 0.001 + 4.5);
+  }
+}
+
+TEST(RunDb, RefusesAnExistingFile) {
+  TempDir dir;
+  const fs::path path = dir.path() / kRunDbFileName;
+  std::ofstream(path) << "precious";
+  try {
+    RunDbWriter w(path.string());
+    FAIL() << "an existing file was opened for writing";
+  } catch (const RunDbError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path.string() +
+                  ": a run database already exists there (a run directory is never overwritten; "
+                  "choose a new run name or directory)");
+  }
+  EXPECT_EQ(testing::read_file(path), "precious");
+
+  // An existing run database too, which stays readable and unchanged.
+  const fs::path db = dir.path() / "other.db";
+  write_run(db.string(), rich_run());
+  EXPECT_THROW(RunDbWriter w(db.string()), RunDbError);
+  expect_same_run(rich_run(), read_run_db(db.string()));
+}
+
+TEST(RunDb, UncreatableFileIsOneLineError) {
+  TempDir dir;
+  const std::string path = (dir.path() / "missing-dir" / kRunDbFileName).string();
+  try {
+    RunDbWriter w(path);
+    FAIL();
+  } catch (const RunDbError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              path + ": cannot create the run database: No such file or directory");
+  }
+}
+
+TEST(RunDb, MissingFileIsOneLineError) {
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  EXPECT_EQ(error_of(path), path + ": no such file " + kHint);
+}
+
+TEST(RunDb, DirectoryNamesTheFileToPass) {
+  TempDir dir;
+  EXPECT_EQ(error_of(dir.path().string()), dir.path().string() +
+                                               ": is a directory, not a run database (pass " +
+                                               (dir.path() / kRunDbFileName).string() + ")");
+}
+
+TEST(RunDb, TextFileIsNotARunDatabase) {
+  TempDir dir;
+  const std::string path = (dir.path() / "run.jsonl").string();
+  std::ofstream(path) << "{\"type\":\"run\",\"format\":\"traceml-telemetry\",\"version\":1}\n"
+                      << std::string(4096, 'x') << "\n";
+  EXPECT_EQ(error_of(path), path + ": not a traceml run database " + kHint);
+
+  const std::string empty = (dir.path() / "empty.db").string();
+  std::ofstream(empty).flush();
+  EXPECT_EQ(error_of(empty), empty + ": not a traceml run database " + kHint);
+}
+
+/// Runs SQL on a database file with the plain SQLite API.
+void exec_sql(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  char* err = nullptr;
+  const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &err);
+  EXPECT_EQ(rc, SQLITE_OK) << (err != nullptr ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(db);
+}
+
+TEST(RunDb, OtherSqliteDatabaseIsNotARunDatabase) {
+  TempDir dir;
+  const std::string path = (dir.path() / "other.sqlite").string();
+  exec_sql(path, "CREATE TABLE meta (key TEXT, value TEXT); INSERT INTO meta VALUES ('a', 'b');");
+  EXPECT_EQ(error_of(path), path + ": not a traceml run database " + kHint);
+
+  const std::string plain = (dir.path() / "plain.sqlite").string();
+  exec_sql(plain, "CREATE TABLE t (x INTEGER);");
+  EXPECT_EQ(error_of(plain), plain + ": not a traceml run database " + kHint);
+}
+
+TEST(RunDb, OtherSchemaVersionIsRefused) {
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  write_run(path, rich_run());
+  exec_sql(path, "UPDATE meta SET value = '2' WHERE key = 'schema_version';");
+  EXPECT_EQ(error_of(path), path +
+                                ": run database schema version 2, this traceml reads version 1 "
+                                "(use the traceml release that wrote it)");
+}
+
+// Not a benchmark (bench/ has one): prints the insert rate of step records so
+// that a regression is visible in the test log. The bound only catches a
+// pathological slowdown (e.g. a commit per record), never a loaded machine.
+TEST(RunDb, StepInsertRate) {
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  constexpr int kSteps = 200000;
+  std::vector<model::StepRecord> records;
+  records.reserve(kSteps);
+  for (int i = 0; i < kSteps; ++i)
+    records.push_back(step(i % 8, i / 8 + 1, 1.7e9 + i * 0.01, double(i % 100)));
+  const auto t0 = std::chrono::steady_clock::now();
+  {
+    RunDbWriter w(path);
+    for (const auto& r : records)
+      w.add_step(r);
+    w.flush();
+  }
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double rate = kSteps / s;
+  std::cout << "[ rate     ] " << static_cast<long>(rate) << " step records/s (" << kSteps << " in "
+            << s << " s)\n";
+  RecordProperty("step_records_per_s", static_cast<int>(rate));
+  EXPECT_GT(rate, 10000.0);
+  EXPECT_EQ(read_run_db(path).telemetry.steps.size(), std::size_t(kSteps));
+}
+
+}  // namespace
+}  // namespace traceml::store
