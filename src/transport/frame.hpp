@@ -14,12 +14,12 @@ namespace traceml::transport {
 /// What a frame's payload holds. Serialized values are stable: never renumber,
 /// never reuse a retired value.
 enum class FrameType : std::uint8_t {
-  Hello = 1,       ///< first frame of a connection: protocol version, token, rank identity
-  Step = 2,        ///< one model::StepRecord
-  StepMemory = 3,  ///< one model::StepMemoryRecord
-  System = 4,      ///< one model::SystemSample
-  Process = 5,     ///< one model::ProcessSample
-  Bye = 6,         ///< clean end of a rank's stream; empty payload
+  Hello = 1,        ///< first frame of a connection: protocol version, token, rank identity
+  Step = 2,         ///< one model::StepRecord
+  StepMemory = 3,   ///< one model::StepMemoryRecord
+  System = 4,       ///< one model::SystemSample
+  Process = 5,      ///< one model::ProcessSample
+  Bye = 6,          ///< clean end of a rank's stream; empty payload
   TracerStats = 7,  ///< one model::TracerStats: the rank's own counters and cost
 };
 
