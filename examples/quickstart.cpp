@@ -13,10 +13,13 @@
 #include <c10/util/Optional.h>
 #include <torch/torch.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include <traceml/torch.hpp>
 
@@ -59,6 +62,7 @@ struct Settings {
   std::int64_t threads = 1;
   std::int64_t log_every = 50;
   std::string device = "cpu";
+  std::string step_times;  // empty: not written
 };
 
 int train(const Settings& settings, const torch::Device& device) {
@@ -77,6 +81,14 @@ int train(const Settings& settings, const torch::Device& device) {
 
   traceml::init();
   if (device.is_cuda()) traceml::enable_cuda_memory_tracking();
+
+  // --step-times: every step's wall time as the program itself sees it, from
+  // the end of one iteration to the end of the next (the fetch included),
+  // independent of traceml; bench/overhead.sh compares traced and untraced runs.
+  const bool time_steps = !settings.step_times.empty();
+  std::vector<double> step_ms;
+  if (time_steps) step_ms.reserve(static_cast<std::size_t>(settings.steps));
+  auto iteration_end = std::chrono::steady_clock::now();
 
   std::int64_t step = 0;
   while (step < settings.steps) {  // one pass of the loader per epoch
@@ -105,11 +117,25 @@ int train(const Settings& settings, const torch::Device& device) {
         std::printf("step %lld loss %.4f\n", static_cast<long long>(step), loss.item<double>());
         std::fflush(stdout);
       }
+      if (time_steps) {
+        const auto now = std::chrono::steady_clock::now();
+        step_ms.push_back(std::chrono::duration<double, std::milli>(now - iteration_end).count());
+        iteration_end = now;
+      }
       if (step == settings.steps) break;
     }
   }
 
   traceml::shutdown();
+  if (time_steps) {
+    std::ofstream out(settings.step_times);
+    for (const double ms : step_ms)
+      out << ms << '\n';
+    if (!out) {
+      std::fprintf(stderr, "quickstart: error: cannot write %s\n", settings.step_times.c_str());
+      return 1;
+    }
+  }
   std::printf("done\n");
   return 0;
 }
@@ -127,6 +153,7 @@ int main(int argc, char** argv) {
   flags.add("threads", &settings.threads, "intra-op threads of LibTorch");
   flags.add("log-every", &settings.log_every, "print the loss every N steps");
   flags.add("device", &settings.device, "cpu or cuda[:N]");
+  flags.add("step-times", &settings.step_times, "write each step's wall time (ms) to this file");
   flags.parse(argc, argv);
   if (settings.steps < 0 || settings.batch_size < 1 || settings.samples < 1 ||
       settings.threads < 1 || settings.log_every < 1) {

@@ -552,13 +552,39 @@ std::string verdict_display(const Run& run) {
   return "n/a";
 }
 
-/// Straggler evidence: the first of `comparisons` (STRAGGLER), else the
-/// comparison merged into the evidence itself (§4.5).
+/// The rank a step-time issue of `kind` names first, if any.
+std::optional<long long> issue_rank(const Run& run, const std::string& kind) {
+  const Json* issues = child(run.step_time, "issues");
+  if (issues == nullptr || !issues->is_array()) return std::nullopt;
+  for (const Json& issue : *issues) {
+    if (text_or_empty(child(&issue, "kind")) != kind) continue;
+    const Json* ranks = child(&issue, "ranks");
+    if (ranks != nullptr && ranks->is_array() && !ranks->empty()) return integer(&ranks->front());
+  }
+  return std::nullopt;
+}
+
+/// Straggler evidence: for STRAGGLER, the comparison where the culprit rank
+/// loses the most time (TraceML quotes the first comparison, always input
+/// wait, even when the excess is elsewhere: DECISIONS 4 lets our text say
+/// where the time went); otherwise the comparison merged into the evidence
+/// itself (§4.5).
 const Json* straggler_comparison(const Run& run) {
   const Json* cs = child(run.evidence, "comparisons");
-  if (cs != nullptr && cs->is_array() && !cs->empty() && cs->front().is_object())
-    return &cs->front();
-  return run.evidence;
+  if (cs == nullptr || !cs->is_array() || cs->empty() || !cs->front().is_object())
+    return run.evidence;
+  const auto culprit = issue_rank(run, run.kind);
+  const Json* best = nullptr;
+  double best_delta = 0.0;
+  for (const Json& c : *cs) {
+    if (culprit && integer(path(&c, {"worst", "rank"})) != culprit) continue;
+    const auto delta = number(child(&c, "delta_ms"));
+    if (delta && (best == nullptr || *delta > best_delta)) {
+      best = &c;
+      best_delta = *delta;
+    }
+  }
+  return best != nullptr ? best : &cs->front();
 }
 
 std::string default_straggler_metric(const std::string& kind) {
@@ -608,6 +634,12 @@ void straggler_verdict(const Run& run, Verdict& v) {
     v.why = who + " spends " + w + " per step in host-to-device copies; the median rank spends " +
             m + "." + pace;
     v.next = "inspect PCIe topology / transfer path on " + who + ".";
+  } else if (run.kind == "STRAGGLER" && phase == "residual") {
+    v.why = who + " spends " + w +
+            " per step outside the traced phases (residual); the median rank spends " + m + "." +
+            pace;
+    v.next = "inspect untraced work on " + who +
+             ": synchronisation, logging, checkpointing, validation or CPU stalls between phases.";
   } else {
     v.why = who + " spends " + w + " per step in " + phase + "; the median rank spends " + m + "." +
             pace;

@@ -297,6 +297,10 @@ RunDbWriter::~RunDbWriter() {
     // A destructor cannot report; callers that care call flush() first.
   }
   stmts_.reset();
+  // The run is over: leave one self-contained file. WAL let readers look in
+  // while the collector wrote; at rest it would leave -wal/-shm beside the
+  // database, which read-only readers (report, export) cannot clean up.
+  sqlite3_exec(db_, "PRAGMA journal_mode=DELETE", nullptr, nullptr, nullptr);
   sqlite3_close_v2(db_);
 }
 

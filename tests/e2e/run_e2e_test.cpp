@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "../support/subprocess.hpp"
+#include "launcher/free_port.hpp"
 
 namespace traceml::testing {
 namespace {
@@ -168,6 +169,60 @@ TEST(E2E, ReportRebuildsAndExportRoundTrips) {
   EXPECT_EQ(primary_kind(a), "INPUT_BOUND");
   EXPECT_EQ(primary_kind(b), primary_kind(a));
   EXPECT_EQ(b["step_time"]["issues"][0]["score"], a["step_time"]["issues"][0]["score"]);
+}
+
+TEST(E2E, TwoNodesOneCollectorNamesTheSlowRankOnNodeOne) {
+  // Two launchers on this machine stand for two nodes: node 0 hosts the
+  // collector, node 1's rank connects to it through --master-addr.
+  TempDir logs0;
+  TempDir logs1;
+  const auto master = launcher::pick_free_port();
+  const auto collector = launcher::pick_free_port();
+  ASSERT_TRUE(master && collector);
+  auto node = [&](int rank, const TempDir& logs) {
+    return std::vector<std::string>{kCli,
+                                    "run",
+                                    "--nnodes",
+                                    "2",
+                                    "--node-rank",
+                                    std::to_string(rank),
+                                    "--nproc-per-node",
+                                    "1",
+                                    "--master-addr",
+                                    "127.0.0.1",
+                                    "--master-port",
+                                    std::to_string(*master),
+                                    "--aggregator-port",
+                                    std::to_string(*collector),
+                                    "--run-name",
+                                    "two_nodes",
+                                    "--logs-dir",
+                                    logs.path().string(),
+                                    "--interval",
+                                    "0.2",
+                                    "--",
+                                    example("ddp"),
+                                    "--steps",
+                                    "120",
+                                    "--slow-rank",
+                                    "1",
+                                    "--slow-input-ms",
+                                    "15"};
+  };
+  ChildProcess node0(node(0, logs0));
+  ChildProcess node1(node(1, logs1));
+  const auto r1 = node1.wait();
+  const auto r0 = node0.wait();
+  ASSERT_EQ(r0.exit_code, 0) << r0.err;
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  EXPECT_FALSE(fs::exists(logs1.path() / "two_nodes"));  // only node 0 writes the run
+  const Json summary = load(logs0.path() / "two_nodes" / "final_summary.json");
+  ASSERT_TRUE(summary.is_object()) << r0.err;
+  EXPECT_EQ(primary_kind(summary), "INPUT_STRAGGLER") << r0.out;
+  EXPECT_EQ(worst_rank(summary), 1);
+  const Json manifest = load(logs0.path() / "two_nodes" / "manifest.json");
+  EXPECT_EQ(manifest["telemetry"]["ranks_connected"], 2);
+  EXPECT_EQ(manifest["world_size"], 2);
 }
 
 TEST(E2E, DisableRunsUntracedAndKeepsTheExitCode) {

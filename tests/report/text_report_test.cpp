@@ -1014,6 +1014,35 @@ TEST(TextReportStraggler, UnattributedStragglerReadsItsFirstComparison) {
             "├─ Input Wait          3.8 ms    1%     254.5 ms (R0)  ◀ 67x");
 }
 
+TEST(TextReportStraggler, UnattributedStragglerQuotesWhereTheCulpritLosesMostTime) {
+  // Input differs by 0.2 ms, residual by 10.2 ms on R1: the text names residual
+  // (ours; TraceML quotes the first comparison, input).
+  const std::string text =
+      plain(straggler_with("STRAGGLER", "STRAGGLER",
+                           Json{{"type", "rank_comparison"},
+                                {"comparisons",
+                                 {{{"metric", "input_wait_ms"},
+                                   {"phase", "input"},
+                                   {"median", {{"rank", 0}, {"value_ms", 0.2}}},
+                                   {"worst", {{"rank", 1}, {"value_ms", 0.4}}},
+                                   {"delta_ms", 0.2},
+                                   {"ratio", 2.0}},
+                                  {{"metric", "residual_ms"},
+                                   {"phase", "residual"},
+                                   {"median", {{"rank", 0}, {"value_ms", 0.0}}},
+                                   {"worst", {{"rank", 1}, {"value_ms", 10.2}}},
+                                   {"delta_ms", 10.2},
+                                   {"ratio", 3836.0}}}}}));
+  EXPECT_EQ(
+      paragraph(text, "Why:"),
+      "Why: R1/N0 spends 10.2 ms per step outside the traced phases (residual); the median rank "
+      "spends 0.0 ms. All 4 ranks then advance at R1's pace.");
+  EXPECT_EQ(line_starting(text, "Next:"),
+            "Next: inspect untraced work on R1/N0: synchronisation, logging, checkpointing, "
+            "validation or "
+            "CPU stalls between phases.");
+}
+
 TEST(TextReportStraggler, UnknownRankAndValues) {
   Json s = straggler_with("INPUT_STRAGGLER", "INPUT STRAGGLER", Json::object());
   const std::string text = plain(s);
