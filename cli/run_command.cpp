@@ -1,6 +1,7 @@
 // traceml run [options] -- PROGRAM [ARGS...]: a torchrun for C++ binaries that
 // also hosts the collector (node 0) and writes the run's diagnosis at the end.
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -96,6 +97,16 @@ std::optional<std::string> validate(const RunArgs& a) {
     if (a.master_port == 0) return "--master-port 0 works only with --nnodes 1; give a fixed port";
   }
   return std::nullopt;
+}
+
+/// A Slurm variable as a non-negative int; std::nullopt when unset or not one.
+std::optional<int> slurm_int(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  char* end = nullptr;
+  const long n = std::strtol(v, &end, 10);
+  if (*end != '\0' || n < 0 || n > (1 << 24)) return std::nullopt;
+  return int(n);
 }
 
 launcher::LaunchPlan plan_of(const RunArgs& a) {
@@ -313,7 +324,17 @@ void add_run_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_flag("--disable", a->disable, "Run untraced (no collector, tracing off in the ranks)");
   cmd->add_option("command", a->command, "-- PROGRAM [ARGS...]")->required();
-  cmd->callback([a, &action] { action = [a] { return run(*a); }; });
+  cmd->callback([a, cmd, &action] {
+    // Under Slurm (`srun traceml run ...`, one launcher per node) the node
+    // count and this node's rank come from Slurm unless given.
+    if (cmd->count("--nnodes") == 0) {
+      if (const auto n = slurm_int("SLURM_NNODES")) a->nnodes = *n;
+    }
+    if (cmd->count("--node-rank") == 0) {
+      if (const auto n = slurm_int("SLURM_NODEID")) a->node_rank = *n;
+    }
+    action = [a] { return run(*a); };
+  });
 }
 
 }  // namespace traceml::cli
