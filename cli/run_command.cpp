@@ -251,10 +251,13 @@ int run(RunArgs a) {
   collector.reset();
   const std::string db = (run_dir / store::kRunDbFileName).string();
   std::vector<std::string> artifacts = {store::kRunDbFileName};
+  std::optional<std::int64_t> dropped;
   try {
     store::write_run_outcome(db, outcome_of(outcome));
     const report::FinalSummary f = collector::finalize_run(run_dir.string(), a.window);
     std::cout << f.text << "\n" << std::flush;
+    const auto& total = f.json["tracer"]["records_dropped"];
+    if (total.is_number_integer()) dropped = total.get<std::int64_t>();
     artifacts.push_back("final_summary.json");
     artifacts.push_back("final_summary.txt");
   } catch (const std::exception& e) {
@@ -272,6 +275,7 @@ int run(RunArgs a) {
   m.outcome = outcome;
   m.status = status_of(outcome);
   m.collection = collected;
+  m.records_dropped = dropped;
   m.artifacts = artifacts;
   try {
     report::write_file_atomic((run_dir / "manifest.json").string(),

@@ -41,6 +41,7 @@ report::Json manifest_json(const ManifestInput& in) {
   t["ranks_connected"] = c.ranks_connected;
   t["ranks_unended"] = c.ranks_unended;
   t["records"] = c.records;
+  t["records_dropped"] = in.records_dropped ? Json(*in.records_dropped) : Json();
   t["invalid_records"] = c.invalid_records;
   t["rejected_connections"] = c.rejected_connections;
   t["finalize_timed_out"] = c.timed_out;

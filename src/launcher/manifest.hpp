@@ -2,6 +2,8 @@
 // ended, and how much telemetry arrived. Written by `traceml run` on node 0.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,6 +22,9 @@ struct ManifestInput {
   LaunchOutcome outcome;
   std::string status;  ///< completed | failed | interrupted
   collector::CollectionReport collection;
+  /// Records the ranks dropped (their own count, from the summary's tracer
+  /// block); absent when no summary could be written.
+  std::optional<std::int64_t> records_dropped;
   std::vector<std::string> artifacts;  ///< file names in the run directory
 };
 

@@ -94,6 +94,7 @@ TEST(E2E, InputBoundSingleRank) {
   EXPECT_EQ(r.manifest["status"], "completed");
   EXPECT_EQ(r.manifest["exit_code"], 0);
   EXPECT_EQ(r.manifest["telemetry"]["ranks_connected"], 1);
+  EXPECT_EQ(r.manifest["telemetry"]["records_dropped"], 0);
   const Json& tracer = r.summary["tracer"];
   ASSERT_TRUE(tracer.is_object());
   EXPECT_EQ(tracer["records_dropped"], 0);
