@@ -22,19 +22,6 @@ struct ReportArgs {
   std::int64_t window = 10000;
 };
 
-/// The end of the run as recorded: the latest timestamp of any record. Using
-/// it (not the wall clock) keeps the artifacts a pure function of the input.
-double end_of_run(const model::Telemetry& t) {
-  double end = 0.0;
-  for (const auto& r : t.steps)
-    end = std::max(end, r.ts);
-  for (const auto& r : t.system)
-    end = std::max(end, r.ts);
-  for (const auto& r : t.process)
-    end = std::max(end, r.ts);
-  return end;
-}
-
 int report_run_dir(const ReportArgs& a) {
   if (!std::filesystem::is_directory(a.run_dir))
     return fail(
@@ -72,8 +59,9 @@ int run_report(const ReportArgs& a) {
   analysis::Options opts;
   opts.window = a.window;
   const analysis::Summary s = analysis::summarize(in.telemetry, opts);
-  const report::FinalSummary f = report::build_final_summary(
-      s, report::iso8601_utc(end_of_run(in.telemetry)), report::evidence_hint_for(a.out));
+  const report::FinalSummary f =
+      report::build_final_summary(s, report::iso8601_utc(collector::end_of_run(in.telemetry)),
+                                  report::evidence_hint_for(a.out));
   try {
     report::write_final_summary(f, a.out);
   } catch (const report::WriteError& e) {

@@ -15,9 +15,11 @@
 #include "launcher/free_port.hpp"
 #include "launcher/launch.hpp"
 #include "launcher/manifest.hpp"
+#include "launcher/program_path.hpp"
 #include "report/atomic_file.hpp"
 #include "store/run_db.hpp"
 #include "store/run_outcome.hpp"
+#include "transport/hello.hpp"
 
 namespace traceml::cli {
 
@@ -58,15 +60,6 @@ std::string timestamp() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y%m%d_%H%M%S", &tm);
   return buf;
-}
-
-std::string random_token() {
-  std::random_device rd;
-  static const char* hex = "0123456789abcdef";
-  std::string t;
-  for (int i = 0; i < 32; ++i)
-    t += hex[rd() % 16];
-  return t;
 }
 
 /// The checks of spec §1.1 that apply to us; a message to print, or none.
@@ -154,6 +147,12 @@ int run(RunArgs a) {
     plan.master_port = *port;
   }
   if (a.disable) return launch_untraced(plan);
+  // A typo in PROGRAM is reported before any run directory or collector exists.
+  try {
+    launcher::resolve_program(a.command.front());
+  } catch (const launcher::LaunchError& e) {
+    return fail(e.what());
+  }
 
   const std::string program = fs::path(a.command.front()).filename().string();
   std::string run_name = a.run_name.empty() ? program + "_" + timestamp() : a.run_name;
@@ -175,7 +174,7 @@ int run(RunArgs a) {
   if (const char* env = std::getenv("TRACEML_RUN_TOKEN"); env != nullptr && *env != '\0') {
     token = env;
   } else {
-    token = a.nnodes > 1 ? "run:" + run_name : random_token();
+    token = a.nnodes > 1 ? "run:" + run_name : transport::random_run_token();
   }
 
   std::unique_ptr<collector::Collector> collector;

@@ -229,11 +229,20 @@ std::optional<MetricStat> metric_stat(const std::vector<RankFacts>& facts, StepM
       s.worst_rank = r;
     }
   }
-  auto key = [&](const std::pair<int, double>& p) {
-    return std::make_tuple(std::fabs(p.second - s.median), p.second, p.first);
+  // Nearest the median; a tie goes to the lower value, then the lower rank.
+  // With an even count the two middle values are equally far from their mean
+  // in exact arithmetic, but not always in floating point: distances that
+  // differ by rounding alone count as a tie, or two ranks would swap roles
+  // from run to run.
+  auto closer = [&](const std::pair<int, double>& a, const std::pair<int, double>& b) {
+    const double da = std::fabs(a.second - s.median);
+    const double db = std::fabs(b.second - s.median);
+    const double tol = 1e-9 * std::max({1.0, std::fabs(a.second), std::fabs(b.second)});
+    if (std::fabs(da - db) > tol) return da < db;
+    if (a.second != b.second) return a.second < b.second;
+    return a.first < b.first;
   };
-  const auto rep = *std::min_element(vals.begin(), vals.end(),
-                                     [&](const auto& a, const auto& b) { return key(a) < key(b); });
+  const auto rep = *std::min_element(vals.begin(), vals.end(), closer);
   s.representative_rank = rep.first;
   s.representative = rep.second;
   if (vals.size() > 1) {

@@ -16,20 +16,6 @@ namespace traceml::collector {
 
 namespace {
 
-/// The end of the run as recorded: the latest timestamp of any record, as
-/// cli/report_command.cpp takes it for JSONL. Not the wall clock, so that the
-/// artifacts stay a pure function of the database.
-double end_of_run(const model::Telemetry& t) {
-  double end = 0.0;
-  for (const auto& r : t.steps)
-    end = std::max(end, r.ts);
-  for (const auto& r : t.system)
-    end = std::max(end, r.ts);
-  for (const auto& r : t.process)
-    end = std::max(end, r.ts);
-  return end;
-}
-
 /// Median of `v` (reordered); std::nullopt when empty.
 std::optional<double> median(std::vector<double>& v) {
   if (v.empty()) return std::nullopt;
@@ -60,6 +46,17 @@ report::Json opt_json(const std::optional<double>& v) {
 }
 
 }  // namespace
+
+double end_of_run(const model::Telemetry& t) {
+  double end = 0.0;
+  for (const auto& r : t.steps)
+    end = std::max(end, r.ts);
+  for (const auto& r : t.system)
+    end = std::max(end, r.ts);
+  for (const auto& r : t.process)
+    end = std::max(end, r.ts);
+  return end;
+}
 
 report::Json run_block(const store::RunOutcome& o) {
   report::Json j = report::Json::object();

@@ -17,6 +17,11 @@ namespace traceml::collector {
 /// tracer's measured cost per step; plus totals and refused connections.
 report::Json tracer_block(const store::RunData& data);
 
+/// The end of the run as recorded: the latest timestamp of any record. The
+/// summaries' `generated_at` uses it, not the wall clock, so that artifacts
+/// are a pure function of their input (the run database or a JSONL file).
+double end_of_run(const model::Telemetry& t);
+
 /// The `run` block: how the traced program ended, as `traceml run` stored it.
 report::Json run_block(const store::RunOutcome& outcome);
 

@@ -736,7 +736,8 @@ Verdict read_verdict(const Run& run) {
                                          " completed steps were captured; a stable diagnosis "
                                          "needs a larger sample."
                                    : "no completed steps were captured.";
-      v.next = "run more steps, or check that traceml.trace_step(...) wraps the training loop.";
+      v.next =
+          "run more steps, or check that traceml::StepScope marks each step of the training loop.";
     }
   }
   return v;
@@ -801,7 +802,18 @@ std::vector<std::string> step_timing_block(const Run& run, const Verdict& verdic
   bool median_points = false;    // multi-rank without its representative row
   std::string scope = "Average";
   if (run.multi) {
-    const auto rep = point(st, "median", "step_time_ms").idx;
+    auto rep = point(st, "median", "step_time_ms").idx;
+    if (is_straggler_kind(run.kind)) {
+      // Every rank advances at the straggler's pace, so step times are all but
+      // equal and the step-time median may land on the culprit itself (with
+      // two ranks it is one of them by a hair). The tree shows a typical rank
+      // beside the culprit's worst cells: the comparison's median rank.
+      const Json* cmp = straggler_comparison(run);
+      const auto culprit = integer(path(cmp, {"worst", "rank"}));
+      const auto typical = integer(path(cmp, {"median", "rank"}));
+      if (culprit && typical && *typical != *culprit && rep == std::to_string(*culprit))
+        rep = std::to_string(*typical);
+    }
     const Json* row = group_row(st, rep);
     const Json* metrics = object_child(row, "metrics");
     if (metrics != nullptr) {

@@ -120,7 +120,10 @@ class Runtime {
     const bool host = config_.identity.local_rank.value_or(0) == 0;
     const auto period = std::chrono::duration<double>(config_.interval_sec);
     std::unique_lock<std::mutex> lock(mu_);
-    while (!cv_.wait_for(lock, period, [this] { return stopping_; })) {
+    for (;;) {
+      const bool stop = cv_.wait_for(lock, period, [this] { return stopping_; });
+      // One more reading at shutdown: a run shorter than the interval still
+      // gets its process and system figures, and the last stretch is covered.
       lock.unlock();
       try {
         const double ts = wall_seconds();
@@ -130,6 +133,7 @@ class Runtime {
         // A /proc read that fails costs one sample, never the training.
       }
       lock.lock();
+      if (stop) return;
     }
   }
 

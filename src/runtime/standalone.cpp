@@ -8,18 +8,10 @@
 
 #include "collector/collector.hpp"
 #include "collector/finalize.hpp"
+#include "transport/hello.hpp"
 
 namespace traceml::runtime {
 namespace {
-
-std::string random_token() {
-  std::random_device rd;
-  static const char* hex = "0123456789abcdef";
-  std::string t;
-  for (int i = 0; i < 32; ++i)
-    t += hex[rd() % 16];
-  return t;
-}
 
 std::string program_name() {
   // glibc's short name of argv[0]; the binary is what users recognise.
@@ -51,7 +43,7 @@ std::string standalone_run_dir(const Config& config, const std::string& program,
 
 Standalone::Standalone(const Config& config)
     : run_dir_(standalone_run_dir(config, program_name(), std::time(nullptr))),
-      token_(random_token()) {
+      token_(transport::random_run_token()) {
   collector::CollectorOptions o;
   o.bind_host = "127.0.0.1";
   o.port = 0;

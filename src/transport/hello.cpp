@@ -1,5 +1,7 @@
 #include "transport/hello.hpp"
 
+#include <random>
+
 #include <cstddef>
 #include <string>
 #include <utility>
@@ -48,6 +50,15 @@ HelloCheck check_hello(const Hello& h, std::string_view expected_token) {
   }
   if (diff != 0) return {"wrong run token (the connection is not from this run)"};
   return {};
+}
+
+std::string random_run_token() {
+  std::random_device rd;
+  static const char* hex = "0123456789abcdef";
+  std::string t;
+  for (int i = 0; i < 32; ++i)
+    t += hex[rd() % 16];
+  return t;
 }
 
 }  // namespace traceml::transport

@@ -25,6 +25,10 @@ struct Hello {
   model::RankIdentity identity;
 };
 
+/// A fresh run token: 32 hex digits from the system's random device, so that
+/// a connection from another run (or anything else on the port) cannot guess it.
+std::string random_run_token();
+
 /// Payload of a Hello frame: u16 protocol version, token string, rank identity.
 /// A token over kMaxStringBytes is cut to that length.
 std::vector<std::uint8_t> encode_hello(const Hello& h);

@@ -722,7 +722,7 @@ quickstart · 1 GPU · 12 steps analyzed · 4.0s
 
 Verdict: NOT ENOUGH STEP DATA
 Why: only 12 completed steps were captured; a stable diagnosis needs a larger sample.
-Next: run more steps, or check that traceml.trace_step(...) wraps the training loop.
+Next: run more steps, or check that traceml::StepScope marks each step of the training loop.
 Scope: N = node · R = global rank · G = GPU index
 
 Observed anyway: GPU util 31% avg · CPU util 17% avg
@@ -885,7 +885,7 @@ TEST(TextReportVerdict, WhyAndNextFollowTheCardTable) {
       {"no_steps", "INSUFFICIENT_STEP_TIME_DATA", "INSUFFICIENT STEP-TIME DATA",
        Json{{"step_time_status", "NO DATA"}, {"steps_analyzed", 0}}, false,
        "Verdict: NOT ENOUGH STEP DATA  (WARNING)", "Why: no completed steps were captured.",
-       "Next: run more steps, or check that traceml.trace_step(...) wraps the training loop."},
+       "Next: run more steps, or check that traceml::StepScope marks each step of the training loop."},
       {"unknown_kind", "FUTURE_KIND", "future_kind  thing", Json::object(), false,
        "Verdict: FUTURE KIND THING  (WARNING)", "Why: section summary", "Next: section action"},
   };
