@@ -885,7 +885,8 @@ TEST(TextReportVerdict, WhyAndNextFollowTheCardTable) {
       {"no_steps", "INSUFFICIENT_STEP_TIME_DATA", "INSUFFICIENT STEP-TIME DATA",
        Json{{"step_time_status", "NO DATA"}, {"steps_analyzed", 0}}, false,
        "Verdict: NOT ENOUGH STEP DATA  (WARNING)", "Why: no completed steps were captured.",
-       "Next: run more steps, or check that traceml::StepScope marks each step of the training loop."},
+       "Next: run more steps, or check that traceml::StepScope marks each step of the training "
+       "loop."},
       {"unknown_kind", "FUTURE_KIND", "future_kind  thing", Json::object(), false,
        "Verdict: FUTURE KIND THING  (WARNING)", "Why: section summary", "Next: section action"},
   };
