@@ -1,0 +1,107 @@
+#include "timing/cuda_api.hpp"
+
+#include <dlfcn.h>
+
+#include <cstring>
+
+namespace traceml::timing {
+namespace {
+
+/// Resolves `name` into `fn`. dlsym gives an object pointer; copying its bytes
+/// into the function pointer is what POSIX guarantees to work, and keeps
+/// -Wpedantic quiet about the cast.
+template <class Fn>
+bool resolve(void* handle, const char* name, Fn& fn) {
+  void* sym = dlsym(handle, name);
+  if (sym == nullptr) return false;
+  static_assert(sizeof(Fn) == sizeof(void*), "function and object pointers differ in size");
+  std::memcpy(&fn, &sym, sizeof fn);
+  return true;
+}
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+CudaApiLoad load(const std::vector<std::string>& library_names) {
+  CudaApiLoad out;
+  void* handle = nullptr;
+  for (const auto& name : library_names) {
+    handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle != nullptr) {
+      out.library = name;
+      break;
+    }
+  }
+  if (handle == nullptr) {
+    out.reason = "libcudart not found (tried " + join(library_names) + ")";
+    return out;
+  }
+  // The handle is never closed: CUDA objects we create (events) and torch's
+  // own use of the same library outlive any point where closing would be safe.
+  CudaApi api;
+  const char* missing = nullptr;
+  auto need = [&](const char* name, auto& fn) {
+    if (missing == nullptr && !resolve(handle, name, fn)) missing = name;
+  };
+  need("cudaGetDeviceCount", api.get_device_count);
+  need("cudaGetDevice", api.get_device);
+  need("cudaEventCreateWithFlags", api.event_create_with_flags);
+  need("cudaEventRecord", api.event_record);
+  need("cudaEventQuery", api.event_query);
+  need("cudaEventElapsedTime", api.event_elapsed_time);
+  need("cudaEventDestroy", api.event_destroy);
+  need("cudaGetErrorString", api.get_error_string);
+  if (missing != nullptr) {
+    out.reason = out.library + " has no " + missing;
+    return out;
+  }
+  int count = 0;
+  const int err = api.get_device_count(&count);
+  if (err == kCudaErrorInsufficientDriver) {
+    out.reason = "no CUDA driver: cudaGetDeviceCount returned " + describe_cuda_error(api, err);
+  } else if (err == kCudaErrorNoDevice || (err == kCudaSuccess && count <= 0)) {
+    out.reason = "no CUDA device";
+    if (err != kCudaSuccess)
+      out.reason += ": cudaGetDeviceCount returned " + describe_cuda_error(api, err);
+  } else if (err != kCudaSuccess) {
+    out.reason = "CUDA unavailable: cudaGetDeviceCount returned " + describe_cuda_error(api, err);
+  } else {
+    out.api = api;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> default_cudart_names() {
+  return {"libcudart.so.13", "libcudart.so.12", "libcudart.so"};
+}
+
+CudaApiLoad load_cuda_api(const std::vector<std::string>& library_names) {
+  try {
+    return load(library_names);
+  } catch (...) {  // only allocation can throw here; a short reason fits in place
+    CudaApiLoad out;
+    out.reason = "out of memory";
+    return out;
+  }
+}
+
+std::string describe_cuda_error(const CudaApi& api, int error) {
+  std::string out = std::to_string(error);
+  const char* text = api.get_error_string != nullptr ? api.get_error_string(error) : nullptr;
+  if (text != nullptr && *text != '\0') {
+    out += " (";
+    out += text;
+    out += ")";
+  }
+  return out;
+}
+
+}  // namespace traceml::timing
