@@ -20,9 +20,11 @@
 #   N [7]             interleaved pairs of the whole-run comparison
 #   STEPS [3000]      training steps per run
 #   WARMUP [20]       first steps left out of each run's median
-#   QUICKSTART_ARGS   extra quickstart flags [--batch-size 256] (step size)
+#   QUICKSTART_ARGS   extra quickstart flags [--batch-size 32] (step size)
 #   FIXED_REPEATS [N] interleaved pairs of the fixed-cost comparison
 #   FIXED_STEPS [0]   steps of the fixed-cost runs
+#   CONTROL [0]       1: an A/A control, both sides of every pair untraced, to
+#                     show the noise floor of the machine (fixed cost skipped)
 set -euo pipefail
 
 build="${1:-build}"
@@ -31,9 +33,10 @@ quickstart="$build/bin/examples/quickstart"
 pairs="${N:-7}"
 steps="${STEPS:-3000}"
 warmup="${WARMUP:-20}"
-read -r -a qs_args <<<"${QUICKSTART_ARGS:---batch-size 256}"
+read -r -a qs_args <<<"${QUICKSTART_ARGS:---batch-size 32}"
 fixed_repeats="${FIXED_REPEATS:-$pairs}"
 fixed_steps="${FIXED_STEPS:-0}"
+control="${CONTROL:-0}"
 
 for f in "$traceml" "$quickstart"; do
   if [ ! -x "$f" ]; then
@@ -75,52 +78,72 @@ wall_seconds() {
   python3 -c "print(f'{($t1 - $t0) / 1e9:.4f}')"
 }
 
+# Each prints its wall seconds.
 run_traced() {
-  run_logged "$traceml" run --aggregator-port 0 --logs-dir "$work/logs" -- \
+  if [ "$control" = 1 ]; then
+    run_untraced "$1"
+    return
+  fi
+  wall_seconds "$traceml" run --aggregator-port 0 --logs-dir "$work/logs" -- \
     "$quickstart" --steps "$steps" "${qs_args[@]}" --step-times "$1"
 }
 run_untraced() {
-  run_logged "$traceml" run --disable --logs-dir "$work/logs" -- \
+  wall_seconds "$traceml" run --disable --logs-dir "$work/logs" -- \
     "$quickstart" --steps "$steps" "${qs_args[@]}" --step-times "$1"
 }
 
 echo "traceml overhead: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "quickstart --steps $steps ${qs_args[*]}; median step time after $warmup warm-up steps"
+if [ "$control" = 1 ]; then
+  echo "A/A CONTROL: both sides of every pair run untraced (\"traced\" is a label only)"
+fi
 echo
 echo "== whole run: $pairs interleaved pairs =="
 traced_medians=()
 untraced_medians=()
+traced_walls=()
+untraced_walls=()
 for ((i = 1; i <= pairs; ++i)); do
   if ((i % 2 == 1)); then
     order="traced first"
-    run_traced "$work/traced_$i.txt"
-    run_untraced "$work/untraced_$i.txt"
+    tw=$(run_traced "$work/traced_$i.txt")
+    uw=$(run_untraced "$work/untraced_$i.txt")
   else
     order="untraced first"
-    run_untraced "$work/untraced_$i.txt"
-    run_traced "$work/traced_$i.txt"
+    uw=$(run_untraced "$work/untraced_$i.txt")
+    tw=$(run_traced "$work/traced_$i.txt")
   fi
   t=$(run_median "$work/traced_$i.txt")
   u=$(run_median "$work/untraced_$i.txt")
   traced_medians+=("$t")
   untraced_medians+=("$u")
-  python3 -c "print(f'pair $i ($order): traced {$t:.4f} ms, untraced {$u:.4f} ms, ratio {$t / $u:.4f}')"
+  traced_walls+=("$tw")
+  untraced_walls+=("$uw")
+  python3 -c "print(f'pair $i ($order): traced {$t:.4f} ms, untraced {$u:.4f} ms, ratio {$t / $u:.4f}; '
+                    f'wall {$tw:.2f} s vs {$uw:.2f} s')"
 done
 # The traced runs really were traced: each left a run directory with a summary.
-summaries=$(find "$work/logs" -name final_summary.json 2>/dev/null | wc -l)
-if [ "$summaries" -ne "$pairs" ]; then
-  echo "overhead.sh: expected $pairs traced run summaries under $work/logs, found $summaries" >&2
-  exit 1
-fi
-python3 - "${traced_medians[*]}" "${untraced_medians[*]}" <<'EOF'
+check_summaries() {
+  local found
+  found=$(find "$1" -name final_summary.json 2>/dev/null | wc -l)
+  if [ "$found" -ne "$2" ]; then
+    echo "overhead.sh: expected $2 traced run summaries under $1, found $found" >&2
+    exit 1
+  fi
+}
+[ "$control" = 1 ] || check_summaries "$work/logs" "$pairs"
+python3 - "${traced_medians[*]}" "${untraced_medians[*]}" "${traced_walls[*]}" "${untraced_walls[*]}" <<'EOF'
 import statistics, sys
-t = [float(x) for x in sys.argv[1].split()]
-u = [float(x) for x in sys.argv[2].split()]
+t, u, tw, uw = ([float(x) for x in arg.split()] for arg in sys.argv[1:5])
 mt, mu = statistics.median(t), statistics.median(u)
 print(f"overall: median traced {mt:.4f} ms, median untraced {mu:.4f} ms, "
       f"ratio of medians {mt / mu:.4f}, "
       f"median of per-pair ratios {statistics.median(a / b for a, b in zip(t, u)):.4f}")
+print(f"whole-run wall: median traced {statistics.median(tw):.2f} s, "
+      f"median untraced {statistics.median(uw):.2f} s, "
+      f"median difference {statistics.median(a - b for a, b in zip(tw, uw)):+.2f} s")
 EOF
+[ "$control" = 1 ] && exit 0
 
 echo
 echo "== fixed cost: $fixed_repeats interleaved pairs, --steps $fixed_steps =="
@@ -140,6 +163,7 @@ for ((i = 1; i <= fixed_repeats; ++i)); do
   direct_walls+=("$d")
   python3 -c "print(f'repeat $i: traceml run {$t:.3f} s, direct {$d:.3f} s, difference {$t - $d:+.3f} s')"
 done
+check_summaries "$work/fixed" "$fixed_repeats"
 python3 - "${traced_walls[*]}" "${direct_walls[*]}" <<'EOF'
 import statistics, sys
 t = [float(x) for x in sys.argv[1].split()]
