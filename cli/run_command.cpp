@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
-#include <random>
 #include <regex>
 
 #include "collector/collector.hpp"
@@ -18,6 +17,7 @@
 #include "launcher/program_path.hpp"
 #include "report/atomic_file.hpp"
 #include "store/run_db.hpp"
+#include "store/run_dir.hpp"
 #include "store/run_outcome.hpp"
 #include "transport/hello.hpp"
 
@@ -51,15 +51,6 @@ struct RunArgs {
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string timestamp() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y%m%d_%H%M%S", &tm);
-  return buf;
 }
 
 /// The checks of spec §1.1 that apply to us; a message to print, or none.
@@ -155,13 +146,13 @@ int run(RunArgs a) {
   }
 
   const std::string program = fs::path(a.command.front()).filename().string();
-  std::string run_name = a.run_name.empty() ? program + "_" + timestamp() : a.run_name;
-  fs::path run_dir = fs::path(a.logs_dir) / run_name;
-  if (a.run_name.empty()) {
-    for (int n = 2; fs::exists(run_dir); ++n)
-      run_dir = fs::path(a.logs_dir) / (run_name + "_" + std::to_string(n));
-    run_name = run_dir.filename().string();
-  }
+  // A name the user gave is used as is (an existing run is refused below); a
+  // generated one never collides.
+  const fs::path run_dir =
+      a.run_name.empty() ? store::first_free_run_dir(
+                               a.logs_dir, store::default_run_name(program, std::time(nullptr)))
+                         : fs::path(a.logs_dir) / a.run_name;
+  const std::string run_name = run_dir.filename().string();
   const bool owner = a.node_rank == 0;
   const int world = a.nnodes * a.nproc_per_node;
   const std::string bind_host = !a.aggregator_bind_host.empty()

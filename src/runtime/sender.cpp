@@ -127,14 +127,17 @@ bool Sender::ensure_connected(Clock::time_point now, bool final_attempt) {
     backoff_ = settings_.backoff_min;
     return true;
   }
-  if (!warned_ && settings_.on_first_failure) {
-    warned_ = true;
-    settings_.on_first_failure("cannot reach the collector at " + settings_.host + ":" +
-                               std::to_string(settings_.port) + " (" + client_.error() + ")");
-  }
+  warn_once("cannot reach");
   next_attempt_ = Clock::now() + backoff_;
   backoff_ = std::min(backoff_ * 2, settings_.backoff_max);
   return false;
+}
+
+void Sender::warn_once(const std::string& what) {
+  if (warned_ || !settings_.on_first_failure) return;
+  warned_ = true;
+  settings_.on_first_failure(what + " the collector at " + settings_.host + ":" +
+                             std::to_string(settings_.port) + " (" + client_.error() + ")");
 }
 
 bool Sender::flush(milliseconds timeout) {
@@ -143,11 +146,7 @@ bool Sender::flush(milliseconds timeout) {
     // The whole buffer is sent again on the next connection: frames that did
     // arrive are then received twice, and a later duplicate of a step wins
     // with the same values.
-    if (!warned_ && settings_.on_first_failure) {
-      warned_ = true;
-      settings_.on_first_failure("lost the connection to the collector at " + settings_.host + ":" +
-                                 std::to_string(settings_.port) + " (" + client_.error() + ")");
-    }
+    warn_once("lost the connection to");
     next_attempt_ = Clock::now() + backoff_;
     return false;
   }

@@ -73,6 +73,9 @@ class Sender {
   void add_frame(transport::FrameType type, const std::vector<std::uint8_t>& payload);
   bool ensure_connected(std::chrono::steady_clock::time_point now, bool final_attempt);
   bool flush(std::chrono::milliseconds timeout);
+  /// Reports the first failure through settings_.on_first_failure; later ones
+  /// stay silent (one warning per process, not one per step).
+  void warn_once(const std::string& what);
   [[nodiscard]] model::TracerStats full_stats() const;
 
   SenderSettings settings_;

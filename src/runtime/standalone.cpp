@@ -4,10 +4,10 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <random>
 
 #include "collector/collector.hpp"
 #include "collector/finalize.hpp"
+#include "store/run_dir.hpp"
 #include "transport/hello.hpp"
 
 namespace traceml::runtime {
@@ -26,19 +26,11 @@ std::string standalone_run_dir(const Config& config, const std::string& program,
   if (config.run_name) {
     name = *config.run_name;
   } else {
-    std::tm tm{};
-    localtime_r(&now, &tm);
-    char stamp[32];
-    std::strftime(stamp, sizeof stamp, "%Y%m%d_%H%M%S", &tm);
-    name = program + "_" + stamp;
+    name = store::default_run_name(program, now);
     if (config.identity.world_size.value_or(1) > 1)
       name += "_rank" + std::to_string(config.identity.global_rank);
   }
-  const std::filesystem::path base = std::filesystem::path(config.logs_dir) / name;
-  std::filesystem::path dir = base;
-  for (int n = 2; std::filesystem::exists(dir); ++n)
-    dir = base.string() + "_" + std::to_string(n);
-  return dir.string();
+  return store::first_free_run_dir(config.logs_dir, name).string();
 }
 
 Standalone::Standalone(const Config& config)
