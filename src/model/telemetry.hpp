@@ -68,11 +68,28 @@ class StepEvents {
   std::uint16_t cpu_present_ = 0;  // bit e: event e has cpu_ms
 };
 
+/// What the GPU's activity records (CUPTI) say about the work one step
+/// launched: its host-to-device copies, its collective (NCCL) kernels and how
+/// long the GPU was busy. Durations are GPU time of work launched from the CPU
+/// inside the traced step body; work launched outside steps belongs to none.
+struct StepGpuActivity {
+  double h2d_ms = 0.0;                   ///< host-to-device copies, summed GPU durations
+  double h2d_bytes = 0.0;                ///< bytes they moved
+  std::int64_t h2d_copies = 0;           ///< how many there were
+  std::int64_t h2d_pageable_copies = 0;  ///< of those, copies from pageable (unpinned) memory
+  double h2d_pageable_bytes = 0.0;       ///< bytes of the pageable ones
+  double collective_ms = 0.0;            ///< NCCL kernels: union of their GPU intervals
+  double busy_ms = 0.0;                  ///< union of every kernel, copy and memset interval
+};
+
 struct StepRecord {
   int global_rank = 0;
   std::int64_t step = 0;  ///< step ids start at 1
   double ts = 0.0;        ///< unix seconds at the end of the step
   StepEvents events;
+  /// Absent when the rank had no activity records (no GPU, no CUPTI, or the
+  /// records were lost): not the same as a step that launched nothing.
+  std::optional<StepGpuActivity> gpu_activity;
 };
 
 struct RankIdentity {

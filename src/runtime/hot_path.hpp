@@ -32,24 +32,40 @@ inline void hot_fetch(ThreadRecorder& r, std::int64_t start) noexcept {
   r.add_fetch(now_ns() - start);
 }
 
+/// How a step scope ended.
+enum class StepEnd {
+  Nested,     ///< an inner StepScope: the outer one is the step
+  Dropped,    ///< left by an exception, tracing stopped, or past --trace-max-steps
+  Published,  ///< queued for the sender
+};
+
 /// Ends a step: nested steps end with the outermost; a failed step (left by an
-/// exception) or one past --trace-max-steps is not recorded. Returns whether a
-/// step was published.
-inline bool hot_step_end(HotState& h, ThreadRecorder& r, std::int64_t start, bool failed) noexcept {
+/// exception) or one past --trace-max-steps is not recorded. `before_publish`
+/// sees the finished step just before it is queued (the GPU side adds to it).
+template <class BeforePublish>
+inline StepEnd hot_step_end(HotState& h, ThreadRecorder& r, std::int64_t start, bool failed,
+                            BeforePublish&& before_publish) noexcept {
   const std::int64_t end = now_ns();
-  if (!r.leave_step()) return false;
+  if (!r.leave_step()) return StepEnd::Nested;
   if (failed || h.state.load(std::memory_order_acquire) != kRecording) {
     r.discard();
-    return false;
+    return StepEnd::Dropped;
   }
   const std::int64_t step = h.last_step.fetch_add(1, std::memory_order_relaxed) + 1;
   if (h.max_steps > 0 && step > h.max_steps) {
     h.state.store(kMaxStepsReached, std::memory_order_release);
     r.discard();
-    return false;
+    return StepEnd::Dropped;
   }
-  r.publish(r.finish(step, start, end));
-  return true;
+  RawStep s = r.finish(step, start, end);
+  before_publish(s);
+  r.publish(s);
+  return StepEnd::Published;
+}
+
+/// hot_step_end without a GPU side; true when the step was published.
+inline bool hot_step_end(HotState& h, ThreadRecorder& r, std::int64_t start, bool failed) noexcept {
+  return hot_step_end(h, r, start, failed, [](RawStep&) noexcept {}) == StepEnd::Published;
 }
 
 }  // namespace traceml::runtime

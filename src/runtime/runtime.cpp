@@ -5,22 +5,26 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "runtime/config.hpp"
+#include "runtime/gpu_clock.hpp"
 #include "runtime/hot_path.hpp"
 #include "runtime/overhead.hpp"
 #include "runtime/proc_sampler.hpp"
 #include "runtime/registry.hpp"
 #include "runtime/sender.hpp"
 #include "runtime/standalone.hpp"
+#include "timing/cuda_api.hpp"
 #include "traceml/traceml.hpp"
 
 namespace traceml {
@@ -33,6 +37,53 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::seconds kFlushBudget{5};
 
 HotState g_hot;
+std::atomic<detail::GpuMemoryReader> g_memory_reader{nullptr};
+std::atomic<detail::CurrentCudaStream> g_current_stream{nullptr};
+
+/// The GPU clock, when this process found CUDA; created at the first init and
+/// never freed (a scope begun before shutdown may end after it).
+std::atomic<GpuClock*> g_gpu_clock{nullptr};
+thread_local GpuThread* t_gpu = nullptr;
+thread_local std::int64_t t_gpu_next_check = 0;
+/// How often a thread asks whether the program uses a GPU yet.
+constexpr std::int64_t kGpuAttachRetryNs = 1'000'000'000;
+
+/// The calling thread's GPU side once the program uses a GPU; null before
+/// (and on every CPU-only run, after one pointer load).
+GpuThread* gpu_thread(std::int64_t now) noexcept {
+  if (t_gpu != nullptr) return t_gpu;
+  GpuClock* clock = g_gpu_clock.load(std::memory_order_acquire);
+  if (clock == nullptr || now < t_gpu_next_check) return nullptr;
+  t_gpu_next_check = now + kGpuAttachRetryNs;
+  t_gpu = clock->attach_thread();
+  return t_gpu;
+}
+
+/// The stream hook the builders call: whatever traceml/torch.hpp installed.
+void* current_stream(int device) {
+  const detail::CurrentCudaStream hook = g_current_stream.load(std::memory_order_acquire);
+  return hook != nullptr ? hook(device) : nullptr;
+}
+
+/// The process's GPU memory now, as the framework's allocator sees it.
+std::optional<model::ProcessGpu> process_gpu_memory() noexcept {
+  const detail::GpuMemoryReader reader = g_memory_reader.load(std::memory_order_acquire);
+  detail::GpuMemoryReading m;
+  if (reader == nullptr || !reader(&m, /*reset_peaks=*/false)) return std::nullopt;
+  model::ProcessGpu g;
+  g.device = m.device;
+  g.allocated_bytes = m.allocated_bytes;
+  g.reserved_bytes = m.reserved_bytes;
+  if (m.total_bytes > 0.0) g.total_bytes = m.total_bytes;
+  return g;
+}
+
+std::optional<StepMemoryPeak> read_step_memory() noexcept {
+  const detail::GpuMemoryReader reader = g_memory_reader.load(std::memory_order_acquire);
+  detail::GpuMemoryReading m;
+  if (reader == nullptr || !reader(&m, /*reset_peaks=*/true)) return std::nullopt;
+  return StepMemoryPeak{m.device, m.peak_allocated_bytes, m.peak_reserved_bytes};
+}
 RecorderRegistry* g_registry = nullptr;  // created once, never freed
 thread_local ThreadRecorder* t_recorder = nullptr;
 
@@ -89,6 +140,7 @@ class Runtime {
     s.on_first_failure = [](const std::string& why) {
       warn(why + "; training continues, telemetry is dropped");
     };
+    s.gpu_clock = start_gpu_clock();
     const std::string strategy = config_.strategy;
     const int rank = config_.identity.global_rank;
     sender_ = std::make_unique<Sender>(s, *g_registry, samples_, wall_, [strategy, rank] {
@@ -100,6 +152,23 @@ class Runtime {
     });
     sender_->start();
     sampler_ = std::thread([this] { sample_loop(); });
+  }
+
+  /// Finds CUDA (dlopen) and makes the process's GPU clock, once; says on
+  /// stderr, once per node, when the rank stays on the CPU clock.
+  GpuClock* start_gpu_clock() {
+    if (GpuClock* existing = g_gpu_clock.load()) return existing;
+    const timing::CudaApiLoad cuda = timing::load_cuda_api();
+    int count = 0;
+    if (cuda.api && cuda.api->get_device_count(&count) == timing::kCudaSuccess && count > 0) {
+      auto* clock = new GpuClock(*cuda.api, count, config_.identity.local_rank, current_stream);
+      g_gpu_clock.store(clock, std::memory_order_release);
+      return clock;
+    }
+    if (config_.identity.local_rank.value_or(0) == 0)
+      std::fprintf(stderr, "traceml: using the CPU clock (%s)\n",
+                   cuda.api ? "no CUDA device" : cuda.reason.c_str());
+    return nullptr;
   }
 
   void stop() {
@@ -127,7 +196,9 @@ class Runtime {
       lock.unlock();
       try {
         const double ts = wall_seconds();
-        samples_.push(sampler.sample_process(config_.identity.global_rank, ts));
+        model::ProcessSample process = sampler.sample_process(config_.identity.global_rank, ts);
+        process.gpu = process_gpu_memory();
+        samples_.push(std::move(process));
         if (host) samples_.push(sampler.sample_system(config_.identity.node_rank.value_or(0), ts));
       } catch (...) {
         // A /proc read that fails costs one sample, never the training.
@@ -223,30 +294,59 @@ bool is_recording() {
 namespace detail {
 
 std::int64_t scope_begin() noexcept {
-  return runtime::hot_scope_begin(runtime::g_hot);
+  const std::int64_t start = runtime::hot_scope_begin(runtime::g_hot);
+  if (start != 0)
+    if (auto* g = runtime::gpu_thread(start)) g->builder.scope_begin(start);
+  return start;
 }
 
 void phase_end(Phase phase, std::int64_t start) noexcept {
   if (start == 0) return;
   if (auto* r = runtime::recorder()) runtime::hot_add(*r, model::Event(phase), start);
+  if (auto* g = runtime::t_gpu) g->builder.scope_end(model::Event(phase), start);
 }
 
 void fetch_end(std::int64_t start) noexcept {
   if (start == 0) return;
   if (auto* r = runtime::recorder()) runtime::hot_fetch(*r, start);
+  if (auto* g = runtime::t_gpu) g->builder.scope_end(model::Event::InputWait, start);
 }
 
 std::int64_t step_begin() noexcept {
   if (runtime::g_hot.state.load(std::memory_order_relaxed) != runtime::kRecording) return 0;
   auto* r = runtime::recorder();
   if (r == nullptr) return 0;
-  r->enter_step();
-  return runtime::now_ns();
+  const bool outermost = r->enter_step();
+  const std::int64_t start = runtime::now_ns();
+  if (outermost)
+    if (auto* g = runtime::gpu_thread(start)) g->builder.scope_begin(start);
+  return start;
 }
 
 void step_end(std::int64_t start, bool failed) noexcept {
+  using runtime::StepEnd;
   if (start == 0) return;
-  if (auto* r = runtime::recorder()) runtime::hot_step_end(runtime::g_hot, *r, start, failed);
+  auto* r = runtime::recorder();
+  if (r == nullptr) return;
+  runtime::GpuThread* g = runtime::t_gpu;
+  const StepEnd how =
+      runtime::hot_step_end(runtime::g_hot, *r, start, failed, [&](runtime::RawStep& s) noexcept {
+        if (g != nullptr) {
+          g->builder.scope_end(model::Event::TracedStepTime, start);
+          runtime::g_gpu_clock.load(std::memory_order_relaxed)
+              ->publish(*g, s.step, g->builder.finish_step());
+        }
+        s.memory = runtime::read_step_memory();
+      });
+  if (how == StepEnd::Dropped && g != nullptr) {
+    g->builder.scope_end(model::Event::TracedStepTime, start);  // closes the step's scope
+    g->builder.discard_step();
+  }
+}
+
+void set_gpu_hooks(GpuMemoryReader memory, CurrentCudaStream stream) noexcept {
+  runtime::g_memory_reader.store(memory, std::memory_order_release);
+  runtime::g_current_stream.store(stream, std::memory_order_release);
 }
 
 }  // namespace detail

@@ -13,17 +13,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
-model::StepRecord to_record(const RawStep& raw, int rank, const WallMapping& wall) {
-  model::StepRecord r;
-  r.global_rank = rank;
-  r.step = raw.step;
-  r.ts = wall.to_unix(raw.end_ns);
-  for (std::size_t e = 0; e < model::kEventCount; ++e) {
-    if ((raw.mask >> e & 1u) == 0) continue;
-    r.events.set(model::Event(e), model::Timing{double(raw.ns[e]) * 1e-6, std::nullopt});
-  }
-  return r;
-}
+/// How long the final flush waits for the GPU to pass the last steps' events.
+constexpr std::chrono::seconds kGpuGrace{2};
 
 milliseconds remaining(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
@@ -39,6 +30,12 @@ Sender::Sender(SenderSettings settings, RecorderRegistry& recorders, SampleQueue
       samples_(samples),
       wall_(wall),
       stats_(std::move(stats)),
+      emit_step_(
+          [this](const model::StepRecord& r, const std::optional<model::StepMemoryRecord>& m) {
+            add_frame(transport::FrameType::Step, transport::encode_step(r));
+            if (m) add_frame(transport::FrameType::StepMemory, transport::encode_step_memory(*m));
+          }),
+      pipeline_(settings_.identity.global_rank, wall, settings_.gpu_clock, settings_.activity),
       backoff_(settings_.backoff_min) {}
 
 Sender::~Sender() {
@@ -74,12 +71,17 @@ void Sender::add_frame(transport::FrameType type, const std::vector<std::uint8_t
 }
 
 void Sender::collect() {
-  const int rank = settings_.identity.global_rank;
+  std::vector<RawStep> steps;
   recorders_.drain([&](const RawStep& raw) {
     ++steps_drained_;
     scopes_drained_ += raw.scopes;
-    add_frame(transport::FrameType::Step, transport::encode_step(to_record(raw, rank, wall_)));
+    steps.push_back(raw);
   });
+  // After the CPU rings: a step's GPU record is queued before its CPU record,
+  // so every step drained above finds its GPU record here.
+  std::vector<GpuRawStep> gpu;
+  if (settings_.gpu_clock != nullptr) settings_.gpu_clock->drain(gpu);
+  pipeline_.add(steps, gpu, Clock::now(), emit_step_);
   for (auto& s : samples_.take()) {
     if (const auto* p = std::get_if<model::ProcessSample>(&s)) {
       add_frame(transport::FrameType::Process, transport::encode_process(*p));
@@ -166,8 +168,16 @@ void Sender::loop() {
     collect();
     if (ensure_connected(Clock::now(), false)) flush(settings_.send_timeout);
   }
-  // Final: everything recorded, the rank's own counters, then Bye.
+  // Final: everything recorded, the rank's own counters, then Bye. Steps
+  // still waiting for the GPU get a short grace (a wedged GPU must not hold
+  // up the exit), then go out with CPU times only.
   collect();
+  const auto gpu_grace = std::min(deadline_, Clock::now() + kGpuGrace);
+  while (pipeline_.waiting() > 0 && Clock::now() < gpu_grace) {
+    std::this_thread::sleep_for(milliseconds(5));
+    pipeline_.poll(Clock::now(), emit_step_);
+  }
+  pipeline_.abandon(emit_step_);
   const model::TracerStats stats = full_stats();
   add_frame(transport::FrameType::TracerStats, transport::encode_tracer_stats(stats));
   add_frame(transport::FrameType::Bye, {});

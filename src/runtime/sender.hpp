@@ -18,7 +18,9 @@
 
 #include "model/telemetry.hpp"
 #include "runtime/clock.hpp"
+#include "runtime/gpu_clock.hpp"
 #include "runtime/registry.hpp"
+#include "runtime/step_pipeline.hpp"
 #include "transport/frame.hpp"
 #include "transport/tcp_client.hpp"
 
@@ -43,6 +45,9 @@ struct SenderSettings {
   /// The calibrated cost of one scope (overhead.hpp); with the scopes each
   /// step used it gives the rank's tracer cost per step.
   std::optional<double> ns_per_scope;
+  /// The rank's GPU clock and activity records, when it has them (not owned).
+  GpuClock* gpu_clock = nullptr;
+  ActivityStage* activity = nullptr;
 };
 
 /// The rank's counters that only the runtime knows (steps, overhead); the
@@ -84,6 +89,8 @@ class Sender {
   const WallMapping& wall_;
   StatsSource stats_;
   transport::TcpClient client_;
+  StepPipeline::Emit emit_step_;  // queues a finished step's frames
+  StepPipeline pipeline_;
 
   std::vector<std::uint8_t> pending_;  // encoded frames not yet written
   std::int64_t pending_records_ = 0;

@@ -7,12 +7,20 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <optional>
 #include <utility>
 
 #include "model/telemetry.hpp"
 #include "runtime/spsc_ring.hpp"
 
 namespace traceml::runtime {
+
+/// A step's peak GPU memory as the framework's allocator saw it.
+struct StepMemoryPeak {
+  int device = 0;
+  double peak_allocated_bytes = 0.0;
+  double peak_reserved_bytes = 0.0;
+};
 
 /// A finished step as the training thread leaves it: monotonic end time and
 /// nanosecond durations. The sender turns it into a model::StepRecord.
@@ -22,10 +30,12 @@ struct RawStep {
   std::array<std::int64_t, model::kEventCount> ns{};
   std::uint8_t mask = 0;     ///< bit e: event e measured on this step
   std::uint32_t scopes = 0;  ///< instrumented regions on this step (for the overhead estimate)
+  /// Present when the program installed a GPU memory reader (traceml/torch.hpp).
+  std::optional<StepMemoryPeak> memory;
 };
 
 /// Steps a thread can hold before the sender drains them (every 50 ms). At
-/// 1 ms steps that is 4 s of slack; each slot is 72 bytes.
+/// 1 ms steps that is 4 s of slack; each slot is about 100 bytes.
 inline constexpr std::size_t kStepRingCapacity = 4096;
 
 class ThreadRecorder {

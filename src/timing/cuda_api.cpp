@@ -28,6 +28,40 @@ std::string join(const std::vector<std::string>& names) {
   return out;
 }
 
+/// The driver entry points behind CudaApi::primary_context_active. Set once,
+/// before any CudaApi that points at the wrapper is handed out.
+struct DriverApi {
+  int (*device_get)(int* device, int ordinal) = nullptr;
+  int (*primary_ctx_get_state)(int device, unsigned* flags, int* active) = nullptr;
+};
+DriverApi g_driver;
+
+int primary_context_active(int ordinal, int* active) {
+  int device = 0;
+  if (const int err = g_driver.device_get(&device, ordinal); err != 0) return err;
+  unsigned flags = 0;
+  return g_driver.primary_ctx_get_state(device, &flags, active);
+}
+
+/// Finds the driver's context query in libcuda (already loaded by libcudart
+/// once it found a driver). cuInit creates no context; it only makes the
+/// driver API usable from this library handle.
+void load_driver_query(CudaApi& api) {
+  static const bool loaded = [] {
+    void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) return false;
+    int (*init)(unsigned) = nullptr;
+    DriverApi d;
+    if (!resolve(handle, "cuInit", init) || !resolve(handle, "cuDeviceGet", d.device_get) ||
+        !resolve(handle, "cuDevicePrimaryCtxGetState", d.primary_ctx_get_state))
+      return false;
+    if (init(0) != 0) return false;
+    g_driver = d;
+    return true;
+  }();
+  if (loaded) api.primary_context_active = primary_context_active;
+}
+
 CudaApiLoad load(const std::vector<std::string>& library_names) {
   CudaApiLoad out;
   void* handle = nullptr;
@@ -72,6 +106,7 @@ CudaApiLoad load(const std::vector<std::string>& library_names) {
   } else if (err != kCudaSuccess) {
     out.reason = "CUDA unavailable: cudaGetDeviceCount returned " + describe_cuda_error(api, err);
   } else {
+    load_driver_query(api);
     out.api = api;
   }
   return out;

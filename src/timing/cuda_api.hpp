@@ -34,6 +34,11 @@ struct CudaApi {
   int (*event_elapsed_time)(float* ms, void* start, void* end) = nullptr;
   int (*event_destroy)(void* event) = nullptr;
   const char* (*get_error_string)(int error) = nullptr;
+  /// Whether the program has started using `device` (its primary context is
+  /// active), without creating anything: the driver's
+  /// cuDevicePrimaryCtxGetState. Sets *active and returns 0, or returns the
+  /// driver's error. Null when the driver library lacks it.
+  int (*primary_context_active)(int device, int* active) = nullptr;
 };
 
 /// What looking for CUDA found: the api when this process can time on a GPU,

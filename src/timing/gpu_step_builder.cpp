@@ -2,8 +2,9 @@
 
 namespace traceml::timing {
 
-GpuStepBuilder::GpuStepBuilder(const CudaApi& api, EventPool& pool, CurrentStream current_stream)
-    : api_(api), pool_(pool), current_stream_(current_stream) {}
+GpuStepBuilder::GpuStepBuilder(const CudaApi& api, EventPool& pool, int device,
+                               CurrentStream current_stream)
+    : api_(api), pool_(pool), device_(device), current_stream_(current_stream) {}
 
 GpuStepBuilder::~GpuStepBuilder() {
   discard_step();
@@ -14,9 +15,15 @@ GpuStepBuilder::~GpuStepBuilder() {
 }
 
 std::optional<EventId> GpuStepBuilder::record() noexcept {
+  int current = -1;
+  if (api_.get_device(&current) != kCudaSuccess || current != device_) {
+    wrong_device_.store(wrong_device_.load(std::memory_order_relaxed) + 1,
+                        std::memory_order_relaxed);
+    return std::nullopt;
+  }
   const std::optional<EventId> id = pool_.acquire();
   if (!id) return std::nullopt;
-  void* stream = current_stream_ != nullptr ? current_stream_() : nullptr;
+  void* stream = current_stream_ != nullptr ? current_stream_(device_) : nullptr;
   if (api_.event_record(pool_.event(*id), stream) != kCudaSuccess) {
     pool_.release(*id);
     return std::nullopt;

@@ -17,12 +17,12 @@
 
 namespace traceml::timing {
 
-/// Returns the stream that the training thread's GPU work goes to. The torch
-/// adapter can supply LibTorch's current CUDA stream; without one the events
-/// go to the legacy default stream (null), which is LibTorch's current stream
-/// unless the program switches streams. It runs at every scope boundary, so it
-/// must be cheap and must not throw.
-using CurrentStream = void* (*)();
+/// Returns the stream that the training thread's GPU work goes to on
+/// `device`. The torch adapter supplies LibTorch's current CUDA stream; without
+/// one the events go to the legacy default stream (null), which is LibTorch's
+/// current stream unless the program switches streams. It runs at every scope
+/// boundary, so it must be cheap and must not throw.
+using CurrentStream = void* (*)(int device);
 
 class GpuStepBuilder {
  public:
@@ -30,7 +30,13 @@ class GpuStepBuilder {
   /// and some nesting); a deeper scope gets no GPU timing.
   static constexpr std::size_t kMaxOpenScopes = 16;
 
-  GpuStepBuilder(const CudaApi& api, EventPool& pool, CurrentStream current_stream = nullptr);
+  /// `device`: the GPU the rank trains on; the pool's events must belong to
+  /// it. A scope begun while the thread's current device is another one gets
+  /// no GPU timing: its events could be neither created on the right device
+  /// nor recorded on that device's streams, and switching the thread's device
+  /// for it could create a CUDA context on a GPU the program never used.
+  GpuStepBuilder(const CudaApi& api, EventPool& pool, int device = 0,
+                 CurrentStream current_stream = nullptr);
   ~GpuStepBuilder();
   GpuStepBuilder(const GpuStepBuilder&) = delete;
   GpuStepBuilder& operator=(const GpuStepBuilder&) = delete;
@@ -59,6 +65,11 @@ class GpuStepBuilder {
   [[nodiscard]] std::int64_t skipped_scopes() const noexcept {
     return skipped_.load(std::memory_order_relaxed);
   }
+  /// Of those, scopes begun while the thread's current device was not the
+  /// rank's GPU.
+  [[nodiscard]] std::int64_t wrong_device_scopes() const noexcept {
+    return wrong_device_.load(std::memory_order_relaxed);
+  }
 
  private:
   struct Open {
@@ -70,11 +81,13 @@ class GpuStepBuilder {
 
   CudaApi api_;
   EventPool& pool_;
+  int device_;
   CurrentStream current_stream_;
   std::array<Open, kMaxOpenScopes> open_{};
   std::size_t depth_ = 0;  // entries of open_ in use
   GpuStepRecord step_;
-  std::atomic<std::int64_t> skipped_{0};  // written by the owning thread only
+  std::atomic<std::int64_t> skipped_{0};       // written by the owning thread only
+  std::atomic<std::int64_t> wrong_device_{0};  // written by the owning thread only
 };
 
 }  // namespace traceml::timing

@@ -1,0 +1,115 @@
+#include "runtime/gpu_clock.hpp"
+
+namespace traceml::runtime {
+
+std::optional<int> choose_gpu_device(int device_count, std::optional<int> local_rank,
+                                     const std::function<bool(int)>& in_use) {
+  if (device_count <= 0) return std::nullopt;
+  if (local_rank && *local_rank >= 0) {
+    const int own = *local_rank % device_count;
+    if (in_use(own)) return own;
+  }
+  for (int d = 0; d < device_count; ++d)
+    if (in_use(d)) return d;
+  return std::nullopt;
+}
+
+GpuClock::GpuClock(const timing::CudaApi& api, int device_count, std::optional<int> local_rank,
+                   timing::CurrentStream stream, timing::GpuResolverSettings settings)
+    : api_(api),
+      device_count_(device_count),
+      local_rank_(local_rank),
+      stream_(stream),
+      pool_(api_),
+      resolver_(api_, pool_, settings) {}
+
+GpuClock::~GpuClock() {
+  std::vector<timing::GpuStepTimes> ignored;
+  resolver_.abandon_all(ignored);
+  std::vector<GpuRawStep> queued;
+  drain(queued);
+  for (const auto& q : queued)
+    release(q.record);
+  threads_.clear();  // builders give back what they hold
+}
+
+GpuThread* GpuClock::attach_thread() noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(mu_);
+    int device = device_.load(std::memory_order_relaxed);
+    if (device < 0) {
+      const auto in_use = [this](int d) {
+        // Without the driver's query we could not tell without creating a
+        // context, so no device counts as used: the rank stays on the CPU clock.
+        int active = 0;
+        return api_.primary_context_active != nullptr &&
+               api_.primary_context_active(d, &active) == 0 && active != 0;
+      };
+      const std::optional<int> chosen = choose_gpu_device(device_count_, local_rank_, in_use);
+      if (!chosen) return nullptr;
+      device = *chosen;
+      device_.store(device, std::memory_order_release);
+    }
+    threads_.push_back(std::make_unique<GpuThread>(api_, pool_, device, stream_));
+    return threads_.back().get();
+  } catch (...) {
+    return nullptr;  // out of memory: this thread stays on the CPU clock
+  }
+}
+
+bool GpuClock::publish(GpuThread& t, std::int64_t step,
+                       const timing::GpuStepRecord& record) noexcept {
+  if (t.ring.push(GpuRawStep{step, record})) return true;
+  release(record);
+  publish_dropped_.fetch_add(1, std::memory_order_relaxed);
+  return false;
+}
+
+void GpuClock::drain(std::vector<GpuRawStep>& out) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (auto& t : threads_)
+    t->ring.drain([&](const GpuRawStep& s) { out.push_back(s); });
+}
+
+bool GpuClock::submit(std::int64_t step, const timing::GpuStepRecord& record,
+                      std::chrono::steady_clock::time_point now) {
+  return resolver_.submit(step, record, now);
+}
+
+void GpuClock::poll(std::chrono::steady_clock::time_point now,
+                    std::vector<timing::GpuStepTimes>& out) {
+  resolver_.poll(now, out);
+}
+
+void GpuClock::abandon_all(std::vector<timing::GpuStepTimes>& out) {
+  resolver_.abandon_all(out);
+}
+
+void GpuClock::release(const timing::GpuStepRecord& record) noexcept {
+  for (std::size_t i = 0; i < record.count; ++i) {
+    pool_.release(record.intervals[i].start);
+    pool_.release(record.intervals[i].end);
+  }
+}
+
+std::optional<int> GpuClock::device() const noexcept {
+  const int d = device_.load(std::memory_order_acquire);
+  if (d < 0) return std::nullopt;
+  return d;
+}
+
+GpuClockCounters GpuClock::counters() const {
+  GpuClockCounters c;
+  c.steps_resolved = resolver_.resolved();
+  c.steps_expired = resolver_.expired();
+  c.steps_failed = resolver_.failed();
+  c.steps_rejected = resolver_.rejected() + publish_dropped_.load(std::memory_order_relaxed);
+  c.steps_abandoned = resolver_.abandoned();
+  c.pool_exhausted = pool_.exhausted();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& t : threads_)
+    c.scopes_skipped += t->builder.skipped_scopes();
+  return c;
+}
+
+}  // namespace traceml::runtime

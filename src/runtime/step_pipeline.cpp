@@ -1,0 +1,115 @@
+#include "runtime/step_pipeline.hpp"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+
+namespace traceml::runtime {
+
+model::StepRecord to_step_record(const RawStep& raw, int rank, const WallMapping& wall) {
+  model::StepRecord r;
+  r.global_rank = rank;
+  r.step = raw.step;
+  r.ts = wall.to_unix(raw.end_ns);
+  for (std::size_t e = 0; e < model::kEventCount; ++e) {
+    if ((raw.mask >> e & 1u) == 0) continue;
+    r.events.set(model::Event(e), model::Timing{double(raw.ns[e]) * 1e-6, std::nullopt});
+  }
+  return r;
+}
+
+std::optional<model::StepMemoryRecord> to_step_memory(const RawStep& raw, int rank) {
+  if (!raw.memory) return std::nullopt;
+  model::StepMemoryRecord m;
+  m.global_rank = rank;
+  m.step = raw.step;
+  m.device = "cuda:" + std::to_string(raw.memory->device);
+  m.peak_allocated_bytes = raw.memory->peak_allocated_bytes;
+  m.peak_reserved_bytes = raw.memory->peak_reserved_bytes;
+  return m;
+}
+
+void add_captured_h2d(const model::StepGpuActivity& activity, model::StepEvents& events) {
+  if (events.has(model::Event::H2D) || activity.h2d_copies == 0) return;
+  events.set(model::Event::H2D, model::Timing{std::nullopt, activity.h2d_ms});
+}
+
+StepPipeline::StepPipeline(int rank, const WallMapping& wall, GpuClock* gpu,
+                           ActivityStage* activity)
+    : rank_(rank), wall_(wall), gpu_(gpu), activity_(activity) {}
+
+void StepPipeline::add(const std::vector<RawStep>& steps, const std::vector<GpuRawStep>& gpu,
+                       TimePoint now, const Emit& emit) {
+  std::unordered_map<std::int64_t, const timing::GpuStepRecord*> by_step;
+  for (const auto& g : gpu)
+    by_step.emplace(g.step, &g.record);
+  for (const RawStep& raw : steps) {
+    model::StepRecord record = to_step_record(raw, rank_, wall_);
+    std::optional<model::StepMemoryRecord> memory = to_step_memory(raw, rank_);
+    const auto it = by_step.find(raw.step);
+    if (it == by_step.end() || gpu_ == nullptr) {
+      emit(record, memory);
+      continue;
+    }
+    const timing::GpuStepRecord* events = it->second;
+    by_step.erase(it);
+    if (!gpu_->submit(raw.step, *events, now)) {
+      // Too many steps wait for the GPU: the resolver gave the events back,
+      // and the step goes out with CPU times (records need not be in order).
+      emit(record, memory);
+      continue;
+    }
+    const std::int64_t traced = raw.ns[std::size_t(model::Event::TracedStepTime)];
+    waiting_.push_back(
+        Waiting{std::move(record), std::move(memory), raw.end_ns - traced, raw.end_ns});
+  }
+  for (const auto& [step, events] : by_step)
+    if (gpu_ != nullptr) gpu_->release(*events);
+  poll(now, emit);
+}
+
+void StepPipeline::poll(TimePoint now, const Emit& emit) {
+  if (gpu_ == nullptr || waiting_.empty()) return;
+  std::vector<timing::GpuStepTimes> times;
+  gpu_->poll(now, times);
+  finish(times, true, emit);
+}
+
+void StepPipeline::abandon(const Emit& emit) {
+  if (gpu_ == nullptr) return;
+  std::vector<timing::GpuStepTimes> times;
+  gpu_->poll(std::chrono::steady_clock::now(), times);
+  finish(times, true, emit);
+  times.clear();
+  gpu_->abandon_all(times);
+  finish(times, false, emit);
+}
+
+void StepPipeline::finish(std::vector<timing::GpuStepTimes>& times, bool with_activity,
+                          const Emit& emit) {
+  if (times.empty()) return;
+  // The resolver emits in the order steps were submitted, which is the order
+  // of waiting_: the first times.size() waiting steps are the ones resolved.
+  const std::size_t n = std::min(times.size(), waiting_.size());
+  std::vector<std::optional<model::StepGpuActivity>> activity(n);
+  if (with_activity && activity_ != nullptr) {
+    std::vector<ActivityStage::Window> windows;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (times[i].outcome != timing::GpuOutcome::Resolved) continue;
+      windows.push_back({waiting_[i].begin_ns, waiting_[i].end_ns, &activity[i]});
+    }
+    if (!windows.empty()) activity_->attribute(windows);
+  }
+  for (std::size_t i = 0; i < n; ++i) {
+    Waiting w = std::move(waiting_.front());
+    waiting_.pop_front();
+    if (times[i].step == w.record.step) timing::merge_gpu_times(times[i], w.record.events);
+    if (activity[i]) {
+      add_captured_h2d(*activity[i], w.record.events);
+      w.record.gpu_activity = activity[i];
+    }
+    emit(w.record, w.memory);
+  }
+}
+
+}  // namespace traceml::runtime

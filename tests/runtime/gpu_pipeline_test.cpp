@@ -1,0 +1,196 @@
+// The runtime's GPU side on a fake CUDA: which device a rank times on, a
+// training thread's steps going through GpuClock and the sender's
+// StepPipeline (CPU steps at once, GPU steps once their events complete,
+// activity attribution, captured H2D, step memory), and the end of a run.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <set>
+#include <vector>
+
+#include "../support/fake_cuda.hpp"
+#include "runtime/gpu_clock.hpp"
+#include "runtime/step_pipeline.hpp"
+
+namespace traceml::runtime {
+namespace {
+
+using model::Event;
+using testing_support::FakeCuda;
+using TimePoint = std::chrono::steady_clock::time_point;
+
+const TimePoint t0 = TimePoint{} + std::chrono::seconds(100);
+
+TEST(ChooseGpuDevice, TheLocalRanksDeviceWhenTheProgramUsesIt) {
+  const std::set<int> used{0, 1, 2, 3};
+  const auto in_use = [&](int d) { return used.count(d) > 0; };
+  EXPECT_EQ(choose_gpu_device(4, 2, in_use), 2);
+  EXPECT_EQ(choose_gpu_device(4, 6, in_use), 2);  // two ranks per GPU
+  EXPECT_EQ(choose_gpu_device(4, std::nullopt, in_use), 0);
+}
+
+TEST(ChooseGpuDevice, OtherwiseTheDeviceInUseAndNoneBeforeAny) {
+  std::set<int> used{3};
+  const auto in_use = [&](int d) { return used.count(d) > 0; };
+  EXPECT_EQ(choose_gpu_device(4, 1, in_use), 3);  // the program picked device 3 itself
+  used.clear();
+  EXPECT_EQ(choose_gpu_device(4, 1, in_use), std::nullopt);
+  EXPECT_EQ(choose_gpu_device(0, 0, in_use), std::nullopt);
+}
+
+RawStep cpu_step(std::int64_t step, std::int64_t end_ns, double traced_ms, double forward_ms) {
+  RawStep s;
+  s.step = step;
+  s.end_ns = end_ns;
+  s.ns[std::size_t(Event::TracedStepTime)] = std::int64_t(traced_ms * 1e6);
+  s.ns[std::size_t(Event::Forward)] = std::int64_t(forward_ms * 1e6);
+  s.mask = std::uint8_t(1u << unsigned(Event::TracedStepTime) | 1u << unsigned(Event::Forward));
+  return s;
+}
+
+/// Records what the pipeline emits.
+struct Sink {
+  std::vector<model::StepRecord> steps;
+  std::vector<model::StepMemoryRecord> memory;
+  StepPipeline::Emit emit() {
+    return [this](const model::StepRecord& r, const std::optional<model::StepMemoryRecord>& m) {
+      steps.push_back(r);
+      if (m) memory.push_back(*m);
+    };
+  }
+};
+
+/// An activity source that reports fixed activity for every window it gets.
+class FixedActivity : public ActivityStage {
+ public:
+  void attribute(std::vector<Window>& windows) override {
+    for (auto& w : windows) {
+      seen.push_back({w.begin_ns, w.end_ns});
+      *w.out = activity;
+    }
+  }
+  model::StepGpuActivity activity;
+  std::vector<std::pair<std::int64_t, std::int64_t>> seen;
+};
+
+TEST(GpuClock, WaitsUntilTheProgramUsesAGpu) {
+  FakeCuda fake;
+  fake.active_devices = {};
+  GpuClock clock(fake.api(), 2, /*local_rank=*/1, nullptr);
+  EXPECT_EQ(clock.attach_thread(), nullptr);
+  EXPECT_EQ(clock.device(), std::nullopt);
+  fake.active_devices = {1};
+  ASSERT_NE(clock.attach_thread(), nullptr);
+  EXPECT_EQ(clock.device(), 1);
+}
+
+TEST(StepPipeline, GpuStepsWaitForTheirEventsThenCarryBothClocks) {
+  FakeCuda fake;
+  GpuClock clock(fake.api(), 1, 0, nullptr);
+  GpuThread* t = clock.attach_thread();
+  ASSERT_NE(t, nullptr);
+  // Training thread: step 1 with a forward phase (4 records).
+  t->builder.scope_begin(10);
+  t->builder.scope_begin(11);
+  t->builder.scope_end(Event::Forward, 11);
+  t->builder.scope_end(Event::TracedStepTime, 10);
+  ASSERT_TRUE(clock.publish(*t, 1, t->builder.finish_step()));
+
+  WallMapping wall;
+  FixedActivity activity;
+  activity.activity.h2d_copies = 2;
+  activity.activity.h2d_ms = 1.25;
+  activity.activity.collective_ms = 3.0;
+  StepPipeline pipeline(/*rank=*/3, wall, &clock, &activity);
+  Sink sink;
+  std::vector<GpuRawStep> gpu;
+  clock.drain(gpu);
+  ASSERT_EQ(gpu.size(), 1u);
+  RawStep raw = cpu_step(1, 50'000'000, 20.0, 8.0);
+  raw.memory = StepMemoryPeak{0, 1e9, 2e9};
+  pipeline.add({raw, cpu_step(2, 60'000'000, 9.0, 4.0)}, gpu, t0, sink.emit());
+  // Step 2 had no GPU record: out at once, CPU only. Step 1 waits.
+  ASSERT_EQ(sink.steps.size(), 1u);
+  EXPECT_EQ(sink.steps[0].step, 2);
+  EXPECT_FALSE(sink.steps[0].events.gpu_ms(Event::TracedStepTime));
+  EXPECT_EQ(pipeline.waiting(), 1u);
+
+  fake.complete_run(0, 4, 5.0, 2.0);  // begin 5, fwd 7..9, end 11
+  pipeline.poll(t0, sink.emit());
+  ASSERT_EQ(sink.steps.size(), 2u);
+  const model::StepRecord& s1 = sink.steps[1];
+  EXPECT_EQ(s1.step, 1);
+  EXPECT_EQ(s1.global_rank, 3);
+  EXPECT_DOUBLE_EQ(*s1.events.cpu_ms(Event::TracedStepTime), 20.0);
+  EXPECT_DOUBLE_EQ(*s1.events.gpu_ms(Event::TracedStepTime), 6.0);
+  EXPECT_DOUBLE_EQ(*s1.events.gpu_ms(Event::Forward), 2.0);
+  // CUPTI saw copies and the program marked no H2D: H2D on the GPU clock only.
+  ASSERT_TRUE(s1.events.has(Event::H2D));
+  EXPECT_FALSE(s1.events.cpu_ms(Event::H2D));
+  EXPECT_DOUBLE_EQ(*s1.events.gpu_ms(Event::H2D), 1.25);
+  ASSERT_TRUE(s1.gpu_activity);
+  EXPECT_DOUBLE_EQ(s1.gpu_activity->collective_ms, 3.0);
+  // The activity window is the step body on the CPU clock.
+  ASSERT_EQ(activity.seen.size(), 1u);
+  EXPECT_EQ(activity.seen[0].first, 50'000'000 - 20'000'000);
+  EXPECT_EQ(activity.seen[0].second, 50'000'000);
+  // The step's allocator peaks travel with it.
+  ASSERT_EQ(sink.memory.size(), 1u);
+  EXPECT_EQ(sink.memory[0].step, 1);
+  EXPECT_EQ(sink.memory[0].device, "cuda:0");
+  EXPECT_DOUBLE_EQ(*sink.memory[0].peak_reserved_bytes, 2e9);
+  EXPECT_EQ(pipeline.waiting(), 0u);
+}
+
+TEST(StepPipeline, AMarkedH2DKeepsItsOwnGpuTime) {
+  model::StepEvents events;
+  events.set(Event::H2D, model::Timing{4.0, 3.5});
+  model::StepGpuActivity a;
+  a.h2d_copies = 1;
+  a.h2d_ms = 1.0;
+  add_captured_h2d(a, events);
+  EXPECT_DOUBLE_EQ(*events.gpu_ms(Event::H2D), 3.5);
+  model::StepEvents none;
+  add_captured_h2d(model::StepGpuActivity{}, none);  // no copies: H2D stays absent
+  EXPECT_FALSE(none.has(Event::H2D));
+}
+
+TEST(StepPipeline, AtTheEndUnfinishedStepsGoOutWithCpuTimes) {
+  FakeCuda fake;
+  GpuClock clock(fake.api(), 1, 0, nullptr);
+  GpuThread* t = clock.attach_thread();
+  ASSERT_NE(t, nullptr);
+  for (std::int64_t step = 1; step <= 3; ++step) {
+    t->builder.scope_begin(step);
+    t->builder.scope_end(Event::TracedStepTime, step);
+    clock.publish(*t, step, t->builder.finish_step());
+  }
+  std::vector<GpuRawStep> gpu;
+  clock.drain(gpu);
+  WallMapping wall;
+  StepPipeline pipeline(0, wall, &clock, nullptr);
+  Sink sink;
+  // Step 3's CPU record was lost (a full ring): its events go back.
+  pipeline.add({cpu_step(1, 10, 1.0, 0.5), cpu_step(2, 20, 1.0, 0.5)}, gpu, t0, sink.emit());
+  fake.complete_run(0, 2, 1.0, 1.0);  // step 1's events only
+  pipeline.abandon(sink.emit());
+  ASSERT_EQ(sink.steps.size(), 2u);
+  EXPECT_DOUBLE_EQ(*sink.steps[0].events.gpu_ms(Event::TracedStepTime), 1.0);
+  EXPECT_FALSE(sink.steps[1].events.gpu_ms(Event::TracedStepTime));  // abandoned
+  EXPECT_EQ(clock.counters().steps_abandoned, 1);
+  EXPECT_EQ(clock.counters().steps_resolved, 1);
+}
+
+TEST(StepPipeline, WithoutAGpuClockEveryStepGoesOutAtOnce) {
+  WallMapping wall;
+  StepPipeline pipeline(0, wall, nullptr, nullptr);
+  Sink sink;
+  pipeline.add({cpu_step(1, 10, 2.0, 1.0)}, {}, t0, sink.emit());
+  ASSERT_EQ(sink.steps.size(), 1u);
+  EXPECT_DOUBLE_EQ(*sink.steps[0].events.cpu_ms(Event::Forward), 1.0);
+  EXPECT_FALSE(sink.steps[0].gpu_activity);
+  EXPECT_TRUE(sink.memory.empty());
+}
+
+}  // namespace
+}  // namespace traceml::runtime
