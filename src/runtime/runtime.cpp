@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "runtime/config.hpp"
+#include "runtime/cupti_stage.hpp"
 #include "runtime/gpu_clock.hpp"
 #include "runtime/hot_path.hpp"
 #include "runtime/overhead.hpp"
@@ -25,6 +26,7 @@
 #include "runtime/sender.hpp"
 #include "runtime/standalone.hpp"
 #include "timing/cuda_api.hpp"
+#include "timing/nvml.hpp"
 #include "traceml/traceml.hpp"
 
 namespace traceml {
@@ -141,6 +143,7 @@ class Runtime {
       warn(why + "; training continues, telemetry is dropped");
     };
     s.gpu_clock = start_gpu_clock();
+    s.activity = cupti_.get();
     const std::string strategy = config_.strategy;
     const int rank = config_.identity.global_rank;
     sender_ = std::make_unique<Sender>(s, *g_registry, samples_, wall_, [strategy, rank] {
@@ -163,12 +166,24 @@ class Runtime {
     if (cuda.api && cuda.api->get_device_count(&count) == timing::kCudaSuccess && count > 0) {
       auto* clock = new GpuClock(*cuda.api, count, config_.identity.local_rank, current_stream);
       g_gpu_clock.store(clock, std::memory_order_release);
+      start_activity_records();
       return clock;
     }
     if (config_.identity.local_rank.value_or(0) == 0)
       std::fprintf(stderr, "traceml: using the CPU clock (%s)\n",
                    cuda.api ? "no CUDA device" : cuda.reason.c_str());
     return nullptr;
+  }
+
+  /// CUPTI's activity records (copies, collectives, busy time), unless
+  /// TRACEML_CUPTI=0; says once per node when they are unavailable.
+  void start_activity_records() {
+    const char* env = std::getenv("TRACEML_CUPTI");
+    if (env != nullptr && std::string(env) == "0") return;
+    std::string why;
+    cupti_ = CuptiStage::start(why);
+    if (!cupti_ && config_.identity.local_rank.value_or(0) == 0)
+      std::fprintf(stderr, "traceml: no GPU activity records (%s)\n", why.c_str());
   }
 
   void stop() {
@@ -187,6 +202,15 @@ class Runtime {
   void sample_loop() {
     ProcSampler sampler;
     const bool host = config_.identity.local_rank.value_or(0) == 0;
+    // NVML (loaded at run time) gives the node's GPUs and, when the program
+    // has no allocator hook, the process's GPU memory. Absent on CPU machines.
+    std::unique_ptr<timing::NvmlSampler> nvml;
+    try {
+      if (const timing::NvmlApiLoad load = timing::load_nvml_api(); load.api)
+        nvml = std::make_unique<timing::NvmlSampler>(*load.api);
+    } catch (...) {
+      nvml.reset();  // no NVML: samples without GPU figures
+    }
     const auto period = std::chrono::duration<double>(config_.interval_sec);
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
@@ -198,8 +222,14 @@ class Runtime {
         const double ts = wall_seconds();
         model::ProcessSample process = sampler.sample_process(config_.identity.global_rank, ts);
         process.gpu = process_gpu_memory();
+        if (!process.gpu && nvml) process.gpu = nvml_process_gpu(*nvml);
         samples_.push(std::move(process));
-        if (host) samples_.push(sampler.sample_system(config_.identity.node_rank.value_or(0), ts));
+        if (host) {
+          model::SystemSample system =
+              sampler.sample_system(config_.identity.node_rank.value_or(0), ts);
+          if (nvml) system.gpus = nvml->sample_gpus();
+          samples_.push(std::move(system));
+        }
       } catch (...) {
         // A /proc read that fails costs one sample, never the training.
       }
@@ -208,10 +238,21 @@ class Runtime {
     }
   }
 
+  /// The process's GPU memory as NVML sees it (everything it holds on the
+  /// GPU, CUDA context included: reported as reserved). The device is the one
+  /// the GPU clock times, in CUDA's numbering, when known.
+  static std::optional<model::ProcessGpu> nvml_process_gpu(timing::NvmlSampler& nvml) {
+    std::optional<model::ProcessGpu> g = nvml.process_gpu(std::int64_t(getpid()));
+    if (GpuClock* clock = g_gpu_clock.load(); g && clock != nullptr && clock->device())
+      g->device = *clock->device();
+    return g;
+  }
+
   Config config_;
   WallMapping wall_;
   SampleQueue samples_;
   std::unique_ptr<Standalone> standalone_;
+  std::unique_ptr<CuptiStage> cupti_;  // outlives the sender, which uses it
   std::unique_ptr<Sender> sender_;
   std::thread sampler_;
   std::mutex mu_;

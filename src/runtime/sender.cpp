@@ -173,7 +173,7 @@ void Sender::loop() {
   // up the exit), then go out with CPU times only.
   collect();
   const auto gpu_grace = std::min(deadline_, Clock::now() + kGpuGrace);
-  while (pipeline_.waiting() > 0 && Clock::now() < gpu_grace) {
+  while (pipeline_.waiting_for_gpu() > 0 && Clock::now() < gpu_grace) {
     std::this_thread::sleep_for(milliseconds(5));
     pipeline_.poll(Clock::now(), emit_step_);
   }

@@ -69,46 +69,70 @@ void StepPipeline::add(const std::vector<RawStep>& steps, const std::vector<GpuR
 }
 
 void StepPipeline::poll(TimePoint now, const Emit& emit) {
-  if (gpu_ == nullptr || waiting_.empty()) return;
-  std::vector<timing::GpuStepTimes> times;
-  gpu_->poll(now, times);
-  finish(times, true, emit);
+  if (gpu_ == nullptr) return;
+  if (!waiting_.empty()) {
+    std::vector<timing::GpuStepTimes> times;
+    gpu_->poll(now, times);
+    take_times(times, now, emit);
+  }
+  if (activity_ != nullptr) {
+    activity_->collect(false);
+    attribute_ready(now, false, emit);
+  }
 }
 
 void StepPipeline::abandon(const Emit& emit) {
   if (gpu_ == nullptr) return;
+  const TimePoint now = std::chrono::steady_clock::now();
   std::vector<timing::GpuStepTimes> times;
-  gpu_->poll(std::chrono::steady_clock::now(), times);
-  finish(times, true, emit);
+  gpu_->poll(now, times);
+  take_times(times, now, emit);
   times.clear();
   gpu_->abandon_all(times);
-  finish(times, false, emit);
+  take_times(times, now, emit);
+  if (activity_ != nullptr) {
+    activity_->collect(true);
+    attribute_ready(now, true, emit);
+  }
 }
 
-void StepPipeline::finish(std::vector<timing::GpuStepTimes>& times, bool with_activity,
-                          const Emit& emit) {
-  if (times.empty()) return;
+void StepPipeline::take_times(std::vector<timing::GpuStepTimes>& times, TimePoint now,
+                              const Emit& emit) {
   // The resolver emits in the order steps were submitted, which is the order
-  // of waiting_: the first times.size() waiting steps are the ones resolved.
-  const std::size_t n = std::min(times.size(), waiting_.size());
-  std::vector<std::optional<model::StepGpuActivity>> activity(n);
-  if (with_activity && activity_ != nullptr) {
-    std::vector<ActivityStage::Window> windows;
-    for (std::size_t i = 0; i < n; ++i) {
-      if (times[i].outcome != timing::GpuOutcome::Resolved) continue;
-      windows.push_back({waiting_[i].begin_ns, waiting_[i].end_ns, &activity[i]});
-    }
-    if (!windows.empty()) activity_->attribute(windows);
-  }
-  for (std::size_t i = 0; i < n; ++i) {
+  // of waiting_.
+  for (const timing::GpuStepTimes& t : times) {
+    if (waiting_.empty()) break;
     Waiting w = std::move(waiting_.front());
     waiting_.pop_front();
-    if (times[i].step == w.record.step) timing::merge_gpu_times(times[i], w.record.events);
-    if (activity[i]) {
-      add_captured_h2d(*activity[i], w.record.events);
-      w.record.gpu_activity = activity[i];
+    if (t.step == w.record.step) {
+      timing::merge_gpu_times(t, w.record.events);
+      w.resolved = t.outcome == timing::GpuOutcome::Resolved;
+    }
+    if (activity_ == nullptr || !w.resolved) {
+      emit(w.record, w.memory);
+      continue;
+    }
+    w.since = now;
+    for_activity_.push_back(std::move(w));
+  }
+}
+
+void StepPipeline::attribute_ready(TimePoint now, bool final, const Emit& emit) {
+  while (!for_activity_.empty()) {
+    Waiting& w = for_activity_.front();
+    const std::optional<std::int64_t> through = activity_->delivered_through();
+    const bool arrived = final || (through && *through >= w.end_ns);
+    if (arrived) {
+      const model::StepGpuActivity a = activity_->attribute(w.begin_ns, w.end_ns);
+      add_captured_h2d(a, w.record.events);
+      w.record.gpu_activity = a;
+    } else if (now - w.since < kActivityWait) {
+      return;  // later steps' records come after this one's
+    } else {
+      ++activity_timeouts_;  // absent, not zero: nothing is known of its activity
     }
     emit(w.record, w.memory);
+    for_activity_.pop_front();
   }
 }
 

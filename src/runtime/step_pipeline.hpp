@@ -19,20 +19,21 @@
 
 namespace traceml::runtime {
 
-/// Where a step's GPU activity comes from: given the steps whose GPU work has
-/// finished (their CPU windows, in the order they ended), fills in what the
-/// activity records say. Implemented over CUPTI in activity_stage.hpp.
+/// Where a step's GPU activity comes from (CUPTI, in cupti_stage.hpp). The
+/// records of a step's work arrive some time after the work ran, in buffers,
+/// so the pipeline asks how far they have arrived before it attributes.
 class ActivityStage {
  public:
-  struct Window {
-    std::int64_t begin_ns = 0;  ///< the step body's CPU start (now_ns clock)
-    std::int64_t end_ns = 0;
-    std::optional<model::StepGpuActivity>* out = nullptr;
-  };
   virtual ~ActivityStage() = default;
-  /// Called on the sender thread after the steps' GPU events completed, so
-  /// their activity records exist by now (a forced flush delivers them).
-  virtual void attribute(std::vector<Window>& windows) = 0;
+  /// Takes the records delivered since the last call; `final`: the run is
+  /// over, take everything (work still running is lost).
+  virtual void collect(bool final) = 0;
+  /// Every launch made before this CPU time (now_ns clock) has been delivered
+  /// with its activity; absent before any record arrived.
+  [[nodiscard]] virtual std::optional<std::int64_t> delivered_through() const = 0;
+  /// The activity launched inside the step body [begin_ns, end_ns]. Called
+  /// for steps in the order they ended.
+  virtual model::StepGpuActivity attribute(std::int64_t begin_ns, std::int64_t end_ns) = 0;
 };
 
 class StepPipeline {
@@ -51,9 +52,16 @@ class StepPipeline {
            const Emit& emit);
   /// Emits, in order, the waiting steps whose GPU times are known.
   void poll(TimePoint now, const Emit& emit);
-  /// Tracing stops: emits every waiting step without GPU values.
+  /// Tracing stops: emits every waiting step, with what is known of it.
   void abandon(const Emit& emit);
-  [[nodiscard]] std::size_t waiting() const { return waiting_.size(); }
+  [[nodiscard]] std::size_t waiting() const { return waiting_.size() + for_activity_.size(); }
+  /// Of those, the steps whose GPU work the GPU has not passed yet.
+  [[nodiscard]] std::size_t waiting_for_gpu() const { return waiting_.size(); }
+  /// Steps that went out without activity because their records never came.
+  [[nodiscard]] std::int64_t activity_timeouts() const { return activity_timeouts_; }
+
+  /// How long a step waits for its activity records after its GPU work ended.
+  static constexpr std::chrono::seconds kActivityWait{20};
 
  private:
   struct Waiting {
@@ -61,14 +69,21 @@ class StepPipeline {
     std::optional<model::StepMemoryRecord> memory;
     std::int64_t begin_ns = 0;
     std::int64_t end_ns = 0;
+    bool resolved = false;  ///< the GPU passed every event (activity can be attributed)
+    TimePoint since{};      ///< when it started waiting for activity
   };
-  void finish(std::vector<timing::GpuStepTimes>& times, bool with_activity, const Emit& emit);
+  /// Merges resolved GPU times into the oldest waiting steps and moves them on.
+  void take_times(std::vector<timing::GpuStepTimes>& times, TimePoint now, const Emit& emit);
+  /// Emits the steps whose activity has arrived (all of them when `final`).
+  void attribute_ready(TimePoint now, bool final, const Emit& emit);
 
   int rank_;
   const WallMapping& wall_;
   GpuClock* gpu_;
   ActivityStage* activity_;
-  std::deque<Waiting> waiting_;
+  std::deque<Waiting> waiting_;       // for their GPU times, in submission order
+  std::deque<Waiting> for_activity_;  // for their activity records
+  std::int64_t activity_timeouts_ = 0;
 };
 
 /// A finished step's CPU record (durations in ms, end time as unix seconds).

@@ -60,18 +60,28 @@ struct Sink {
   }
 };
 
-/// An activity source that reports fixed activity for every window it gets.
+/// An activity stage that reports fixed activity for every step, once the
+/// test says the records have arrived.
 class FixedActivity : public ActivityStage {
  public:
-  void attribute(std::vector<Window>& windows) override {
-    for (auto& w : windows) {
-      seen.push_back({w.begin_ns, w.end_ns});
-      *w.out = activity;
-    }
+  void collect(bool final) override { final_collects += final ? 1 : 0; }
+  std::optional<std::int64_t> delivered_through() const override { return through; }
+  model::StepGpuActivity attribute(std::int64_t begin_ns, std::int64_t end_ns) override {
+    seen.push_back({begin_ns, end_ns});
+    return activity;
   }
   model::StepGpuActivity activity;
+  std::optional<std::int64_t> through = std::int64_t{1} << 62;
+  int final_collects = 0;
   std::vector<std::pair<std::int64_t, std::int64_t>> seen;
 };
+
+/// One GPU step of one scope (two records) through the clock, as step `step`.
+void gpu_step(GpuClock& clock, GpuThread& t, std::int64_t step) {
+  t.builder.scope_begin(step);
+  t.builder.scope_end(Event::TracedStepTime, step);
+  ASSERT_TRUE(clock.publish(t, step, t.builder.finish_step()));
+}
 
 TEST(GpuClock, WaitsUntilTheProgramUsesAGpu) {
   FakeCuda fake;
@@ -142,6 +152,63 @@ TEST(StepPipeline, GpuStepsWaitForTheirEventsThenCarryBothClocks) {
   EXPECT_EQ(pipeline.waiting(), 0u);
 }
 
+TEST(StepPipeline, AStepWaitsForItsActivityRecordsThenGivesUp) {
+  FakeCuda fake;
+  GpuClock clock(fake.api(), 1, 0, nullptr);
+  GpuThread* t = clock.attach_thread();
+  ASSERT_NE(t, nullptr);
+  gpu_step(clock, *t, 1);
+  gpu_step(clock, *t, 2);
+  std::vector<GpuRawStep> gpu;
+  clock.drain(gpu);
+  WallMapping wall;
+  FixedActivity activity;
+  activity.activity.collective_ms = 7.0;
+  activity.through = std::nullopt;  // no record delivered yet
+  StepPipeline pipeline(0, wall, &clock, &activity);
+  Sink sink;
+  pipeline.add({cpu_step(1, 1000, 0.5, 0.1), cpu_step(2, 2000, 0.5, 0.1)}, gpu, t0, sink.emit());
+  fake.complete_run(0, 4, 1.0, 1.0);
+  pipeline.poll(t0, sink.emit());
+  EXPECT_TRUE(sink.steps.empty());  // GPU done, records not there yet
+  EXPECT_EQ(pipeline.waiting(), 2u);
+  activity.through = 1500;  // step 1's launches have all been delivered, not step 2's
+  pipeline.poll(t0 + std::chrono::seconds(1), sink.emit());
+  ASSERT_EQ(sink.steps.size(), 1u);
+  EXPECT_EQ(sink.steps[0].step, 1);
+  ASSERT_TRUE(sink.steps[0].gpu_activity);
+  EXPECT_DOUBLE_EQ(sink.steps[0].gpu_activity->collective_ms, 7.0);
+  // Step 2's never come: after the wait it goes out without activity.
+  pipeline.poll(t0 + StepPipeline::kActivityWait + std::chrono::seconds(1), sink.emit());
+  ASSERT_EQ(sink.steps.size(), 2u);
+  EXPECT_FALSE(sink.steps[1].gpu_activity);
+  EXPECT_TRUE(sink.steps[1].events.gpu_ms(Event::TracedStepTime));
+  EXPECT_EQ(pipeline.activity_timeouts(), 1);
+}
+
+TEST(StepPipeline, AtTheEndTheLastRecordsAreTakenAndAttributed) {
+  FakeCuda fake;
+  GpuClock clock(fake.api(), 1, 0, nullptr);
+  GpuThread* t = clock.attach_thread();
+  ASSERT_NE(t, nullptr);
+  gpu_step(clock, *t, 1);
+  std::vector<GpuRawStep> gpu;
+  clock.drain(gpu);
+  WallMapping wall;
+  FixedActivity activity;
+  activity.through = std::nullopt;
+  activity.activity.h2d_copies = 1;
+  StepPipeline pipeline(0, wall, &clock, &activity);
+  Sink sink;
+  pipeline.add({cpu_step(1, 1000, 0.5, 0.1)}, gpu, t0, sink.emit());
+  fake.complete_run(0, 2, 1.0, 1.0);
+  pipeline.abandon(sink.emit());
+  EXPECT_EQ(activity.final_collects, 1);
+  ASSERT_EQ(sink.steps.size(), 1u);
+  ASSERT_TRUE(sink.steps[0].gpu_activity);
+  EXPECT_EQ(sink.steps[0].gpu_activity->h2d_copies, 1);
+}
+
 TEST(StepPipeline, AMarkedH2DKeepsItsOwnGpuTime) {
   model::StepEvents events;
   events.set(Event::H2D, model::Timing{4.0, 3.5});
@@ -160,11 +227,8 @@ TEST(StepPipeline, AtTheEndUnfinishedStepsGoOutWithCpuTimes) {
   GpuClock clock(fake.api(), 1, 0, nullptr);
   GpuThread* t = clock.attach_thread();
   ASSERT_NE(t, nullptr);
-  for (std::int64_t step = 1; step <= 3; ++step) {
-    t->builder.scope_begin(step);
-    t->builder.scope_end(Event::TracedStepTime, step);
-    clock.publish(*t, step, t->builder.finish_step());
-  }
+  for (std::int64_t step = 1; step <= 3; ++step)
+    gpu_step(clock, *t, step);
   std::vector<GpuRawStep> gpu;
   clock.drain(gpu);
   WallMapping wall;

@@ -1,0 +1,436 @@
+#include "timing/cupti_activity_source.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <mutex>
+
+#include "runtime/clock.hpp"
+
+#if TRACEML_HAVE_CUPTI
+#include <cupti_activity.h>
+#include <cupti_result.h>
+
+#include <cstddef>
+#include <type_traits>
+#endif
+
+namespace traceml::timing {
+namespace {
+
+/// CUPTI needs record buffers aligned to ACTIVITY_RECORD_ALIGNMENT.
+constexpr std::size_t kRecordAlignment = 8;
+/// Smallest buffer we lend: a few dozen records, so that a misconfigured size
+/// does not turn every record into a callback.
+constexpr std::size_t kMinBufferBytes = std::size_t{16} << 10;
+
+/// The source CUPTI's callbacks serve. CUPTI calls plain functions without a
+/// user pointer, from its own thread or from inside a flush or any CUDA call.
+std::mutex& callback_mutex() {
+  static std::mutex m;
+  return m;
+}
+CuptiActivitySource* g_active = nullptr;  // guarded by callback_mutex()
+/// Bytes of buffers allocated for CUPTI and not yet freed, by any source: a
+/// buffer can outlive the source that lent it (CUPTI hands it back late).
+std::atomic<std::size_t> g_lent_bytes{0};
+
+void free_buffer(std::uint8_t* buffer, std::size_t size) noexcept {
+  std::free(buffer);
+  g_lent_bytes.fetch_sub(size, std::memory_order_relaxed);
+}
+
+void bump(std::atomic<std::int64_t>& counter, std::int64_t by = 1) noexcept {
+  counter.fetch_add(by, std::memory_order_relaxed);
+}
+
+#if TRACEML_HAVE_CUPTI
+/// CUPTI's clock when it takes time from us.
+std::uint64_t now_for_cupti() {
+  return static_cast<std::uint64_t>(runtime::now_ns());
+}
+
+static_assert(kCuptiSuccess == CUPTI_SUCCESS);
+static_assert(kCuptiErrorMaxLimitReached == CUPTI_ERROR_MAX_LIMIT_REACHED);
+static_assert(kCuptiErrorNotInitialized == CUPTI_ERROR_NOT_INITIALIZED);
+static_assert(kCuptiErrorInsufficientPrivileges == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES);
+static_assert(kCuptiErrorMultipleSubscribersNotSupported ==
+              CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED);
+static_assert(kCuptiErrorUnknown == CUPTI_ERROR_UNKNOWN);
+static_assert(kCuptiActivityKindMemcpy == CUPTI_ACTIVITY_KIND_MEMCPY);
+static_assert(kCuptiActivityKindMemset == CUPTI_ACTIVITY_KIND_MEMSET);
+static_assert(kCuptiActivityKindDriver == CUPTI_ACTIVITY_KIND_DRIVER);
+static_assert(kCuptiActivityKindRuntime == CUPTI_ACTIVITY_KIND_RUNTIME);
+static_assert(kCuptiActivityKindConcurrentKernel == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+static_assert(kCuptiFlushForced == CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+static_assert(std::is_same_v<CuptiBufferRequested, CUpti_BuffersCallbackRequestFunc>);
+static_assert(sizeof(CUpti_ActivityKind) == sizeof(int));
+
+/// A field of a record, copied out: records sit in a byte buffer and we read
+/// the oldest layout of each (its leading fields are those of every version).
+template <class T>
+T read_at(const void* record, std::size_t offset) noexcept {
+  T value;
+  std::memcpy(&value, static_cast<const unsigned char*>(record) + offset, sizeof value);
+  return value;
+}
+#define TRACEML_CUPTI_FIELD(Struct, member) \
+  read_at<decltype(Struct::member)>(record, offsetof(Struct, member))
+
+CopyKind copy_kind_of(std::uint8_t kind) noexcept {
+  switch (kind) {
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_HTOA:
+      return CopyKind::HostToDevice;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOH:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOH:
+      return CopyKind::DeviceToHost;
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOA:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_ATOD:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_DTOA:
+    case CUPTI_ACTIVITY_MEMCPY_KIND_PTOP:
+      return CopyKind::DeviceToDevice;
+    default:
+      return CopyKind::Other;
+  }
+}
+
+/// Start and end of GPU work: usable when both were collected and in order.
+bool timed(std::uint64_t start, std::uint64_t end) noexcept {
+  return start != 0 && end >= start;
+}
+#endif
+
+}  // namespace
+
+#if TRACEML_HAVE_CUPTI
+RecordUse parse_activity_record(const void* record, const TimestampMap& map,
+                                std::vector<ApiLaunch>& launches,
+                                std::vector<GpuActivity>& activities) {
+  switch (TRACEML_CUPTI_FIELD(CUpti_Activity, kind)) {
+    case CUPTI_ACTIVITY_KIND_RUNTIME:
+    case CUPTI_ACTIVITY_KIND_DRIVER: {
+      using R = CUpti_ActivityAPI;
+      const std::uint64_t start = TRACEML_CUPTI_FIELD(R, start);
+      if (start == 0) return RecordUse::Untimed;
+      launches.push_back({TRACEML_CUPTI_FIELD(R, correlationId), map.to_cpu_ns(start)});
+      return RecordUse::Launch;
+    }
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
+      using K = CUpti_ActivityKernel4;  // the layout of Kernel4..Kernel10 up to `name`
+      const std::uint64_t start = TRACEML_CUPTI_FIELD(K, start);
+      const std::uint64_t end = TRACEML_CUPTI_FIELD(K, end);
+      if (!timed(start, end)) return RecordUse::Untimed;
+      GpuActivity a;
+      a.kind = ActivityKind::Kernel;
+      a.correlation_id = TRACEML_CUPTI_FIELD(K, correlationId);
+      a.start_ns = map.to_cpu_ns(start);
+      a.end_ns = map.to_cpu_ns(end);
+      // CUPTI owns the name and keeps it for the life of the kernel's module.
+      const char* name = TRACEML_CUPTI_FIELD(K, name);
+      a.collective = name != nullptr && is_collective_kernel(name);
+      activities.push_back(a);
+      return RecordUse::Activity;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMCPY: {
+      using M = CUpti_ActivityMemcpy;  // the layout of every version up to correlationId
+      const std::uint64_t start = TRACEML_CUPTI_FIELD(M, start);
+      const std::uint64_t end = TRACEML_CUPTI_FIELD(M, end);
+      if (!timed(start, end)) return RecordUse::Untimed;
+      GpuActivity a;
+      a.kind = ActivityKind::Memcpy;
+      // The id of the API call that launched the copy, as for kernels (the
+      // runtimeCorrelationId beside it is a legacy of CUDA 5).
+      a.correlation_id = TRACEML_CUPTI_FIELD(M, correlationId);
+      a.start_ns = map.to_cpu_ns(start);
+      a.end_ns = map.to_cpu_ns(end);
+      a.copy_kind = copy_kind_of(TRACEML_CUPTI_FIELD(M, copyKind));
+      a.from_pageable = TRACEML_CUPTI_FIELD(M, srcKind) == CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE;
+      a.bytes = TRACEML_CUPTI_FIELD(M, bytes);
+      activities.push_back(a);
+      return RecordUse::Activity;
+    }
+    case CUPTI_ACTIVITY_KIND_MEMSET: {
+      using S = CUpti_ActivityMemset;  // the layout of every version up to correlationId
+      const std::uint64_t start = TRACEML_CUPTI_FIELD(S, start);
+      const std::uint64_t end = TRACEML_CUPTI_FIELD(S, end);
+      if (!timed(start, end)) return RecordUse::Untimed;
+      GpuActivity a;
+      a.kind = ActivityKind::Memset;
+      a.correlation_id = TRACEML_CUPTI_FIELD(S, correlationId);
+      a.start_ns = map.to_cpu_ns(start);
+      a.end_ns = map.to_cpu_ns(end);
+      a.bytes = TRACEML_CUPTI_FIELD(S, bytes);
+      activities.push_back(a);
+      return RecordUse::Activity;
+    }
+    default:
+      return RecordUse::Ignored;
+  }
+}
+#undef TRACEML_CUPTI_FIELD
+#else
+RecordUse parse_activity_record(const void*, const TimestampMap&, std::vector<ApiLaunch>&,
+                                std::vector<GpuActivity>&) {
+  return RecordUse::Ignored;
+}
+#endif
+
+/// The functions CUPTI calls. They run inside CUDA calls of the training
+/// threads: they never throw and never wait for anything but the short
+/// critical sections of callback_mutex().
+struct CuptiActivitySource::Callbacks {
+  static void requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+    *buffer = nullptr;  // declining: CUPTI drops records and counts them
+    *size = 0;
+    *max_records = 0;  // as many as fit
+    try {
+      std::lock_guard<std::mutex> lock(callback_mutex());
+      CuptiActivitySource* self = g_active;
+      if (self == nullptr || !self->accepting_.load(std::memory_order_relaxed)) return;
+      const std::size_t bytes = self->settings_.buffer_bytes;
+      if (g_lent_bytes.load(std::memory_order_relaxed) + bytes > self->settings_.max_buffer_bytes) {
+        bump(self->buffers_refused_);
+        return;
+      }
+      void* p = std::aligned_alloc(kRecordAlignment, bytes);
+      if (p == nullptr) {
+        bump(self->buffers_refused_);
+        return;
+      }
+      g_lent_bytes.fetch_add(bytes, std::memory_order_relaxed);
+      *buffer = static_cast<std::uint8_t*>(p);
+      *size = bytes;
+    } catch (...) {  // a mutex that cannot lock: decline
+    }
+  }
+
+  static void completed(void* /*context*/, std::uint32_t /*stream_id*/, std::uint8_t* buffer,
+                        std::size_t size, std::size_t valid_size) {
+    if (buffer == nullptr) return;
+    try {
+      std::lock_guard<std::mutex> lock(callback_mutex());
+      CuptiActivitySource* self = g_active;
+      if (self != nullptr && valid_size > 0) {
+        // Reserved for every buffer that can be lent: push_back does not allocate.
+        if (self->filled_.size() < self->filled_.capacity()) {
+          self->filled_.push_back({buffer, size, valid_size});
+          return;
+        }
+        bump(self->lost_);
+      }
+    } catch (...) {  // a mutex that cannot lock: the records are lost, the memory is not
+    }
+    free_buffer(buffer, size);
+  }
+};
+
+CuptiActivitySource::CuptiActivitySource(const CuptiApi& api, CuptiSourceSettings settings)
+    : api_(api), settings_(settings) {
+  // Whole records only, aligned as CUPTI needs.
+  settings_.buffer_bytes = std::max(settings_.buffer_bytes, kMinBufferBytes);
+  settings_.buffer_bytes =
+      (settings_.buffer_bytes + kRecordAlignment - 1) / kRecordAlignment * kRecordAlignment;
+  settings_.max_buffer_bytes = std::max(settings_.max_buffer_bytes, settings_.buffer_bytes);
+}
+
+CuptiActivitySource::~CuptiActivitySource() {
+  stop();
+  try {
+    std::lock_guard<std::mutex> lock(callback_mutex());
+    for (const Filled& f : filled_)
+      free_buffer(f.buffer, f.size);
+    filled_.clear();
+  } catch (...) {  // a mutex that cannot lock: leak the buffers rather than race
+  }
+}
+
+std::optional<std::string> CuptiActivitySource::start() noexcept {
+  try {
+    return start_or_why();
+  } catch (...) {  // allocation, perhaps half-way: undo what was done
+    disable_enabled();
+    running_ = false;
+    accepting_.store(false, std::memory_order_relaxed);
+    try {
+      std::lock_guard<std::mutex> lock(callback_mutex());
+      if (g_active == this) g_active = nullptr;
+    } catch (...) {
+    }
+    return std::string("out of memory");  // short: no allocation
+  }
+}
+
+std::optional<std::string> CuptiActivitySource::start_or_why() {
+  if (started_) return std::string("a CUPTI activity source starts once");
+  started_ = true;
+#if !TRACEML_HAVE_CUPTI
+  return std::string("traceml was built without CUPTI headers");
+#else
+  // Every buffer that can be lent at once, plus those other sources lent.
+  const std::size_t max_buffers = settings_.max_buffer_bytes / settings_.buffer_bytes + 8;
+  filled_.reserve(max_buffers);
+  reading_.reserve(max_buffers);
+  enabled_.reserve(8);
+  {
+    std::lock_guard<std::mutex> lock(callback_mutex());
+    if (g_active != nullptr)
+      return std::string("another CUPTI activity source is capturing in this process");
+    g_active = this;
+  }
+  accepting_.store(true, std::memory_order_relaxed);
+  auto fail = [&](std::string why) -> std::optional<std::string> {
+    const bool flush = !enabled_.empty();
+    disable_enabled();
+    if (flush) api_.activity_flush_all(kCuptiFlushForced);  // our buffers back, to free
+    accepting_.store(false, std::memory_order_relaxed);
+    std::lock_guard<std::mutex> lock(callback_mutex());
+    g_active = nullptr;
+    for (const Filled& f : filled_)
+      free_buffer(f.buffer, f.size);
+    filled_.clear();
+    return why;
+  };
+
+  // Our clock for every record, where CUPTI can take it from us; it must be
+  // registered before any kind is enabled.
+  if (api_.activity_register_timestamp_callback != nullptr &&
+      api_.activity_register_timestamp_callback(&now_for_cupti) == kCuptiSuccess) {
+    timestamp_callback_ = true;
+    map_.offset_ns = 0;
+  } else if (auto why = calibrate()) {
+    return fail(*why);
+  }
+  const int registered =
+      api_.activity_register_callbacks(&Callbacks::requested, &Callbacks::completed);
+  if (registered != kCuptiSuccess)
+    return fail(failure("cuptiActivityRegisterCallbacks", registered));
+
+  struct Kind {
+    int kind;
+    const char* name;
+  };
+  static constexpr Kind kKinds[] = {
+      {kCuptiActivityKindConcurrentKernel, "cuptiActivityEnable(CONCURRENT_KERNEL)"},
+      {kCuptiActivityKindMemcpy, "cuptiActivityEnable(MEMCPY)"},
+      {kCuptiActivityKindMemset, "cuptiActivityEnable(MEMSET)"},
+      {kCuptiActivityKindRuntime, "cuptiActivityEnable(RUNTIME)"},
+      {kCuptiActivityKindDriver, "cuptiActivityEnable(DRIVER)"},
+  };
+  for (const Kind& k : kKinds) {
+    const int result = api_.activity_enable(k.kind);
+    if (result != kCuptiSuccess) return fail(failure(k.name, result));
+    enabled_.push_back(k.kind);
+  }
+  running_ = true;
+  return std::nullopt;
+#endif
+}
+
+std::optional<std::string> CuptiActivitySource::calibrate() {
+  // The offset read between two of our readings; the pair closest together
+  // bounds the error best (half their distance, typically well under 1 us).
+  constexpr int kSamples = 7;
+  std::int64_t best_gap = std::numeric_limits<std::int64_t>::max();
+  for (int i = 0; i < kSamples; ++i) {
+    std::uint64_t cupti_ns = 0;
+    const std::int64_t before = runtime::now_ns();
+    const int result = api_.get_timestamp(&cupti_ns);
+    const std::int64_t after = runtime::now_ns();
+    if (result != kCuptiSuccess) return failure("cuptiGetTimestamp", result);
+    if (after - before < best_gap) {
+      best_gap = after - before;
+      map_.offset_ns = before + (after - before) / 2 - static_cast<std::int64_t>(cupti_ns);
+    }
+  }
+  return std::nullopt;
+}
+
+std::string CuptiActivitySource::failure(const char* call, int result) const {
+  std::string out = std::string(call) + " failed: " + describe_cupti_result(api_, result);
+  switch (result) {
+    case kCuptiErrorUnknown:
+    case kCuptiErrorNotInitialized:
+      out += "; is there a CUDA driver and a GPU, as recent as this CUPTI?";
+      break;
+    case kCuptiErrorMultipleSubscribersNotSupported:
+      out += "; another profiler (Nsight Systems, a torch profiler) holds CUPTI";
+      break;
+    case kCuptiErrorInsufficientPrivileges:
+      out += "; this user may not profile the GPU";
+      break;
+    default:
+      break;
+  }
+  return out;
+}
+
+void CuptiActivitySource::disable_enabled() noexcept {
+  for (auto it = enabled_.rbegin(); it != enabled_.rend(); ++it)
+    api_.activity_disable(*it);
+  enabled_.clear();
+}
+
+void CuptiActivitySource::stop() noexcept {
+  if (!running_) return;
+  running_ = false;
+  disable_enabled();
+  // Every buffer back, to read or free: nothing of this source's is left with CUPTI.
+  api_.activity_flush_all(kCuptiFlushForced);
+  accepting_.store(false, std::memory_order_relaxed);
+  std::size_t dropped = 0;
+  if (api_.activity_get_num_dropped_records(nullptr, 0, &dropped) == kCuptiSuccess)
+    bump(cupti_dropped_, static_cast<std::int64_t>(dropped));
+  try {
+    std::lock_guard<std::mutex> lock(callback_mutex());
+    if (g_active == this) g_active = nullptr;
+  } catch (...) {  // cannot happen with a working mutex; the callbacks then keep queueing
+  }
+}
+
+std::size_t CuptiActivitySource::collect(std::vector<ApiLaunch>& launches,
+                                         std::vector<GpuActivity>& activities,
+                                         FlushMode mode) noexcept {
+  if (running_) {
+    // Without our mutex: CUPTI calls completed() from inside the flush.
+    api_.activity_flush_all(mode == FlushMode::Forced ? kCuptiFlushForced : 0);
+    std::size_t dropped = 0;
+    if (api_.activity_get_num_dropped_records(nullptr, 0, &dropped) == kCuptiSuccess)
+      bump(cupti_dropped_, static_cast<std::int64_t>(dropped));
+  }
+  try {
+    std::lock_guard<std::mutex> lock(callback_mutex());
+    filled_.swap(reading_);  // same capacities: the callback still never allocates
+  } catch (...) {
+    return 0;
+  }
+  std::size_t appended = 0;
+  for (const Filled& f : reading_) {
+    void* record = nullptr;
+    try {
+      while (api_.activity_get_next_record(f.buffer, f.valid, &record) == kCuptiSuccess) {
+        switch (parse_activity_record(record, map_, launches, activities)) {
+          case RecordUse::Launch:
+          case RecordUse::Activity:
+            ++appended;
+            break;
+          case RecordUse::Untimed:
+            bump(untimed_);
+            break;
+          case RecordUse::Ignored:
+            break;
+        }
+      }
+    } catch (...) {  // out of memory for the caller's vectors: the rest of this buffer
+      bump(lost_);
+    }
+    free_buffer(f.buffer, f.size);
+  }
+  reading_.clear();
+  return appended;
+}
+
+}  // namespace traceml::timing

@@ -1,0 +1,161 @@
+// GPU activity records from CUPTI, live: the kernels, copies and memsets the
+// process runs and the CUDA API calls that launched them, normalized into
+// timing/gpu_activity's records on runtime::now_ns()'s clock.
+//
+// CUPTI writes records into buffers we lend it and hands each back once
+// filled or flushed; collect() flushes, reads the buffers handed back and
+// frees them. Memory is bounded: buffers lent and not yet read never exceed
+// max_buffer_bytes; beyond it CUPTI is refused a buffer and drops records,
+// which cupti_dropped() counts.
+//
+// Clocks: CUPTI stamps records with CLOCK_REALTIME unless told otherwise.
+// Where CUPTI has cuptiActivityRegisterTimestampCallback, it stamps them with
+// our now_ns() instead (GPU times are interpolated to it by CUPTI); elsewhere
+// the offset between the two clocks is measured once at start and added to
+// every timestamp (a wall-clock step later shifts the records by its size).
+//
+// Compiled against the CUPTI headers when the build finds them
+// (TRACEML_HAVE_CUPTI); without them start() says so and nothing is captured.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "timing/cupti_api.hpp"
+#include "timing/gpu_activity.hpp"
+
+namespace traceml::timing {
+
+/// Turns CUPTI timestamps into runtime::now_ns() readings.
+struct TimestampMap {
+  std::int64_t offset_ns = 0;  ///< now_ns() minus CUPTI's clock; 0 with the callback
+  [[nodiscard]] std::int64_t to_cpu_ns(std::uint64_t cupti_ns) const noexcept {
+    return static_cast<std::int64_t>(cupti_ns) + offset_ns;
+  }
+};
+
+/// What parse_activity_record made of one record.
+enum class RecordUse {
+  Launch,    ///< a runtime or driver API call: appended to the launches
+  Activity,  ///< a kernel, memcpy or memset: appended to the activities
+  Untimed,   ///< a kernel, memcpy or memset without timestamps: skipped
+  Ignored,   ///< another kind of record: skipped
+};
+
+/// Normalizes one CUPTI activity record (a CUpti_Activity*: CUpti_ActivityAPI,
+/// CUpti_ActivityKernel4 and later, CUpti_ActivityMemcpy and later,
+/// CUpti_ActivityMemset and later). Reads only fields that every version of
+/// those records has at the same place, since CUPTI writes the newest version
+/// it knows and appends fields to new ones. Activities with a zero start or
+/// end never got their timestamps (CUPTI could not collect them, or a forced
+/// flush handed back work still running) and are Untimed. Without CUPTI
+/// headers every record is Ignored.
+RecordUse parse_activity_record(const void* record, const TimestampMap& map,
+                                std::vector<ApiLaunch>& launches,
+                                std::vector<GpuActivity>& activities);
+
+struct CuptiSourceSettings {
+  /// One buffer lent to CUPTI. A launch costs ~250 bytes of records (kernel
+  /// ~216, API call 40), so a buffer holds ~2000 launches: a buffer comes back
+  /// only when full or all its work has finished, and small buffers keep the
+  /// records of a finished step from waiting behind a later one.
+  std::size_t buffer_bytes = std::size_t{512} << 10;
+  /// Buffers lent to CUPTI and not yet read by collect(), in all.
+  std::size_t max_buffer_bytes = std::size_t{32} << 20;
+};
+
+/// Whether collect() asks for buffers that hold records of work still running.
+enum class FlushMode {
+  /// Buffers whose records are all complete. Nothing lost, but records wait
+  /// until the rest of their buffer's work has finished too.
+  Completed,
+  /// Every buffer. Work still running at that moment comes back without an
+  /// end time and CUPTI never sends it again (it is Untimed): for the final
+  /// collect, after the last step's work has finished.
+  Forced,
+};
+
+/// The live source. At most one is started per process: CUPTI calls back
+/// plain functions without a context pointer. collect() and stop() are called
+/// from one thread (the runtime's sampler); nothing here throws.
+class CuptiActivitySource {
+ public:
+  explicit CuptiActivitySource(const CuptiApi& api, CuptiSourceSettings settings = {});
+  /// Stops and frees every buffer it still holds.
+  ~CuptiActivitySource();
+  CuptiActivitySource(const CuptiActivitySource&) = delete;
+  CuptiActivitySource& operator=(const CuptiActivitySource&) = delete;
+
+  /// Registers the callbacks and enables CONCURRENT_KERNEL, MEMCPY, MEMSET,
+  /// RUNTIME and DRIVER records. Returns why it could not (no driver, CUPTI
+  /// refusing, another source started, built without CUPTI), in one line;
+  /// nothing when capturing. A source starts at most once.
+  [[nodiscard]] std::optional<std::string> start() noexcept;
+
+  /// Disables the records and hands back every buffer (forced flush); what
+  /// they hold is still returned by the next collect(). Idempotent.
+  void stop() noexcept;
+
+  [[nodiscard]] bool running() const noexcept { return running_; }
+
+  /// Flushes (while running) and appends the records of every buffer CUPTI
+  /// has handed back since the last call. Returns how many were appended.
+  std::size_t collect(std::vector<ApiLaunch>& launches, std::vector<GpuActivity>& activities,
+                      FlushMode mode = FlushMode::Completed) noexcept;
+
+  /// How CUPTI timestamps map to now_ns(): offset 0 when CUPTI takes its
+  /// time from us (uses_timestamp_callback()).
+  [[nodiscard]] TimestampMap timestamp_map() const noexcept { return map_; }
+  [[nodiscard]] bool uses_timestamp_callback() const noexcept { return timestamp_callback_; }
+
+  // Counters since start, readable from any thread.
+  /// Records CUPTI dropped (no buffer space), as cuptiActivityGetNumDroppedRecords says.
+  [[nodiscard]] std::int64_t cupti_dropped() const noexcept { return load(cupti_dropped_); }
+  /// Buffer requests refused because max_buffer_bytes were lent.
+  [[nodiscard]] std::int64_t buffers_refused() const noexcept { return load(buffers_refused_); }
+  /// Activities without timestamps (RecordUse::Untimed).
+  [[nodiscard]] std::int64_t untimed() const noexcept { return load(untimed_); }
+  /// Records lost on our side: a buffer that could not be queued or records
+  /// that could not be stored (out of memory).
+  [[nodiscard]] std::int64_t lost() const noexcept { return load(lost_); }
+
+ private:
+  struct Filled {
+    std::uint8_t* buffer = nullptr;
+    std::size_t size = 0;
+    std::size_t valid = 0;
+  };
+  struct Callbacks;  // the functions CUPTI calls, in the .cpp
+  friend struct Callbacks;
+
+  std::optional<std::string> start_or_why();
+  std::optional<std::string> calibrate();
+  void disable_enabled() noexcept;
+  std::string failure(const char* call, int result) const;
+  static std::int64_t load(const std::atomic<std::int64_t>& a) noexcept {
+    return a.load(std::memory_order_relaxed);
+  }
+
+  CuptiApi api_;
+  CuptiSourceSettings settings_;
+  bool started_ = false;  // start() was called: a source starts once
+  bool running_ = false;
+  bool timestamp_callback_ = false;
+  TimestampMap map_;
+  std::vector<int> enabled_;  // activity kinds enabled by us, to disable at stop
+  /// Buffers handed back, guarded by the callbacks' mutex; reserved at start
+  /// for every buffer that can exist, so the callback never allocates.
+  std::vector<Filled> filled_;
+  std::vector<Filled> reading_;         // collect()'s side of the swap, same capacity
+  std::atomic<bool> accepting_{false};  // lend buffers to CUPTI
+  std::atomic<std::int64_t> cupti_dropped_{0};
+  std::atomic<std::int64_t> buffers_refused_{0};
+  std::atomic<std::int64_t> untimed_{0};
+  std::atomic<std::int64_t> lost_{0};
+};
+
+}  // namespace traceml::timing

@@ -1,0 +1,778 @@
+// CUPTI on the CPU: the loader against real and missing libraries, the parser
+// on real CUPTI record structs built from the headers, and the live source
+// driven through a fake CUPTI (callbacks, flushes, buffers, clocks), as
+// libkineto tests its CUPTI code. On this project's machines there is CUPTI
+// but no driver: the real source must refuse to start, in one line.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/clock.hpp"
+#include "timing/cupti_activity_source.hpp"
+#include "timing/cupti_api.hpp"
+
+#if TRACEML_HAVE_CUPTI
+#include <cupti_activity.h>
+#include <cupti_version.h>
+
+#include <cstddef>
+#endif
+
+namespace traceml::timing {
+namespace {
+
+bool file_exists(const std::string& path) {
+  return std::ifstream(path).good();
+}
+
+void expect_one_line(const std::string& reason) {
+  EXPECT_FALSE(reason.empty());
+  EXPECT_EQ(reason.find('\n'), std::string::npos) << reason;
+}
+
+TEST(CuptiApi, NamesThatDoNotExistAreNotFound) {
+  const CuptiApiLoad r =
+      load_cupti_api({"libtraceml_no_such_cupti.so.1", "/nonexistent/libcupti.so"});
+  EXPECT_FALSE(r.api);
+  EXPECT_TRUE(r.library.empty());
+  EXPECT_EQ(r.reason,
+            "libcupti not found (tried libtraceml_no_such_cupti.so.1, /nonexistent/libcupti.so)");
+}
+
+TEST(CuptiApi, ALibraryWithoutTheEntryPointsIsRefused) {
+  const CuptiApiLoad r = load_cupti_api({"libm.so.6"});
+  EXPECT_FALSE(r.api);
+  EXPECT_EQ(r.library, "libm.so.6");
+  EXPECT_EQ(r.reason, "libm.so.6 has no cuptiActivityEnable");
+}
+
+/// The toolkit's CUPTI: every required entry point, or one line why not.
+TEST(CuptiApi, TheToolkitLibraryLoadsOrSaysWhy) {
+  const std::string path = "/usr/local/cuda/lib64/libcupti.so.13";
+  if (!file_exists(path)) GTEST_SKIP() << path << " is not installed";
+  const CuptiApiLoad r = load_cupti_api({path});
+  if (!r.api) {
+    expect_one_line(r.reason);
+    return;
+  }
+  EXPECT_TRUE(r.reason.empty());
+  EXPECT_EQ(r.library, path);
+  const CuptiApi& a = *r.api;
+  for (const void* fn :
+       {(const void*)a.activity_enable, (const void*)a.activity_disable,
+        (const void*)a.activity_register_callbacks, (const void*)a.activity_get_next_record,
+        (const void*)a.activity_flush_all, (const void*)a.activity_get_num_dropped_records,
+        (const void*)a.get_timestamp, (const void*)a.get_result_string}) {
+    EXPECT_NE(fn, nullptr);
+  }
+  // CUDA 13's CUPTI has both optional entry points.
+  EXPECT_NE(a.activity_register_timestamp_callback, nullptr);
+  EXPECT_NE(a.finalize, nullptr);
+  EXPECT_EQ(describe_cupti_result(a, kCuptiErrorUnknown), "999 (CUPTI_ERROR_UNKNOWN)");
+  // Reading CUPTI's clock needs no driver.
+  std::uint64_t ts = 0;
+  EXPECT_EQ(a.get_timestamp(&ts), kCuptiSuccess);
+  EXPECT_GT(ts, 0u);
+}
+
+TEST(CuptiApi, DefaultSearchGivesAnApiOrOneLineWhy) {
+  const CuptiApiLoad r = load_cupti_api();
+  if (r.api) {
+    EXPECT_FALSE(r.library.empty());
+  } else {
+    expect_one_line(r.reason);
+  }
+}
+
+/// Whether a CUDA driver is installed: without one CUPTI cannot trace.
+bool has_cuda_driver() {
+  void* h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (h == nullptr) return false;
+  dlclose(h);
+  return true;
+}
+
+TEST(CuptiActivitySource, RealCuptiStartsOrSaysWhyInOneLine) {
+  const CuptiApiLoad load = load_cupti_api();
+  if (!load.api) GTEST_SKIP() << "no CUPTI: " << load.reason;
+  CuptiActivitySource source(*load.api);
+  const std::optional<std::string> why = source.start();
+  if (why) {
+    std::cout << "CUPTI source did not start: " << *why << "\n";
+    expect_one_line(*why);
+    EXPECT_FALSE(source.running());
+#if TRACEML_HAVE_CUPTI
+    EXPECT_NE(why->find(" failed: "), std::string::npos) << *why;
+#else
+    EXPECT_EQ(*why, "traceml was built without CUPTI headers");
+#endif
+    std::vector<ApiLaunch> launches;
+    std::vector<GpuActivity> activities;
+    EXPECT_EQ(source.collect(launches, activities), 0u);
+    return;
+  }
+  // A machine with a driver: nothing ran, so nothing comes back but API calls.
+  EXPECT_TRUE(has_cuda_driver());
+  EXPECT_TRUE(source.running());
+  std::vector<ApiLaunch> launches;
+  std::vector<GpuActivity> activities;
+  source.collect(launches, activities, FlushMode::Forced);
+  EXPECT_TRUE(activities.empty());
+  source.stop();
+  EXPECT_FALSE(source.running());
+}
+
+TEST(CuptiActivitySource, RealCuptiWithoutDriverRefuses) {
+  if (has_cuda_driver()) GTEST_SKIP() << "this machine has a CUDA driver";
+  const CuptiApiLoad load = load_cupti_api();
+  if (!load.api) GTEST_SKIP() << "no CUPTI: " << load.reason;
+  CuptiActivitySource source(*load.api);
+  const std::optional<std::string> why = source.start();
+  ASSERT_TRUE(why);
+  expect_one_line(*why);
+  // A failed start leaves nothing behind: a second source may try.
+  CuptiActivitySource again(*load.api);
+  const std::optional<std::string> why_again = again.start();
+  ASSERT_TRUE(why_again);
+  EXPECT_EQ(why_again->find("another CUPTI activity source"), std::string::npos) << *why_again;
+}
+
+#if !TRACEML_HAVE_CUPTI
+TEST(CuptiActivitySource, WithoutHeadersItNeverStarts) {
+  CuptiApi api;  // never called
+  CuptiActivitySource source(api);
+  EXPECT_EQ(source.start(), std::optional<std::string>("traceml was built without CUPTI headers"));
+  EXPECT_EQ(source.start(), std::optional<std::string>("a CUPTI activity source starts once"));
+}
+#endif
+
+#if TRACEML_HAVE_CUPTI
+
+// --- Records ---------------------------------------------------------------
+
+// parse_activity_record reads the oldest layout of each record; CUPTI writes
+// the newest it knows. Their leading fields must agree: checked against the
+// versions of CUDA 12 and 13 when these are CUDA 13's headers.
+#if CUPTI_API_VERSION >= 130001
+#define TRACEML_SAME_OFFSET(Old, New, member) \
+  static_assert(offsetof(Old, member) == offsetof(New, member), #Old "/" #New "::" #member)
+#define TRACEML_SAME_KERNEL(New)                                  \
+  TRACEML_SAME_OFFSET(CUpti_ActivityKernel4, New, start);         \
+  TRACEML_SAME_OFFSET(CUpti_ActivityKernel4, New, end);           \
+  TRACEML_SAME_OFFSET(CUpti_ActivityKernel4, New, correlationId); \
+  TRACEML_SAME_OFFSET(CUpti_ActivityKernel4, New, name)
+#define TRACEML_SAME_MEMCPY(New)                            \
+  TRACEML_SAME_OFFSET(CUpti_ActivityMemcpy, New, copyKind); \
+  TRACEML_SAME_OFFSET(CUpti_ActivityMemcpy, New, srcKind);  \
+  TRACEML_SAME_OFFSET(CUpti_ActivityMemcpy, New, bytes);    \
+  TRACEML_SAME_OFFSET(CUpti_ActivityMemcpy, New, start);    \
+  TRACEML_SAME_OFFSET(CUpti_ActivityMemcpy, New, end);      \
+  TRACEML_SAME_OFFSET(CUpti_ActivityMemcpy, New, correlationId)
+TRACEML_SAME_KERNEL(CUpti_ActivityKernel9);
+TRACEML_SAME_KERNEL(CUpti_ActivityKernel10);
+TRACEML_SAME_MEMCPY(CUpti_ActivityMemcpy5);
+TRACEML_SAME_MEMCPY(CUpti_ActivityMemcpy6);
+TRACEML_SAME_OFFSET(CUpti_ActivityMemset, CUpti_ActivityMemset4, bytes);
+TRACEML_SAME_OFFSET(CUpti_ActivityMemset, CUpti_ActivityMemset4, start);
+TRACEML_SAME_OFFSET(CUpti_ActivityMemset, CUpti_ActivityMemset4, end);
+TRACEML_SAME_OFFSET(CUpti_ActivityMemset, CUpti_ActivityMemset4, correlationId);
+#undef TRACEML_SAME_MEMCPY
+#undef TRACEML_SAME_KERNEL
+#undef TRACEML_SAME_OFFSET
+// The records as CUDA 13's CUPTI writes them.
+using Kernel = CUpti_ActivityKernel10;
+using Memcpy = CUpti_ActivityMemcpy6;
+using Memset = CUpti_ActivityMemset4;
+#else
+using Kernel = CUpti_ActivityKernel4;
+using Memcpy = CUpti_ActivityMemcpy;
+using Memset = CUpti_ActivityMemset;
+#endif
+
+constexpr const char* kNcclName =
+    "_Z39ncclDevKernel_AllReduce_Sum_f32_RING_LL24ncclDevKernelArgsStorageILm4096EE";
+constexpr const char* kGemmName = "_Z17sm90_gemm_kernelv";
+
+Kernel kernel_record(std::uint32_t correlation, std::uint64_t start, std::uint64_t end,
+                     const char* name) {
+  Kernel k;
+  std::memset(&k, 0, sizeof k);
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.correlationId = correlation;
+  k.start = start;
+  k.end = end;
+  k.completed = end;
+  k.gridX = 132;
+  k.blockX = 512;
+  k.name = name;
+  return k;
+}
+
+Memcpy memcpy_record(std::uint32_t correlation, std::uint64_t start, std::uint64_t end,
+                     CUpti_ActivityMemcpyKind copy, CUpti_ActivityMemoryKind src,
+                     std::uint64_t bytes) {
+  Memcpy m;
+  std::memset(&m, 0, sizeof m);
+  m.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  m.copyKind = static_cast<std::uint8_t>(copy);
+  m.srcKind = static_cast<std::uint8_t>(src);
+  m.dstKind = static_cast<std::uint8_t>(CUPTI_ACTIVITY_MEMORY_KIND_DEVICE);
+  m.bytes = bytes;
+  m.start = start;
+  m.end = end;
+  m.correlationId = correlation;
+  m.runtimeCorrelationId = 0;
+  return m;
+}
+
+Memset memset_record(std::uint32_t correlation, std::uint64_t start, std::uint64_t end,
+                     std::uint64_t bytes) {
+  Memset s;
+  std::memset(&s, 0, sizeof s);
+  s.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  s.value = 0;
+  s.bytes = bytes;
+  s.start = start;
+  s.end = end;
+  s.correlationId = correlation;
+  return s;
+}
+
+CUpti_ActivityAPI api_record(CUpti_ActivityKind kind, std::uint32_t correlation,
+                             std::uint64_t start) {
+  CUpti_ActivityAPI a;
+  std::memset(&a, 0, sizeof a);
+  a.kind = kind;
+  a.cbid = 211;
+  a.start = start;
+  a.end = start + 3000;
+  a.processId = 1;
+  a.threadId = 2;
+  a.correlationId = correlation;
+  return a;
+}
+
+struct Parsed {
+  std::vector<ApiLaunch> launches;
+  std::vector<GpuActivity> activities;
+};
+
+// CUPTI's clock of the records below: unix nanoseconds, like CLOCK_REALTIME.
+constexpr std::uint64_t kT0 = 1796228319000000000ull;
+// Our clock is monotonic: since boot, here 10 s after it.
+const TimestampMap kMap{10000000000 - static_cast<std::int64_t>(kT0)};
+
+TEST(CuptiRecord, NcclKernelIsACollectiveActivityOnOurClock) {
+  Parsed p;
+  const Kernel k = kernel_record(42, kT0 + 1000, kT0 + 251000, kNcclName);
+  EXPECT_EQ(parse_activity_record(&k, kMap, p.launches, p.activities), RecordUse::Activity);
+  ASSERT_EQ(p.activities.size(), 1u);
+  const GpuActivity& a = p.activities[0];
+  EXPECT_EQ(a.kind, ActivityKind::Kernel);
+  EXPECT_EQ(a.correlation_id, 42u);
+  EXPECT_EQ(a.start_ns, 10000001000);
+  EXPECT_EQ(a.end_ns, 10000251000);
+  EXPECT_TRUE(a.collective);
+  EXPECT_EQ(a.bytes, 0u);
+  EXPECT_TRUE(p.launches.empty());
+}
+
+TEST(CuptiRecord, OtherKernelsAreNotCollective) {
+  Parsed p;
+  const Kernel gemm = kernel_record(1, kT0 + 10, kT0 + 20, kGemmName);
+  const Kernel unnamed = kernel_record(2, kT0 + 10, kT0 + 20, nullptr);
+  parse_activity_record(&gemm, kMap, p.launches, p.activities);
+  parse_activity_record(&unnamed, kMap, p.launches, p.activities);
+  ASSERT_EQ(p.activities.size(), 2u);
+  EXPECT_FALSE(p.activities[0].collective);
+  EXPECT_FALSE(p.activities[1].collective);
+}
+
+TEST(CuptiRecord, OldestKernelLayoutReadsTheSame) {
+  // An older CUPTI (CUDA 11.8) writes an older, shorter record.
+  CUpti_ActivityKernel4 k;
+  std::memset(&k, 0, sizeof k);
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = kT0 + 5;
+  k.end = kT0 + 9;
+  k.correlationId = 8;
+  k.name = kNcclName;
+  Parsed p;
+  EXPECT_EQ(parse_activity_record(&k, kMap, p.launches, p.activities), RecordUse::Activity);
+  ASSERT_EQ(p.activities.size(), 1u);
+  EXPECT_EQ(p.activities[0].correlation_id, 8u);
+  EXPECT_EQ(p.activities[0].start_ns, 10000000005);
+  EXPECT_EQ(p.activities[0].end_ns, 10000000009);
+  EXPECT_TRUE(p.activities[0].collective);
+}
+
+TEST(CuptiRecord, MemcpyDirectionsAndPageableSource) {
+  Parsed p;
+  const Memcpy pageable = memcpy_record(1, kT0 + 100, kT0 + 600, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                        CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 4 << 20);
+  const Memcpy pinned = memcpy_record(2, kT0 + 700, kT0 + 800, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                      CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 1 << 20);
+  const Memcpy d2d = memcpy_record(3, kT0 + 900, kT0 + 950, CUPTI_ACTIVITY_MEMCPY_KIND_DTOD,
+                                   CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 512);
+  const Memcpy d2h = memcpy_record(4, kT0 + 1000, kT0 + 1100, CUPTI_ACTIVITY_MEMCPY_KIND_DTOH,
+                                   CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, 256);
+  const Memcpy h2h = memcpy_record(5, kT0 + 1200, kT0 + 1300, CUPTI_ACTIVITY_MEMCPY_KIND_HTOH,
+                                   CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 128);
+  for (const Memcpy* m : {&pageable, &pinned, &d2d, &d2h, &h2h})
+    EXPECT_EQ(parse_activity_record(m, kMap, p.launches, p.activities), RecordUse::Activity);
+  ASSERT_EQ(p.activities.size(), 5u);
+  const GpuActivity& a = p.activities[0];
+  EXPECT_EQ(a.kind, ActivityKind::Memcpy);
+  EXPECT_EQ(a.correlation_id, 1u);
+  EXPECT_EQ(a.copy_kind, CopyKind::HostToDevice);
+  EXPECT_TRUE(a.from_pageable);
+  EXPECT_EQ(a.bytes, 4u << 20);
+  EXPECT_EQ(a.start_ns, 10000000100);
+  EXPECT_EQ(a.end_ns, 10000000600);
+  EXPECT_FALSE(a.collective);
+  EXPECT_EQ(p.activities[1].copy_kind, CopyKind::HostToDevice);
+  EXPECT_FALSE(p.activities[1].from_pageable);
+  EXPECT_EQ(p.activities[1].bytes, 1u << 20);
+  EXPECT_EQ(p.activities[2].copy_kind, CopyKind::DeviceToDevice);
+  EXPECT_EQ(p.activities[3].copy_kind, CopyKind::DeviceToHost);
+  EXPECT_EQ(p.activities[4].copy_kind, CopyKind::Other);
+}
+
+TEST(CuptiRecord, Memset) {
+  Parsed p;
+  const Memset s = memset_record(9, kT0 + 40, kT0 + 90, 1 << 16);
+  EXPECT_EQ(parse_activity_record(&s, kMap, p.launches, p.activities), RecordUse::Activity);
+  ASSERT_EQ(p.activities.size(), 1u);
+  EXPECT_EQ(p.activities[0].kind, ActivityKind::Memset);
+  EXPECT_EQ(p.activities[0].correlation_id, 9u);
+  EXPECT_EQ(p.activities[0].bytes, 1u << 16);
+  EXPECT_EQ(p.activities[0].start_ns, 10000000040);
+  EXPECT_EQ(p.activities[0].end_ns, 10000000090);
+}
+
+TEST(CuptiRecord, RuntimeAndDriverCallsAreLaunchesAtTheirStart) {
+  Parsed p;
+  const CUpti_ActivityAPI runtime = api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 42, kT0 + 500);
+  const CUpti_ActivityAPI driver = api_record(CUPTI_ACTIVITY_KIND_DRIVER, 43, kT0 + 700);
+  EXPECT_EQ(parse_activity_record(&runtime, kMap, p.launches, p.activities), RecordUse::Launch);
+  EXPECT_EQ(parse_activity_record(&driver, kMap, p.launches, p.activities), RecordUse::Launch);
+  ASSERT_EQ(p.launches.size(), 2u);
+  EXPECT_EQ(p.launches[0].correlation_id, 42u);
+  EXPECT_EQ(p.launches[0].cpu_ns, 10000000500);
+  EXPECT_EQ(p.launches[1].correlation_id, 43u);
+  EXPECT_EQ(p.launches[1].cpu_ns, 10000000700);
+  EXPECT_TRUE(p.activities.empty());
+}
+
+TEST(CuptiRecord, WorkWithoutTimestampsIsUntimed) {
+  Parsed p;
+  const Kernel never = kernel_record(1, 0, 0, kNcclName);
+  const Kernel running = kernel_record(2, kT0 + 10, 0, kGemmName);  // a forced flush
+  const Memcpy reversed = memcpy_record(3, kT0 + 10, kT0 + 5, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                        CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 1);
+  EXPECT_EQ(parse_activity_record(&never, kMap, p.launches, p.activities), RecordUse::Untimed);
+  EXPECT_EQ(parse_activity_record(&running, kMap, p.launches, p.activities), RecordUse::Untimed);
+  EXPECT_EQ(parse_activity_record(&reversed, kMap, p.launches, p.activities), RecordUse::Untimed);
+  EXPECT_TRUE(p.activities.empty());
+}
+
+TEST(CuptiRecord, OtherKindsAreIgnored) {
+  Parsed p;
+  CUpti_Activity c;
+  c.kind = CUPTI_ACTIVITY_KIND_CONTEXT;
+  EXPECT_EQ(parse_activity_record(&c, kMap, p.launches, p.activities), RecordUse::Ignored);
+  EXPECT_TRUE(p.launches.empty());
+  EXPECT_TRUE(p.activities.empty());
+}
+
+TEST(CuptiRecord, ParsedRecordsAttributeToTheirStep) {
+  // A pageable copy and an NCCL kernel launched in the step, on CUPTI's
+  // clock, through the whole normalization.
+  Parsed p;
+  const CUpti_ActivityAPI copy_call = api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 1, kT0 + 1000000);
+  const CUpti_ActivityAPI nccl_call = api_record(CUPTI_ACTIVITY_KIND_DRIVER, 2, kT0 + 2000000);
+  const Memcpy copy =
+      memcpy_record(1, kT0 + 3000000, kT0 + 5000000, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                    CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 8 << 20);
+  const Kernel nccl = kernel_record(2, kT0 + 4000000, kT0 + 7000000, kNcclName);
+  parse_activity_record(&nccl, kMap, p.launches, p.activities);
+  parse_activity_record(&copy, kMap, p.launches, p.activities);
+  parse_activity_record(&nccl_call, kMap, p.launches, p.activities);
+  parse_activity_record(&copy_call, kMap, p.launches, p.activities);
+  ActivityAttributor at;
+  at.add(p.launches, p.activities);
+  // The step body ran from 0.5 ms to 2.5 ms after kT0, on our clock.
+  const model::StepGpuActivity s = at.attribute(10000500000, 10002500000);
+  EXPECT_DOUBLE_EQ(s.h2d_ms, 2.0);
+  EXPECT_EQ(s.h2d_pageable_copies, 1);
+  EXPECT_DOUBLE_EQ(s.h2d_pageable_bytes, double(8 << 20));
+  EXPECT_DOUBLE_EQ(s.collective_ms, 3.0);
+  EXPECT_DOUBLE_EQ(s.busy_ms, 4.0);
+}
+
+// --- The live source on a fake CUPTI ----------------------------------------
+
+/// A CUPTI in the test: records queued by the test are written into a buffer
+/// the source lends at the next flush, and read back record by record.
+struct FakeCupti {
+  static inline CuptiBufferRequested requested = nullptr;
+  static inline CuptiBufferCompleted completed = nullptr;
+  static inline CuptiTimestampSource timestamp_source = nullptr;
+  static inline int timestamp_callback_result = kCuptiSuccess;
+  static inline std::int64_t clock_shift_ns = 0;  // CUPTI's clock minus ours
+  static inline std::vector<int> enabled;
+  static inline int failing_kind = -1;
+  static inline std::vector<std::uint32_t> flushes;
+  static inline std::vector<std::vector<unsigned char>> queued;  // records, next flush
+  static inline std::size_t dropped = 0;
+
+  static void reset() {
+    requested = nullptr;
+    completed = nullptr;
+    timestamp_source = nullptr;
+    timestamp_callback_result = kCuptiSuccess;
+    clock_shift_ns = 0;
+    enabled.clear();
+    failing_kind = -1;
+    flushes.clear();
+    queued.clear();
+    dropped = 0;
+  }
+
+  template <class Record>
+  static void queue(const Record& r) {
+    std::vector<unsigned char> bytes(sizeof r);
+    std::memcpy(bytes.data(), &r, sizeof r);
+    queued.push_back(std::move(bytes));
+  }
+
+  static std::size_t record_size(const void* record) {
+    CUpti_ActivityKind kind;
+    std::memcpy(&kind, record, sizeof kind);
+    switch (kind) {
+      case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+        return sizeof(Kernel);
+      case CUPTI_ACTIVITY_KIND_MEMCPY:
+        return sizeof(Memcpy);
+      case CUPTI_ACTIVITY_KIND_MEMSET:
+        return sizeof(Memset);
+      default:
+        return sizeof(CUpti_ActivityAPI);
+    }
+  }
+
+  static int enable(int kind) {
+    if (kind == failing_kind) return kCuptiErrorUnknown;
+    enabled.push_back(kind);
+    return kCuptiSuccess;
+  }
+  static int disable(int kind) {
+    enabled.erase(std::remove(enabled.begin(), enabled.end(), kind), enabled.end());
+    return kCuptiSuccess;
+  }
+  static int register_callbacks(CuptiBufferRequested r, CuptiBufferCompleted c) {
+    requested = r;
+    completed = c;
+    return kCuptiSuccess;
+  }
+  static int register_timestamp_callback(CuptiTimestampSource source) {
+    if (timestamp_callback_result == kCuptiSuccess) timestamp_source = source;
+    return timestamp_callback_result;
+  }
+  static int get_timestamp(std::uint64_t* ts) {
+    *ts = static_cast<std::uint64_t>(runtime::now_ns() + clock_shift_ns);
+    return kCuptiSuccess;
+  }
+  static int flush_all(std::uint32_t flag) {
+    flushes.push_back(flag);
+    if (queued.empty()) return kCuptiSuccess;
+    std::uint8_t* buffer = nullptr;
+    std::size_t size = 0;
+    std::size_t max_records = 0;
+    requested(&buffer, &size, &max_records);
+    if (buffer == nullptr) {
+      dropped += queued.size();
+      queued.clear();
+      return kCuptiSuccess;
+    }
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(buffer) % 8, 0u);
+    std::size_t used = 0;
+    for (const auto& r : queued) {
+      if (used + r.size() > size) break;
+      std::memcpy(buffer + used, r.data(), r.size());
+      used += (r.size() + 7) / 8 * 8;
+    }
+    queued.clear();
+    completed(nullptr, 0, buffer, size, used);
+    return kCuptiSuccess;
+  }
+  static int get_next_record(std::uint8_t* buffer, std::size_t valid, void** record) {
+    std::size_t at = 0;
+    if (*record != nullptr) {
+      const auto* current = static_cast<const std::uint8_t*>(*record);
+      at = static_cast<std::size_t>(current - buffer) + (record_size(current) + 7) / 8 * 8;
+    }
+    if (at >= valid) return kCuptiErrorMaxLimitReached;
+    *record = buffer + at;
+    return kCuptiSuccess;
+  }
+  static int get_num_dropped(void*, std::uint32_t, std::size_t* out) {
+    *out = dropped;
+    dropped = 0;
+    return kCuptiSuccess;
+  }
+  static int result_string(int result, const char** text) {
+    *text = result == kCuptiErrorUnknown ? "CUPTI_ERROR_UNKNOWN" : "CUPTI_OTHER";
+    return kCuptiSuccess;
+  }
+
+  static CuptiApi api(bool with_timestamp_callback) {
+    CuptiApi a;
+    a.activity_enable = &enable;
+    a.activity_disable = &disable;
+    a.activity_register_callbacks = &register_callbacks;
+    a.activity_get_next_record = &get_next_record;
+    a.activity_flush_all = &flush_all;
+    a.activity_get_num_dropped_records = &get_num_dropped;
+    a.get_timestamp = &get_timestamp;
+    a.get_result_string = &result_string;
+    if (with_timestamp_callback)
+      a.activity_register_timestamp_callback = &register_timestamp_callback;
+    return a;
+  }
+};
+
+class FakeCuptiSource : public ::testing::Test {
+ protected:
+  void SetUp() override { FakeCupti::reset(); }
+  void TearDown() override { FakeCupti::reset(); }
+  std::vector<ApiLaunch> launches_;
+  std::vector<GpuActivity> activities_;
+};
+
+TEST_F(FakeCuptiSource, StartsTheFiveKindsOnOurClockAndCollects) {
+  CuptiActivitySource source(FakeCupti::api(/*with_timestamp_callback=*/true));
+  ASSERT_EQ(source.start(), std::nullopt);
+  EXPECT_TRUE(source.running());
+  EXPECT_EQ(FakeCupti::enabled,
+            (std::vector<int>{kCuptiActivityKindConcurrentKernel, kCuptiActivityKindMemcpy,
+                              kCuptiActivityKindMemset, kCuptiActivityKindRuntime,
+                              kCuptiActivityKindDriver}));
+  // CUPTI takes its time from now_ns(): no offset.
+  EXPECT_TRUE(source.uses_timestamp_callback());
+  EXPECT_EQ(source.timestamp_map().offset_ns, 0);
+  ASSERT_NE(FakeCupti::timestamp_source, nullptr);
+  const std::int64_t before = runtime::now_ns();
+  const auto cupti_now = static_cast<std::int64_t>(FakeCupti::timestamp_source());
+  EXPECT_GE(cupti_now, before);
+  EXPECT_LE(cupti_now, runtime::now_ns());
+
+  FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 1, 1000));
+  FakeCupti::queue(kernel_record(1, 2000, 3000, kNcclName));
+  FakeCupti::queue(memcpy_record(2, 3000, 3500, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                 CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 64));
+  FakeCupti::queue(memset_record(3, 4000, 4100, 32));
+  FakeCupti::queue(kernel_record(4, 0, 0, kGemmName));  // no timestamps
+  EXPECT_EQ(source.collect(launches_, activities_), 4u);
+  EXPECT_EQ(FakeCupti::flushes, (std::vector<std::uint32_t>{0}));  // completed buffers only
+  ASSERT_EQ(launches_.size(), 1u);
+  EXPECT_EQ(launches_[0].correlation_id, 1u);
+  EXPECT_EQ(launches_[0].cpu_ns, 1000);
+  ASSERT_EQ(activities_.size(), 3u);
+  EXPECT_EQ(activities_[0].kind, ActivityKind::Kernel);
+  EXPECT_TRUE(activities_[0].collective);
+  EXPECT_EQ(activities_[0].start_ns, 2000);
+  EXPECT_EQ(activities_[1].copy_kind, CopyKind::HostToDevice);
+  EXPECT_TRUE(activities_[1].from_pageable);
+  EXPECT_EQ(activities_[2].kind, ActivityKind::Memset);
+  EXPECT_EQ(source.untimed(), 1);
+
+  // Nothing new: nothing appended.
+  EXPECT_EQ(source.collect(launches_, activities_, FlushMode::Forced), 0u);
+  EXPECT_EQ(FakeCupti::flushes, (std::vector<std::uint32_t>{0, kCuptiFlushForced}));
+
+  // Stop hands every buffer back; the next collect still reads it.
+  FakeCupti::queue(kernel_record(5, 5000, 6000, kGemmName));
+  source.stop();
+  EXPECT_FALSE(source.running());
+  EXPECT_TRUE(FakeCupti::enabled.empty());
+  EXPECT_EQ(FakeCupti::flushes.back(), kCuptiFlushForced);
+  EXPECT_EQ(source.collect(launches_, activities_), 1u);
+  EXPECT_EQ(activities_.back().correlation_id, 5u);
+  EXPECT_EQ(FakeCupti::flushes.size(), 3u);  // no flush once stopped
+  source.stop();                             // idempotent
+}
+
+TEST_F(FakeCuptiSource, WithoutTimestampCallbackTheOffsetIsMeasured) {
+  // CUPTI on CLOCK_REALTIME: decades ahead of the monotonic clock.
+  FakeCupti::clock_shift_ns = 1700000000000000000;
+  CuptiActivitySource source(FakeCupti::api(/*with_timestamp_callback=*/false));
+  ASSERT_EQ(source.start(), std::nullopt);
+  EXPECT_FALSE(source.uses_timestamp_callback());
+  const std::int64_t offset = source.timestamp_map().offset_ns;
+  // Exact up to the time between two clock reads.
+  EXPECT_NEAR(static_cast<double>(offset), -1.7e18, 1e6);
+
+  const auto cupti_t = static_cast<std::uint64_t>(1700000000000000000 + 5000000);
+  FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_DRIVER, 7, cupti_t));
+  FakeCupti::queue(kernel_record(7, cupti_t + 1000, cupti_t + 2000, kGemmName));
+  EXPECT_EQ(source.collect(launches_, activities_), 2u);
+  ASSERT_EQ(launches_.size(), 1u);
+  ASSERT_EQ(activities_.size(), 1u);
+  EXPECT_EQ(launches_[0].cpu_ns, static_cast<std::int64_t>(cupti_t) + offset);
+  EXPECT_EQ(activities_[0].start_ns, launches_[0].cpu_ns + 1000);
+  EXPECT_EQ(activities_[0].end_ns, launches_[0].cpu_ns + 2000);
+  EXPECT_NEAR(static_cast<double>(launches_[0].cpu_ns), 5e6, 1e6);
+}
+
+TEST_F(FakeCuptiSource, RefusedTimestampCallbackFallsBackToTheOffset) {
+  FakeCupti::timestamp_callback_result = kCuptiErrorUnknown;
+  FakeCupti::clock_shift_ns = 123456789;
+  CuptiActivitySource source(FakeCupti::api(/*with_timestamp_callback=*/true));
+  ASSERT_EQ(source.start(), std::nullopt);
+  EXPECT_FALSE(source.uses_timestamp_callback());
+  EXPECT_NEAR(static_cast<double>(source.timestamp_map().offset_ns), -123456789.0, 1e6);
+}
+
+TEST_F(FakeCuptiSource, EnableFailureSaysWhichAndUndoesTheRest) {
+  FakeCupti::failing_kind = kCuptiActivityKindMemset;
+  CuptiActivitySource source(FakeCupti::api(true));
+  EXPECT_EQ(source.start(), std::optional<std::string>(
+                                "cuptiActivityEnable(MEMSET) failed: 999 (CUPTI_ERROR_UNKNOWN); "
+                                "is there a CUDA driver and a GPU, as recent as this CUPTI?"));
+  EXPECT_FALSE(source.running());
+  EXPECT_TRUE(FakeCupti::enabled.empty());  // kernel and memcpy records disabled again
+  EXPECT_EQ(source.start(), std::optional<std::string>("a CUPTI activity source starts once"));
+  // The failed source left the process free for another.
+  FakeCupti::failing_kind = -1;
+  CuptiActivitySource next(FakeCupti::api(true));
+  EXPECT_EQ(next.start(), std::nullopt);
+}
+
+TEST_F(FakeCuptiSource, OneSourceAtATime) {
+  CuptiActivitySource first(FakeCupti::api(true));
+  ASSERT_EQ(first.start(), std::nullopt);
+  CuptiActivitySource second(FakeCupti::api(true));
+  EXPECT_EQ(second.start(), std::optional<std::string>(
+                                "another CUPTI activity source is capturing in this process"));
+  first.stop();
+  CuptiActivitySource third(FakeCupti::api(true));
+  EXPECT_EQ(third.start(), std::nullopt);
+}
+
+TEST_F(FakeCuptiSource, LentBuffersAreCappedAndDropsCounted) {
+  CuptiSourceSettings settings;
+  settings.buffer_bytes = 16 << 10;
+  settings.max_buffer_bytes = 32 << 10;
+  CuptiActivitySource source(FakeCupti::api(true), settings);
+  ASSERT_EQ(source.start(), std::nullopt);
+  // CUPTI asks for three buffers while holding the first two.
+  std::uint8_t* buffers[3] = {};
+  std::size_t sizes[3] = {};
+  for (int i = 0; i < 3; ++i) {
+    std::size_t max_records = 99;
+    FakeCupti::requested(&buffers[i], &sizes[i], &max_records);
+    EXPECT_EQ(max_records, 0u);
+  }
+  EXPECT_NE(buffers[0], nullptr);
+  EXPECT_EQ(sizes[0], std::size_t{16} << 10);
+  EXPECT_NE(buffers[1], nullptr);
+  EXPECT_EQ(buffers[2], nullptr);
+  EXPECT_EQ(sizes[2], 0u);
+  EXPECT_EQ(source.buffers_refused(), 1);
+  // CUPTI reports what it could not store for want of a buffer.
+  FakeCupti::dropped = 5;
+  // Empty buffers come back and are freed; a filled one waits for collect.
+  FakeCupti::completed(nullptr, 0, buffers[0], sizes[0], 0);
+  const Kernel k = kernel_record(1, 10, 20, kGemmName);
+  std::memcpy(buffers[1], &k, sizeof k);
+  FakeCupti::completed(nullptr, 0, buffers[1], sizes[1], sizeof k);
+  // With one buffer waiting, there is room to lend one more.
+  std::uint8_t* more = nullptr;
+  std::size_t more_size = 0;
+  std::size_t max_records = 0;
+  FakeCupti::requested(&more, &more_size, &max_records);
+  EXPECT_NE(more, nullptr);
+  FakeCupti::requested(&buffers[2], &sizes[2], &max_records);
+  EXPECT_EQ(buffers[2], nullptr);
+  EXPECT_EQ(source.buffers_refused(), 2);
+  FakeCupti::completed(nullptr, 0, more, more_size, 0);
+
+  EXPECT_EQ(source.collect(launches_, activities_), 1u);
+  EXPECT_EQ(source.cupti_dropped(), 5);
+  EXPECT_EQ(source.lost(), 0);
+  // All back: the whole cap can be lent again.
+  FakeCupti::requested(&buffers[0], &sizes[0], &max_records);
+  FakeCupti::requested(&buffers[1], &sizes[1], &max_records);
+  EXPECT_NE(buffers[0], nullptr);
+  EXPECT_NE(buffers[1], nullptr);
+  FakeCupti::completed(nullptr, 0, buffers[0], sizes[0], 0);
+  FakeCupti::completed(nullptr, 0, buffers[1], sizes[1], 0);
+}
+
+TEST_F(FakeCuptiSource, BuffersComingBackAfterTheSourceAreFreed) {
+  std::uint8_t* late = nullptr;
+  std::size_t size = 0;
+  {
+    CuptiActivitySource source(FakeCupti::api(true));
+    ASSERT_EQ(source.start(), std::nullopt);
+    std::size_t max_records = 0;
+    FakeCupti::requested(&late, &size, &max_records);
+    ASSERT_NE(late, nullptr);
+  }
+  // CUPTI hands it back after the source is gone: freed, not queued (the
+  // sanitizers and the next source's cap would tell).
+  const Kernel k = kernel_record(1, 10, 20, kGemmName);
+  std::memcpy(late, &k, sizeof k);
+  FakeCupti::completed(nullptr, 0, late, size, sizeof k);
+  // And a request with no source is declined.
+  std::uint8_t* none = nullptr;
+  std::size_t max_records = 0;
+  FakeCupti::requested(&none, &size, &max_records);
+  EXPECT_EQ(none, nullptr);
+  EXPECT_EQ(size, 0u);
+}
+
+TEST_F(FakeCuptiSource, CallbacksOnCuptisThreadWhileCollecting) {
+  // CUPTI fills and hands back buffers on its own thread while the sampler
+  // collects: every record is either collected or its buffer refused.
+  CuptiSourceSettings settings;
+  settings.buffer_bytes = 16 << 10;
+  settings.max_buffer_bytes = 64 << 10;
+  CuptiActivitySource source(FakeCupti::api(true), settings);
+  ASSERT_EQ(source.start(), std::nullopt);
+  constexpr int kBuffers = 2000;
+  std::atomic<bool> done{false};
+  std::thread cupti([&] {
+    for (int i = 0; i < kBuffers; ++i) {
+      std::uint8_t* buffer = nullptr;
+      std::size_t size = 0;
+      std::size_t max_records = 0;
+      FakeCupti::requested(&buffer, &size, &max_records);
+      if (buffer == nullptr) continue;
+      const Kernel k = kernel_record(static_cast<std::uint32_t>(i), 10, 20, kGemmName);
+      std::memcpy(buffer, &k, sizeof k);
+      FakeCupti::completed(nullptr, 0, buffer, size, sizeof k);
+    }
+    done = true;
+  });
+  while (!done)
+    source.collect(launches_, activities_);
+  cupti.join();
+  source.collect(launches_, activities_);
+  EXPECT_EQ(static_cast<std::int64_t>(activities_.size()) + source.buffers_refused(), kBuffers);
+  EXPECT_EQ(source.lost(), 0);
+}
+
+#endif  // TRACEML_HAVE_CUPTI
+
+}  // namespace
+}  // namespace traceml::timing
