@@ -77,57 +77,71 @@ inline std::vector<RowValue> metric_values(const std::vector<GroupRow>& rows, st
 
 }  // namespace detail
 
-/// Fills section.average / median / worst from section.rows, one entry per
-/// metric name (spec §5.4). Nulls are skipped; an all-null metric gives a null
-/// average and {null, null} points.
+/// The average / median / worst of metric `m` over `rows` (spec §5.4). Nulls
+/// are skipped; an all-null metric gives a null average and {null, null} points.
 /// - average: arithmetic mean over rows, in row order;
 /// - median: the row nearest the statistical median; ties to the lower value,
 ///   then the lower key string (TraceML's rule, unchanged by DECISIONS.md);
-/// - worst: the extreme value at `worse[m]`'s end; ties go to the lowest row
+/// - worst: the extreme value at `worse`'s end; ties go to the lowest row
 ///   compared as numbers (DECISIONS.md quirk 7; TraceML takes the
 ///   lexicographically larger key).
+struct RowStatistics {
+  std::optional<double> average;
+  Point median;
+  Point worst;
+};
+
+inline RowStatistics row_statistics(const std::vector<GroupRow>& rows, std::size_t m,
+                                    WorseEnd worse) {
+  const auto values = detail::metric_values(rows, m);
+  if (values.empty()) return {};
+  RowStatistics out;
+  double sum = 0.0;
+  for (const auto& v : values)
+    sum += v.value;
+  out.average = sum / static_cast<double>(values.size());
+
+  std::vector<double> sorted;
+  for (const auto& v : values)
+    sorted.push_back(v.value);
+  std::sort(sorted.begin(), sorted.end());
+  const std::size_t mid = sorted.size() / 2;
+  const double median_value =
+      sorted.size() % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0;
+  const auto* med = &values.front();
+  for (const auto& v : values) {
+    const double d = std::fabs(v.value - median_value);
+    const double best = std::fabs(med->value - median_value);
+    if (d < best ||
+        (d == best && (v.value < med->value || (v.value == med->value && *v.key < *med->key)))) {
+      med = &v;
+    }
+  }
+  out.median = Point{med->value, *med->key};
+
+  const bool lower = worse == WorseEnd::Lower;
+  const auto* w = &values.front();
+  for (const auto& v : values) {
+    const bool beyond = lower ? v.value < w->value : v.value > w->value;
+    if (beyond || (v.value == w->value && v.number < w->number)) w = &v;
+  }
+  out.worst = Point{w->value, *w->key};
+  return out;
+}
+
+/// Fills section.average / median / worst from section.rows, one entry per
+/// metric name, with row_statistics; `worse[m]` is metric m's worse end
+/// (Higher when absent).
 inline void fill_row_statistics(Section& s, const std::vector<WorseEnd>& worse) {
   s.average.clear();
   s.median.clear();
   s.worst.clear();
   for (std::size_t m = 0; m < s.metric_names.size(); ++m) {
-    const auto values = detail::metric_values(s.rows, m);
-    if (values.empty()) {
-      s.average.emplace_back(std::nullopt);
-      s.median.push_back(Point{});
-      s.worst.push_back(Point{});
-      continue;
-    }
-    double sum = 0.0;
-    for (const auto& v : values)
-      sum += v.value;
-    s.average.emplace_back(sum / static_cast<double>(values.size()));
-
-    std::vector<double> sorted;
-    for (const auto& v : values)
-      sorted.push_back(v.value);
-    std::sort(sorted.begin(), sorted.end());
-    const std::size_t mid = sorted.size() / 2;
-    const double median_value =
-        sorted.size() % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0;
-    const auto* med = &values.front();
-    for (const auto& v : values) {
-      const double d = std::fabs(v.value - median_value);
-      const double best = std::fabs(med->value - median_value);
-      if (d < best ||
-          (d == best && (v.value < med->value || (v.value == med->value && *v.key < *med->key)))) {
-        med = &v;
-      }
-    }
-    s.median.push_back(Point{med->value, *med->key});
-
-    const bool lower = m < worse.size() && worse[m] == WorseEnd::Lower;
-    const auto* w = &values.front();
-    for (const auto& v : values) {
-      const bool beyond = lower ? v.value < w->value : v.value > w->value;
-      if (beyond || (v.value == w->value && v.number < w->number)) w = &v;
-    }
-    s.worst.push_back(Point{w->value, *w->key});
+    const RowStatistics st =
+        row_statistics(s.rows, m, m < worse.size() ? worse[m] : WorseEnd::Higher);
+    s.average.push_back(st.average);
+    s.median.push_back(st.median);
+    s.worst.push_back(st.worst);
   }
 }
 

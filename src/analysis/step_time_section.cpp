@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/h2d_advice.hpp"
 #include "analysis/number_format.hpp"
 #include "analysis/rank_identity.hpp"
 #include "analysis/step_window.hpp"
@@ -54,6 +55,29 @@ std::optional<double> cohort_skew(const CohortStat& s) {
   if (s.median > 0) return std::max(0.0, s.worst - s.median) / s.median;
   if (s.worst <= 0) return 0.0;
   return std::nullopt;
+}
+
+/// The facts of `rank`, or nullptr when the rank has none.
+const RankFacts* facts_of(const StepWindow& w, int rank) {
+  for (const auto& f : w.facts) {
+    if (f.rank == rank) return &f;
+  }
+  return nullptr;
+}
+
+H2dCopies h2d_copies(const ActivityFacts& a) {
+  return {a.h2d_copies, a.h2d_pageable_copies, a.h2d_bytes, a.h2d_pageable_bytes};
+}
+
+/// Issue 5: the H2D copies of the rank an H2D finding names, per step, from
+/// its GPU activity records (appended to the finding's evidence).
+void add_h2d_activity(Json& evidence, const ActivityFacts& a) {
+  evidence["h2d_copies_per_step"] = a.h2d_copies;
+  evidence["h2d_pageable_copies_per_step"] = a.h2d_pageable_copies;
+  evidence["h2d_bytes_per_step"] = a.h2d_bytes;
+  evidence["h2d_pageable_bytes_per_step"] = a.h2d_pageable_bytes;
+  evidence["h2d_pageable_share"] =
+      a.h2d_pageable_share ? Json(*a.h2d_pageable_share) : Json(nullptr);
 }
 
 /// Spec §4.1.9.
@@ -128,6 +152,7 @@ struct Straggler {
   std::vector<std::pair<std::string, double>> coverage;
   std::string component = "sync_or_unattributed";
   std::string visible_metric = "backward";
+  std::optional<ActivityFacts> culprit_activity, victim_activity;  // issue 5
 };
 
 std::optional<Straggler> straggler_evidence(const StepWindow& w, const Context& c) {
@@ -150,6 +175,8 @@ std::optional<Straggler> straggler_evidence(const StepWindow& w, const Context& 
   s.visible_culprit = visible(cul);
   s.visible_victim = visible(vic);
   s.cost = std::max(0.0, s.visible_victim - s.visible_culprit);
+  s.culprit_activity = cul.activity;
+  s.victim_activity = vic.activity;
   s.victim_step = finite_or_zero(vic[SM::StepTime]);
   if (s.victim_step <= 0) return std::nullopt;
   s.score = s.cost / s.victim_step;
@@ -246,6 +273,29 @@ Issue straggler_issue(const Straggler& s) {
                     {"step_time_ms", s.victim_step},
                     {"component_excesses_ms", ex},
                     {"component_coverage", cv}};
+  // Issue 5: ranks that wait for a late one wait inside the collective, so the
+  // victim's extra collective (NCCL) time over the culprit's is the measured
+  // part of the visible wait cost.
+  if (s.culprit_activity && s.victim_activity) {
+    const double wait =
+        std::max(0.0, s.victim_activity->collective_ms - s.culprit_activity->collective_ms);
+    const double share = std::min(1.0, wait / s.cost);  // cost > 0: the score passed its gate
+    i.evidence["collective_culprit_ms"] = s.culprit_activity->collective_ms;
+    i.evidence["collective_victim_ms"] = s.victim_activity->collective_ms;
+    i.evidence["collective_wait_ms"] = wait;
+    i.evidence["collective_share_of_wait"] = share;
+    if (label.empty() && share >= th::kCollectiveExplainsShare) {
+      i.summary += " Collective (NCCL) time explains ~" + percent_text(share) +
+                   " of that cost: " + v + " spends " + fixed(wait, 1) +
+                   " ms more per step in collectives than " + c + ".";
+    }
+  }
+  if (s.component == "h2d" && s.culprit_activity) {
+    add_h2d_activity(i.evidence, *s.culprit_activity);
+    if (const auto advice = pageable_advice(h2d_copies(*s.culprit_activity))) {
+      i.action += " " + *advice;
+    }
+  }
   return i;
 }
 
@@ -255,6 +305,41 @@ Severity share_severity(double share) {
 
 std::string clock_label(Clock c) {
   return c == Clock::Gpu ? "GPU" : "CPU";
+}
+
+/// Issue 5: how much of the residual collective (NCCL) kernels could be. Per
+/// rank with activity records and a residual above 0: min(1, collective /
+/// residual); the typical rank's share is the median, as for the rule's own
+/// share. An upper bound: a collective launched inside a traced phase (DDP's
+/// all-reduce in backward) counts too, since the records do not say which
+/// phase launched it.
+void add_residual_collectives(const StepWindow& w, const Context& c, Issue& i) {
+  std::vector<double> collective, shares;
+  for (const auto& f : w.facts) {
+    if (!f.activity) continue;
+    collective.push_back(f.activity->collective_ms);
+    const auto& residual = f[SM::Residual];
+    if (residual && *residual > 0) {
+      shares.push_back(std::min(1.0, f.activity->collective_ms / *residual));
+    }
+  }
+  if (collective.empty()) return;
+  const double typical = c.single_rank ? *std::max_element(collective.begin(), collective.end())
+                                       : median_of(collective);
+  i.evidence["collective_ms"] = typical;
+  if (shares.empty()) {
+    i.evidence["collective_share_of_residual"] = nullptr;
+    return;
+  }
+  const double share = median_of(shares);
+  i.evidence["collective_share_of_residual"] = share;
+  if (share >= th::kCollectiveExplainsShare) {
+    i.summary += " Collective (NCCL) kernels ran " + fixed(typical, 1) + " ms per step, up to ~" +
+                 percent_text(share) + " of the residual.";
+    i.action =
+        "Inspect collectives outside the traced phases (metric or loss all-reduces, barriers), "
+        "then logging, checkpointing, validation, or unobserved transfers.";
+  }
 }
 
 bool is_straggler_kind(const std::string& k) {
@@ -305,6 +390,10 @@ std::vector<Issue> run_rules(const StepWindow& w, const Context& c,
     i.evidence = Json{{"h2d_ms", c.single_rank ? h2d->worst : h2d->median},
                       {"h2d_share", *c.h2d_share},
                       {"diagnosis_clock", clock_name(w.clock)}};
+    if (const RankFacts* f = facts_of(w, h2d->worst_rank); f && f->activity) {
+      add_h2d_activity(i.evidence, *f->activity);
+      if (const auto advice = pageable_advice(h2d_copies(*f->activity))) i.action = *advice;
+    }
     out.push_back(std::move(i));
   }
 
@@ -323,6 +412,7 @@ std::vector<Issue> run_rules(const StepWindow& w, const Context& c,
     i.phase = "residual";
     i.score = i.share_pct = c.residual_share;
     if (c.overall_worst_rank) i.ranks = {*c.overall_worst_rank};
+    add_residual_collectives(w, c, i);
     out.push_back(std::move(i));
   }
 
@@ -622,6 +712,31 @@ const std::array<std::pair<const char*, SM>, 14> kPayloadMetrics = {{
     {"optimizer_ms", SM::OptimizerStep},
 }};
 
+/// Issue 5: per-rank metrics from GPU activity records, added after the spec's
+/// metrics only when some rank of the window has such records (a run without
+/// them keeps exactly the spec's metric names).
+struct ActivityMetric {
+  const char* name;
+  std::optional<double> (*value)(const ActivityFacts&);
+};
+const std::array<ActivityMetric, 6> kActivityMetrics = {{
+    {"collective_ms",
+     [](const ActivityFacts& a) { return std::optional<double>(a.collective_ms); }},
+    {"gpu_idle_fraction", [](const ActivityFacts& a) { return a.gpu_idle_fraction; }},
+    {"h2d_bytes_per_step",
+     [](const ActivityFacts& a) { return std::optional<double>(a.h2d_bytes); }},
+    {"h2d_copies_per_step",
+     [](const ActivityFacts& a) { return std::optional<double>(a.h2d_copies); }},
+    {"h2d_pageable_copies_per_step",
+     [](const ActivityFacts& a) { return std::optional<double>(a.h2d_pageable_copies); }},
+    {"h2d_pageable_share", [](const ActivityFacts& a) { return a.h2d_pageable_share; }},
+}};
+
+std::optional<double> activity_value(const RankFacts& f, const ActivityMetric& m) {
+  if (!f.activity) return std::nullopt;
+  return m.value(*f.activity);
+}
+
 /// How much the typical rank's step time varies from step to step over the
 /// window: quartiles of the per-step median (one rank: its own) step time.
 /// `traceml compare` uses it to tell a real change from run-to-run noise.
@@ -690,16 +805,44 @@ Section analyze_step_time(const model::Telemetry& t, const Options& o) {
                           : Point{});
     s.worst.push_back(st ? Point{st->worst, std::to_string(st->worst_rank)} : Point{});
   }
+  const bool activity = std::any_of(w.facts.begin(), w.facts.end(),
+                                    [](const RankFacts& f) { return f.activity.has_value(); });
+  if (activity) {
+    for (const auto& m : kActivityMetrics) {
+      std::vector<std::pair<int, double>> vals;  // ascending rank, as facts are
+      for (const auto& f : w.facts) {
+        if (const auto v = activity_value(f, m)) vals.emplace_back(f.rank, *v);
+      }
+      const auto st = stat_of(vals);
+      std::optional<double> avg;
+      if (st) {
+        double sum = 0.0;
+        for (const auto& [rank, v] : vals)
+          sum += v;
+        avg = sum / double(vals.size());
+      }
+      s.metric_names.emplace_back(m.name);
+      s.average.push_back(avg);
+      s.median.push_back(st ? Point{st->representative, std::to_string(st->representative_rank)}
+                            : Point{});
+      s.worst.push_back(st ? Point{st->worst, std::to_string(st->worst_rank)} : Point{});
+    }
+  }
   for (std::size_t i = 0; i < w.facts.size(); ++i) {
     GroupRow row;
     row.key = std::to_string(w.facts[i].rank);
     row.identity = ids[i];
     for (const auto& [name, m] : kPayloadMetrics)
       row.metrics.push_back(w.facts[i][m]);
+    if (activity) {
+      for (const auto& m : kActivityMetrics)
+        row.metrics.push_back(activity_value(w.facts[i], m));
+    }
     s.rows.push_back(std::move(row));
   }
   if (auto spread = step_time_spread(w, series)) s.global_extra["spread"] = *spread;
   s.units = {{"time", "ms"}};
+  if (activity) s.units.emplace_back("memory", "bytes");  // h2d_bytes_per_step
   s.card = card(w, s);
   return s;
 }

@@ -109,17 +109,47 @@ struct ClockSums {
   double step_time = 0.0;  // over rows with input wait and traced
 };
 
+/// Sums of the GPU activity records of a rank's aligned rows.
+struct ActivitySums {
+  std::int64_t steps = 0;
+  double collective_ms = 0.0, h2d_bytes = 0.0, h2d_pageable_bytes = 0.0;
+  double h2d_copies = 0.0, h2d_pageable_copies = 0.0;
+  double idle = 0.0;  // per-step idle fractions
+  std::int64_t idle_steps = 0;
+};
+
 struct RankScan {
   std::array<ClockSums, 2> clock;  // indexed by Clock
   bool gpu_complete = true;        // every row readable on the GPU clock
   std::size_t rows = 0;
+  ActivitySums activity;
 };
+
+/// Adds a row's GPU activity. The idle share of a step is measured against
+/// its GPU step time (input wait + traced step on the GPU clock), whatever
+/// clock the window uses: busy_ms is GPU time, so only GPU time divides it.
+void scan_activity(ActivitySums& out, const StepRecord& r) {
+  const model::StepGpuActivity& a = *r.gpu_activity;
+  ++out.steps;
+  out.collective_ms += a.collective_ms;
+  out.h2d_bytes += a.h2d_bytes;
+  out.h2d_pageable_bytes += a.h2d_pageable_bytes;
+  out.h2d_copies += double(a.h2d_copies);
+  out.h2d_pageable_copies += double(a.h2d_pageable_copies);
+  const auto input = clock_value(r, Event::InputWait, Clock::Gpu);
+  const auto traced = clock_value(r, Event::TracedStepTime, Clock::Gpu);
+  if (input && traced && *input + *traced > 0 && std::isfinite(a.busy_ms)) {
+    out.idle += std::clamp(1.0 - a.busy_ms / (*input + *traced), 0.0, 1.0);
+    ++out.idle_steps;
+  }
+}
 
 /// Adds one aligned row to its rank's scan. This runs once per (rank, step)
 /// of the window, millions of times on a large run, so it reads each clock's
 /// values once into plain arrays.
 void scan_row(RankScan& out, const StepRecord& r) {
   ++out.rows;
+  if (r.gpu_activity) scan_activity(out.activity, r);
   const auto i = [](Event e) { return std::size_t(e); };
   for (Clock c : {Clock::Cpu, Clock::Gpu}) {
     ClockSums& cs = out.clock[std::size_t(c)];
@@ -205,6 +235,19 @@ RankFacts rank_facts(int rank, const RankScan& scan, Clock clock) {
   set(StepMetric::TracedStepTimeCpu, mean(Clock::Cpu, Event::TracedStepTime));
   set(StepMetric::TracedStepTimeGpu, mean(Clock::Gpu, Event::TracedStepTime));
   set(StepMetric::DataloaderFetch, mean(Clock::Cpu, Event::InputWait));
+  if (const ActivitySums& a = scan.activity; a.steps > 0) {
+    const double k = double(a.steps);
+    ActivityFacts af;
+    af.steps = a.steps;
+    af.collective_ms = a.collective_ms / k;
+    af.h2d_bytes = a.h2d_bytes / k;
+    af.h2d_copies = a.h2d_copies / k;
+    af.h2d_pageable_copies = a.h2d_pageable_copies / k;
+    af.h2d_pageable_bytes = a.h2d_pageable_bytes / k;
+    if (a.h2d_bytes > 0) af.h2d_pageable_share = std::min(1.0, a.h2d_pageable_bytes / a.h2d_bytes);
+    if (a.idle_steps > 0) af.gpu_idle_fraction = a.idle / double(a.idle_steps);
+    f.activity = af;
+  }
   return f;
 }
 
@@ -213,6 +256,43 @@ std::optional<MetricStat> metric_stat(const std::vector<RankFacts>& facts, StepM
   for (const auto& f : facts) {
     if (f[m]) vals.emplace_back(f.rank, *f[m]);
   }
+  return stat_of(vals);
+}
+
+using StepRow = std::pair<std::int64_t, const StepRecord*>;
+
+/// A rank's (step, row) list made ascending and unique, the latest arrival
+/// winning, limited to its latest `limit` steps. Works on (step, pointer)
+/// pairs so that no record is touched out of memory order.
+void normalise_rank_steps(std::vector<StepRow>& rows, std::int64_t limit) {
+  const auto by_step = [](const StepRow& a, const StepRow& b) { return a.first < b.first; };
+  // Records usually arrive in step order; sort only when they do not.
+  if (!std::is_sorted(rows.begin(), rows.end(), by_step)) {
+    std::stable_sort(rows.begin(), rows.end(), by_step);
+  }
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (out > 0 && rows[out - 1].first == rows[i].first) {
+      rows[out - 1] = rows[i];  // stable order: a later arrival replaces an earlier one
+    } else {
+      rows[out++] = rows[i];
+    }
+  }
+  rows.resize(out);
+  if (limit > 0 && std::int64_t(rows.size()) > limit) {
+    rows.erase(rows.begin(), rows.end() - limit);
+  }
+}
+
+/// Number of distinct values (sorts `v`).
+std::int64_t count_distinct(std::vector<std::int64_t>& v) {
+  std::sort(v.begin(), v.end());
+  return std::int64_t(std::unique(v.begin(), v.end()) - v.begin());
+}
+
+}  // namespace
+
+std::optional<MetricStat> stat_of(const std::vector<std::pair<int, double>>& vals) {
   if (vals.empty()) return std::nullopt;
   MetricStat s;
   s.ranks = vals.size();
@@ -254,39 +334,6 @@ std::optional<MetricStat> metric_stat(const std::vector<RankFacts>& facts, StepM
   }
   return s;
 }
-
-using StepRow = std::pair<std::int64_t, const StepRecord*>;
-
-/// A rank's (step, row) list made ascending and unique, the latest arrival
-/// winning, limited to its latest `limit` steps. Works on (step, pointer)
-/// pairs so that no record is touched out of memory order.
-void normalise_rank_steps(std::vector<StepRow>& rows, std::int64_t limit) {
-  const auto by_step = [](const StepRow& a, const StepRow& b) { return a.first < b.first; };
-  // Records usually arrive in step order; sort only when they do not.
-  if (!std::is_sorted(rows.begin(), rows.end(), by_step)) {
-    std::stable_sort(rows.begin(), rows.end(), by_step);
-  }
-  std::size_t out = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (out > 0 && rows[out - 1].first == rows[i].first) {
-      rows[out - 1] = rows[i];  // stable order: a later arrival replaces an earlier one
-    } else {
-      rows[out++] = rows[i];
-    }
-  }
-  rows.resize(out);
-  if (limit > 0 && std::int64_t(rows.size()) > limit) {
-    rows.erase(rows.begin(), rows.end() - limit);
-  }
-}
-
-/// Number of distinct values (sorts `v`).
-std::int64_t count_distinct(std::vector<std::int64_t>& v) {
-  std::sort(v.begin(), v.end());
-  return std::int64_t(std::unique(v.begin(), v.end()) - v.begin());
-}
-
-}  // namespace
 
 const char* step_metric_name(StepMetric m) {
   return kMetricNames[idx(m)];

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "model/telemetry.hpp"
@@ -42,10 +43,28 @@ inline const char* clock_name(Clock c) {
   return c == Clock::Gpu ? "gpu" : "cpu";
 }
 
+/// What a rank's GPU activity records (model::StepGpuActivity) say over the
+/// aligned window. Averages are over the aligned steps that carry activity
+/// records (`steps`): a step without them is unknown, not a step without copies.
+struct ActivityFacts {
+  std::int64_t steps = 0;  ///< aligned steps with activity records (> 0)
+  double collective_ms = 0.0;
+  double h2d_bytes = 0.0;
+  double h2d_copies = 0.0;
+  double h2d_pageable_copies = 0.0;
+  double h2d_pageable_bytes = 0.0;
+  /// Pageable bytes over all H2D bytes of those steps; absent when no byte moved.
+  std::optional<double> h2d_pageable_share;
+  /// Mean over steps of 1 - busy_ms / (GPU input wait + GPU traced step),
+  /// each step clamped to [0, 1]; absent when no such step has a GPU step time.
+  std::optional<double> gpu_idle_fraction;
+};
+
 /// One rank's averages over the aligned window (spec §4.1.6).
 struct RankFacts {
   int rank = 0;
   MetricValues avg;
+  std::optional<ActivityFacts> activity;  ///< absent: no aligned step had activity records
   [[nodiscard]] const std::optional<double>& operator[](StepMetric m) const {
     return avg[static_cast<std::size_t>(m)];
   }
@@ -101,5 +120,9 @@ std::vector<double> step_series(const StepWindow& w, StepMetric m, bool worst);
 
 /// Arithmetic median (mean of the middle two for an even count). `v` non-empty.
 double median_of(std::vector<double> v);
+
+/// Spec §4.1.7 statistics of (rank, value) pairs in ascending rank order;
+/// nullopt when there are none. Used for the added per-rank metrics too.
+std::optional<MetricStat> stat_of(const std::vector<std::pair<int, double>>& vals);
 
 }  // namespace traceml::analysis

@@ -7,6 +7,7 @@
 
 #include "analysis/number_format.hpp"
 #include "analysis/rank_identity.hpp"
+#include "analysis/sample_statistics.hpp"
 
 namespace traceml::analysis {
 
@@ -205,6 +206,46 @@ Section guarded(const std::string& name, Fn&& fn) {
   }
 }
 
+/// Issue 5: each node's GPU idle time within steps, beside its GPU
+/// utilisation: the mean `gpu_idle_fraction` of the node's ranks (Step Time
+/// rows). A rank of unknown node counts toward the only node when there is
+/// one. Added only when some node has a value, so that runs without GPU
+/// activity records keep exactly the spec's System metrics.
+void add_gpu_idle(Section& system, const Section& step_time) {
+  const auto m = step_time.metric_index("gpu_idle_fraction");
+  if (!m || system.rows.empty()) return;
+  std::vector<MeanMax> per_row(system.rows.size());
+  bool any = false;
+  for (const auto& row : step_time.rows) {
+    if (*m >= row.metrics.size() || !row.metrics[*m]) continue;
+    std::optional<std::size_t> at;
+    if (row.identity.node_rank) {
+      const std::string label = std::to_string(*row.identity.node_rank);
+      for (std::size_t k = 0; k < system.rows.size(); ++k) {
+        if (system.rows[k].key == label) at = k;
+      }
+    } else if (system.rows.size() == 1) {
+      at = 0;
+    }
+    if (!at) continue;
+    per_row[*at].add(row.metrics[*m]);
+    any = true;
+  }
+  if (!any) return;
+  const auto util = system.metric_index("gpu_util_percent");
+  const std::size_t pos = util ? *util + 1 : system.metric_names.size();
+  const auto at = [pos](auto& v) { return v.begin() + static_cast<std::ptrdiff_t>(pos); };
+  system.metric_names.insert(at(system.metric_names), "gpu_idle_fraction");
+  for (std::size_t k = 0; k < system.rows.size(); ++k) {
+    auto& metrics = system.rows[k].metrics;
+    metrics.insert(at(metrics), per_row[k].mean());
+  }
+  const RowStatistics st = row_statistics(system.rows, pos, WorseEnd::Higher);  // idle is bad
+  system.average.insert(at(system.average), st.average);
+  system.median.insert(at(system.median), st.median);
+  system.worst.insert(at(system.worst), st.worst);
+}
+
 Meta derive_meta(const model::Telemetry& t, const Summary& s) {
   Meta m;
   std::string name = t.run.run_name;
@@ -269,6 +310,7 @@ Summary summarize(const model::Telemetry& t, const Options& o) {
   s.process = guarded("process", [&] { return analyze_process(t, o); });
   s.step_time = guarded("step_time", [&] { return analyze_step_time(t, o); });
   s.step_memory = guarded("step_memory", [&] { return analyze_step_memory(t, o); });
+  add_gpu_idle(s.system, s.step_time);
   s.duration_s = s.step_time.metadata.duration_s;
   if (!s.duration_s) s.duration_s = s.process.metadata.duration_s;
   if (!s.duration_s) s.duration_s = s.system.metadata.duration_s;

@@ -28,6 +28,16 @@ inline constexpr std::int64_t kMinStepsForConfidentDiag = 20;
 /// Summary window: the latest this many aligned steps are analysed.
 inline constexpr std::int64_t kSummaryWindowRows = 10000;
 
+// ---- GPU activity (ours, issue 5: CUPTI records; not in TraceML) -----------
+/// H2D copies "come from pageable memory" once at least this share of their
+/// bytes does: the driver then stages most of the batch through a bounce
+/// buffer, and pinning it is the first fix to try.
+inline constexpr double kPageableDominantShare = 0.50;
+/// Collective kernels "explain" a straggler's wait cost, or the residual, when
+/// they account for at least this share of it: then most of the time is spent
+/// inside NCCL, and the text says so.
+inline constexpr double kCollectiveExplainsShare = 0.50;
+
 // ---- Trend (spec §4.1.14; shared with step-memory creep) -------------------
 inline constexpr std::int64_t kTrendMinAlignedSteps = 100;
 inline constexpr std::int64_t kTrendMinPoints = 200;

@@ -68,6 +68,16 @@ bool valid_step(const model::StepRecord& r) {
     if (((cpu >> e) & 1u) != 0 && !good(r.events.cpu_values()[e])) return false;
     if (((gpu >> e) & 1u) != 0 && !good(r.events.gpu_values()[e])) return false;
   }
+  if (const auto& a = r.gpu_activity) {
+    // Pageable copies are a subset of all copies; more would make every share
+    // computed from them exceed 1.
+    if (!good(a->h2d_ms) || !good(a->h2d_bytes) || !good(a->h2d_pageable_bytes) ||
+        !good(a->collective_ms) || !good(a->busy_ms) || a->h2d_copies < 0 ||
+        a->h2d_pageable_copies < 0 || a->h2d_pageable_copies > a->h2d_copies ||
+        a->h2d_pageable_bytes > a->h2d_bytes) {
+      return false;
+    }
+  }
   return true;
 }
 

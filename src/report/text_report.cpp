@@ -59,6 +59,13 @@
 //   verdict, and "not the cause of slow steps" needs one).
 // * CPU-only runs (gpus_observed == 0): `H2D and step memory not measured (no
 //   GPU).` under the tree. The Also block is printed on them too.
+// * GPU activity (issue 5; only when the JSON has the added Step Time metrics):
+//   under the tree, for the tree's rank, `Collective (NCCL): {ms} per step`,
+//   `H2D copies: {n} per step, {bytes}, {p}% pageable` and `GPU idle in
+//   steps: {p}%`; a `GPU idle in steps` row under `GPU util` in SYSTEM. Why /
+//   Next add the pin-memory advice (H2D-BOUND, H2D STRAGGLER) and the
+//   collective sentence (RANK STRAGGLER, RESIDUAL-HEAVY) from the Step Time
+//   finding's evidence, at the thresholds the analysis uses.
 // * SYSTEM Evidence: LOW/MODERATE GPU util -> `GPU utilization averaged
 //   {u:.0f}%.` (u from the diagnosis evidence, else the cluster average);
 //   otherwise the diagnosis summary. PROCESS shows its summary as Evidence only
@@ -82,7 +89,9 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/h2d_advice.hpp"
 #include "analysis/number_format.hpp"
+#include "analysis/thresholds.hpp"
 
 namespace traceml::report {
 namespace {
@@ -564,6 +573,28 @@ std::optional<long long> issue_rank(const Run& run, const std::string& kind) {
   return std::nullopt;
 }
 
+/// The evidence object of the step-time issue of `kind`, if any: where the
+/// GPU activity numbers of a finding live (issue 5; absent in TraceML's files).
+const Json* issue_evidence(const Run& run, const std::string& kind) {
+  const Json* issues = child(run.step_time, "issues");
+  if (issues == nullptr || !issues->is_array()) return nullptr;
+  for (const Json& issue : *issues) {
+    if (text_or_empty(child(&issue, "kind")) == kind) return object_child(&issue, "evidence");
+  }
+  return nullptr;
+}
+
+/// The pin-memory advice from a finding's H2D activity evidence, if its
+/// copies come mostly from pageable memory.
+std::optional<std::string> evidence_pageable_advice(const Json* evidence) {
+  const auto copies = number(child(evidence, "h2d_copies_per_step"));
+  const auto pageable_copies = number(child(evidence, "h2d_pageable_copies_per_step"));
+  const auto bytes = number(child(evidence, "h2d_bytes_per_step"));
+  const auto pageable_bytes = number(child(evidence, "h2d_pageable_bytes_per_step"));
+  if (!copies || !pageable_copies || !bytes || !pageable_bytes) return std::nullopt;
+  return analysis::pageable_advice({*copies, *pageable_copies, *bytes, *pageable_bytes});
+}
+
 /// Straggler evidence: for STRAGGLER, the comparison where the culprit rank
 /// loses the most time (TraceML quotes the first comparison, always input
 /// wait, even when the excess is elsewhere: DECISIONS 4 lets our text say
@@ -634,6 +665,8 @@ void straggler_verdict(const Run& run, Verdict& v) {
     v.why = who + " spends " + w + " per step in host-to-device copies; the median rank spends " +
             m + "." + pace;
     v.next = "inspect PCIe topology / transfer path on " + who + ".";
+    if (const auto advice = evidence_pageable_advice(issue_evidence(run, run.kind)))
+      v.next = "on " + who + ", " + *advice;
   } else if (run.kind == "STRAGGLER" && phase == "residual") {
     v.why = who + " spends " + w +
             " per step outside the traced phases (residual); the median rank spends " + m + "." +
@@ -647,6 +680,18 @@ void straggler_verdict(const Run& run, Verdict& v) {
         run.kind == "COMPUTE_STRAGGLER"
             ? "inspect " + who + ": thermal/clock throttling, imbalanced work, or a slow device."
             : "inspect " + who + " end-to-end; multiple phases are slow on it.";
+  }
+  // Issue 5: the ranks that wait for the slow one wait inside the collective.
+  if (run.kind == "STRAGGLER") {
+    const Json* ev = issue_evidence(run, run.kind);
+    const auto share = number(child(ev, "collective_share_of_wait"));
+    const auto wait = number(child(ev, "collective_wait_ms"));
+    const auto victim = integer(child(ev, "victim_rank"));
+    if (share && wait && victim && *share >= analysis::thresholds::kCollectiveExplainsShare) {
+      v.why += " Collective (NCCL) time explains " + fixed(*share * 100.0, 0) + "% of the wait: R" +
+               std::to_string(*victim) + " spends " + fmt_ms(*wait) +
+               " more per step in collectives.";
+    }
   }
 }
 
@@ -687,9 +732,20 @@ Verdict read_verdict(const Run& run) {
         v.next =
             "use pin_memory + non_blocking copies, batch transfers, or move preprocessing to the "
             "GPU.";
+        if (const auto advice = evidence_pageable_advice(issue_evidence(run, k))) v.next = *advice;
       } else if (k == "RESIDUAL_HEAVY") {
         v.why = s + " of the typical step is time outside the traced phases.";
         v.next = "look for untraced work between steps -- validation, checkpointing, logging.";
+        const Json* ev = issue_evidence(run, k);
+        const auto share = number(child(ev, "collective_share_of_residual"));
+        const auto coll = number(child(ev, "collective_ms"));
+        if (share && coll && *share >= analysis::thresholds::kCollectiveExplainsShare) {
+          v.why += " Collective (NCCL) kernels ran " + fmt_ms(*coll) + " per step, up to " +
+                   fixed(*share * 100.0, 0) + "% of it.";
+          v.next =
+              "look for collectives outside the traced phases -- metric or loss all-reduces, "
+              "barriers -- then validation, checkpointing, logging.";
+        }
       }
     }
   } else if (k == "LOW_GPU_UTILIZATION_UNEXPLAINED") {
@@ -939,12 +995,25 @@ std::vector<std::string> step_timing_block(const Run& run, const Verdict& verdic
   if (cpu_only(run)) out.emplace_back("H2D and step memory not measured (no GPU).");
   if (const auto fetch = value("dataloader_fetch_cpu_ms"))
     out.push_back("DataLoader fetch: " + fmt_ms(*fetch) + " (CPU, supplemental)");
+  // Issue 5: what the GPU activity records say, for the same rank as the tree.
+  if (const auto coll = value("collective_ms"))
+    out.push_back("Collective (NCCL): " + fmt_ms(*coll) + " per step");
+  if (const auto copies = value("h2d_copies_per_step")) {
+    std::string line = "H2D copies: " + analysis::count_text(*copies) + " per step";
+    if (const auto bytes = value("h2d_bytes_per_step"))
+      line += ", " + analysis::decimal_bytes(*bytes, *bytes);  // as the pin-memory advice says it
+    if (const auto share = value("h2d_pageable_share"))
+      line += ", " + fmt_pct(*share * 100.0) + " pageable";
+    out.push_back(line);
+  }
+  if (const auto idle = value("gpu_idle_fraction"))
+    out.push_back("GPU idle in steps: " + fmt_pct(*idle * 100.0));
   return out;
 }
 
 // ---- Metric tables (STEP MEMORY, SYSTEM, PROCESS) ---------------------------------
 
-enum class Unit { Percent, Bytes, Celsius, Watts };
+enum class Unit { Percent, Fraction, Bytes, Celsius, Watts };
 
 struct MetricRow {
   const char* label;
@@ -959,6 +1028,8 @@ std::string format_value(double v, Unit unit) {
   switch (unit) {
     case Unit::Percent:
       return fmt_pct(v);
+    case Unit::Fraction:
+      return fmt_pct(v * 100.0);
     case Unit::Bytes:
       return fmt_bytes(v);
     case Unit::Celsius:
@@ -1096,6 +1167,7 @@ Block system_block(const Run& run, const Painter& p, std::size_t wrap_width) {
                          {{"CPU", "cpu_percent", Unit::Percent, nullptr},
                           {"RAM used", "ram_bytes", Unit::Bytes, "ram_percent"},
                           {"GPU util", "gpu_util_percent", Unit::Percent, nullptr},
+                          {"GPU idle in steps", "gpu_idle_fraction", Unit::Fraction, nullptr},
                           {"GPU memory/device", "gpu_mem_bytes", Unit::Bytes, "gpu_mem_percent"},
                           {"GPU temperature", "gpu_temp_c", Unit::Celsius, nullptr},
                           {"GPU power", "gpu_power_w", Unit::Watts, nullptr}},

@@ -596,6 +596,17 @@ class Fields {
     return *value;
   }
 
+  /// A count (copies, ...): an integer >= 0, which must be present and not null.
+  [[nodiscard]] std::int64_t required_count(std::string_view key) const {
+    const Node* n = find(key);
+    if (n == nullptr || n->kind == Kind::Null) missing(key);
+    const auto value = integer_of(*n);
+    if (!value || *value < 0) {
+      fail("'" + label(key) + "' must be an integer >= 0, got " + describe(line_, *n));
+    }
+    return *value;
+  }
+
   [[nodiscard]] std::optional<std::string> text(std::string_view key) const {
     const Node* n = find(key);
     if (n == nullptr || n->kind == Kind::Null) return std::nullopt;
@@ -797,7 +808,41 @@ class Importer {
       const Fields timing(json_, i, "step", Scope{"events", std::nullopt, name});
       s.events.set(*event, model::Timing{timing.amount("cpu_ms"), timing.amount("gpu_ms")});
     }
+    read_gpu_activity(f, s);
     result_.telemetry.steps.push_back(s);
+  }
+
+  /// A step's optional "gpu_activity" object. Absent or null: the rank had no
+  /// activity records. Present: every member is required, since the record's
+  /// values are measurements where 0 means "none happened".
+  void read_gpu_activity(const Fields& f, model::StepRecord& s) {
+    const std::size_t index = f.find_index("gpu_activity");
+    if (index == kNone || json_.node(index).kind == Kind::Null) return;
+    const Node& node = json_.node(index);
+    if (node.kind != Kind::Object) {
+      fail(
+          "'gpu_activity' must be an object like {\"h2d_ms\":0.4,\"h2d_bytes\":1e6,...} or "
+          "null, got " +
+          describe(json_, node));
+    }
+    const Fields g(json_, index, "step", Scope{"gpu_activity", std::nullopt, {}});
+    model::StepGpuActivity a;
+    a.h2d_ms = g.required_amount("h2d_ms");
+    a.h2d_bytes = g.required_amount("h2d_bytes");
+    a.h2d_copies = g.required_count("h2d_copies");
+    a.h2d_pageable_copies = g.required_count("h2d_pageable_copies");
+    a.h2d_pageable_bytes = g.required_amount("h2d_pageable_bytes");
+    a.collective_ms = g.required_amount("collective_ms");
+    a.busy_ms = g.required_amount("busy_ms");
+    // Pageable copies are some of the copies; more would give shares above 1.
+    if (a.h2d_pageable_copies > a.h2d_copies) {
+      fail("'gpu_activity.h2d_pageable_copies' (" + std::to_string(a.h2d_pageable_copies) +
+           ") must not exceed 'gpu_activity.h2d_copies' (" + std::to_string(a.h2d_copies) + ")");
+    }
+    if (a.h2d_pageable_bytes > a.h2d_bytes) {
+      fail("'gpu_activity.h2d_pageable_bytes' must not exceed 'gpu_activity.h2d_bytes'");
+    }
+    s.gpu_activity = a;
   }
 
   void read_step_memory(const Fields& f) {

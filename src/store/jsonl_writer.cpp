@@ -88,6 +88,24 @@ void validate(const model::Telemetry& t) {
         check_amount(where, "events." + std::string(name) + ".gpu_ms", gpu);
       }
     }
+    if (const auto& a = s.gpu_activity) {
+      check_amount(where, "gpu_activity.h2d_ms", a->h2d_ms);
+      check_amount(where, "gpu_activity.h2d_bytes", a->h2d_bytes);
+      check_at_least(where, "gpu_activity.h2d_copies", a->h2d_copies, 0);
+      check_at_least(where, "gpu_activity.h2d_pageable_copies", a->h2d_pageable_copies, 0);
+      check_amount(where, "gpu_activity.h2d_pageable_bytes", a->h2d_pageable_bytes);
+      check_amount(where, "gpu_activity.collective_ms", a->collective_ms);
+      check_amount(where, "gpu_activity.busy_ms", a->busy_ms);
+      // The pageable copies are some of the copies (the reader checks the same).
+      if (a->h2d_pageable_copies > a->h2d_copies) {
+        reject(where(), "gpu_activity.h2d_pageable_copies", std::to_string(a->h2d_pageable_copies),
+               "must be <= h2d_copies, " + std::to_string(a->h2d_copies));
+      }
+      if (a->h2d_pageable_bytes > a->h2d_bytes) {
+        reject(where(), "gpu_activity.h2d_pageable_bytes", text_of(a->h2d_pageable_bytes),
+               "must be <= h2d_bytes, " + text_of(a->h2d_bytes));
+      }
+    }
   }
   for (const auto& m : t.step_memory) {
     const auto where = [&m] {
@@ -304,6 +322,25 @@ void write_step(JsonlBuffer& w, const model::StepRecord& s) {
     w.raw("}");
   }
   w.raw("}");
+  if (const auto& a = s.gpu_activity) {
+    w.key("gpu_activity");
+    w.raw("{");
+    w.first_key("h2d_ms");
+    w.number(a->h2d_ms);
+    w.key("h2d_bytes");
+    w.number(a->h2d_bytes);
+    w.key("h2d_copies");
+    w.integer(a->h2d_copies);
+    w.key("h2d_pageable_copies");
+    w.integer(a->h2d_pageable_copies);
+    w.key("h2d_pageable_bytes");
+    w.number(a->h2d_pageable_bytes);
+    w.key("collective_ms");
+    w.number(a->collective_ms);
+    w.key("busy_ms");
+    w.number(a->busy_ms);
+    w.raw("}");
+  }
   w.end();
 }
 

@@ -30,13 +30,25 @@ constexpr std::int64_t kBatchRecords = 10000;
 constexpr const char* kRunDirHint =
     "no telemetry.db found? pass the run directory written by traceml run";
 
+/// The GPU activity columns of a step row, after the event columns. All NULL
+/// when has_gpu_activity is 0. Files written before they existed lack them;
+/// the reader then reads every step without GPU activity.
+constexpr const char* kActivityColumns =
+    "has_gpu_activity, activity_h2d_ms, activity_h2d_bytes, activity_h2d_copies, "
+    "activity_h2d_pageable_copies, activity_h2d_pageable_bytes, activity_collective_ms, "
+    "activity_busy_ms";
+constexpr int kActivityColumnCount = 8;
+
 std::string step_columns_sql() {
   std::string s;
   for (std::size_t e = 0; e < model::kEventCount; ++e) {
     const std::string name = model::event_name(static_cast<model::Event>(e));
     s += ", " + name + "_cpu_ms REAL, " + name + "_gpu_ms REAL";
   }
-  return s;
+  return s +
+         ", has_gpu_activity INTEGER NOT NULL DEFAULT 0, activity_h2d_ms REAL, activity_h2d_bytes "
+         "REAL, activity_h2d_copies INTEGER, activity_h2d_pageable_copies INTEGER, "
+         "activity_h2d_pageable_bytes REAL, activity_collective_ms REAL, activity_busy_ms REAL";
 }
 
 std::string schema_sql() {
@@ -75,8 +87,9 @@ std::string schema_sql() {
 /// makes the step insert about a third cheaper. The rows wait in the writer
 /// until the statement is full or flush() runs.
 constexpr std::size_t kStepsPerInsert = 32;
-/// Parameters of one step row: rank, step, ts, event mask, then cpu and gpu per event.
-constexpr int kStepParams = 4 + 2 * static_cast<int>(model::kEventCount);
+/// Parameters of one step row: rank, step, ts, event mask, cpu and gpu per
+/// event, then the GPU activity columns.
+constexpr int kStepParams = 4 + 2 * static_cast<int>(model::kEventCount) + kActivityColumnCount;
 
 /// "INSERT INTO steps (...) VALUES (?, ...), ..." for `rows` rows.
 std::string steps_insert_sql(std::size_t rows) {
@@ -87,6 +100,9 @@ std::string steps_insert_sql(std::size_t rows) {
     s += ", " + name + "_cpu_ms, " + name + "_gpu_ms";
     v += ", ?, ?";
   }
+  s += std::string(", ") + kActivityColumns;
+  for (int i = 0; i < kActivityColumnCount; ++i)
+    v += ", ?";
   v += ")";
   s += ") VALUES " + v;
   for (std::size_t i = 1; i < rows; ++i)
@@ -94,12 +110,15 @@ std::string steps_insert_sql(std::size_t rows) {
   return s;
 }
 
-std::string steps_select_sql() {
+/// The step query; `with_activity` false for files written before the GPU
+/// activity columns existed.
+std::string steps_select_sql(bool with_activity) {
   std::string s = "SELECT global_rank, step, ts, event_mask";
   for (std::size_t e = 0; e < model::kEventCount; ++e) {
     const std::string name = model::event_name(static_cast<model::Event>(e));
     s += ", " + name + "_cpu_ms, " + name + "_gpu_ms";
   }
+  if (with_activity) s += std::string(", ") + kActivityColumns;
   return s + " FROM steps ORDER BY id";
 }
 
@@ -370,6 +389,20 @@ void bind_step(sqlite3_stmt* s, int first, const model::StepRecord& r) {
     else
       sqlite3_bind_null(s, col + 1);
   }
+  const int act = first + 4 + 2 * static_cast<int>(model::kEventCount);
+  bind_int(s, act, r.gpu_activity ? 1 : 0);
+  if (const auto& a = r.gpu_activity) {
+    bind_double(s, act + 1, a->h2d_ms);
+    bind_double(s, act + 2, a->h2d_bytes);
+    bind_int(s, act + 3, a->h2d_copies);
+    bind_int(s, act + 4, a->h2d_pageable_copies);
+    bind_double(s, act + 5, a->h2d_pageable_bytes);
+    bind_double(s, act + 6, a->collective_ms);
+    bind_double(s, act + 7, a->busy_ms);
+  } else {
+    for (int i = 1; i < kActivityColumnCount; ++i)
+      sqlite3_bind_null(s, act + i);
+  }
 }
 
 }  // namespace
@@ -596,7 +629,12 @@ void read_ranks(ReadDb& db, std::vector<model::RankIdentity>& out) {
 }
 
 void read_steps(ReadDb& db, std::vector<model::StepRecord>& out) {
-  const Stmt q = db.prepare(steps_select_sql());
+  // A file from before the GPU activity columns has the same schema version:
+  // the columns were added, no column changed meaning.
+  auto with_activity = db.try_prepare(steps_select_sql(true));
+  const bool activity = with_activity.has_value();
+  const Stmt q = activity ? std::move(*with_activity) : db.prepare(steps_select_sql(false));
+  const int act = 4 + 2 * static_cast<int>(model::kEventCount);
   while (db.next(q)) {
     sqlite3_stmt* s = q.get();
     model::StepRecord r;
@@ -609,6 +647,17 @@ void read_steps(ReadDb& db, std::vector<model::StepRecord>& out) {
       const int col = 4 + 2 * static_cast<int>(e);
       r.events.set(static_cast<model::Event>(e),
                    model::Timing{col_opt_double(s, col), col_opt_double(s, col + 1)});
+    }
+    if (activity && sqlite3_column_int(s, act) != 0) {
+      model::StepGpuActivity a;
+      a.h2d_ms = sqlite3_column_double(s, act + 1);
+      a.h2d_bytes = sqlite3_column_double(s, act + 2);
+      a.h2d_copies = sqlite3_column_int64(s, act + 3);
+      a.h2d_pageable_copies = sqlite3_column_int64(s, act + 4);
+      a.h2d_pageable_bytes = sqlite3_column_double(s, act + 5);
+      a.collective_ms = sqlite3_column_double(s, act + 6);
+      a.busy_ms = sqlite3_column_double(s, act + 7);
+      r.gpu_activity = a;
     }
     out.push_back(std::move(r));
   }

@@ -64,8 +64,19 @@ std::optional<T> finished(const Reader& r, T value) {
 
 }  // namespace
 
-// --- StepRecord: i32 rank, i64 step, f64 ts, u8 event mask, u8 cpu mask,
-// u8 gpu mask, then per event in Event order its cpu_ms and gpu_ms if present.
+// --- StepRecord: i32 rank, i64 step, f64 ts, u8 event mask (bit 7: a GPU
+// activity block follows), u8 cpu mask, u8 gpu mask, then per event in Event
+// order its cpu_ms and gpu_ms if present, then the GPU activity block if any:
+// f64 h2d_ms, f64 h2d_bytes, i64 h2d_copies, i64 h2d_pageable_copies,
+// f64 h2d_pageable_bytes, f64 collective_ms, f64 busy_ms.
+//
+// The flag lives in a bit the six events leave free, so a step without GPU
+// activity encodes exactly as before it existed.
+namespace {
+constexpr unsigned kGpuActivityFlag = 1u << 7;
+constexpr unsigned kAllEvents = (1u << model::kEventCount) - 1;
+}  // namespace
+
 std::vector<std::uint8_t> encode_step(const model::StepRecord& s) {
   std::vector<std::uint8_t> out;
   Writer w(out);
@@ -73,12 +84,22 @@ std::vector<std::uint8_t> encode_step(const model::StepRecord& s) {
   w.i64(s.step);
   w.f64(s.ts);
   const auto& e = s.events;
-  w.u8(static_cast<std::uint8_t>(e.event_mask()));
+  w.u8(static_cast<std::uint8_t>(e.event_mask() | (s.gpu_activity ? kGpuActivityFlag : 0u)));
   w.u8(static_cast<std::uint8_t>(e.cpu_mask()));
   w.u8(static_cast<std::uint8_t>(e.gpu_mask()));
   for (std::size_t i = 0; i < model::kEventCount; ++i) {
     if (has(static_cast<std::uint8_t>(e.cpu_mask()), unsigned(i))) w.f64(e.cpu_values()[i]);
     if (has(static_cast<std::uint8_t>(e.gpu_mask()), unsigned(i))) w.f64(e.gpu_values()[i]);
+  }
+  if (s.gpu_activity) {
+    const model::StepGpuActivity& a = *s.gpu_activity;
+    w.f64(a.h2d_ms);
+    w.f64(a.h2d_bytes);
+    w.i64(a.h2d_copies);
+    w.i64(a.h2d_pageable_copies);
+    w.f64(a.h2d_pageable_bytes);
+    w.f64(a.collective_ms);
+    w.f64(a.busy_ms);
   }
   return out;
 }
@@ -89,12 +110,14 @@ std::optional<model::StepRecord> decode_step(const std::vector<std::uint8_t>& pa
   s.global_rank = r.i32();
   s.step = r.i64();
   s.ts = r.f64();
-  const std::uint8_t events = r.u8();
+  const std::uint8_t head = r.u8();
+  const bool activity = (head & kGpuActivityFlag) != 0;
+  const auto events = static_cast<std::uint8_t>(head & ~kGpuActivityFlag);
   const std::uint8_t cpu = r.u8();
   const std::uint8_t gpu = r.u8();
   // A clock can only be present on a measured event, and only six events exist.
-  constexpr unsigned kAll = (1u << model::kEventCount) - 1;
-  if ((events & ~kAll) != 0 || (cpu & ~unsigned(events)) != 0 || (gpu & ~unsigned(events)) != 0) {
+  if ((events & ~kAllEvents) != 0 || (cpu & ~unsigned(events)) != 0 ||
+      (gpu & ~unsigned(events)) != 0) {
     return std::nullopt;
   }
   for (unsigned i = 0; i < model::kEventCount && r.ok(); ++i) {
@@ -103,6 +126,17 @@ std::optional<model::StepRecord> decode_step(const std::vector<std::uint8_t>& pa
     t.cpu_ms = get_f64(r, cpu, i);
     t.gpu_ms = get_f64(r, gpu, i);
     s.events.set(static_cast<model::Event>(i), t);
+  }
+  if (activity) {
+    model::StepGpuActivity a;
+    a.h2d_ms = r.f64();
+    a.h2d_bytes = r.f64();
+    a.h2d_copies = r.i64();
+    a.h2d_pageable_copies = r.i64();
+    a.h2d_pageable_bytes = r.f64();
+    a.collective_ms = r.f64();
+    a.busy_ms = r.f64();
+    s.gpu_activity = a;
   }
   return finished(r, s);
 }

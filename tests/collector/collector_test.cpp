@@ -345,14 +345,28 @@ TEST(Collector, InvalidRecordsAreCountedAndSkipped) {
   model::TracerStats ts = stats(1, 5, 5);
   ts.records_dropped = -1;
   add(FrameType::TracerStats, transport::encode_tracer_stats(ts));
-  const model::StepRecord good2 = step_of(1, 2);
+  // GPU activity: a negative time, more pageable copies than copies.
+  bad = step_of(1, 2);
+  bad.gpu_activity = model::StepGpuActivity{};
+  bad.gpu_activity->busy_ms = -1.0;
+  add(FrameType::Step, transport::encode_step(bad));
+  bad.gpu_activity = model::StepGpuActivity{};
+  bad.gpu_activity->h2d_copies = 1;
+  bad.gpu_activity->h2d_pageable_copies = 2;
+  add(FrameType::Step, transport::encode_step(bad));
+  model::StepRecord good2 = step_of(1, 2);
+  good2.gpu_activity = model::StepGpuActivity{};
+  good2.gpu_activity->h2d_copies = 2;
+  good2.gpu_activity->h2d_pageable_copies = 2;
+  good2.gpu_activity->h2d_bytes = 8.0;
+  good2.gpu_activity->h2d_pageable_bytes = 8.0;
   add(FrameType::Step, transport::encode_step(good2));
   add(FrameType::Bye, {});
   send_and_close(c.port(), b);
 
   const CollectionReport rep = c.finish(Clock::now() + kFinish, 1);
   EXPECT_FALSE(rep.timed_out);
-  EXPECT_EQ(rep.invalid_records, 10);
+  EXPECT_EQ(rep.invalid_records, 12);
   EXPECT_EQ(rep.records, 2);
   const store::RunData d = store::read_run_db(db_path(dir));
   expect_same_list(d.telemetry.steps, {good1, good2}, "steps");

@@ -171,6 +171,36 @@ TEST(JsonlReaderTest, StepWithEmptyEventsAndIntegralFloatStep) {
   }
 }
 
+TEST(JsonlReaderTest, StepGpuActivityObject) {
+  const std::string activity =
+      R"("gpu_activity":{"h2d_ms":1.5,"h2d_bytes":1.28e8,"h2d_copies":4,"h2d_pageable_copies":3.0,)"
+      R"("h2d_pageable_bytes":9.6e7,"collective_ms":7.25,"busy_ms":40})";
+  const ReadResult r = parse(
+      with_run(
+          R"({"type":"step","global_rank":0,"step":1,"ts":1,"events":{"h2d":{"gpu_ms":1.5}},)" +
+          activity + "}") +
+      R"({"type":"step","global_rank":0,"step":2,"ts":1,"events":{},"gpu_activity":null})"
+      "\n" +
+      R"({"type":"step","global_rank":0,"step":3,"ts":1,"events":{}})"
+      "\n");
+  ASSERT_EQ(r.telemetry.steps.size(), 3u);
+  const auto& s = r.telemetry.steps[0];
+  ASSERT_TRUE(s.gpu_activity.has_value());
+  EXPECT_EQ(s.gpu_activity->h2d_ms, 1.5);
+  EXPECT_EQ(s.gpu_activity->h2d_bytes, 1.28e8);
+  EXPECT_EQ(s.gpu_activity->h2d_copies, 4);
+  EXPECT_EQ(s.gpu_activity->h2d_pageable_copies, 3);  // an integral float counts
+  EXPECT_EQ(s.gpu_activity->h2d_pageable_bytes, 9.6e7);
+  EXPECT_EQ(s.gpu_activity->collective_ms, 7.25);
+  EXPECT_EQ(s.gpu_activity->busy_ms, 40.0);
+  // An H2D with only a GPU value (captured, no phase marked) has no CPU value.
+  EXPECT_TRUE(s.events.has(Event::H2D));
+  EXPECT_EQ(s.events.cpu_ms(Event::H2D), std::nullopt);
+  EXPECT_EQ(s.events.gpu_ms(Event::H2D), 1.5);
+  EXPECT_FALSE(r.telemetry.steps[1].gpu_activity.has_value());  // null: no activity records
+  EXPECT_FALSE(r.telemetry.steps[2].gpu_activity.has_value());  // absent: the same
+}
+
 TEST(JsonlReaderTest, StepMemoryLine) {
   const ReadResult r = parse(
       with_run(
@@ -698,6 +728,36 @@ TEST(JsonlReaderErrorTest, WrongShapes) {
       "or unknown), got 1");
   EXPECT_EQ(error_of(R"({"type":"run","format":"traceml-telemetry","version":1,"run_name":false})"),
             "t.jsonl:1: 'run_name' must be a string or null, got false");
+}
+
+TEST(JsonlReaderErrorTest, GpuActivity) {
+  const std::string head = R"({"type":"step","global_rank":0,"step":1,"ts":1,"events":{},)";
+  const std::string full = R"("h2d_ms":1,"h2d_bytes":100,"h2d_copies":2,"h2d_pageable_copies":1,)"
+                           R"("h2d_pageable_bytes":50,"collective_ms":0,"busy_ms":3)";
+  const std::pair<std::string, std::string> cases[] = {
+      {R"("gpu_activity":[])",
+       "'gpu_activity' must be an object like {\"h2d_ms\":0.4,\"h2d_bytes\":1e6,...} or null, "
+       "got an array"},
+      {R"("gpu_activity":{"h2d_ms":1})",
+       "missing required key 'gpu_activity.h2d_bytes' in a step line"},
+      {R"("gpu_activity":{)" + full + R"(,"busy_ms":null})",
+       "'gpu_activity.busy_ms' must be a finite number >= 0, got null"},
+      {R"("gpu_activity":{)" + full + R"(,"collective_ms":-1})",
+       "'gpu_activity.collective_ms' must be a finite number >= 0, got -1"},
+      {R"("gpu_activity":{)" + full + R"(,"h2d_copies":1.5})",
+       "'gpu_activity.h2d_copies' must be an integer >= 0, got 1.5"},
+      {R"("gpu_activity":{)" + full + R"(,"h2d_pageable_copies":-2})",
+       "'gpu_activity.h2d_pageable_copies' must be an integer >= 0, got -2"},
+      {R"("gpu_activity":{)" + full + R"(,"h2d_pageable_copies":3})",
+       "'gpu_activity.h2d_pageable_copies' (3) must not exceed 'gpu_activity.h2d_copies' (2)"},
+      {R"("gpu_activity":{)" + full + R"(,"h2d_pageable_bytes":101})",
+       "'gpu_activity.h2d_pageable_bytes' must not exceed 'gpu_activity.h2d_bytes'"},
+  };
+  for (const auto& [member, message] : cases) {
+    EXPECT_EQ(error_of(with_run(head + member + "}")), "t.jsonl:2: " + message) << member;
+  }
+  // The complete object (a later duplicate key wins) is accepted.
+  EXPECT_EQ(error_of(with_run(head + R"("gpu_activity":{)" + full + "}}")), "");
 }
 
 TEST(JsonlReaderErrorTest, LongStringsAreCutInMessages) {

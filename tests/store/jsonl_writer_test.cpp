@@ -68,6 +68,18 @@ void expect_same(const Telemetry& a, const Telemetry& b) {
     TRACEML_EXPECT_FIELD(a.steps[i], b.steps[i], step);
     TRACEML_EXPECT_FIELD(a.steps[i], b.steps[i], ts);
     expect_same(a.steps[i].events, b.steps[i].events, where);
+    ASSERT_EQ(a.steps[i].gpu_activity.has_value(), b.steps[i].gpu_activity.has_value()) << where;
+    if (a.steps[i].gpu_activity) {
+      const auto& x = *a.steps[i].gpu_activity;
+      const auto& y = *b.steps[i].gpu_activity;
+      TRACEML_EXPECT_FIELD(x, y, h2d_ms);
+      TRACEML_EXPECT_FIELD(x, y, h2d_bytes);
+      TRACEML_EXPECT_FIELD(x, y, h2d_copies);
+      TRACEML_EXPECT_FIELD(x, y, h2d_pageable_copies);
+      TRACEML_EXPECT_FIELD(x, y, h2d_pageable_bytes);
+      TRACEML_EXPECT_FIELD(x, y, collective_ms);
+      TRACEML_EXPECT_FIELD(x, y, busy_ms);
+    }
   }
   ASSERT_EQ(a.step_memory.size(), b.step_memory.size());
   for (std::size_t i = 0; i < a.step_memory.size(); ++i) {
@@ -163,6 +175,17 @@ Telemetry rich_telemetry() {
     s.events.set(Event::Backward, {std::nullopt, std::nullopt});  // present, nothing measured
     if (step % 2 == 0) s.events.set(Event::OptimizerStep, {1.5, 1.25});
     s.events.set(Event::TracedStepTime, {12.0, 12.5});
+    if (step % 3 == 0) {  // GPU activity on some steps, with tricky values
+      model::StepGpuActivity a;
+      a.h2d_ms = v;
+      a.h2d_bytes = 1.5 * v + 3.0;
+      a.h2d_copies = step * 1000000007LL;
+      a.h2d_pageable_copies = step;
+      a.h2d_pageable_bytes = v;
+      a.collective_ms = v * 0.25;
+      a.busy_ms = 11.0 + v;
+      s.gpu_activity = a;
+    }
     t.steps.push_back(s);
     ++step;
   }
@@ -336,6 +359,42 @@ TEST(JsonlWriterTest, AbsentValuesAreLeftOut) {
       "\n");
 }
 
+TEST(JsonlWriterTest, GpuActivityObjectAfterTheEvents) {
+  Telemetry t;
+  model::StepRecord s;
+  s.global_rank = 0;
+  s.step = 1;
+  s.ts = 2.0;
+  s.events.set(Event::H2D, {std::nullopt, 1.5});  // GPU only: caught from CUPTI, no phase marked
+  model::StepGpuActivity a;
+  a.h2d_ms = 1.5;
+  a.h2d_bytes = 1.28e8;
+  a.h2d_copies = 4;
+  a.h2d_pageable_copies = 3;
+  a.h2d_pageable_bytes = 9.6e7;
+  a.collective_ms = 7.25;
+  a.busy_ms = 40.0;
+  s.gpu_activity = a;
+  t.steps.push_back(s);
+  model::StepRecord idle = s;  // a step that launched nothing: all zeros, not absent
+  idle.step = 2;
+  idle.gpu_activity = model::StepGpuActivity{};
+  t.steps.push_back(idle);
+  const std::string text = write(t);
+  EXPECT_EQ(
+      text,
+      R"({"type":"run","format":"traceml-telemetry","version":1,"run_name":"","strategy":"ddp"})"
+      "\n"
+      R"({"type":"step","global_rank":0,"step":1,"ts":2,"events":{"h2d":{"gpu_ms":1.5}},"gpu_activity":{"h2d_ms":1.5,"h2d_bytes":1.28e+08,"h2d_copies":4,"h2d_pageable_copies":3,"h2d_pageable_bytes":9.6e+07,"collective_ms":7.25,"busy_ms":40}})"
+      "\n"
+      R"({"type":"step","global_rank":0,"step":2,"ts":2,"events":{"h2d":{"gpu_ms":1.5}},"gpu_activity":{"h2d_ms":0,"h2d_bytes":0,"h2d_copies":0,"h2d_pageable_copies":0,"h2d_pageable_bytes":0,"collective_ms":0,"busy_ms":0}})"
+      "\n");
+  const Telemetry back = read_back(text);
+  expect_same(t, back);
+  EXPECT_FALSE(back.steps[0].events.cpu_ms(Event::H2D).has_value());
+  EXPECT_EQ(back.steps[0].events.gpu_ms(Event::H2D), 1.5);
+}
+
 TEST(JsonlWriterTest, StringsAreEscaped) {
   Telemetry t;
   t.run.run_name = "a\"b\\c\nd\re\tf\x01g\x1fh\xc3\xa9";
@@ -449,6 +508,34 @@ TEST(JsonlWriterTest, RejectsValuesTheReaderWouldRefuse) {
     Telemetry t = rich_telemetry();
     t.steps[0].step = 0;
     EXPECT_EQ(rejection_of(t), "write_telemetry_jsonl: step 0 of rank 1: step is 0 (must be >= 1)");
+  }
+  {
+    Telemetry t = rich_telemetry();
+    t.steps[2].gpu_activity->busy_ms = -2.0;  // steps[2] is step 3 of rank 0
+    EXPECT_EQ(rejection_of(t),
+              "write_telemetry_jsonl: step 3 of rank 0: gpu_activity.busy_ms is -2 (must be "
+              "finite and >= 0)");
+  }
+  {
+    Telemetry t = rich_telemetry();
+    t.steps[2].gpu_activity->h2d_copies = -1;
+    EXPECT_EQ(rejection_of(t),
+              "write_telemetry_jsonl: step 3 of rank 0: gpu_activity.h2d_copies is -1 (must be "
+              ">= 0)");
+  }
+  {
+    Telemetry t = rich_telemetry();
+    t.steps[2].gpu_activity->h2d_pageable_copies = 3000000022;  // h2d_copies + 1
+    EXPECT_EQ(rejection_of(t),
+              "write_telemetry_jsonl: step 3 of rank 0: gpu_activity.h2d_pageable_copies is "
+              "3000000022 (must be <= h2d_copies, 3000000021)");
+  }
+  {
+    Telemetry t = rich_telemetry();
+    t.steps[2].gpu_activity->h2d_pageable_bytes = 1e9;
+    EXPECT_NE(rejection_of(t).find("gpu_activity.h2d_pageable_bytes is 1e+09 (must be <= "
+                                   "h2d_bytes"),
+              std::string::npos);
   }
   {
     Telemetry t = rich_telemetry();

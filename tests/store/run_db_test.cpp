@@ -57,6 +57,15 @@ RunData rich_run() {
 
   // Every event with both clocks; a measured 0.0 next to absent values.
   t.steps.push_back(step(0, 1, 1764662400.1234567, 1.25));
+  model::StepGpuActivity activity;  // GPU activity records on the first step only
+  activity.h2d_ms = 1.5;
+  activity.h2d_bytes = 1.28e8;
+  activity.h2d_copies = 4000000000LL;  // beyond 32 bits: stored as an integer
+  activity.h2d_pageable_copies = 3;
+  activity.h2d_pageable_bytes = 9.6e7;
+  activity.collective_ms = 1e-300;
+  activity.busy_ms = 0.0;
+  t.steps.back().gpu_activity = activity;
   model::StepRecord mixed;
   mixed.global_rank = 2;
   mixed.step = 1;
@@ -331,6 +340,47 @@ TEST(RunDb, CommitsInBatchesAcrossManyRecords) {
   }
 }
 
+TEST(RunDb, GpuActivityAndGpuOnlyTimingsRoundTripThroughTheMultiRowInsert) {
+  // 70 steps: two full 32-row inserts and a partial batch written row by row.
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  std::vector<model::StepRecord> steps;
+  for (int i = 1; i <= 70; ++i) {
+    model::StepRecord r;
+    r.global_rank = i % 2;
+    r.step = i;
+    r.ts = double(i);
+    // H2D caught on the GPU with no H2D phase marked: no CPU value.
+    r.events.set(Event::H2D, {std::nullopt, 0.25 * i});
+    r.events.set(Event::TracedStepTime, {10.0, 10.5});
+    if (i % 3 != 0) {
+      model::StepGpuActivity a;
+      a.h2d_ms = 0.25 * i;
+      a.h2d_bytes = 1e6 * i;
+      a.h2d_copies = i;
+      a.h2d_pageable_copies = i / 2;
+      a.h2d_pageable_bytes = 5e5 * i;
+      a.collective_ms = 0.5 * i;
+      a.busy_ms = 9.0;
+      r.gpu_activity = a;
+    }
+    steps.push_back(r);
+  }
+  {
+    RunDbWriter w(path);
+    for (const auto& r : steps)
+      w.add_step(r);
+  }
+  const RunData d = read_run_db(path);
+  expect_same_list(steps, d.telemetry.steps, "steps");
+  const auto& first = d.telemetry.steps[0];
+  EXPECT_EQ(first.events.cpu_ms(Event::H2D), std::nullopt);
+  EXPECT_EQ(first.events.gpu_ms(Event::H2D), 0.25);
+  ASSERT_TRUE(first.gpu_activity.has_value());
+  EXPECT_EQ(first.gpu_activity->h2d_pageable_copies, 0);
+  EXPECT_FALSE(d.telemetry.steps[2].gpu_activity.has_value());  // step 3: no records
+}
+
 TEST(RunDb, RefusesAnExistingFile) {
   TempDir dir;
   const fs::path path = dir.path() / kRunDbFileName;
@@ -410,6 +460,26 @@ TEST(RunDb, OtherSqliteDatabaseIsNotARunDatabase) {
   const std::string plain = (dir.path() / "plain.sqlite").string();
   exec_sql(plain, "CREATE TABLE t (x INTEGER);");
   EXPECT_EQ(error_of(plain), plain + ": not a traceml run database " + kHint);
+}
+
+TEST(RunDb, FileWithoutGpuActivityColumnsReadsWithoutActivity) {
+  // A run database written before the GPU activity columns existed: same
+  // schema version, the steps table without them.
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  RunData d = rich_run();
+  write_run(path, d);
+  exec_sql(path,
+           "ALTER TABLE steps DROP COLUMN has_gpu_activity; ALTER TABLE steps DROP COLUMN "
+           "activity_h2d_ms; ALTER TABLE steps DROP COLUMN activity_h2d_bytes; ALTER TABLE steps "
+           "DROP COLUMN activity_h2d_copies; ALTER TABLE steps DROP COLUMN "
+           "activity_h2d_pageable_copies; ALTER TABLE steps DROP COLUMN "
+           "activity_h2d_pageable_bytes; ALTER TABLE steps DROP COLUMN activity_collective_ms; "
+           "ALTER TABLE steps DROP COLUMN activity_busy_ms;");
+  const RunData read = read_run_db(path);
+  for (auto& r : d.telemetry.steps)
+    r.gpu_activity.reset();
+  expect_same_run(d, read);
 }
 
 TEST(RunDb, OtherSchemaVersionIsRefused) {

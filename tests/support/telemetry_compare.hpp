@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 
 #include "model/telemetry.hpp"
@@ -23,12 +24,26 @@ inline void expect_same(const model::StepEvents& a, const model::StepEvents& b,
   }
 }
 
+inline void expect_same(const std::optional<model::StepGpuActivity>& a,
+                        const std::optional<model::StepGpuActivity>& b, const std::string& where) {
+  ASSERT_EQ(a.has_value(), b.has_value()) << where << " .gpu_activity";
+  if (!a) return;
+  TRACEML_EXPECT_FIELD(*a, *b, h2d_ms);
+  TRACEML_EXPECT_FIELD(*a, *b, h2d_bytes);
+  TRACEML_EXPECT_FIELD(*a, *b, h2d_copies);
+  TRACEML_EXPECT_FIELD(*a, *b, h2d_pageable_copies);
+  TRACEML_EXPECT_FIELD(*a, *b, h2d_pageable_bytes);
+  TRACEML_EXPECT_FIELD(*a, *b, collective_ms);
+  TRACEML_EXPECT_FIELD(*a, *b, busy_ms);
+}
+
 inline void expect_same(const model::StepRecord& a, const model::StepRecord& b,
                         const std::string& where) {
   TRACEML_EXPECT_FIELD(a, b, global_rank);
   TRACEML_EXPECT_FIELD(a, b, step);
   TRACEML_EXPECT_FIELD(a, b, ts);
   expect_same(a.events, b.events, where);
+  expect_same(a.gpu_activity, b.gpu_activity, where);
 }
 
 inline void expect_same(const model::RankIdentity& a, const model::RankIdentity& b,

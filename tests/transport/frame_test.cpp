@@ -353,6 +353,133 @@ TEST(RecordCodec, StepRoundTripsEveryClockCombination) {
   EXPECT_EQ(encode_step(s).size(), 4u + 8 + 8 + 3 + 12 * 8);
 }
 
+model::StepGpuActivity activity_sample() {
+  model::StepGpuActivity a;
+  a.h2d_ms = 1.25;
+  a.h2d_bytes = 128e6;
+  a.h2d_copies = 4;
+  a.h2d_pageable_copies = 3;
+  a.h2d_pageable_bytes = 96e6;
+  a.collective_ms = 7.5;
+  a.busy_ms = 40.0;
+  return a;
+}
+
+void expect_same_activity(const std::optional<model::StepGpuActivity>& a,
+                          const std::optional<model::StepGpuActivity>& b) {
+  ASSERT_EQ(a.has_value(), b.has_value());
+  if (!a) return;
+  EXPECT_EQ(bits_of(a->h2d_ms), bits_of(b->h2d_ms));
+  EXPECT_EQ(bits_of(a->h2d_bytes), bits_of(b->h2d_bytes));
+  EXPECT_EQ(a->h2d_copies, b->h2d_copies);
+  EXPECT_EQ(a->h2d_pageable_copies, b->h2d_pageable_copies);
+  EXPECT_EQ(bits_of(a->h2d_pageable_bytes), bits_of(b->h2d_pageable_bytes));
+  EXPECT_EQ(bits_of(a->collective_ms), bits_of(b->collective_ms));
+  EXPECT_EQ(bits_of(a->busy_ms), bits_of(b->busy_ms));
+}
+
+TEST(RecordCodec, StepGpuActivityLayoutIsPinned) {
+  // The step of StepLayoutIsPinned with an activity block: bit 7 of the event
+  // mask (04 | 80 = 84), then seven 8-byte values after the event values.
+  model::StepRecord s;
+  s.global_rank = 1;
+  s.step = 2;
+  s.events.set(Event::Forward, {1.0, std::nullopt});
+  model::StepGpuActivity a;
+  a.h2d_copies = 5;
+  a.h2d_pageable_copies = 2;
+  a.busy_ms = 1.0;
+  s.gpu_activity = a;
+  Bytes expected = {1, 0, 0, 0, 2,    0, 0, 0, 0, 0, 0, 0, 0, 0,    0,   0,
+                    0, 0, 0, 0, 0x84, 4, 0, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F};
+  const Bytes zero(8, 0);
+  for (const Bytes& field : {zero,                                    // h2d_ms 0.0
+                             zero,                                    // h2d_bytes 0.0
+                             Bytes{5, 0, 0, 0, 0, 0, 0, 0},           // h2d_copies 5
+                             Bytes{2, 0, 0, 0, 0, 0, 0, 0},           // h2d_pageable_copies 2
+                             zero,                                    // h2d_pageable_bytes 0.0
+                             zero,                                    // collective_ms 0.0
+                             Bytes{0, 0, 0, 0, 0, 0, 0xF0, 0x3F}}) {  // busy_ms 1.0
+    expected.insert(expected.end(), field.begin(), field.end());
+  }
+  ASSERT_EQ(expected.size(), 31u + 7 * 8);
+  EXPECT_EQ(encode_step(s), expected);
+  const auto back = decode_step(expected);
+  ASSERT_TRUE(back);
+  expect_same_step(s, *back);
+  expect_same_activity(s.gpu_activity, back->gpu_activity);
+}
+
+TEST(RecordCodec, StepGpuActivityRoundTripsAndIsOptional) {
+  model::StepRecord s =
+      step_with({{Event::Forward, {1.0, 2.0}}, {Event::TracedStepTime, {5.0, 6.0}}});
+  const Bytes without = encode_step(s);
+  const auto plain = decode_step(without);
+  ASSERT_TRUE(plain);
+  EXPECT_FALSE(plain->gpu_activity.has_value());  // absent stays absent
+
+  s.gpu_activity = activity_sample();
+  const Bytes with = encode_step(s);
+  EXPECT_EQ(with.size(), without.size() + 7 * 8);
+  const auto back = decode_step(with);
+  ASSERT_TRUE(back);
+  expect_same_step(s, *back);
+  expect_same_activity(s.gpu_activity, back->gpu_activity);
+
+  // A step that launched nothing still has its (all-zero) block: not absent.
+  s.gpu_activity = model::StepGpuActivity{};
+  const auto zero = decode_step(encode_step(s));
+  ASSERT_TRUE(zero);
+  ASSERT_TRUE(zero->gpu_activity.has_value());
+  EXPECT_EQ(zero->gpu_activity->h2d_copies, 0);
+
+  // Extremes round-trip bit for bit.
+  model::StepGpuActivity x;
+  x.h2d_ms = kExtremes[0];
+  x.h2d_bytes = kExtremes[1];
+  x.h2d_copies = std::numeric_limits<std::int64_t>::max();
+  x.h2d_pageable_copies = std::numeric_limits<std::int64_t>::min();
+  x.h2d_pageable_bytes = kExtremes[2];
+  x.collective_ms = kExtremes[3];
+  x.busy_ms = -0.0;
+  s.gpu_activity = x;
+  const auto ext = decode_step(encode_step(s));
+  ASSERT_TRUE(ext);
+  expect_same_activity(s.gpu_activity, ext->gpu_activity);
+}
+
+TEST(RecordCodec, StepGpuActivityMalformedIsRejected) {
+  model::StepRecord s = step_with({{Event::H2D, {std::nullopt, 3.0}}});
+  s.gpu_activity = activity_sample();
+  const Bytes good = encode_step(s);
+  ASSERT_TRUE(decode_step(good));
+  // Every strict prefix is short, including one cut inside the block.
+  for (std::size_t n = 0; n < good.size(); ++n) {
+    EXPECT_FALSE(decode_step(Bytes(good.begin(), good.begin() + long(n)))) << n;
+  }
+  Bytes trailing = good;
+  trailing.push_back(0);
+  EXPECT_FALSE(decode_step(trailing));
+  // The flag cleared: the block becomes trailing bytes.
+  Bytes no_flag = good;
+  no_flag[20] = static_cast<std::uint8_t>(no_flag[20] & 0x7F);
+  EXPECT_FALSE(decode_step(no_flag));
+  // The flag set on a step without a block: short.
+  Bytes plain = encode_step(step_with({}));
+  plain[20] = 0x80;
+  EXPECT_FALSE(decode_step(plain));
+}
+
+TEST(RecordCodec, GpuOnlyTimingRoundTrips) {
+  // H2D captured from CUPTI with no H2D phase marked: a GPU value, no CPU value.
+  const model::StepRecord s = step_with({{Event::H2D, {std::nullopt, 2.5}}});
+  const auto back = decode_step(encode_step(s));
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(back->events.has(Event::H2D));
+  EXPECT_FALSE(back->events.cpu_ms(Event::H2D).has_value());
+  EXPECT_EQ(back->events.gpu_ms(Event::H2D), 2.5);
+}
+
 TEST(RecordCodec, StepMemoryLayoutAndRoundTrips) {
   model::StepMemoryRecord m;
   m.global_rank = 1;
@@ -699,10 +826,11 @@ TEST(Fuzz, RandomAndMutatedInputNeverCrashesAndFailsCleanly) {
   Hello hello;
   hello.token = "tok";
   hello.identity = identity_with(31);
+  model::StepRecord step = step_with({{Event::Forward, {1.0, 2.0}}, {Event::Backward, {3.0, {}}}});
+  step.gpu_activity = activity_sample();
   const std::vector<Bytes> payloads = {
-      encode_step(step_with({{Event::Forward, {1.0, 2.0}}, {Event::Backward, {3.0, {}}}})),
-      encode_step_memory({1, 2, "cuda:0", 5.0, {}}), encode_system(sys), encode_process(proc),
-      encode_hello(hello)};
+      encode_step(step), encode_step_memory({1, 2, "cuda:0", 5.0, {}}), encode_system(sys),
+      encode_process(proc), encode_hello(hello)};
   const FrameType types[] = {FrameType::Step, FrameType::StepMemory, FrameType::System,
                              FrameType::Process, FrameType::Hello};
 
