@@ -36,7 +36,12 @@ if(TRACEML_TORCH_FOUND)
   add_library(traceml_torch INTERFACE)
   add_library(traceml::torch ALIAS traceml_torch)
   set_target_properties(traceml_torch PROPERTIES EXPORT_NAME torch)
-  target_link_libraries(traceml_torch INTERFACE traceml::traceml torch)
+  # traceml/torch.hpp calls c10_cuda (allocator statistics, current stream,
+  # device guard) and the CUDA runtime (cudaMemGetInfo) directly when LibTorch
+  # has CUDA: c10_cuda is named so that its symbols and its public torch::cudart
+  # reach the linker whatever `torch` itself passes on.
+  target_link_libraries(traceml_torch INTERFACE traceml::traceml torch
+                                                $<$<TARGET_EXISTS:c10_cuda>:c10_cuda>)
   # Whether this LibTorch build has CUDA: a CPU-only LibTorch still ships the
   # c10/cuda headers, so the header cannot tell on its own. Evaluated where the
   # target is used, so an installed traceml::torch asks the consumer's LibTorch.

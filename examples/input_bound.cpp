@@ -99,7 +99,7 @@ int train(const Settings& settings, const torch::Device& device) {
                               torch::optim::SGDOptions(settings.lr).momentum(0.9));
 
   traceml::init();
-  if (device.is_cuda()) traceml::enable_cuda_memory_tracking();
+  traceml::enable_torch_cuda(device);  // GPU clock and memory; nothing on CPU
 
   std::int64_t step = 0;
   while (step < settings.steps) {  // one pass of the loader per epoch

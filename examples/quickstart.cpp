@@ -9,7 +9,9 @@
 //   build/bin/examples/quickstart --steps 200
 //   build/bin/traceml run -- build/bin/examples/quickstart
 //
-// Expect COMPUTE-BOUND (or BALANCED): input is in memory and cheap.
+// Expect COMPUTE-BOUND (or BALANCED): input is in memory and cheap. On a GPU,
+// give the model real work (--hidden 16384 --batch-size 256) so that the GPU,
+// not the launches, sets the pace.
 #include <c10/util/Optional.h>
 #include <torch/torch.h>
 
@@ -29,7 +31,6 @@
 namespace {
 
 constexpr std::int64_t kFeatures = 64;
-constexpr std::int64_t kHidden = 128;
 constexpr std::int64_t kClasses = 10;
 
 // Inputs drawn from a normal distribution, labelled by a fixed random linear
@@ -56,6 +57,7 @@ class SyntheticDataset : public torch::data::datasets::Dataset<SyntheticDataset>
 struct Settings {
   std::int64_t steps = 200;
   std::int64_t batch_size = 32;
+  std::int64_t hidden = 128;
   std::int64_t samples = 4096;
   double lr = 0.05;
   std::int64_t seed = 0;
@@ -72,15 +74,16 @@ int train(const Settings& settings, const torch::Device& device) {
                               .batch_size(static_cast<std::size_t>(settings.batch_size))
                               .workers(0));
 
-  torch::nn::Sequential model(torch::nn::Linear(kFeatures, kHidden), torch::nn::ReLU(),
-                              torch::nn::Linear(kHidden, kHidden), torch::nn::ReLU(),
-                              torch::nn::Linear(kHidden, kClasses));
+  const std::int64_t hidden = settings.hidden;
+  torch::nn::Sequential model(torch::nn::Linear(kFeatures, hidden), torch::nn::ReLU(),
+                              torch::nn::Linear(hidden, hidden), torch::nn::ReLU(),
+                              torch::nn::Linear(hidden, kClasses));
   model->to(device);
   torch::optim::SGD optimizer(model->parameters(),
                               torch::optim::SGDOptions(settings.lr).momentum(0.9));
 
   traceml::init();
-  if (device.is_cuda()) traceml::enable_cuda_memory_tracking();
+  traceml::enable_torch_cuda(device);  // GPU clock and memory; nothing on CPU
 
   // --step-times: every step's wall time as the program itself sees it, from
   // the end of one iteration to the end of the next (the fetch included),
@@ -147,6 +150,7 @@ int main(int argc, char** argv) {
   examples::Flags flags("quickstart", "Trains an MLP on synthetic in-memory data, traced.");
   flags.add("steps", &settings.steps, "training steps");
   flags.add("batch-size", &settings.batch_size, "samples per batch");
+  flags.add("hidden", &settings.hidden, "width of the MLP's two hidden layers");
   flags.add("samples", &settings.samples, "samples in the synthetic dataset");
   flags.add("lr", &settings.lr, "SGD learning rate");
   flags.add("seed", &settings.seed, "random seed (same seed, same output)");
@@ -155,9 +159,10 @@ int main(int argc, char** argv) {
   flags.add("device", &settings.device, "cpu or cuda[:N]");
   flags.add("step-times", &settings.step_times, "write each step's wall time (ms) to this file");
   flags.parse(argc, argv);
-  if (settings.steps < 0 || settings.batch_size < 1 || settings.samples < 1 ||
-      settings.threads < 1 || settings.log_every < 1) {
-    flags.fail("--steps must be >= 0; --batch-size, --samples, --threads, --log-every >= 1");
+  if (settings.steps < 0 || settings.batch_size < 1 || settings.hidden < 1 ||
+      settings.samples < 1 || settings.threads < 1 || settings.log_every < 1) {
+    flags.fail(
+        "--steps must be >= 0; --batch-size, --hidden, --samples, --threads, --log-every >= 1");
   }
 
   const torch::Device device = examples::parse_device(flags, settings.device);

@@ -1,25 +1,36 @@
-// traceml/torch.hpp: LibTorch helpers (link traceml::torch).
+// traceml/torch.hpp: LibTorch integration (link traceml::torch).
 //
 // The only traceml header that includes LibTorch. traceml.hpp alone is enough
-// to mark steps and phases; include this one for a timed host-to-device copy of
-// a batch:
+// to mark steps and phases; include this one to let traceml see LibTorch's CUDA
+// side, and for a timed host-to-device copy of a batch:
 //
 //   #include <traceml/torch.hpp>
+//   traceml::init();
+//   traceml::enable_torch_cuda(device);  // GPU clock and GPU memory; no-op on CPU
 //   for (auto& batch : traceml::wrap_dataloader(*loader)) {
 //     traceml::StepScope step;
 //     auto on_device = traceml::to_device(batch, device, /*non_blocking=*/true);
 //     ...
 //   }
 //
+// enable_torch_cuda() hands the runtime two hooks into LibTorch: the CUDA stream
+// that the calling thread's work goes to (the GPU clock records its events
+// there, so it never synchronises the training stream), and a reader of the
+// CUDA caching allocator's statistics (per-step peak allocated and reserved
+// memory, for the STEP MEMORY section).
+//
 // traceml::wrap_dataloader (traceml.hpp) already times fetches from
 // torch::data loaders; no LibTorch-specific loader wrapper is needed.
 //
-// Works with LibTorch 1.13 and 2.x, with or without CUDA.
+// Works with LibTorch 1.13 and 2.x, with or without CUDA. Nothing here throws.
 #pragma once
 
+#include <torch/cuda.h>
 #include <torch/data/example.h>
 #include <torch/types.h>
 
+#include <atomic>
+#include <cstddef>
 #include <utility>
 
 #include <traceml/traceml.hpp>
@@ -38,6 +49,10 @@
 
 #if TRACEML_TORCH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
 #endif
 
 namespace traceml {
@@ -60,16 +75,131 @@ inline torch::data::Example<> to_device(const torch::data::Example<>& batch,
   return torch::data::Example<>(std::move(data), std::move(target));
 }
 
-/// Reports the CUDA caching allocator's per-step peak memory (allocated and
-/// reserved) with each step, for the STEP MEMORY section. Call once after
-/// traceml::init(). A no-op when LibTorch has no CUDA (nothing to measure:
-/// the section then says memory was not measured).
-inline void enable_cuda_memory_tracking() {
+namespace detail {
+
 #if TRACEML_TORCH_CUDA
-  // TODO(GPU clock): hand the runtime a per-step reader of
-  // c10::cuda::CUDACachingAllocator's device stats (peak allocated / reserved,
-  // reset after each step). Until the runtime has the hook, this does nothing.
+/// The device whose allocator the memory hook reads (-1: none yet) and its
+/// memory in bytes (0: unknown). Set once by enable_torch_cuda(); read by the
+/// hooks from the training and the sampler threads.
+struct TorchCudaTarget {
+  std::atomic<int> device{-1};
+  std::atomic<double> total_bytes{0.0};
+};
+
+inline TorchCudaTarget& torch_cuda_target() noexcept {
+  static TorchCudaTarget target;
+  return target;
+}
+
+/// GpuMemoryReader over LibTorch's CUDA caching allocator.
+inline bool read_torch_cuda_memory(GpuMemoryReading* out, bool reset_peaks) noexcept {
+  if (out == nullptr) return false;
+  const TorchCudaTarget& target = torch_cuda_target();
+  const int device = target.device.load(std::memory_order_acquire);
+  if (device < 0) return false;
+  try {
+    const auto index = static_cast<c10::DeviceIndex>(device);
+    // getDeviceStats takes an int in 1.13 and a c10::DeviceIndex in 2.x; its
+    // DeviceStats moved from c10::cuda::CUDACachingAllocator to
+    // c10::CachingDeviceAllocator (re-exported under the old name) with the
+    // same allocated_bytes / reserved_bytes arrays of Stat{current, peak, ...}.
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
+    // Each array is indexed by StatType, whose AGGREGATE (every pool) is 0 in
+    // all versions; the enum itself changed namespace, the index did not.
+    constexpr std::size_t kAggregate = 0;
+    const auto& allocated = stats.allocated_bytes[kAggregate];
+    const auto& reserved = stats.reserved_bytes[kAggregate];
+    GpuMemoryReading reading;
+    reading.device = device;
+    reading.allocated_bytes = static_cast<double>(allocated.current);
+    reading.reserved_bytes = static_cast<double>(reserved.current);
+    reading.peak_allocated_bytes = static_cast<double>(allocated.peak);
+    reading.peak_reserved_bytes = static_cast<double>(reserved.peak);
+    reading.total_bytes = target.total_bytes.load(std::memory_order_relaxed);
+    // Between the read and the reset an allocation can raise a peak that the
+    // reset then forgets; it is caught by the current values of the next read.
+    if (reset_peaks) c10::cuda::CUDACachingAllocator::resetPeakStats(index);
+    *out = reading;
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+/// CurrentCudaStream: the stream LibTorch sends the calling thread's work on
+/// `device` to (-1: the thread's current device); null when that is the legacy
+/// default stream.
+inline void* current_torch_cuda_stream(int device) noexcept {
+  try {
+    const auto index = static_cast<c10::DeviceIndex>(device < 0 ? -1 : device);
+    return static_cast<void*>(c10::cuda::getCurrentCUDAStream(index).stream());
+  } catch (...) {
+    return nullptr;
+  }
+}
 #endif
+
+}  // namespace detail
+
+/// Lets traceml see LibTorch's CUDA side for `device`: the GPU clock records its
+/// events on LibTorch's current CUDA stream of the calling thread, and each
+/// step reports the peak memory allocated and reserved by the CUDA caching
+/// allocator of `device` (STEP MEMORY). Call once after traceml::init(), on the
+/// training thread, with the training's current CUDA device set (as
+/// c10::cuda::set_device or a CUDAGuard do; one device per rank).
+///
+/// Does nothing when `device` is not a CUDA device, when LibTorch was built
+/// without CUDA (TRACEML_TORCH_CUDA is 0) or when no GPU is usable. Without
+/// it, step memory is reported as not measured, and the GPU clock (which
+/// starts by itself once the program uses a GPU) records its events on the
+/// legacy default stream, which is LibTorch's current stream unless the
+/// program switches streams. Never throws.
+inline void enable_torch_cuda(const torch::Device& device) noexcept {
+#if TRACEML_TORCH_CUDA
+  try {
+    if (!device.is_cuda() || !torch::cuda::is_available()) return;
+    const c10::DeviceIndex index =
+        device.has_index() ? device.index() : c10::cuda::current_device();
+    // A zero-size tensor on the device initialises LibTorch's CUDA state (the
+    // caching allocator included) as the first CUDA tensor of the program
+    // would; 1.13's allocator must not be asked for statistics before that.
+    (void)torch::empty({0}, torch::TensorOptions().device(torch::kCUDA, index));
+    detail::TorchCudaTarget& target = detail::torch_cuda_target();
+    {
+      const c10::cuda::CUDAGuard guard(index);
+      std::size_t free_bytes = 0;
+      std::size_t total_bytes = 0;
+      if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess) {
+        target.total_bytes.store(static_cast<double>(total_bytes), std::memory_order_relaxed);
+      }
+    }
+    target.device.store(index, std::memory_order_release);
+    detail::set_gpu_hooks(&detail::read_torch_cuda_memory, &detail::current_torch_cuda_stream);
+  } catch (...) {
+    // No GPU hooks: traceml keeps the CPU clock.
+  }
+#else
+  (void)device;
+#endif
+}
+
+/// enable_torch_cuda() for the current CUDA device, when LibTorch has CUDA and
+/// a GPU is usable; otherwise nothing.
+inline void enable_torch_cuda() noexcept {
+#if TRACEML_TORCH_CUDA
+  try {
+    if (!torch::cuda::is_available()) return;
+    enable_torch_cuda(torch::Device(torch::kCUDA, c10::cuda::current_device()));
+  } catch (...) {
+    // No GPU hooks: traceml keeps the CPU clock.
+  }
+#endif
+}
+
+/// The former name of enable_torch_cuda() (kept: it was public). It now installs
+/// the GPU clock's stream hook as well as the memory reader.
+inline void enable_cuda_memory_tracking() noexcept {
+  enable_torch_cuda();
 }
 
 }  // namespace traceml

@@ -132,6 +132,40 @@ TEST(E2E, QuickstartIsComputeBoundOrBalanced) {
                                                                                     << r.result.out;
 }
 
+TEST(E2E, H2DBoundOnTheCpuClockMeasuresTheCopyButGivesNoH2DVerdict) {
+  // On --device cpu the example's "copy" is a real host copy of 64 MiB per
+  // step (~20 ms here), marked as the H2D phase, against a model of a few ms.
+  // H2D-BOUND is a GPU-clock verdict (spec 4.1.11: CPU-side H2D times are only
+  // launches on a GPU machine), so the CPU clock reports the copy as the largest
+  // phase and names no bottleneck; tests/gpu/check.sh asserts H2D-BOUND on a GPU.
+  const RunResult r =
+      run_example("h2d_bound", 1, {example("h2d_bound"), "--steps", "60", "--batch-mb", "64"});
+  ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
+  ASSERT_TRUE(r.summary.is_object()) << r.result.err;
+  EXPECT_EQ(r.summary["step_time"]["global"]["window"]["diagnosis_clock"], "cpu");
+  EXPECT_EQ(primary_kind(r.summary), "NO_CLEAR_PERFORMANCE_BOTTLENECK") << r.result.out;
+  const Json& average = r.summary["step_time"]["global"]["average"];
+  ASSERT_TRUE(average["h2d_ms"].is_number()) << average.dump();
+  ASSERT_TRUE(average["step_time_ms"].is_number()) << average.dump();
+  ASSERT_TRUE(average["compute_ms"].is_number()) << average.dump();
+  const double h2d = average["h2d_ms"].get<double>();
+  const double step = average["step_time_ms"].get<double>();
+  // The copy is most of the step and a multiple of the model's compute.
+  EXPECT_GT(h2d, 0.5 * step) << average.dump();
+  EXPECT_GT(h2d, 2.0 * average["compute_ms"].get<double>()) << average.dump();
+  EXPECT_GE(r.summary["tracer"]["ranks"][0]["steps_recorded"].get<int>(), 60);
+}
+
+TEST(E2E, H2DBoundUnmarkedCopyOnTheCpuIsResidualTime) {
+  // Without the H2D mark nothing names the copy on the CPU: it is time inside
+  // the step outside every phase. (On a GPU, CUPTI would still catch it.)
+  const RunResult r =
+      run_example("h2d_unmarked", 1,
+                  {example("h2d_bound"), "--steps", "60", "--batch-mb", "64", "--mark-h2d", "0"});
+  ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
+  EXPECT_EQ(primary_kind(r.summary), "RESIDUAL_HEAVY") << r.result.out;
+}
+
 TEST(E2E, ACrashedRankStopsTheOthersAndTheSummaryNamesIt) {
   const RunResult r = run_example(
       "crash", 2, {example("ddp"), "--steps", "400", "--slow-rank", "1", "--crash-at-step", "40"});
