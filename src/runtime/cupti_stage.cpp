@@ -13,7 +13,7 @@ std::unique_ptr<CuptiStage> CuptiStage::start(std::string& why) noexcept {
       return nullptr;
     }
     auto stage = std::make_unique<CuptiStage>(*load.api);
-    if (const std::optional<std::string> failed = stage->source_.start()) {
+    if (const std::optional<std::string> failed = stage->start_source()) {
       why = *failed;
       return nullptr;
     }

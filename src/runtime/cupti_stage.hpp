@@ -21,6 +21,8 @@ class CuptiStage : public ActivityStage {
   static std::unique_ptr<CuptiStage> start(std::string& why) noexcept;
 
   explicit CuptiStage(const timing::CuptiApi& api) : source_(api) {}
+  /// Starts the source; why it could not, in one line.
+  [[nodiscard]] std::optional<std::string> start_source() noexcept { return source_.start(); }
 
   void collect(bool final) override;
   [[nodiscard]] std::optional<std::int64_t> delivered_through() const override { return through_; }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "runtime/clock.hpp"
+#include "runtime/cupti_stage.hpp"
 #include "timing/cupti_activity_source.hpp"
 #include "timing/cupti_api.hpp"
 
@@ -770,6 +771,35 @@ TEST_F(FakeCuptiSource, CallbacksOnCuptisThreadWhileCollecting) {
   source.collect(launches_, activities_);
   EXPECT_EQ(static_cast<std::int64_t>(activities_.size()) + source.buffers_refused(), kBuffers);
   EXPECT_EQ(source.lost(), 0);
+}
+
+// The runtime's stage over the source: how far records have arrived, and the
+// attribution of a step's copies and collectives once they have.
+TEST_F(FakeCuptiSource, TheRuntimeStageAttributesOnceALaterLaunchArrived) {
+  runtime::CuptiStage stage(FakeCupti::api(/*with_timestamp_callback=*/true));
+  ASSERT_EQ(stage.start_source(), std::nullopt);
+  stage.collect(false);
+  EXPECT_EQ(stage.delivered_through(), std::nullopt);  // nothing yet
+  // Step body [1000, 5000]: a pageable H2D copy and an NCCL kernel.
+  FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 1, 1500));
+  FakeCupti::queue(memcpy_record(1, 2000, 2600, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                 CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 4096));
+  FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_DRIVER, 2, 3000));
+  FakeCupti::queue(kernel_record(2, 3100, 4100, kNcclName));
+  FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 3, 6000));  // the next step
+  stage.collect(false);
+  ASSERT_EQ(stage.delivered_through(), 6000);
+  const model::StepGpuActivity a = stage.attribute(1000, 5000);
+  EXPECT_EQ(a.h2d_copies, 1);
+  EXPECT_EQ(a.h2d_pageable_copies, 1);
+  EXPECT_DOUBLE_EQ(a.h2d_bytes, 4096.0);
+  EXPECT_DOUBLE_EQ(a.h2d_ms, 600e-6);
+  EXPECT_DOUBLE_EQ(a.collective_ms, 1000e-6);
+  EXPECT_DOUBLE_EQ(a.busy_ms, 1600e-6);
+  // The final collect stops CUPTI (a forced flush).
+  stage.collect(true);
+  EXPECT_TRUE(FakeCupti::enabled.empty());
+  EXPECT_EQ(FakeCupti::flushes.back(), kCuptiFlushForced);
 }
 
 #endif  // TRACEML_HAVE_CUPTI
