@@ -109,8 +109,10 @@ bool valid_process(const model::ProcessSample& s) {
 }
 
 bool valid_tracer_stats(const model::TracerStats& s) {
+  const bool gpu_ok = !s.gpu || (s.gpu->device >= 0 && s.gpu->steps_resolved >= 0 &&
+                                 s.gpu->steps_unresolved >= 0 && s.gpu->scopes_skipped >= 0);
   return s.pid >= 0 && s.steps_recorded >= 0 && s.records_sent >= 0 && s.records_dropped >= 0 &&
-         good(s.overhead_ns_per_step);
+         good(s.overhead_ns_per_step) && gpu_ok && s.activity_lost.value_or(0) >= 0;
 }
 
 }  // namespace

@@ -98,6 +98,16 @@ report::Json tracer_block(const store::RunData& data) {
     if (overhead && it != step_ms.end() && it->second > 0.0)
       share = *overhead / (it->second * 1e6);  // ns over ms: a fraction of the step
     r["overhead_pct_of_step"] = opt_json(share);
+    // Only ranks that timed on a GPU carry these (added keys, absent on CPU runs).
+    if (t && t->gpu) {
+      report::Json g = report::Json::object();
+      g["device"] = t->gpu->device;
+      g["steps_resolved"] = t->gpu->steps_resolved;
+      g["steps_unresolved"] = t->gpu->steps_unresolved;
+      g["scopes_skipped"] = t->gpu->scopes_skipped;
+      r["gpu_clock"] = std::move(g);
+    }
+    if (t && t->activity_lost) r["activity_records_lost"] = *t->activity_lost;
     ranks.push_back(std::move(r));
     received += d.records_received;
     if (t) dropped += t->records_dropped;

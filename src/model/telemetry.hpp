@@ -160,6 +160,20 @@ struct TracerStats {
   /// The tracer's own CPU cost per step on the training thread, nanoseconds
   /// (docs/architecture.md says how it is measured); absent before any step.
   std::optional<double> overhead_ns_per_step;
+
+  /// The rank's GPU clock: how its steps fared on the GPU.
+  struct Gpu {
+    int device = 0;                   ///< the CUDA device timed
+    std::int64_t steps_resolved = 0;  ///< steps that got GPU times
+    std::int64_t steps_unresolved =
+        0;  ///< timed on the GPU, sent without (expired, failed, refused, abandoned)
+    std::int64_t scopes_skipped = 0;  ///< scopes that got no GPU timing (no event, another device)
+  };
+  /// Absent when the rank never timed a step on a GPU.
+  std::optional<Gpu> gpu;
+  /// GPU activity records lost: dropped by CUPTI or our buffers, or steps
+  /// whose records never came. Absent when the rank had no CUPTI.
+  std::optional<std::int64_t> activity_lost;
 };
 
 /// TraceML's training-strategy words (spec §4.1.1).

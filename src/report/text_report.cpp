@@ -1256,12 +1256,25 @@ std::vector<std::string> run_lines(const Run& run) {
   if (const Json* t = object_child(run.root, "tracer")) {
     std::optional<double> cost;
     std::optional<double> share;
+    int rank_count = 0;
+    std::vector<std::string> cpu_only;  // ranks without a GPU clock, when some have one
+    int gpu_ranks = 0;
+    std::int64_t unresolved = 0;
+    std::int64_t activity_lost = 0;
     if (const Json* ranks = child(t, "ranks"); ranks != nullptr && ranks->is_array()) {
       for (const Json& rank : *ranks) {
+        ++rank_count;
         if (const auto c = number(child(&rank, "overhead_ns_per_step")))
           cost = std::max(cost.value_or(0.0), *c);
         if (const auto f = number(child(&rank, "overhead_pct_of_step")))
           share = std::max(share.value_or(0.0), *f);
+        if (const Json* g = object_child(&rank, "gpu_clock")) {
+          ++gpu_ranks;
+          unresolved += integer(child(g, "steps_unresolved")).value_or(0);
+        } else if (const auto r = integer(child(&rank, "rank"))) {
+          cpu_only.push_back("r" + std::to_string(*r));
+        }
+        activity_lost += integer(child(&rank, "activity_records_lost")).value_or(0);
       }
     }
     const auto received = integer(child(t, "records_received"));
@@ -1275,6 +1288,17 @@ std::vector<std::string> run_lines(const Run& run) {
     if (received && dropped)
       parts.push_back(std::to_string(*dropped) + " of " + std::to_string(*received + *dropped) +
                       " records dropped");
+    if (gpu_ranks > 0) {
+      // Why a window can read the CPU clock on a GPU run: a rank without GPU
+      // times (spec §4.1.3 takes the GPU clock only when every row has one).
+      std::string g = "GPU clock on " + std::to_string(gpu_ranks) + " of " +
+                      std::to_string(rank_count) + " ranks";
+      if (!cpu_only.empty()) g += " (CPU only: " + join(cpu_only, ", ") + ")";
+      if (unresolved > 0) g += ", " + std::to_string(unresolved) + " steps without GPU times";
+      parts.push_back(g);
+    }
+    if (activity_lost > 0)
+      parts.push_back(std::to_string(activity_lost) + " GPU activity records lost");
     if (!parts.empty()) out.push_back("Tracer: " + join(parts, " · "));
   }
   return out;

@@ -30,6 +30,9 @@ class CuptiStage : public ActivityStage {
     return attributor_.attribute(begin_ns, end_ns);
   }
 
+  [[nodiscard]] std::int64_t records_lost() const override {
+    return source_.cupti_dropped() + source_.lost() + attributor_.dropped();
+  }
   [[nodiscard]] const timing::CuptiActivitySource& source() const { return source_; }
   [[nodiscard]] const timing::ActivityAttributor& attributor() const { return attributor_; }
 

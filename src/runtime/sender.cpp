@@ -99,6 +99,17 @@ model::TracerStats Sender::full_stats() const {
     s.overhead_ns_per_step =
         *settings_.ns_per_scope * double(scopes_drained_) / double(steps_drained_);
   }
+  if (const GpuClock* gpu = settings_.gpu_clock; gpu != nullptr && gpu->device()) {
+    const GpuClockCounters c = gpu->counters();
+    model::TracerStats::Gpu g;
+    g.device = *gpu->device();
+    g.steps_resolved = c.steps_resolved;
+    g.steps_unresolved = c.steps_expired + c.steps_failed + c.steps_rejected + c.steps_abandoned;
+    g.scopes_skipped = c.scopes_skipped;
+    s.gpu = g;
+  }
+  if (settings_.activity != nullptr)
+    s.activity_lost = settings_.activity->records_lost() + pipeline_.activity_timeouts();
   s.records_sent = sent_.load() + pending_records_;
   s.records_dropped = dropped_.load() + recorders_.dropped() + samples_.dropped();
   return s;

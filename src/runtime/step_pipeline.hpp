@@ -34,6 +34,9 @@ class ActivityStage {
   /// The activity launched inside the step body [begin_ns, end_ns]. Called
   /// for steps in the order they ended.
   virtual model::StepGpuActivity attribute(std::int64_t begin_ns, std::int64_t end_ns) = 0;
+  /// Records lost on the way (dropped by the source, over a cap), for the
+  /// tracer's report.
+  [[nodiscard]] virtual std::int64_t records_lost() const { return 0; }
 };
 
 class StepPipeline {

@@ -77,7 +77,8 @@ std::string schema_sql() {
          "CREATE TABLE deliveries (global_rank INTEGER PRIMARY KEY, records_received INTEGER NOT "
          "NULL, clean_end INTEGER NOT NULL, has_tracer INTEGER NOT NULL, tracer_rank INTEGER, pid "
          "INTEGER, strategy TEXT, steps_recorded INTEGER, records_sent INTEGER, records_dropped "
-         "INTEGER, overhead_ns_per_step REAL);"
+         "INTEGER, overhead_ns_per_step REAL, gpu_device INTEGER, gpu_steps_resolved INTEGER, "
+         "gpu_steps_unresolved INTEGER, gpu_scopes_skipped INTEGER, activity_lost INTEGER);"
          "CREATE TABLE rejected_connections (id INTEGER PRIMARY KEY, ts REAL NOT NULL, peer TEXT "
          "NOT NULL, reason TEXT NOT NULL);";
 }
@@ -292,8 +293,9 @@ RunDbWriter::RunDbWriter(const std::string& path) : path_(path) {
     s.delivery = Stmt(db_,
                       "INSERT OR REPLACE INTO deliveries (global_rank, records_received, "
                       "clean_end, has_tracer, tracer_rank, pid, strategy, steps_recorded, "
-                      "records_sent, records_dropped, overhead_ns_per_step) VALUES (?, ?, ?, ?, ?, "
-                      "?, ?, ?, ?, ?, ?)",
+                      "records_sent, records_dropped, overhead_ns_per_step, gpu_device, "
+                      "gpu_steps_resolved, gpu_steps_unresolved, gpu_scopes_skipped, "
+                      "activity_lost) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                       path);
     s.rejected =
         Stmt(db_, "INSERT INTO rejected_connections (ts, peer, reason) VALUES (?, ?, ?)", path);
@@ -504,8 +506,21 @@ void RunDbWriter::set_delivery(const RankDelivery& d) {
     bind_int(s, 9, t.records_sent);
     bind_int(s, 10, t.records_dropped);
     bind_opt(s, 11, t.overhead_ns_per_step);
+    if (t.gpu) {
+      bind_int(s, 12, t.gpu->device);
+      bind_int(s, 13, t.gpu->steps_resolved);
+      bind_int(s, 14, t.gpu->steps_unresolved);
+      bind_int(s, 15, t.gpu->scopes_skipped);
+    } else {
+      for (int i = 12; i <= 15; ++i)
+        sqlite3_bind_null(s, i);
+    }
+    if (t.activity_lost)
+      bind_int(s, 16, *t.activity_lost);
+    else
+      sqlite3_bind_null(s, 16);
   } else {
-    for (int i = 5; i <= 11; ++i)
+    for (int i = 5; i <= 16; ++i)
       sqlite3_bind_null(s, i);
   }
   run(db_, s, path_, "cannot write a delivery");
@@ -741,10 +756,18 @@ void read_process(ReadDb& db, std::vector<model::ProcessSample>& out) {
 }
 
 void read_deliveries(ReadDb& db, std::vector<RankDelivery>& out) {
-  const Stmt q = db.prepare(
+  // The GPU columns came later: files written before lack them, and their
+  // ranks read as never having timed on a GPU.
+  const std::string head =
       "SELECT global_rank, records_received, clean_end, has_tracer, tracer_rank, pid, strategy, "
-      "steps_recorded, records_sent, records_dropped, overhead_ns_per_step FROM deliveries ORDER "
-      "BY global_rank");
+      "steps_recorded, records_sent, records_dropped, overhead_ns_per_step";
+  const std::string tail = " FROM deliveries ORDER BY global_rank";
+  auto with_gpu = db.try_prepare(head +
+                                 ", gpu_device, gpu_steps_resolved, gpu_steps_unresolved, "
+                                 "gpu_scopes_skipped, activity_lost" +
+                                 tail);
+  const bool gpu_columns = with_gpu.has_value();
+  const Stmt q = gpu_columns ? std::move(*with_gpu) : db.prepare(head + tail);
   while (db.next(q)) {
     sqlite3_stmt* s = q.get();
     RankDelivery d;
@@ -760,6 +783,16 @@ void read_deliveries(ReadDb& db, std::vector<RankDelivery>& out) {
       t.records_sent = sqlite3_column_int64(s, 8);
       t.records_dropped = sqlite3_column_int64(s, 9);
       t.overhead_ns_per_step = col_opt_double(s, 10);
+      if (gpu_columns && sqlite3_column_type(s, 11) != SQLITE_NULL) {
+        model::TracerStats::Gpu g;
+        g.device = sqlite3_column_int(s, 11);
+        g.steps_resolved = sqlite3_column_int64(s, 12);
+        g.steps_unresolved = sqlite3_column_int64(s, 13);
+        g.scopes_skipped = sqlite3_column_int64(s, 14);
+        t.gpu = g;
+      }
+      if (gpu_columns && sqlite3_column_type(s, 15) != SQLITE_NULL)
+        t.activity_lost = sqlite3_column_int64(s, 15);
       d.tracer = std::move(t);
     }
     out.push_back(std::move(d));

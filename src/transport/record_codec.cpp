@@ -306,8 +306,17 @@ std::vector<std::uint8_t> encode_tracer_stats(const model::TracerStats& s) {
   w.i64(s.records_dropped);
   Presence p;
   p.add(s.overhead_ns_per_step.has_value());
+  p.add(s.gpu.has_value());
+  p.add(s.activity_lost.has_value());
   w.u8(p.bits());
   put_opt(w, s.overhead_ns_per_step);
+  if (s.gpu) {
+    w.i32(s.gpu->device);
+    w.i64(s.gpu->steps_resolved);
+    w.i64(s.gpu->steps_unresolved);
+    w.i64(s.gpu->scopes_skipped);
+  }
+  if (s.activity_lost) w.i64(*s.activity_lost);
   return out;
 }
 
@@ -320,8 +329,17 @@ std::optional<model::TracerStats> decode_tracer_stats(const std::vector<std::uin
   s.steps_recorded = r.i64();
   s.records_sent = r.i64();
   s.records_dropped = r.i64();
-  const std::uint8_t bits = read_presence(r, 1);
+  const std::uint8_t bits = read_presence(r, 3);
   s.overhead_ns_per_step = get_f64(r, bits, 0);
+  if (bits & 2u) {
+    model::TracerStats::Gpu g;
+    g.device = r.i32();
+    g.steps_resolved = r.i64();
+    g.steps_unresolved = r.i64();
+    g.scopes_skipped = r.i64();
+    s.gpu = g;
+  }
+  if (bits & 4u) s.activity_lost = r.i64();
   return finished(r, s);
 }
 

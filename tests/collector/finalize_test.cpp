@@ -194,10 +194,10 @@ TEST(Finalize, TracerBlockNumbers) {
   t.steps.push_back(step(1, 2, 20.0));
   // Rank 3: no CPU step time at all (GPU clock only).
   t.steps.push_back(step(3, 1, std::nullopt));
-  model::TracerStats s0{0, 10, "ddp", 3, 9, 1, 2000.0};
-  model::TracerStats s1{1, 11, "ddp", 2, 4, 0, 1500.0};
-  model::TracerStats s3{3, 13, "ddp", 1, 2, 5, 700.0};
-  model::TracerStats s4{4, 14, "ddp", 0, 0, 0, std::nullopt};
+  model::TracerStats s0{0, 10, "ddp", 3, 9, 1, 2000.0, std::nullopt, std::nullopt};
+  model::TracerStats s1{1, 11, "ddp", 2, 4, 0, 1500.0, std::nullopt, std::nullopt};
+  model::TracerStats s3{3, 13, "ddp", 1, 2, 5, 700.0, std::nullopt, std::nullopt};
+  model::TracerStats s4{4, 14, "ddp", 0, 0, 0, std::nullopt, std::nullopt, std::nullopt};
   d.deliveries = {{0, 8, true, s0},
                   {1, 4, false, s1},
                   {2, 6, true, std::nullopt},
@@ -264,6 +264,36 @@ TEST(Finalize, TracerBlockNumbers) {
   "rejected_connections": 3
 })";
   EXPECT_EQ(report::dump_json(j), expected);
+}
+
+TEST(Finalize, TracerBlockSaysWhichRanksHadTheGpuClock) {
+  // ddp_input_straggler has two ranks; rank 0 timed on cuda:0, rank 1 never
+  // got a GPU clock (its thread worked on another device, say).
+  const store::ReadResult in =
+      store::read_telemetry_jsonl((kGolden / "data" / "ddp_input_straggler.jsonl").string());
+  TempDir tmp;
+  const fs::path run_dir = tmp.path() / "logs" / "gpu";
+  auto deliveries = deliveries_for(in.telemetry);
+  ASSERT_EQ(deliveries.size(), 2u);
+  deliveries[0].tracer->gpu = model::TracerStats::Gpu{0, 118, 2, 3};
+  deliveries[0].tracer->activity_lost = 40;
+  write_db(run_dir, in.telemetry, deliveries);
+
+  const report::FinalSummary f = finalize_run(run_dir.string());
+  const Json& ranks = f.json["tracer"]["ranks"];
+  EXPECT_EQ(report::dump_json(ranks[0]["gpu_clock"]), R"({
+  "device": 0,
+  "steps_resolved": 118,
+  "steps_unresolved": 2,
+  "scopes_skipped": 3
+})");
+  EXPECT_EQ(ranks[0]["activity_records_lost"], 40);
+  EXPECT_FALSE(ranks[1].contains("gpu_clock"));  // a CPU-only rank: the keys are absent
+  EXPECT_FALSE(ranks[1].contains("activity_records_lost"));
+  EXPECT_NE(f.text.find("GPU clock on 1 of 2 ranks (CPU only: r1), 2 steps without GPU times"),
+            std::string::npos)
+      << f.text;
+  EXPECT_NE(f.text.find("40 GPU activity records lost"), std::string::npos) << f.text;
 }
 
 TEST(Finalize, EmptyRunStillWritesASummary) {

@@ -138,6 +138,8 @@ RunData rich_run() {
   ts1.global_rank = 1;
   ts1.pid = 4243;
   ts1.overhead_ns_per_step = std::nullopt;
+  ts0.gpu = model::TracerStats::Gpu{1, 95, 5, 12};  // rank 0 timed on cuda:1
+  ts0.activity_lost = 7;
   d.deliveries = {RankDelivery{0, 247, true, ts0}, RankDelivery{1, 0, false, ts1},
                   RankDelivery{2, 7, false, std::nullopt}};
   d.rejected = {RejectedConnection{1764662403.25, "127.0.0.1:50000", "wrong run token"},

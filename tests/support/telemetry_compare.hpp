@@ -112,6 +112,14 @@ inline void expect_same(const model::TracerStats& a, const model::TracerStats& b
   TRACEML_EXPECT_FIELD(a, b, records_sent);
   TRACEML_EXPECT_FIELD(a, b, records_dropped);
   TRACEML_EXPECT_FIELD(a, b, overhead_ns_per_step);
+  ASSERT_EQ(a.gpu.has_value(), b.gpu.has_value()) << where;
+  if (a.gpu) {
+    EXPECT_EQ(a.gpu->device, b.gpu->device) << where;
+    EXPECT_EQ(a.gpu->steps_resolved, b.gpu->steps_resolved) << where;
+    EXPECT_EQ(a.gpu->steps_unresolved, b.gpu->steps_unresolved) << where;
+    EXPECT_EQ(a.gpu->scopes_skipped, b.gpu->scopes_skipped) << where;
+  }
+  TRACEML_EXPECT_FIELD(a, b, activity_lost);
 }
 
 /// Every element of two record lists, in order.

@@ -642,6 +642,29 @@ TEST(RecordCodec, RankIdentityRoundTripsEveryOptional) {
   }
 }
 
+TEST(RecordCodec, TracerStatsCarriesTheGpuClock) {
+  model::TracerStats s;
+  s.global_rank = 1;
+  s.strategy = "ddp";
+  s.gpu = model::TracerStats::Gpu{2, 990, 10, 4};
+  s.activity_lost = 0;  // CUPTI ran and lost nothing: present, not absent
+  const Bytes bytes = encode_tracer_stats(s);
+  EXPECT_EQ(bytes.size(), 4u + 8u + 5u + 24u + 1u + (4u + 24u) + 8u);
+  const auto back = decode_tracer_stats(bytes);
+  ASSERT_TRUE(back);
+  ASSERT_TRUE(back->gpu);
+  EXPECT_EQ(back->gpu->device, 2);
+  EXPECT_EQ(back->gpu->steps_resolved, 990);
+  EXPECT_EQ(back->gpu->steps_unresolved, 10);
+  EXPECT_EQ(back->gpu->scopes_skipped, 4);
+  EXPECT_EQ(back->activity_lost, 0);
+  EXPECT_FALSE(back->overhead_ns_per_step);
+  EXPECT_FALSE(decode_tracer_stats(Bytes(bytes.begin(), bytes.end() - 1)));
+  Bytes unknown_bit = bytes;
+  unknown_bit[4 + 8 + 5 + 24] |= 0x08;  // a presence bit nobody defined
+  EXPECT_FALSE(decode_tracer_stats(unknown_bit));
+}
+
 TEST(RecordCodec, TracerStatsRoundTripsAndRejectsTruncation) {
   model::TracerStats s;
   s.global_rank = 3;
