@@ -141,6 +141,10 @@ inline void* current_torch_cuda_stream(int device) noexcept {
 
 }  // namespace detail
 
+/// Note: to make each step's peak its own, traceml resets the allocator's peak
+/// statistics at every step end, so the program's own
+/// max_memory_allocated()-style readings then cover one step too.
+///
 /// Lets traceml see LibTorch's CUDA side for `device`: the GPU clock records its
 /// events on LibTorch's current CUDA stream of the calling thread, and each
 /// step reports the peak memory allocated and reserved by the CUDA caching

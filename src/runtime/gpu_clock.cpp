@@ -3,14 +3,14 @@
 namespace traceml::runtime {
 
 std::optional<int> choose_gpu_device(int device_count, std::optional<int> local_rank,
+                                     std::optional<int> current,
                                      const std::function<bool(int)>& in_use) {
   if (device_count <= 0) return std::nullopt;
   if (local_rank && *local_rank >= 0) {
     const int own = *local_rank % device_count;
     if (in_use(own)) return own;
   }
-  for (int d = 0; d < device_count; ++d)
-    if (in_use(d)) return d;
+  if (current && *current >= 0 && *current < device_count && in_use(*current)) return current;
   return std::nullopt;
 }
 
@@ -45,7 +45,12 @@ GpuThread* GpuClock::attach_thread() noexcept {
         return api_.primary_context_active != nullptr &&
                api_.primary_context_active(d, &active) == 0 && active != 0;
       };
-      const std::optional<int> chosen = choose_gpu_device(device_count_, local_rank_, in_use);
+      // cudaGetDevice reads the thread's setting; it creates no context.
+      int current_device = -1;
+      std::optional<int> current;
+      if (api_.get_device(&current_device) == timing::kCudaSuccess) current = current_device;
+      const std::optional<int> chosen =
+          choose_gpu_device(device_count_, local_rank_, current, in_use);
       if (!chosen) return nullptr;
       device = *chosen;
       device_.store(device, std::memory_order_release);
@@ -78,6 +83,13 @@ bool GpuClock::submit(std::int64_t step, const timing::GpuStepRecord& record,
 
 void GpuClock::poll(std::chrono::steady_clock::time_point now,
                     std::vector<timing::GpuStepTimes>& out) {
+  // Queries from this thread must never invalidate a CUDA graph that the
+  // program captures in global mode: relaxed mode, once per thread.
+  thread_local bool relaxed = false;
+  if (!relaxed && api_.thread_exchange_capture_mode != nullptr) {
+    int mode = timing::kCudaStreamCaptureModeRelaxed;
+    relaxed = api_.thread_exchange_capture_mode(&mode) == timing::kCudaSuccess;
+  }
   resolver_.poll(now, out);
 }
 

@@ -30,9 +30,12 @@ namespace traceml::runtime {
 
 /// The GPU a rank times on: its local rank's device (modulo the device count,
 /// as torchrun's one-GPU-per-rank convention has it) when the program uses
-/// that one; otherwise the lowest-numbered device in use. Absent while the
-/// program uses none. `in_use(d)` says whether device d's context is active.
+/// that one; otherwise the calling thread's current device, if the program
+/// uses it. Absent otherwise: ask again later (a stray early use of device 0
+/// must not fix the choice before the rank's own GPU is in use).
+/// `in_use(d)` says whether device d's context is active.
 std::optional<int> choose_gpu_device(int device_count, std::optional<int> local_rank,
+                                     std::optional<int> current,
                                      const std::function<bool(int)>& in_use);
 
 /// A finished step's GPU events, on their way from the training thread to the

@@ -40,7 +40,17 @@ StepPipeline::StepPipeline(int rank, const WallMapping& wall, GpuClock* gpu,
 
 void StepPipeline::add(const std::vector<RawStep>& steps, const std::vector<GpuRawStep>& gpu,
                        TimePoint now, const Emit& emit) {
+  // GPU records kept from earlier drains (their CPU step was not published
+  // yet when the sender drained: the training thread pushes the GPU record,
+  // reads memory, then publishes the CPU one) come first.
+  std::vector<Held> held;
+  held.swap(held_);
   std::unordered_map<std::int64_t, const timing::GpuStepRecord*> by_step;
+  std::unordered_map<std::int64_t, int> age;
+  for (const auto& h : held) {
+    by_step.emplace(h.raw.step, &h.raw.record);
+    age[h.raw.step] = h.age;
+  }
   for (const auto& g : gpu)
     by_step.emplace(g.step, &g.record);
   for (const RawStep& raw : steps) {
@@ -63,8 +73,17 @@ void StepPipeline::add(const std::vector<RawStep>& steps, const std::vector<GpuR
     waiting_.push_back(
         Waiting{std::move(record), std::move(memory), raw.end_ns - traced, raw.end_ns});
   }
-  for (const auto& [step, events] : by_step)
-    if (gpu_ != nullptr) gpu_->release(*events);
+  // A record whose CPU step has not come by the next drains was lost with it
+  // (a full ring): its events go back.
+  for (const auto& [step, events] : by_step) {
+    if (gpu_ == nullptr) continue;
+    const auto a = age.find(step);
+    const int next_age = a == age.end() ? 1 : a->second + 1;
+    if (next_age > kHoldDrains)
+      gpu_->release(*events);
+    else
+      held_.push_back(Held{GpuRawStep{step, *events}, next_age});
+  }
   poll(now, emit);
 }
 
@@ -83,6 +102,9 @@ void StepPipeline::poll(TimePoint now, const Emit& emit) {
 
 void StepPipeline::abandon(const Emit& emit) {
   if (gpu_ == nullptr) return;
+  for (const Held& h : held_)
+    gpu_->release(h.raw.record);
+  held_.clear();
   const TimePoint now = std::chrono::steady_clock::now();
   std::vector<timing::GpuStepTimes> times;
   gpu_->poll(now, times);

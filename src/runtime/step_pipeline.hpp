@@ -80,12 +80,20 @@ class StepPipeline {
   /// Emits the steps whose activity has arrived (all of them when `final`).
   void attribute_ready(TimePoint now, bool final, const Emit& emit);
 
+  struct Held {
+    GpuRawStep raw;
+    int age = 0;  ///< drains it has waited for its CPU step
+  };
+  /// Drains a GPU record waits for its CPU step before it counts as lost.
+  static constexpr int kHoldDrains = 3;
+
   int rank_;
   const WallMapping& wall_;
   GpuClock* gpu_;
   ActivityStage* activity_;
   std::deque<Waiting> waiting_;       // for their GPU times, in submission order
   std::deque<Waiting> for_activity_;  // for their activity records
+  std::vector<Held> held_;            // GPU records whose CPU step is not drained yet
   std::int64_t activity_timeouts_ = 0;
 };
 

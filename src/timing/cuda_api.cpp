@@ -91,6 +91,10 @@ CudaApiLoad load(const std::vector<std::string>& library_names) {
   need("cudaEventElapsedTime", api.event_elapsed_time);
   need("cudaEventDestroy", api.event_destroy);
   need("cudaGetErrorString", api.get_error_string);
+  // Optional: without them we cannot clear our errors or see graph capture.
+  resolve(handle, "cudaGetLastError", api.get_last_error);
+  resolve(handle, "cudaStreamIsCapturing", api.stream_is_capturing);
+  resolve(handle, "cudaThreadExchangeStreamCaptureMode", api.thread_exchange_capture_mode);
   if (missing != nullptr) {
     out.reason = out.library + " has no " + missing;
     return out;

@@ -39,7 +39,20 @@ struct CudaApi {
   /// cuDevicePrimaryCtxGetState. Sets *active and returns 0, or returns the
   /// driver's error. Null when the driver library lacks it.
   int (*primary_context_active)(int device, int* active) = nullptr;
+  /// Optional (null: not used). cudaGetLastError: clears the calling thread's
+  /// last error after a failed call of ours, so that the program's own next
+  /// error check (LibTorch checks after each launch) does not see it.
+  int (*get_last_error)() = nullptr;
+  /// cudaStreamIsCapturing: sets *status (0: not capturing). Events must not
+  /// be recorded into a stream being captured into a CUDA graph.
+  int (*stream_is_capturing)(void* stream, int* status) = nullptr;
+  /// cudaThreadExchangeStreamCaptureMode: the resolver's thread switches to
+  /// relaxed mode, so that its event queries never invalidate a capture
+  /// another thread is making in global mode.
+  int (*thread_exchange_capture_mode)(int* mode) = nullptr;
 };
+/// cudaStreamCaptureModeRelaxed.
+inline constexpr int kCudaStreamCaptureModeRelaxed = 2;
 
 /// What looking for CUDA found: the api when this process can time on a GPU,
 /// otherwise one line saying why not.

@@ -21,14 +21,32 @@ std::optional<EventId> GpuStepBuilder::record() noexcept {
                         std::memory_order_relaxed);
     return std::nullopt;
   }
-  const std::optional<EventId> id = pool_.acquire();
-  if (!id) return std::nullopt;
   void* stream = current_stream_ != nullptr ? current_stream_(device_) : nullptr;
+  // A stream being captured into a CUDA graph: recording would add our event
+  // to the graph (and it could never be queried). The scope goes untimed.
+  int capturing = 0;
+  if (api_.stream_is_capturing != nullptr &&
+      (api_.stream_is_capturing(stream, &capturing) != kCudaSuccess || capturing != 0)) {
+    clear_error();
+    return std::nullopt;
+  }
+  const std::optional<EventId> id = pool_.acquire();
+  if (!id) {
+    clear_error();  // creating an event may have failed
+    return std::nullopt;
+  }
   if (api_.event_record(pool_.event(*id), stream) != kCudaSuccess) {
+    clear_error();
     pool_.release(*id);
     return std::nullopt;
   }
   return id;
+}
+
+void GpuStepBuilder::clear_error() noexcept {
+  // Our failure must not surface as the program's: CUDA keeps a per-thread
+  // last error that LibTorch checks after its next launch.
+  if (api_.get_last_error != nullptr) (void)api_.get_last_error();
 }
 
 void GpuStepBuilder::skip(model::Event region) noexcept {

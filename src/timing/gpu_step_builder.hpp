@@ -77,6 +77,7 @@ class GpuStepBuilder {
     std::optional<EventId> start;  // absent: the begin event could not be recorded
   };
   std::optional<EventId> record() noexcept;
+  void clear_error() noexcept;
   void skip(model::Event region) noexcept;
 
   CudaApi api_;

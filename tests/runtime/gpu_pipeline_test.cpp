@@ -24,18 +24,22 @@ const TimePoint t0 = TimePoint{} + std::chrono::seconds(100);
 TEST(ChooseGpuDevice, TheLocalRanksDeviceWhenTheProgramUsesIt) {
   const std::set<int> used{0, 1, 2, 3};
   const auto in_use = [&](int d) { return used.count(d) > 0; };
-  EXPECT_EQ(choose_gpu_device(4, 2, in_use), 2);
-  EXPECT_EQ(choose_gpu_device(4, 6, in_use), 2);  // two ranks per GPU
-  EXPECT_EQ(choose_gpu_device(4, std::nullopt, in_use), 0);
+  EXPECT_EQ(choose_gpu_device(4, 2, 0, in_use), 2);
+  EXPECT_EQ(choose_gpu_device(4, 6, 0, in_use), 2);             // two ranks per GPU
+  EXPECT_EQ(choose_gpu_device(4, std::nullopt, 1, in_use), 1);  // no local rank: the current one
 }
 
-TEST(ChooseGpuDevice, OtherwiseTheDeviceInUseAndNoneBeforeAny) {
+TEST(ChooseGpuDevice, OtherwiseTheCurrentDeviceInUseAndNoneBeforeIt) {
   std::set<int> used{3};
   const auto in_use = [&](int d) { return used.count(d) > 0; };
-  EXPECT_EQ(choose_gpu_device(4, 1, in_use), 3);  // the program picked device 3 itself
+  EXPECT_EQ(choose_gpu_device(4, 1, 3, in_use), 3);  // the program set device 3 itself
+  // A stray early use of device 0 while the thread points at device 1, whose
+  // context is not active yet: no choice now, ask again later.
+  used = {0};
+  EXPECT_EQ(choose_gpu_device(4, 1, 1, in_use), std::nullopt);
   used.clear();
-  EXPECT_EQ(choose_gpu_device(4, 1, in_use), std::nullopt);
-  EXPECT_EQ(choose_gpu_device(0, 0, in_use), std::nullopt);
+  EXPECT_EQ(choose_gpu_device(4, 1, 0, in_use), std::nullopt);
+  EXPECT_EQ(choose_gpu_device(0, 0, 0, in_use), std::nullopt);
 }
 
 RawStep cpu_step(std::int64_t step, std::int64_t end_ns, double traced_ms, double forward_ms) {
@@ -243,6 +247,48 @@ TEST(StepPipeline, AtTheEndUnfinishedStepsGoOutWithCpuTimes) {
   EXPECT_FALSE(sink.steps[1].events.gpu_ms(Event::TracedStepTime));  // abandoned
   EXPECT_EQ(clock.counters().steps_abandoned, 1);
   EXPECT_EQ(clock.counters().steps_resolved, 1);
+}
+
+TEST(StepPipeline, AGpuRecordDrainedBeforeItsCpuStepWaitsForIt) {
+  FakeCuda fake;
+  GpuClock clock(fake.api(), 1, 0, nullptr);
+  GpuThread* t = clock.attach_thread();
+  ASSERT_NE(t, nullptr);
+  gpu_step(clock, *t, 1);
+  std::vector<GpuRawStep> gpu;
+  clock.drain(gpu);
+  WallMapping wall;
+  StepPipeline pipeline(0, wall, &clock, nullptr);
+  Sink sink;
+  // The sender drained between the GPU push and the CPU publish.
+  pipeline.add({}, gpu, t0, sink.emit());
+  EXPECT_TRUE(sink.steps.empty());
+  pipeline.add({cpu_step(1, 10, 1.0, 0.5)}, {}, t0, sink.emit());
+  fake.complete_run(0, 2, 1.0, 3.0);
+  pipeline.poll(t0, sink.emit());
+  ASSERT_EQ(sink.steps.size(), 1u);
+  EXPECT_DOUBLE_EQ(*sink.steps[0].events.gpu_ms(Event::TracedStepTime), 3.0);
+}
+
+TEST(StepPipeline, ARecordWhoseCpuStepNeverComesGivesItsEventsBack) {
+  FakeCuda fake;
+  GpuClock clock(fake.api(), 1, 0, nullptr);
+  GpuThread* t = clock.attach_thread();
+  ASSERT_NE(t, nullptr);
+  gpu_step(clock, *t, 1);
+  std::vector<GpuRawStep> gpu;
+  clock.drain(gpu);
+  WallMapping wall;
+  StepPipeline pipeline(0, wall, &clock, nullptr);
+  Sink sink;
+  pipeline.add({}, gpu, t0, sink.emit());
+  for (int i = 0; i < 5; ++i)
+    pipeline.add({}, {}, t0, sink.emit());
+  // Both events went back to the pool: the next step reuses them.
+  EXPECT_TRUE(sink.steps.empty());
+  EXPECT_EQ(clock.pending(), 0u);
+  gpu_step(clock, *t, 2);
+  EXPECT_EQ(fake.created(), 2);
 }
 
 TEST(StepPipeline, WithoutAGpuClockEveryStepGoesOutAtOnce) {

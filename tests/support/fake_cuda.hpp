@@ -44,6 +44,14 @@ class FakeCuda {
     a.event_elapsed_time = [](float* ms, void* s, void* e) { return f().elapsed(ms, s, e); };
     a.event_destroy = [](void* ev) { return f().destroy(ev); };
     a.get_error_string = [](int) { return "fake error"; };
+    a.get_last_error = [] {
+      ++f().last_error_reads;
+      return kCudaSuccess;
+    };
+    a.stream_is_capturing = [](void*, int* status) {
+      *status = f().capturing ? 1 : 0;
+      return kCudaSuccess;
+    };
     a.primary_context_active = [](int device, int* active) {
       *active = f().active_devices.count(device) > 0 ? 1 : 0;
       return 0;
@@ -54,6 +62,10 @@ class FakeCuda {
   // --- what the test controls ---
   /// What cudaGetDevice says the training thread's current device is.
   int current_device = 0;
+  /// Whether the stream is being captured into a CUDA graph.
+  bool capturing = false;
+  /// How often cudaGetLastError was called (we clear our own failures).
+  int last_error_reads = 0;
   /// Devices whose primary context is active (the program has used them).
   std::set<int> active_devices{0};
   /// The event recorded by the k-th cudaEventRecord call (0-based) completes

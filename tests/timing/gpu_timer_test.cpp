@@ -472,6 +472,27 @@ TEST(GpuTimer, AScopeOnAnotherDeviceGetsNoGpuValue) {
   EXPECT_EQ(tr.builder.skipped_scopes(), 1);
 }
 
+TEST(GpuTimer, NothingIsRecordedIntoAGraphCaptureAndFailuresAreCleared) {
+  FakeCuda fake;
+  Tracer tr(fake);
+  const auto step = tr.begin();  // record 0
+  fake.capturing = true;         // the program captures a CUDA graph
+  tr.phase(Event::Forward);
+  fake.capturing = false;
+  EXPECT_EQ(fake.records(), 1u);  // no event went into the capture
+  fake.record_error = 999;        // a failing cudaEventRecord
+  tr.phase(Event::Backward);
+  EXPECT_GE(fake.last_error_reads, 1);  // our failure is not left for LibTorch to find
+  fake.record_error = kCudaSuccess;
+  ASSERT_TRUE(tr.end_step(step, 1));
+  fake.complete_run(0, 2, 0.0, 4.0);
+  const auto out = tr.poll();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_FALSE(gpu(out[0], Event::Forward).has_value());
+  EXPECT_FALSE(gpu(out[0], Event::Backward).has_value());
+  EXPECT_DOUBLE_EQ(*gpu(out[0], Event::TracedStepTime), 4.0);
+}
+
 TEST(GpuTimer, EventsGoToTheStreamTheHookNames) {
   FakeCuda fake;
   const CudaApi api = fake.api();
