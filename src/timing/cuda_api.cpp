@@ -1,4 +1,5 @@
 #include "timing/cuda_api.hpp"
+#include "timing/dynamic_library.hpp"
 
 #include <dlfcn.h>
 
@@ -6,27 +7,6 @@
 
 namespace traceml::timing {
 namespace {
-
-/// Resolves `name` into `fn`. dlsym gives an object pointer; copying its bytes
-/// into the function pointer is what POSIX guarantees to work, and keeps
-/// -Wpedantic quiet about the cast.
-template <class Fn>
-bool resolve(void* handle, const char* name, Fn& fn) {
-  void* sym = dlsym(handle, name);
-  if (sym == nullptr) return false;
-  static_assert(sizeof(Fn) == sizeof(void*), "function and object pointers differ in size");
-  std::memcpy(&fn, &sym, sizeof fn);
-  return true;
-}
-
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) {
-    if (!out.empty()) out += ", ";
-    out += n;
-  }
-  return out;
-}
 
 /// The driver entry points behind CudaApi::primary_context_active. Set once,
 /// before any CudaApi that points at the wrapper is handed out.
@@ -52,8 +32,9 @@ void load_driver_query(CudaApi& api) {
     if (handle == nullptr) return false;
     int (*init)(unsigned) = nullptr;
     DriverApi d;
-    if (!resolve(handle, "cuInit", init) || !resolve(handle, "cuDeviceGet", d.device_get) ||
-        !resolve(handle, "cuDevicePrimaryCtxGetState", d.primary_ctx_get_state))
+    if (!resolve_symbol(handle, "cuInit", init) ||
+        !resolve_symbol(handle, "cuDeviceGet", d.device_get) ||
+        !resolve_symbol(handle, "cuDevicePrimaryCtxGetState", d.primary_ctx_get_state))
       return false;
     if (init(0) != 0) return false;
     g_driver = d;
@@ -73,7 +54,7 @@ CudaApiLoad load(const std::vector<std::string>& library_names) {
     }
   }
   if (handle == nullptr) {
-    out.reason = "libcudart not found (tried " + join(library_names) + ")";
+    out.reason = "libcudart not found (tried " + join_names(library_names) + ")";
     return out;
   }
   // The handle is never closed: CUDA objects we create (events) and torch's
@@ -81,7 +62,7 @@ CudaApiLoad load(const std::vector<std::string>& library_names) {
   CudaApi api;
   const char* missing = nullptr;
   auto need = [&](const char* name, auto& fn) {
-    if (missing == nullptr && !resolve(handle, name, fn)) missing = name;
+    if (missing == nullptr && !resolve_symbol(handle, name, fn)) missing = name;
   };
   need("cudaGetDeviceCount", api.get_device_count);
   need("cudaGetDevice", api.get_device);
@@ -92,9 +73,9 @@ CudaApiLoad load(const std::vector<std::string>& library_names) {
   need("cudaEventDestroy", api.event_destroy);
   need("cudaGetErrorString", api.get_error_string);
   // Optional: without them we cannot clear our errors or see graph capture.
-  resolve(handle, "cudaGetLastError", api.get_last_error);
-  resolve(handle, "cudaStreamIsCapturing", api.stream_is_capturing);
-  resolve(handle, "cudaThreadExchangeStreamCaptureMode", api.thread_exchange_capture_mode);
+  resolve_symbol(handle, "cudaGetLastError", api.get_last_error);
+  resolve_symbol(handle, "cudaStreamIsCapturing", api.stream_is_capturing);
+  resolve_symbol(handle, "cudaThreadExchangeStreamCaptureMode", api.thread_exchange_capture_mode);
   if (missing != nullptr) {
     out.reason = out.library + " has no " + missing;
     return out;

@@ -1,4 +1,5 @@
 #include "timing/cupti_api.hpp"
+#include "timing/dynamic_library.hpp"
 
 #include <dlfcn.h>
 
@@ -6,27 +7,6 @@
 
 namespace traceml::timing {
 namespace {
-
-/// Resolves `name` into `fn`. dlsym gives an object pointer; copying its bytes
-/// into the function pointer is what POSIX guarantees to work, and keeps
-/// -Wpedantic quiet about the cast.
-template <class Fn>
-bool resolve(void* handle, const char* name, Fn& fn) {
-  void* sym = dlsym(handle, name);
-  if (sym == nullptr) return false;
-  static_assert(sizeof(Fn) == sizeof(void*), "function and object pointers differ in size");
-  std::memcpy(&fn, &sym, sizeof fn);
-  return true;
-}
-
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) {
-    if (!out.empty()) out += ", ";
-    out += n;
-  }
-  return out;
-}
 
 CuptiApiLoad load(const std::vector<std::string>& library_names) {
   CuptiApiLoad out;
@@ -44,14 +24,14 @@ CuptiApiLoad load(const std::vector<std::string>& library_names) {
     if (handle != nullptr) break;
   }
   if (handle == nullptr) {
-    out.reason = "libcupti not found (tried " + join(library_names) + ")";
+    out.reason = "libcupti not found (tried " + join_names(library_names) + ")";
     return out;
   }
   // Never closed: CUPTI holds our buffer callbacks for the life of the process.
   CuptiApi api;
   const char* missing = nullptr;
   auto need = [&](const char* name, auto& fn) {
-    if (missing == nullptr && !resolve(handle, name, fn)) missing = name;
+    if (missing == nullptr && !resolve_symbol(handle, name, fn)) missing = name;
   };
   need("cuptiActivityEnable", api.activity_enable);
   need("cuptiActivityDisable", api.activity_disable);
@@ -65,9 +45,9 @@ CuptiApiLoad load(const std::vector<std::string>& library_names) {
     out.reason = out.library + " has no " + missing;
     return out;
   }
-  resolve(handle, "cuptiActivityRegisterTimestampCallback",
-          api.activity_register_timestamp_callback);
-  resolve(handle, "cuptiFinalize", api.finalize);
+  resolve_symbol(handle, "cuptiActivityRegisterTimestampCallback",
+                 api.activity_register_timestamp_callback);
+  resolve_symbol(handle, "cuptiFinalize", api.finalize);
   out.api = api;
   return out;
 }

@@ -1,4 +1,5 @@
 #include "timing/nvml.hpp"
+#include "timing/dynamic_library.hpp"
 
 #include <dlfcn.h>
 
@@ -29,25 +30,6 @@ constexpr std::size_t kMaxProcessCapacity = 4096;
 /// that fills it, so the retry is bounded rather than a loop until it fits.
 constexpr int kProcessQueryAttempts = 4;
 
-/// Resolves `name` into `fn`; see cuda_api.cpp for why the bytes are copied.
-template <class Fn>
-bool resolve(void* handle, const char* name, Fn& fn) {
-  void* sym = dlsym(handle, name);
-  if (sym == nullptr) return false;
-  static_assert(sizeof(Fn) == sizeof(void*), "function and object pointers differ in size");
-  std::memcpy(&fn, &sym, sizeof fn);
-  return true;
-}
-
-std::string join(const std::vector<std::string>& names) {
-  std::string out;
-  for (const auto& n : names) {
-    if (!out.empty()) out += ", ";
-    out += n;
-  }
-  return out;
-}
-
 NvmlApiLoad load(const std::vector<std::string>& library_names) {
   NvmlApiLoad out;
   void* handle = nullptr;
@@ -59,7 +41,7 @@ NvmlApiLoad load(const std::vector<std::string>& library_names) {
     }
   }
   if (handle == nullptr) {
-    out.reason = "libnvidia-ml not found (tried " + join(library_names) + ")";
+    out.reason = "libnvidia-ml not found (tried " + join_names(library_names) + ")";
     return out;
   }
   // Never closed: a sampler may hold the api until the process ends, and
@@ -67,7 +49,7 @@ NvmlApiLoad load(const std::vector<std::string>& library_names) {
   NvmlApi api;
   const char* missing = nullptr;
   auto need = [&](const char* name, auto& fn) {
-    if (missing == nullptr && !resolve(handle, name, fn)) missing = name;
+    if (missing == nullptr && !resolve_symbol(handle, name, fn)) missing = name;
   };
   need("nvmlInit_v2", api.init);
   need("nvmlShutdown", api.shutdown);
@@ -84,10 +66,10 @@ NvmlApiLoad load(const std::vector<std::string>& library_names) {
     return out;
   }
   // Drivers before R470 have neither: node metrics still work without them.
-  if (!resolve(handle, "nvmlDeviceGetComputeRunningProcesses_v3",
-               api.device_get_compute_running_processes)) {
-    resolve(handle, "nvmlDeviceGetComputeRunningProcesses_v2",
-            api.device_get_compute_running_processes);
+  if (!resolve_symbol(handle, "nvmlDeviceGetComputeRunningProcesses_v3",
+                      api.device_get_compute_running_processes)) {
+    resolve_symbol(handle, "nvmlDeviceGetComputeRunningProcesses_v2",
+                   api.device_get_compute_running_processes);
   }
   NvmlApiLoad ready = initialize_nvml(api);
   ready.library = out.library;
