@@ -5,16 +5,20 @@
 #include <iostream>
 
 #include "commands.hpp"
+#include "model/text.hpp"
 
 namespace traceml::cli {
 
+// Messages may quote what a user or a peer gave us (a path, a host name, a
+// library's error text): escaped, so they can never drive the terminal, and
+// never more than the one line they promise.
 int fail(const std::string& message) {
-  std::cerr << "traceml: error: " << message << "\n";
+  std::cerr << "traceml: error: " << model::escape_for_terminal(message, true) << "\n";
   return kExitBadInput;
 }
 
 void warn(const std::string& message) {
-  std::cerr << "traceml: warning: " << message << "\n";
+  std::cerr << "traceml: warning: " << model::escape_for_terminal(message, true) << "\n";
 }
 
 }  // namespace traceml::cli

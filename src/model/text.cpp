@@ -45,8 +45,8 @@ std::size_t sequence_length(std::string_view s, std::size_t i, char32_t* code_po
   return n;
 }
 
-bool is_control(char32_t cp) {
-  if (cp == '\t' || cp == '\n') return false;
+bool is_control(char32_t cp, bool one_line) {
+  if (cp == '\t' || (cp == '\n' && !one_line)) return false;
   return cp < 0x20 || cp == 0x7F || (cp >= 0x80 && cp <= 0x9F);
 }
 
@@ -76,7 +76,7 @@ std::string sanitize_utf8(std::string_view s, std::size_t max_bytes) {
   return out;
 }
 
-std::string escape_for_terminal(std::string_view s) {
+std::string escape_for_terminal(std::string_view s, bool one_line) {
   std::string out;
   out.reserve(s.size());
   char32_t cp = 0;
@@ -87,7 +87,7 @@ std::string escape_for_terminal(std::string_view s) {
       ++i;
       continue;
     }
-    if (is_control(cp)) {
+    if (is_control(cp, one_line)) {
       char buf[8];
       std::snprintf(buf, sizeof buf, cp < 0x80 ? "\\x%02x" : "\\u%04x", static_cast<unsigned>(cp));
       out.append(buf);

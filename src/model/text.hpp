@@ -22,7 +22,9 @@ std::string sanitize_utf8(std::string_view s, std::size_t max_bytes = std::strin
 /// `s` made safe to print on a terminal: control characters (C0 except tab
 /// and newline, DEL, and the C1 range U+0080..U+009F) become visible escapes
 /// such as `\x1b` and `\u009b`, and ill-formed UTF-8 is replaced as by
-/// sanitize_utf8. Printable text, including non-ASCII, is unchanged.
-std::string escape_for_terminal(std::string_view s);
+/// sanitize_utf8. Printable text, including non-ASCII, is unchanged. With
+/// `one_line`, newlines are escaped too (`\x0a`): for a message that must
+/// stay a single line.
+std::string escape_for_terminal(std::string_view s, bool one_line = false);
 
 }  // namespace traceml::model

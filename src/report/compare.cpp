@@ -83,7 +83,7 @@ std::string schema_text(const Json& summary) {
   const Json* v = child(&summary, "schema_version");
   if (v == nullptr || v->is_null()) return "n/a";
   if (v->is_string()) return v->get<std::string>();
-  return v->dump();
+  return v->dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 const Json* section(const Json& summary, const char* name) {

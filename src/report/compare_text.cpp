@@ -7,6 +7,7 @@
 
 #include "analysis/number_format.hpp"
 #include "report/compare.hpp"
+#include "report/summary_json.hpp"
 
 namespace traceml::report {
 
@@ -166,7 +167,9 @@ std::optional<std::string> noise_line(const Json& sec) {
 
 }  // namespace
 
-std::string render_compare_text(const Json& compare) {
+std::string render_compare_text(const Json& untrusted) {
+  // Labels and diagnosis texts come from the two summaries: data, never control.
+  const Json compare = escape_strings_for_terminal(untrusted);
   std::vector<std::string> lines;
   lines.emplace_back("TraceML Compare");
   const std::size_t header_end = lines.size();

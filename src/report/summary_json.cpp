@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <ctime>
 
+#include "model/text.hpp"
+
 namespace traceml::report {
 
 using analysis::Identity;
@@ -162,8 +164,39 @@ std::string iso8601_utc(double unix_seconds) {
   return buf;
 }
 
+namespace {
+
+/// A summary is a handful of levels deep; a hostile file may nest far deeper
+/// than the stack allows. Below this depth nothing is rendered anyway.
+constexpr int kMaxRenderedDepth = 64;
+
+Json escaped(const Json& j, int depth) {
+  if (j.is_string()) return model::escape_for_terminal(j.get_ref<const std::string&>());
+  if (!j.is_structured()) return j;
+  if (depth >= kMaxRenderedDepth) return nullptr;
+  Json out = j.is_array() ? Json::array() : Json::object();
+  if (j.is_array()) {
+    for (const auto& v : j)
+      out.push_back(escaped(v, depth + 1));
+  } else {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      out[model::escape_for_terminal(it.key())] = escaped(it.value(), depth + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
+Json escape_strings_for_terminal(const Json& j) {
+  return escaped(j, 0);
+}
+
 std::string dump_json(const Json& j) {
-  return j.dump(2, ' ', /*ensure_ascii=*/true);
+  // A string that reached us with ill-formed UTF-8 (a peer's host name, say)
+  // is written with U+FFFD in place of its bad bytes: it must never stop a
+  // summary from being written. The stores repair strings on the way in; this
+  // is the last line of defence.
+  return j.dump(2, ' ', /*ensure_ascii=*/true, Json::error_handler_t::replace);
 }
 
 }  // namespace traceml::report

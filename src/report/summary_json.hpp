@@ -29,7 +29,14 @@ Json summary_json(const analysis::Summary& s, const std::string& generated_at,
 /// Unix seconds → "2026-08-05T12:46:00.123456+00:00" (microseconds, UTC).
 std::string iso8601_utc(double unix_seconds);
 
-/// The JSON text of a file: 2-space indent, insertion order, non-ASCII escaped.
+/// The JSON text of a file: 2-space indent, insertion order, non-ASCII
+/// escaped; ill-formed UTF-8 in a string is written as U+FFFD, never a throw.
 std::string dump_json(const Json& j);
+
+/// A copy of `j` whose every string (keys too) went through
+/// model::escape_for_terminal: what a text renderer may print as is. The
+/// renderers start from it, so a summary's strings (host names, labels, a
+/// hand-edited file's anything) never put an ESC sequence on a terminal.
+Json escape_strings_for_terminal(const Json& j);
 
 }  // namespace traceml::report

@@ -92,6 +92,8 @@
 #include "analysis/h2d_advice.hpp"
 #include "analysis/number_format.hpp"
 #include "analysis/thresholds.hpp"
+#include "model/text.hpp"
+#include "report/summary_json.hpp"
 
 namespace traceml::report {
 namespace {
@@ -1304,7 +1306,8 @@ std::vector<std::string> run_lines(const Run& run) {
   return out;
 }
 
-std::string render_text(const nlohmann::ordered_json& summary, const TextOptions& opts) {
+std::string render_text(const nlohmann::ordered_json& untrusted, const TextOptions& opts) {
+  const Json summary = escape_strings_for_terminal(untrusted);
   const Painter p(opts.color);
   const Run run = read_run(summary);
   const Verdict verdict = read_verdict(run);
@@ -1391,7 +1394,7 @@ std::string summary_text(const nlohmann::ordered_json& summary) {
   if (summary.is_object()) {
     const auto it = summary.find("text");
     if (it != summary.end() && it->is_string() && !it->get<std::string>().empty())
-      return it->get<std::string>();
+      return model::escape_for_terminal(it->get<std::string>());
   }
   return render_text(summary);
 }

@@ -46,6 +46,11 @@ TEST(TerminalEscape, ControlCharactersBecomeVisible) {
   EXPECT_EQ(escape_for_terminal("cr\rlf"), "cr\\x0dlf");
 }
 
+TEST(TerminalEscape, OneLineEscapesNewlinesToo) {
+  EXPECT_EQ(escape_for_terminal("a\nb\tc", true), "a\\x0ab\tc");
+  EXPECT_EQ(escape_for_terminal("a\nb", false), "a\nb");
+}
+
 TEST(TerminalEscape, PrintableTextIsUnchanged) {
   EXPECT_EQ(escape_for_terminal("R1/N0 waits 39.9 ms\tok\n"), "R1/N0 waits 39.9 ms\tok\n");
   EXPECT_EQ(escape_for_terminal("├─ Input Wait ◀ 20x"), "├─ Input Wait ◀ 20x");
