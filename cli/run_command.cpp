@@ -1,7 +1,10 @@
 // traceml run [options] -- PROGRAM [ARGS...]: a torchrun for C++ binaries that
 // also hosts the collector (node 0) and writes the run's diagnosis at the end.
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -12,14 +15,18 @@
 #include "collector/finalize.hpp"
 #include "commands.hpp"
 #include "launcher/free_port.hpp"
+#include "launcher/interrupt_signals.hpp"
 #include "launcher/launch.hpp"
 #include "launcher/manifest.hpp"
 #include "launcher/program_path.hpp"
+#include "model/text.hpp"
 #include "report/atomic_file.hpp"
+#include "runtime/config.hpp"
 #include "store/run_db.hpp"
 #include "store/run_dir.hpp"
 #include "store/run_outcome.hpp"
 #include "transport/hello.hpp"
+#include "transport/record_codec.hpp"
 
 namespace traceml::cli {
 
@@ -53,22 +60,58 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-/// The checks of spec §1.1 that apply to us; a message to print, or none.
+// The ranges of the numeric options. Each bound says where a value stops
+// making sense (and, for durations, stays far from overflowing a wait).
+constexpr int kMaxProcPerNode = 1024;        // more processes than any node has cores
+constexpr double kMaxGraceSec = 3600.0;      // an hour between SIGTERM and SIGKILL
+constexpr double kMaxFinalizeSec = 86400.0;  // a day of waiting for the last telemetry
+constexpr std::int64_t kMaxTraceSteps = std::int64_t{1} << 62;
+
+std::string number_text(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.12g", v);
+  return buf;
+}
+
+/// "--flag must be in [lo, hi] unit (got v)" when v is outside or not a number.
+std::optional<std::string> out_of_range(const char* flag, double v, double lo, double hi,
+                                        const char* unit = "") {
+  if (v >= lo && v <= hi) return std::nullopt;  // false for NaN
+  return std::string(flag) + " must be in [" + number_text(lo) + ", " + number_text(hi) + "]" +
+         unit + " (got " + number_text(v) + ")";
+}
+
+/// The checks of spec §1.1 that apply to us, and a range for every number;
+/// a message to print, or none.
 std::optional<std::string> validate(const RunArgs& a) {
   if (a.command.empty())
     return "no program to run (usage: traceml run [options] -- PROGRAM [ARGS...])";
-  if (a.nproc_per_node < 1) return "--nproc-per-node must be >= 1";
-  if (a.nnodes < 1) return "--nnodes must be >= 1";
-  if (a.node_rank < 0) return "--node-rank must be >= 0";
+  const double max_world = double(runtime::kMaxWorldSize);
+  for (const auto& problem :
+       {out_of_range("--nproc-per-node", a.nproc_per_node, 1, kMaxProcPerNode),
+        out_of_range("--nnodes", a.nnodes, 1, max_world),
+        out_of_range("--node-rank", a.node_rank, 0, max_world - 1),
+        out_of_range("--master-port", a.master_port, 0, 65535),
+        out_of_range("--aggregator-port", a.aggregator_port, 0, 65535),
+        out_of_range("--finalize-timeout-sec", a.finalize_timeout_sec, 0.001, kMaxFinalizeSec,
+                     " seconds"),
+        out_of_range("--interval", a.interval, runtime::kMinIntervalSec, runtime::kMaxIntervalSec,
+                     " seconds"),
+        out_of_range("--grace-period-sec", a.grace_sec, 0, kMaxGraceSec, " seconds")}) {
+    if (problem) return problem;
+  }
+  if (a.trace_max_steps) {
+    if (auto p = out_of_range("--trace-max-steps", double(*a.trace_max_steps), 1,
+                              double(kMaxTraceSteps)))
+      return p;
+  }
+  if (std::int64_t(a.nnodes) * a.nproc_per_node > runtime::kMaxWorldSize)
+    return "--nnodes x --nproc-per-node must be at most " + std::to_string(runtime::kMaxWorldSize) +
+           " ranks (got " + std::to_string(a.nnodes) + " x " + std::to_string(a.nproc_per_node) +
+           ")";
   if (a.node_rank >= a.nnodes) return "--node-rank must be less than --nnodes";
   if (a.master_addr.empty()) return "--master-addr cannot be empty";
-  if (a.master_port < 0 || a.master_port > 65535) return "--master-port must be in 0..65535";
-  if (a.aggregator_port < 0 || a.aggregator_port > 65535)
-    return "--aggregator-port must be in 0..65535";
   if (a.mode != "summary") return "invalid mode '" + a.mode + "' (the only mode is 'summary')";
-  if (!(a.finalize_timeout_sec > 0)) return "--finalize-timeout-sec must be > 0";
-  if (!(a.interval > 0)) return "--interval must be > 0";
-  if (a.trace_max_steps && *a.trace_max_steps <= 0) return "--trace-max-steps must be > 0";
   if (!a.run_name.empty() && !std::regex_match(a.run_name, std::regex("^[A-Za-z0-9_.-]+$")))
     return "--run-name must be one path segment of letters, digits, '_', '.' or '-' (got '" +
            a.run_name + "')";
@@ -83,13 +126,21 @@ std::optional<std::string> validate(const RunArgs& a) {
   return std::nullopt;
 }
 
-/// A Slurm variable as a non-negative int; std::nullopt when unset or not one.
-std::optional<int> slurm_int(const char* name) {
+/// A Slurm variable as an int in [lo, kMaxWorldSize]; std::nullopt when
+/// unset. A set but unusable value is an error (`problem`), not ignored: the
+/// node count decides the world size every rank is told.
+std::optional<int> slurm_int(const char* name, int lo, std::string& problem) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return std::nullopt;
   char* end = nullptr;
+  errno = 0;
   const long n = std::strtol(v, &end, 10);
-  if (*end != '\0' || n < 0 || n > (1 << 24)) return std::nullopt;
+  if (errno != 0 || end == v || *end != '\0' || n < lo || n > runtime::kMaxWorldSize) {
+    problem = std::string(name) + "='" + model::escape_for_terminal(v) +
+              "' is not an integer in [" + std::to_string(lo) + ", " +
+              std::to_string(runtime::kMaxWorldSize) + "]; fix or unset it, or pass the flag";
+    return std::nullopt;
+  }
   return int(n);
 }
 
@@ -164,6 +215,9 @@ int run(RunArgs a) {
   std::string token;
   if (const char* env = std::getenv("TRACEML_RUN_TOKEN"); env != nullptr && *env != '\0') {
     token = env;
+    if (token.size() > transport::kMaxStringBytes)
+      return fail("TRACEML_RUN_TOKEN is " + std::to_string(token.size()) + " bytes; at most " +
+                  std::to_string(transport::kMaxStringBytes) + " are allowed");
   } else {
     token = a.nnodes > 1 ? "run:" + run_name : transport::random_run_token();
   }
@@ -216,8 +270,13 @@ int run(RunArgs a) {
     std::cerr << "traceml: tracing " << world << " rank(s) into " << run_dir.string() << "\n";
   const double started = unix_now();
   launcher::LaunchOutcome outcome;
+  // Held until the manifest is written: a hang-up or SIGTERM after the ranks
+  // ended must not cost the run its summary (it is written in well under the
+  // finalize timeout), and a closed terminal must not SIGPIPE us.
+  std::optional<launcher::InterruptSignals> signals;
   try {
-    outcome = launcher::launch_and_wait(plan);
+    signals.emplace();
+    outcome = launcher::launch_and_wait(plan, *signals);
   } catch (const launcher::LaunchError& e) {
     if (collector) collector->finish(std::chrono::steady_clock::now());
     collector.reset();
@@ -242,9 +301,14 @@ int run(RunArgs a) {
   const std::string db = (run_dir / store::kRunDbFileName).string();
   std::vector<std::string> artifacts = {store::kRunDbFileName};
   std::optional<std::int64_t> dropped;
+  if (collected.write_error)
+    warn(*collected.write_error + "; " + std::to_string(collected.records) +
+         " records were stored, telemetry that arrived later was lost");
+  bool summary_written = false;
   try {
     store::write_run_outcome(db, outcome_of(outcome));
     const report::FinalSummary f = collector::finalize_run(run_dir.string(), a.window);
+    summary_written = true;
     std::cout << f.text << "\n" << std::flush;
     const auto& total = f.json["tracer"]["records_dropped"];
     if (total.is_number_integer()) dropped = total.get<std::int64_t>();
@@ -273,7 +337,12 @@ int run(RunArgs a) {
   } catch (const std::exception& e) {
     warn(std::string("no manifest written: ") + e.what());
   }
-  std::cerr << "traceml: summary: " << (run_dir / "final_summary.txt").string() << "\n";
+  if (summary_written)
+    std::cerr << "traceml: summary: " << (run_dir / "final_summary.txt").string() << "\n";
+  for (int sig : signals->take()) {
+    warn(std::string(strsignal(sig)) + " arrived after the ranks ended; the summary was " +
+         "finished first");
+  }
   return outcome.exit_code;
 }
 
@@ -321,11 +390,16 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->callback([a, cmd, &action] {
     // Under Slurm (`srun traceml run ...`, one launcher per node) the node
     // count and this node's rank come from Slurm unless given.
+    std::string problem;
     if (cmd->count("--nnodes") == 0) {
-      if (const auto n = slurm_int("SLURM_NNODES")) a->nnodes = *n;
+      if (const auto n = slurm_int("SLURM_NNODES", 1, problem)) a->nnodes = *n;
     }
     if (cmd->count("--node-rank") == 0) {
-      if (const auto n = slurm_int("SLURM_NODEID")) a->node_rank = *n;
+      if (const auto n = slurm_int("SLURM_NODEID", 0, problem)) a->node_rank = *n;
+    }
+    if (!problem.empty()) {
+      action = [problem] { return fail(problem); };
+      return;
     }
     action = [a] { return run(*a); };
   });

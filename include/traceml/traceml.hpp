@@ -39,7 +39,8 @@ namespace traceml {
 struct Options {
   /// false: run untraced (every scope is a no-op). TRACEML_DISABLED=1 does the same.
   bool enabled = true;
-  /// Period of the process/system sampler, seconds (TRACEML_INTERVAL).
+  /// Period of the process/system sampler, seconds, in [0.01, 3600]
+  /// (TRACEML_INTERVAL); a value outside is reported once and not used.
   std::optional<double> sample_interval_sec;
   /// Record only the first N steps, then stop recording; training goes on
   /// (TRACEML_TRACE_MAX_STEPS).

@@ -13,7 +13,8 @@
 namespace traceml::launcher {
 namespace {
 
-constexpr std::array<int, 4> kCaught = {SIGINT, SIGTERM, SIGCHLD, SIGPIPE};
+constexpr std::array<int, 8> kCaught = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
+                                        SIGUSR1, SIGUSR2, SIGCHLD, SIGPIPE};
 
 std::atomic<bool> g_installed{false};
 std::atomic<int> g_write_fd{-1};
@@ -68,6 +69,10 @@ InterruptSignals::~InterruptSignals() {
   g_installed.store(false);
 }
 
+bool InterruptSignals::ends_run(int sig) {
+  return sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGQUIT;
+}
+
 std::vector<int> InterruptSignals::take() {
   std::vector<int> interrupts;
   std::array<unsigned char, 64> bytes{};
@@ -77,7 +82,7 @@ std::vector<int> InterruptSignals::take() {
     if (n <= 0) break;
     for (ssize_t i = 0; i < n; ++i) {
       const int sig = bytes[static_cast<std::size_t>(i)];
-      if (sig == SIGINT || sig == SIGTERM) interrupts.push_back(sig);
+      if (sig != SIGCHLD) interrupts.push_back(sig);
     }
   }
   return interrupts;

@@ -11,6 +11,7 @@
 
 #include "launcher/interrupt_signals.hpp"
 #include "launcher/line_relay.hpp"
+#include "launcher/output_keeper.hpp"
 #include "launcher/program_path.hpp"
 #include "launcher/rank_process.hpp"
 
@@ -117,10 +118,17 @@ void record_status(RankOutcome& outcome, int status) {
 
 class Launch {
  public:
-  explicit Launch(const LaunchPlan& plan) : plan_(plan), stdout_(1), stderr_(2) {}
+  Launch(const LaunchPlan& plan, InterruptSignals& interrupts)
+      : plan_(plan), stdout_(1), stderr_(2), interrupts_(interrupts) {}
 
   LaunchOutcome run(const std::string& path) {
     start_all(path);
+    std::vector<int> read_fds;
+    for (const auto& rank : ranks_) {
+      read_fds.push_back(rank.out.fd.get());
+      read_fds.push_back(rank.err.fd.get());
+    }
+    if (auto keeper = OutputKeeper::start(read_fds)) keeper_.emplace(std::move(*keeper));
     while (!finished())
       step();
     for (auto& rank : ranks_) {
@@ -240,6 +248,10 @@ class Launch {
   }
 
   void on_interrupt(int sig) {
+    if (!InterruptSignals::ends_run(sig)) {
+      forward(sig);
+      return;
+    }
     if (!result_.interrupt_signal) {
       result_.interrupt_signal = sig;
       signal_running(sig);
@@ -258,6 +270,13 @@ class Launch {
       if (!rank.running) continue;
       ::kill(-rank.pid, sig);
       rank.outcome.stopped_by_launcher = true;
+    }
+  }
+
+  /// Passes a notice signal on; how the ranks react is theirs to decide.
+  void forward(int sig) {
+    for (auto& rank : ranks_) {
+      if (rank.running) ::kill(-rank.pid, sig);
     }
   }
 
@@ -309,8 +328,11 @@ class Launch {
   const LaunchPlan& plan_;
   OutputSink stdout_;
   OutputSink stderr_;
-  InterruptSignals interrupts_;
+  InterruptSignals& interrupts_;
   std::vector<Rank> ranks_;
+  /// Declared after ranks_, so destroyed first: stopped once the launcher no
+  /// longer needs it, before the pipes it holds copies of are closed.
+  std::optional<OutputKeeper> keeper_;
   LaunchOutcome result_;
   std::optional<Clock::time_point> kill_at_;
   std::optional<Clock::time_point> drain_until_;
@@ -333,13 +355,18 @@ EnvVars torchrun_environment(const LaunchPlan& plan, int local_rank) {
   };
 }
 
-LaunchOutcome launch_and_wait(const LaunchPlan& plan) {
+LaunchOutcome launch_and_wait(const LaunchPlan& plan, InterruptSignals& interrupts) {
   validate(plan);
   const std::string path = resolve_program(plan.command.front());
+  Launch launch(plan, interrupts);
+  return launch.run(path);
+}
+
+LaunchOutcome launch_and_wait(const LaunchPlan& plan) {
   // Handlers go in before the first fork, so a Ctrl-C while ranks start is
   // forwarded rather than killing the launcher.
-  Launch launch(plan);
-  return launch.run(path);
+  InterruptSignals interrupts;
+  return launch_and_wait(plan, interrupts);
 }
 
 }  // namespace traceml::launcher

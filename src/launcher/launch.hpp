@@ -61,14 +61,22 @@ struct LaunchOutcome {
   /// succeeded); on interrupt with every rank at 0, 128 + the signal.
   int exit_code = 0;
   std::optional<int> first_failed_rank;  ///< global rank whose failure stopped the others
-  std::optional<int> interrupt_signal;   ///< SIGINT/SIGTERM received by the launcher
+  /// The first signal received by the launcher that asks the run to end
+  /// (SIGINT, SIGTERM, SIGHUP, SIGQUIT; see InterruptSignals::ends_run).
+  std::optional<int> interrupt_signal;
 };
 
+class InterruptSignals;
+
 /// Starts every local rank of `plan` and waits for all to end. While waiting:
-/// relays output; on SIGINT/SIGTERM to this process forwards the signal to the
-/// ranks (then SIGKILL after `grace`); when a rank exits non-zero or is killed,
-/// sends SIGTERM to the others (then SIGKILL after `grace`). Throws LaunchError
-/// before anything started when the program cannot be run.
+/// relays output; on SIGINT, SIGTERM, SIGHUP or SIGQUIT to this process
+/// forwards the signal to the ranks (then SIGKILL after `grace`); passes
+/// SIGUSR1/SIGUSR2 on and keeps waiting; when a rank exits non-zero or is
+/// killed, sends SIGTERM to the others (then SIGKILL after `grace`). Throws
+/// LaunchError before anything started when the program cannot be run.
 LaunchOutcome launch_and_wait(const LaunchPlan& plan);
+/// The same, with signal handling the caller owns: it can keep the launcher
+/// alive through signals after the ranks ended (while it writes the summary).
+LaunchOutcome launch_and_wait(const LaunchPlan& plan, InterruptSignals& interrupts);
 
 }  // namespace traceml::launcher

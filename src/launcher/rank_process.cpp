@@ -2,9 +2,11 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -39,6 +41,11 @@ Pipe make_pipe() {
     throw LaunchError("cannot create a pipe for a rank's output (too many open files?)");
   }
   return p;
+}
+
+unsigned long long inode_of(int fd) {
+  struct stat st {};
+  return ::fstat(fd, &st) == 0 ? static_cast<unsigned long long>(st.st_ino) : 0;
 }
 
 // Between fork and exec only async-signal-safe calls: another thread of the
@@ -80,9 +87,21 @@ Pipe make_pipe() {
 
 RankProcess spawn_rank(const std::string& path, const std::vector<std::string>& argv,
                        const std::vector<std::string>& env) {
+  Pipe out = make_pipe();
+  Pipe err = make_pipe();
+
   // Everything the child needs is built before fork (see exec_child).
   std::vector<std::string> argv_copy = argv;
   std::vector<std::string> env_copy = env;
+  // The rank's runtime guards exactly these pipes: if the launcher dies, it
+  // points them at /dev/null before the program's next write raises SIGPIPE
+  // (runtime/pipe_safety.hpp).
+  const std::string key = "TRACEML_LAUNCHER_PIPES=";
+  env_copy.erase(std::remove_if(env_copy.begin(), env_copy.end(),
+                                [&](const std::string& e) { return e.rfind(key, 0) == 0; }),
+                 env_copy.end());
+  env_copy.push_back(key + std::to_string(inode_of(out.write_end.get())) + "," +
+                     std::to_string(inode_of(err.write_end.get())));
   std::vector<char*> argv_ptrs;
   for (auto& a : argv_copy)
     argv_ptrs.push_back(a.data());
@@ -93,9 +112,6 @@ RankProcess spawn_rank(const std::string& path, const std::vector<std::string>& 
   env_ptrs.push_back(nullptr);
   const std::string exec_failed = "[TraceML] ERROR: cannot execute " + path + "\n";
   const long open_max = ::sysconf(_SC_OPEN_MAX) > 0 ? ::sysconf(_SC_OPEN_MAX) : 1024;
-
-  Pipe out = make_pipe();
-  Pipe err = make_pipe();
 
   // All signals stay blocked across fork, so that the child cannot run the
   // launcher's handlers (which write to the launcher's self-pipe) before it

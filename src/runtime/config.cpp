@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 namespace traceml::runtime {
@@ -34,6 +35,12 @@ std::optional<double> parse_double(const std::string& text) {
   return v;
 }
 
+std::string format_number(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.12g", v);
+  return buf;
+}
+
 class Reader {
  public:
   Reader(const EnvLookup& env, std::vector<std::string>& problems)
@@ -58,12 +65,14 @@ class Reader {
     if (v && v->empty()) return std::nullopt;
     return v;
   }
-  std::optional<double> positive(const char* name) {
+  /// A number in [lo, hi]; a set but unusable value is a problem.
+  std::optional<double> number(const char* name, double lo, double hi) {
     const auto raw = env_(name);
     if (!raw || raw->empty()) return std::nullopt;
     const auto v = parse_double(*raw);
-    if (v && *v > 0) return v;
-    problems_.push_back(std::string(name) + "='" + *raw + "' is not a positive number");
+    if (v && *v >= lo && *v <= hi) return v;
+    problems_.push_back(std::string(name) + "='" + *raw + "' is not a number in [" +
+                        format_number(lo) + ", " + format_number(hi) + "]");
     return std::nullopt;
   }
 
@@ -72,7 +81,7 @@ class Reader {
   std::vector<std::string>& problems_;
 };
 
-constexpr std::int64_t kMaxRank = 1 << 24;
+constexpr std::int64_t kMaxRank = kMaxWorldSize;
 
 }  // namespace
 
@@ -118,10 +127,17 @@ Config resolve_config(const Options& options, const EnvLookup& env, const std::s
     c.strategy = *id.world_size > 1 ? "ddp" : "single_process";
   }
 
-  if (options.sample_interval_sec && *options.sample_interval_sec > 0) {
-    c.interval_sec = *options.sample_interval_sec;
-  } else if (auto v = r.positive("TRACEML_INTERVAL")) {
-    c.interval_sec = *v;
+  const auto interval_ok = [](double v) { return v >= kMinIntervalSec && v <= kMaxIntervalSec; };
+  const std::optional<double> given = options.sample_interval_sec;
+  if (given && interval_ok(*given)) {
+    c.interval_sec = *given;
+  } else {
+    if (given)
+      c.problems.push_back("Options::sample_interval_sec=" + format_number(*given) +
+                           " is not in [" + format_number(kMinIntervalSec) + ", " +
+                           format_number(kMaxIntervalSec) + "] seconds");
+    if (auto v = r.number("TRACEML_INTERVAL", kMinIntervalSec, kMaxIntervalSec))
+      c.interval_sec = *v;
   }
   if (options.trace_max_steps && *options.trace_max_steps > 0) {
     c.max_steps = options.trace_max_steps;
@@ -137,6 +153,7 @@ Config resolve_config(const Options& options, const EnvLookup& env, const std::s
   c.token = r.text("TRACEML_RUN_TOKEN").value_or("");
   c.logs_dir = options.logs_dir ? *options.logs_dir : r.text("TRACEML_LOGS_DIR").value_or("logs");
   c.run_name = options.run_name ? options.run_name : r.text("TRACEML_SESSION_ID");
+  c.launcher_pipes = r.text("TRACEML_LAUNCHER_PIPES").value_or("");
   return c;
 }
 

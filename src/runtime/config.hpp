@@ -21,6 +21,13 @@ EnvLookup process_env();
 
 /// Default period of the process/system sampler (DECISIONS 8).
 inline constexpr double kDefaultIntervalSec = 1.0;
+/// The sampler period's allowed range: below 10 ms the sampler's own /proc
+/// reads start to cost a visible share of a core; above an hour a run gets no
+/// sample at all. Beyond it a waited-for duration would overflow.
+inline constexpr double kMinIntervalSec = 0.01;
+inline constexpr double kMaxIntervalSec = 3600.0;
+/// The largest rank number (and world size) traceml accepts anywhere.
+inline constexpr std::int64_t kMaxWorldSize = std::int64_t{1} << 24;
 
 struct Config {
   bool enabled = true;
@@ -35,6 +42,9 @@ struct Config {
   /// Standalone mode: where the run directory goes.
   std::string logs_dir = "logs";
   std::optional<std::string> run_name;
+  /// TRACEML_LAUNCHER_PIPES: the inodes of the pipes `traceml run` gave this
+  /// rank as stdout and stderr (runtime/pipe_safety.hpp); empty otherwise.
+  std::string launcher_pipes;
   /// Values that were set but could not be used, one line each; the runtime
   /// prints them (as one warning) and falls back to the default.
   std::vector<std::string> problems;

@@ -21,6 +21,7 @@
 #include "runtime/gpu_clock.hpp"
 #include "runtime/hot_path.hpp"
 #include "runtime/overhead.hpp"
+#include "runtime/pipe_safety.hpp"
 #include "runtime/proc_sampler.hpp"
 #include "runtime/registry.hpp"
 #include "runtime/sender.hpp"
@@ -112,7 +113,7 @@ ThreadRecorder* recorder() noexcept {
 }
 
 void warn(const std::string& message) {
-  std::fprintf(stderr, "traceml: warning: %s\n", message.c_str());
+  write_stderr_line("traceml: warning: " + message);
 }
 
 std::string host_name() {
@@ -142,6 +143,14 @@ class Runtime {
     s.on_first_failure = [](const std::string& why) {
       warn(why + "; training continues, telemetry is dropped");
     };
+    s.on_tick = [guard = OrphanedOutputGuard(config_.launcher_pipes)]() mutable {
+      if (guard.check()) {
+        // Nobody reads the launcher's pipes any more: say so where it can
+        // still be seen (the line itself goes to /dev/null when stderr was one).
+        write_stderr_line(
+            "traceml: warning: the launcher is gone; this rank's output is discarded");
+      }
+    };
     s.gpu_clock = start_gpu_clock();
     s.activity = cupti_.get();
     const std::string strategy = config_.strategy;
@@ -154,7 +163,10 @@ class Runtime {
       return t;
     });
     sender_->start();
-    sampler_ = std::thread([this] { sample_loop(); });
+    sampler_ = std::thread([this] {
+      block_sigpipe_in_this_thread();
+      sample_loop();
+    });
   }
 
   /// Finds CUDA (dlopen) and makes the process's GPU clock, once; says on
@@ -170,8 +182,8 @@ class Runtime {
       return clock;
     }
     if (config_.identity.local_rank.value_or(0) == 0)
-      std::fprintf(stderr, "traceml: using the CPU clock (%s)\n",
-                   cuda.api ? "no CUDA device" : cuda.reason.c_str());
+      write_stderr_line(std::string("traceml: using the CPU clock (") +
+                        (cuda.api ? "no CUDA device" : cuda.reason) + ")");
     return nullptr;
   }
 
@@ -183,7 +195,7 @@ class Runtime {
     std::string why;
     cupti_ = CuptiStage::start(why);
     if (!cupti_ && config_.identity.local_rank.value_or(0) == 0)
-      std::fprintf(stderr, "traceml: no GPU activity records (%s)\n", why.c_str());
+      write_stderr_line("traceml: no GPU activity records (" + why + ")");
   }
 
   void stop() {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "runtime/pipe_safety.hpp"
 #include "transport/frame.hpp"
 #include "transport/hello.hpp"
 #include "transport/record_codec.hpp"
@@ -43,7 +44,10 @@ Sender::~Sender() {
 }
 
 void Sender::start() {
-  thread_ = std::thread([this] { loop(); });
+  thread_ = std::thread([this] {
+    block_sigpipe_in_this_thread();
+    loop();
+  });
 }
 
 void Sender::stop(Clock::time_point deadline) {
@@ -176,6 +180,7 @@ void Sender::loop() {
       cv_.wait_for(lock, settings_.flush_interval, [this] { return stopping_; });
       if (stopping_) break;
     }
+    if (settings_.on_tick) settings_.on_tick();
     collect();
     if (ensure_connected(Clock::now(), false)) flush(settings_.send_timeout);
   }

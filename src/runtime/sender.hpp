@@ -42,6 +42,9 @@ struct SenderSettings {
   /// Called once, on the sender thread, the first time the collector cannot
   /// be reached or the connection breaks (the runtime prints one warning).
   std::function<void(const std::string&)> on_first_failure;
+  /// Called on the sender thread every flush interval (the runtime watches
+  /// for a dead launcher's pipes there).
+  std::function<void()> on_tick;
   /// The calibrated cost of one scope (overhead.hpp); with the scopes each
   /// step used it gives the rank's tracer cost per step.
   std::optional<double> ns_per_scope;

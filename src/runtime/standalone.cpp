@@ -7,6 +7,7 @@
 
 #include "collector/collector.hpp"
 #include "collector/finalize.hpp"
+#include "runtime/pipe_safety.hpp"
 #include "store/run_dir.hpp"
 #include "transport/hello.hpp"
 
@@ -65,10 +66,10 @@ void Standalone::finish(std::chrono::steady_clock::time_point deadline) {
       verdict = p["status"].get<std::string>();
     if (p.is_object() && p.contains("summary") && p["summary"].is_string())
       verdict += ": " + p["summary"].get<std::string>();
-    std::fprintf(stderr, "traceml: %s\ntraceml: summary written to %s/final_summary.txt\n",
-                 verdict.c_str(), run_dir_.c_str());
+    write_stderr_line("traceml: " + verdict);
+    write_stderr_line("traceml: summary written to " + run_dir_ + "/final_summary.txt");
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "traceml: warning: no summary written: %s\n", e.what());
+    write_stderr_line(std::string("traceml: warning: no summary written: ") + e.what());
   }
 }
 

@@ -24,7 +24,7 @@ ProcessResult traceml(std::vector<std::string> args) {
 
 TEST(RunCli, InvalidInvocationsAreOneLineErrors) {
   expect_one_error_line(traceml({"run", "--nproc-per-node", "0", "--", "/bin/true"}),
-                        "--nproc-per-node must be >= 1");
+                        "--nproc-per-node must be in [1, 1024] (got 0)");
   expect_one_error_line(
       traceml({"run", "--nnodes", "2", "--node-rank", "2", "--run-name", "x", "--", "/bin/true"}),
       "--node-rank must be less than --nnodes");
@@ -38,9 +38,62 @@ TEST(RunCli, InvalidInvocationsAreOneLineErrors) {
   expect_one_error_line(traceml({"run", "--mode", "dashboard", "--", "/bin/true"}),
                         "invalid mode 'dashboard'");
   expect_one_error_line(traceml({"run", "--trace-max-steps", "0", "--", "/bin/true"}),
-                        "--trace-max-steps must be > 0");
+                        "--trace-max-steps must be in [1, ");
   expect_one_error_line(traceml({"run", "--master-addr", "", "--", "/bin/true"}),
                         "--master-addr cannot be empty");
+}
+
+TEST(RunCli, EveryNumberHasARangeCheckedBeforeAnythingStarts) {
+  // Each of these was once accepted with exit 0: an interval that overflowed
+  // the sampler's wait (it spun inside the training process), a grace period
+  // that meant SIGKILL at once, a world size that wrapped to a negative int.
+  TempDir dir;
+  const std::string marker = (dir.path() / "ran").string();
+  const std::vector<std::string> program = {"--", "/bin/sh", "-c", "touch " + marker};
+  struct Case {
+    std::vector<std::string> flags;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {{"--interval", "1e10"}, "--interval must be in [0.01, 3600] seconds (got 10000000000)"},
+      {{"--interval", "0"}, "--interval must be in [0.01, 3600] seconds (got 0)"},
+      {{"--interval", "nan"}, "--interval must be in [0.01, 3600] seconds (got nan)"},
+      {{"--grace-period-sec", "nan"}, "--grace-period-sec must be in [0, 3600] seconds (got nan)"},
+      {{"--grace-period-sec", "-5"}, "--grace-period-sec must be in [0, 3600] seconds (got -5)"},
+      {{"--grace-period-sec", "1e300"}, "--grace-period-sec must be in [0, 3600] seconds"},
+      {{"--finalize-timeout-sec", "inf"}, "--finalize-timeout-sec must be in [0.001, 86400]"},
+      {{"--finalize-timeout-sec", "0"}, "--finalize-timeout-sec must be in [0.001, 86400]"},
+      {{"--nnodes", "1073741824", "--nproc-per-node", "2", "--run-name", "x"},
+       "--nnodes must be in [1, 16777216] (got 1073741824)"},
+      {{"--nnodes", "65536", "--nproc-per-node", "1024", "--run-name", "x"},
+       "--nnodes x --nproc-per-node must be at most 16777216 ranks (got 65536 x 1024)"},
+      {{"--nproc-per-node", "100000"}, "--nproc-per-node must be in [1, 1024]"},
+      {{"--master-port", "65536"}, "--master-port must be in [0, 65535] (got 65536)"},
+      {{"--aggregator-port", "-1"}, "--aggregator-port must be in [0, 65535] (got -1)"},
+      {{"--summary-window-rows", "0"}, "--summary-window-rows"},
+      {{"--trace-max-steps", "-3"}, "--trace-max-steps must be in [1, "},
+  };
+  for (const auto& c : cases) {
+    std::vector<std::string> args = {"run", "--logs-dir", dir.path().string()};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    args.insert(args.end(), program.begin(), program.end());
+    SCOPED_TRACE(c.flags.front() + " " + c.flags[1]);
+    expect_one_error_line(traceml(args), c.message);
+    EXPECT_FALSE(fs::exists(marker)) << "the program ran";
+  }
+  EXPECT_TRUE(fs::is_empty(dir.path())) << "a run directory was left behind";
+}
+
+TEST(RunCli, UnusableEnvironmentValuesAreErrorsNotIgnored) {
+  expect_one_error_line(
+      run_process({"/usr/bin/env", "SLURM_NNODES=two", kCli, "run", "--", "/bin/true"}),
+      "SLURM_NNODES='two' is not an integer in [1, 16777216]");
+  expect_one_error_line(
+      run_process({"/usr/bin/env", "SLURM_NODEID=-1", kCli, "run", "--", "/bin/true"}),
+      "SLURM_NODEID='-1' is not an integer in [0, 16777216]");
+  expect_one_error_line(run_process({"/usr/bin/env", "TRACEML_RUN_TOKEN=" + std::string(2000, 't'),
+                                     kCli, "run", "--aggregator-port", "0", "--", "/bin/true"}),
+                        "TRACEML_RUN_TOKEN is 2000 bytes; at most 1024 are allowed");
 }
 
 TEST(RunCli, SlurmSuppliesTheNodeCountUnlessGiven) {

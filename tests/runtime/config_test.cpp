@@ -138,7 +138,32 @@ TEST(Config, UnusableValuesAreReportedAndFallBack) {
   EXPECT_FALSE(c.max_steps);
   ASSERT_EQ(c.problems.size(), 4u);
   EXPECT_EQ(c.problems[0], "RANK='two' is not an integer in [0, 16777216]");
-  EXPECT_EQ(c.problems[1], "TRACEML_INTERVAL='-1' is not a positive number");
+  EXPECT_EQ(c.problems[1], "TRACEML_INTERVAL='-1' is not a number in [0.01, 3600]");
+}
+
+TEST(Config, IntervalOutsideItsRangeIsRefusedFromEitherSource) {
+  // 1e10 s once overflowed the sampler's wait and made it spin inside the
+  // training process; 0.001 s would cost a visible share of a core.
+  for (const char* bad : {"1e10", "0.001", "nan", "inf", "1e400"}) {
+    const Config c = resolve_config({}, env_of({{"TRACEML_INTERVAL", bad}}), "h");
+    EXPECT_DOUBLE_EQ(c.interval_sec, kDefaultIntervalSec) << bad;
+    ASSERT_EQ(c.problems.size(), 1u) << bad;
+  }
+  Options o;
+  o.sample_interval_sec = 1e10;
+  const Config c = resolve_config(o, env_of({{"TRACEML_INTERVAL", "0.5"}}), "h");
+  EXPECT_DOUBLE_EQ(c.interval_sec, 0.5);  // the environment's valid value, not the bad option
+  ASSERT_EQ(c.problems.size(), 1u);
+  EXPECT_EQ(c.problems[0],
+            "Options::sample_interval_sec=10000000000 is not in [0.01, 3600] seconds");
+  o.sample_interval_sec = 3600;
+  EXPECT_DOUBLE_EQ(resolve_config(o, env_of({}), "h").interval_sec, 3600.0);
+}
+
+TEST(Config, LauncherPipesComeFromTheLauncher) {
+  EXPECT_EQ(resolve_config({}, env_of({}), "h").launcher_pipes, "");
+  EXPECT_EQ(resolve_config({}, env_of({{"TRACEML_LAUNCHER_PIPES", "12,13"}}), "h").launcher_pipes,
+            "12,13");
 }
 
 }  // namespace
