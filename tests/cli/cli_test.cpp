@@ -172,6 +172,25 @@ TEST_F(Cli, ViewRendersASummaryWithoutText) {
   EXPECT_NE(v.out.find("Verdict: INPUT-BOUND  (CRITICAL)"), std::string::npos) << v.out;
 }
 
+TEST_F(Cli, ViewNeverPassesControlCharactersToTheTerminal) {
+  // A summary's strings are data: an ESC sequence (here "clear screen" and a
+  // title change), a NUL, a C1 CSI in a stored text or in a section rendered
+  // from JSON reach the terminal as visible escapes.
+  const fs::path stored = write(
+      "t.json",
+      R"({"schema_version": 1.7, "text": "Verdict \u001b[2J\u001b]0;pwned\u0007 ok\u0000 \u009b"})");
+  auto v = run_process({kCli, "view", stored.string()});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_EQ(v.out, "Verdict \\x1b[2J\\x1b]0;pwned\\x07 ok\\x00 \\u009b\n");
+  const fs::path rendered = write("r.json", R"({"schema_version": 1.7, "primary_diagnosis": {"kind":
+      "INPUT_BOUND", "status": "INPUT-BOUND\u001b[31m", "severity": "crit", "section": "step_time",
+      "summary": "host \u001b[2J evil", "action": "x"}})");
+  v = run_process({kCli, "view", rendered.string()});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_EQ(v.out.find('\x1b'), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("host \\x1b[2J evil"), std::string::npos) << v.out;
+}
+
 TEST_F(Cli, ViewErrors) {
   expect_one_error_line(run_process({kCli, "view", (dir_.path() / "none.json").string()}),
                         "none.json");
