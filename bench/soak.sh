@@ -97,8 +97,8 @@ if [ "$rc" -ne 130 ]; then
   tail -n 20 "$work/err.log" >&2
   exit 2
 fi
-steps="$(grep -o '"steps_recorded": [0-9]*' "$work/logs/soak/final_summary.json" | head -n 1 |
-  grep -o '[0-9]*$' || echo '?')"
+steps="$(grep -o '"training_total_steps": [0-9]*' "$work/logs/soak/final_summary.json" |
+  head -n 1 | grep -o '[0-9]*$' || echo '?')"
 
 # Medians of the first and last quarter of the samples after the warm-up.
 awk -v warmup="$warmup" -v max="$max_growth_mb" -v steps="$steps" '
