@@ -252,9 +252,15 @@ class JsonLine {
         const std::size_t element = innermost ? level.children : level.children - 1;
         path += "[" + std::to_string(element) + "]";
       } else {
-        const Node& member = nodes_[level.last_child];
-        const std::size_t begin = innermost ? pending_key_begin_ : member.key_begin;
-        const std::size_t size = innermost ? pending_key_size_ : member.key_size;
+        // The innermost object may have no member yet (last_child is kNone):
+        // its pending key is the name; only outer levels look at a child.
+        std::size_t begin = pending_key_begin_;
+        std::size_t size = pending_key_size_;
+        if (!innermost) {
+          const Node& member = nodes_[level.last_child];
+          begin = member.key_begin;
+          size = member.key_size;
+        }
         if (!path.empty()) path += '.';
         path.append(text_, begin, size);
       }

@@ -637,6 +637,21 @@ TEST(JsonlReaderErrorTest, NegativeOrNonFiniteNumbers) {
   EXPECT_EQ(error_of(with_run("1e999")), "t.jsonl:2: number out of range, got 1e999");
 }
 
+TEST(JsonlReaderErrorTest, NumberOverflowIsNamedByItsPathAtEveryDepth) {
+  // An overflow as the first member of an object used to index the node list
+  // with its "no node" marker while the path was built (undefined behaviour,
+  // seen with UBSan on exactly this line).
+  EXPECT_EQ(error_of(with_run(R"({"a":1e999})")),
+            "t.jsonl:2: 'a' must be a finite number, got 1e999");
+  EXPECT_EQ(error_of(with_run(R"({"type":"x","a":{"b":1e999}})")),
+            "t.jsonl:2: 'a.b' must be a finite number, got 1e999");
+  EXPECT_EQ(error_of(with_run(R"({"a":[1e999]})")),
+            "t.jsonl:2: 'a[0]' must be a finite number, got 1e999");
+  EXPECT_EQ(error_of(with_run(R"({"a":[1,{"b":[{},{"c":-1e999}]}]})")),
+            "t.jsonl:2: 'a[1].b[1].c' must be a finite number, got -1e999");
+  EXPECT_EQ(error_of(with_run("[1e999]")), "t.jsonl:2: '[0]' must be a finite number, got 1e999");
+}
+
 TEST(JsonlReaderErrorTest, RanksAndCounts) {
   EXPECT_EQ(error_of(with_run(R"({"type":"rank","global_rank":-1})")),
             "t.jsonl:2: 'global_rank' must be an integer >= 0, got -1");
