@@ -15,6 +15,7 @@
 #include <utility>
 #include <variant>
 
+#include "model/record_checks.hpp"
 #include "store/run_db.hpp"
 #include "transport/record_codec.hpp"
 #include "transport/tcp_server.hpp"
@@ -45,74 +46,23 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
-// ---- value checks: the codec checks layout, these check meaning ----
-
-bool good(double v) {
-  return std::isfinite(v) && v >= 0.0;
-}
-bool good(const std::optional<double>& v) {
-  return !v || good(*v);
-}
-bool good_finite(const std::optional<double>& v) {
-  return !v || std::isfinite(*v);
-}
-bool good(const std::optional<int>& v) {
-  return !v || *v >= 0;
-}
+// ---- value checks: the codec checks layout, model::check_* (shared with the
+// JSONL and run-database readers) check meaning ----
 
 bool valid_step(const model::StepRecord& r) {
-  if (r.step < 1 || !good(r.ts)) return false;
-  const unsigned cpu = r.events.cpu_mask();
-  const unsigned gpu = r.events.gpu_mask();
-  for (std::size_t e = 0; e < model::kEventCount; ++e) {
-    if (((cpu >> e) & 1u) != 0 && !good(r.events.cpu_values()[e])) return false;
-    if (((gpu >> e) & 1u) != 0 && !good(r.events.gpu_values()[e])) return false;
-  }
-  if (const auto& a = r.gpu_activity) {
-    // Pageable copies are a subset of all copies; more would make every share
-    // computed from them exceed 1.
-    if (!good(a->h2d_ms) || !good(a->h2d_bytes) || !good(a->h2d_pageable_bytes) ||
-        !good(a->collective_ms) || !good(a->busy_ms) || a->h2d_copies < 0 ||
-        a->h2d_pageable_copies < 0 || a->h2d_pageable_copies > a->h2d_copies ||
-        a->h2d_pageable_bytes > a->h2d_bytes) {
-      return false;
-    }
-  }
-  return true;
+  return !model::check_step(r);
 }
-
 bool valid_step_memory(const model::StepMemoryRecord& r) {
-  return r.step >= 1 && good(r.peak_allocated_bytes) && good(r.peak_reserved_bytes);
+  return !model::check_step_memory(r);
 }
-
 bool valid_system(const model::SystemSample& s) {
-  if (s.node_rank < 0 || !good(s.ts) || !good(s.cpu_percent) || !good(s.ram_used_bytes) ||
-      !good(s.ram_total_bytes))
-    return false;
-  for (const auto& g : s.gpus) {
-    // A temperature may be below zero in principle; it only has to be a number.
-    if (g.index < 0 || !good(g.util_percent) || !good(g.mem_used_bytes) ||
-        !good(g.mem_total_bytes) || !good_finite(g.temperature_c) || !good(g.power_w) ||
-        !good(g.power_limit_w))
-      return false;
-  }
-  return true;
+  return !model::check_system(s);
 }
-
 bool valid_process(const model::ProcessSample& s) {
-  if (!good(s.ts) || !good(s.cpu_percent) || !good(s.cpu_cores) || !good(s.rss_bytes) ||
-      !good(s.ram_total_bytes))
-    return false;
-  if (!s.gpu) return true;
-  return good(s.gpu->device) && good(s.gpu->allocated_bytes) && good(s.gpu->reserved_bytes) &&
-         good(s.gpu->total_bytes);
+  return !model::check_process(s);
 }
-
 bool valid_tracer_stats(const model::TracerStats& s) {
-  const bool gpu_ok = !s.gpu || (s.gpu->device >= 0 && s.gpu->steps_resolved >= 0 &&
-                                 s.gpu->steps_unresolved >= 0 && s.gpu->scopes_skipped >= 0);
-  return s.pid >= 0 && s.steps_recorded >= 0 && s.records_sent >= 0 && s.records_dropped >= 0 &&
-         good(s.overhead_ns_per_step) && gpu_ok && s.activity_lost.value_or(0) >= 0;
+  return !model::check_tracer_stats(s);
 }
 
 }  // namespace

@@ -117,6 +117,8 @@ report::Json tracer_block(const store::RunData& data) {
   j["records_received"] = received;
   j["records_dropped"] = dropped;
   j["rejected_connections"] = static_cast<std::int64_t>(data.rejected.size());
+  // Only when the reader had to repair text (an added key, absent otherwise).
+  if (data.strings_repaired > 0) j["strings_repaired"] = data.strings_repaired;
   return j;
 }
 

@@ -1301,6 +1301,9 @@ std::vector<std::string> run_lines(const Run& run) {
     }
     if (activity_lost > 0)
       parts.push_back(std::to_string(activity_lost) + " GPU activity records lost");
+    if (const auto repaired = integer(child(t, "strings_repaired")); repaired && *repaired > 0)
+      parts.push_back(std::to_string(*repaired) +
+                      " strings repaired (invalid UTF-8 or over 1024 bytes)");
     if (!parts.empty()) out.push_back("Tracer: " + join(parts, " · "));
   }
   return out;

@@ -14,18 +14,21 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/record_checks.hpp"
+#include "model/text.hpp"
+
 namespace traceml::store {
 
 namespace {
 
 using model::Event;
 
-// Files are read in chunks this large: big enough that a read costs nothing per
-// line, small enough that a multi-gigabyte file never sits in memory at once.
-constexpr std::size_t kChunkBytes = std::size_t{1} << 20;
 constexpr std::size_t kNone = std::numeric_limits<std::size_t>::max();
 // Quoted strings in messages are cut to this many bytes.
 constexpr std::size_t kMaxQuotedChars = 60;
+// Unknown record types (and unknown event names) named in warnings; the rest
+// are counted in one line.
+constexpr std::size_t kNamedUnknowns = 5;
 
 const char* const kHeaderProblem =
     "first line must be a {\"type\":\"run\",...} header (format \"traceml-telemetry\", version 1)";
@@ -72,6 +75,8 @@ struct Node {
 
 // Nesting deeper than this is left to nlohmann, which does not recurse.
 constexpr int kMaxFastDepth = 32;
+static_assert(static_cast<std::size_t>(kMaxFastDepth) < kMaxNestingDepth,
+              "the fast parser gives up before the limit");
 
 bool is_json_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r';
@@ -79,6 +84,8 @@ bool is_json_space(char c) {
 bool is_digit(char c) {
   return c >= '0' && c <= '9';
 }
+
+std::string printable(std::string_view s);
 
 class JsonLine {
  public:
@@ -120,9 +127,9 @@ class JsonLine {
   }
   bool string(Json::string_t& value) { return add_string(copy_text(value), value.size()); }
   bool binary(Json::binary_t& /*value*/) { return true; }  // text JSON never has binary
-  bool start_object(std::size_t /*elements*/) { return open(Kind::Object); }
+  bool start_object(std::size_t /*elements*/) { return open_within_limit(Kind::Object); }
   bool end_object() { return close(); }
-  bool start_array(std::size_t /*elements*/) { return open(Kind::Array); }
+  bool start_array(std::size_t /*elements*/) { return open_within_limit(Kind::Array); }
   bool end_array() { return close(); }
   bool key(Json::string_t& name) {
     pending_key_begin_ = copy_text(name);
@@ -134,12 +141,15 @@ class JsonLine {
     if (ex.id == 406) {
       // nlohmann refuses numbers that overflow a double; name the field they were for.
       const std::string path = pending_path();
-      error_ = path.empty() ? "number out of range, got " + last_token
-                            : "'" + path + "' must be a finite number, got " + last_token;
+      error_ =
+          printable(path.empty() ? "number out of range, got " + last_token
+                                 : "'" + path + "' must be a finite number, got " + last_token);
       return false;
     }
     // ex.what() reads "[json.exception.parse_error.101] parse error at line 1, column 5: detail".
-    const std::string what = ex.what();
+    // The detail quotes the line's bytes ("last read: ..."): ill-formed UTF-8
+    // and C1 controls among them must not reach a terminal (printable()).
+    const std::string what = printable(ex.what());
     const auto column = what.find("column ");
     const auto colon = column == std::string::npos ? column : what.find(": ", column);
     if (colon == std::string::npos) {
@@ -209,7 +219,7 @@ class JsonLine {
   bool open(Kind kind) {
     Node n;
     n.kind = kind;
-    add(n);
+    if (!add(n)) return false;
     open_.push_back(Open{nodes_.size() - 1, kNone, 0});
     return true;
   }
@@ -219,8 +229,27 @@ class JsonLine {
     return true;
   }
 
+  /// SAX path: refuses a level beyond kMaxNestingDepth before storing it, so
+  /// that a line of a million '[' costs a few kilobytes, not a node per '['.
+  /// Returning false stops nlohmann's parser; error_ says why.
+  bool open_within_limit(Kind kind) {
+    if (open_.size() >= kMaxNestingDepth) {
+      error_ = "nesting deeper than " + std::to_string(kMaxNestingDepth) +
+               " levels (records of this format nest 3 levels)";
+      return false;
+    }
+    return open(kind);
+  }
+
+  /// Stores one value; false (error_ set) beyond kMaxLineValues, so that a
+  /// line's tree stays a few megabytes whatever the line holds.
   bool add(Node n) {
     const std::size_t index = nodes_.size();
+    if (index >= kMaxLineValues) {
+      error_ = "more than " + std::to_string(kMaxLineValues) +
+               " values on one line (a record holds a few dozen)";
+      return false;
+    }
     if (!open_.empty()) {
       Open& parent = open_.back();
       if (nodes_[parent.node].kind == Kind::Object) {
@@ -252,9 +281,15 @@ class JsonLine {
         const std::size_t element = innermost ? level.children : level.children - 1;
         path += "[" + std::to_string(element) + "]";
       } else {
-        const Node& member = nodes_[level.last_child];
-        const std::size_t begin = innermost ? pending_key_begin_ : member.key_begin;
-        const std::size_t size = innermost ? pending_key_size_ : member.key_size;
+        // The innermost object may have no member yet (last_child is kNone):
+        // its pending key is the name; only outer levels look at a child.
+        std::size_t begin = pending_key_begin_;
+        std::size_t size = pending_key_size_;
+        if (!innermost) {
+          const Node& member = nodes_[level.last_child];
+          begin = member.key_begin;
+          size = member.key_size;
+        }
         if (!path.empty()) path += '.';
         path.append(text_, begin, size);
       }
@@ -352,7 +387,7 @@ class JsonLine {
     switch (*p) {
       case '{': {
         if (depth >= kMaxFastDepth) return false;
-        open(Kind::Object);
+        if (!open(Kind::Object)) return false;
         ++p;
         skip_space(p, end);
         if (p != end && *p == '}') {
@@ -380,7 +415,7 @@ class JsonLine {
       }
       case '[': {
         if (depth >= kMaxFastDepth) return false;
-        open(Kind::Array);
+        if (!open(Kind::Array)) return false;
         ++p;
         skip_space(p, end);
         if (p != end && *p == ']') {
@@ -428,8 +463,10 @@ class JsonLine {
 // ---------------------------------------------------------------------------
 // Values and messages.
 
-/// `s` made safe for a one-line message: control characters (which an escaped
-/// JSON string can hold) are written as JSON escapes.
+/// `s` made safe for a one-line message on a terminal: C0 controls and DEL
+/// (which an escaped JSON string can hold; newline and tab included) are
+/// written as JSON escapes, then the C1 controls (U+0080..U+009F, which a
+/// terminal may obey) and any ill-formed UTF-8 by model::escape_for_terminal.
 std::string printable(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -444,13 +481,17 @@ std::string printable(std::string_view s) {
       out += c;
     }
   }
-  return out;
+  return model::escape_for_terminal(out);
+}
+
+/// `s` for a message, printable and cut so that one bad line cannot flood stderr.
+std::string shown(std::string_view s) {
+  if (s.size() > kMaxQuotedChars) return printable(s.substr(0, kMaxQuotedChars)) + "...";
+  return printable(s);
 }
 
 std::string quoted(std::string_view s) {
-  // Cut long strings so that one bad line cannot flood stderr.
-  if (s.size() > kMaxQuotedChars) return "\"" + printable(s.substr(0, kMaxQuotedChars)) + "...\"";
-  return "\"" + printable(s) + "\"";
+  return "\"" + shown(s) + "\"";
 }
 
 /// How a value reads after "got " in a message.
@@ -529,7 +570,11 @@ struct Scope {
   }
 };
 
-/// Typed, validated access to the members of one JSON object of the line.
+/// Typed access to the members of one JSON object of the line. Fields checks
+/// that a value has the right JSON type and fits the model's C++ type; what
+/// values a record may hold is model::check_*'s decision (model/record_checks),
+/// shared with the collector and the run-database reader. The rules named in
+/// type messages ("an integer >= 0") are the ones those checks apply.
 class Fields {
  public:
   Fields(const JsonLine& line, std::size_t object, std::string_view record, Scope scope = {})
@@ -558,21 +603,29 @@ class Fields {
     fail("missing required key '" + label(key) + "' in a " + std::string(record_) + " line");
   }
 
-  /// A duration, byte count, percent or timestamp: finite and >= 0; null or absent
-  /// mean "not measured".
+  /// A duration, byte count, percent or timestamp (finite and >= 0); null or
+  /// absent mean "not measured".
   [[nodiscard]] std::optional<double> amount(std::string_view key) const {
     const Node* n = find(key);
     if (n == nullptr || n->kind == Kind::Null) return std::nullopt;
-    return checked_amount(key, *n);
+    return checked_number(key, *n, "a finite number >= 0");
   }
 
   [[nodiscard]] double required_amount(std::string_view key) const {
     const Node* n = find(key);
     if (n == nullptr) missing(key);
-    return checked_amount(key, *n);
+    return checked_number(key, *n, "a finite number >= 0");
   }
 
-  /// A rank, index or count between `min` and INT_MAX; null or absent mean unknown.
+  /// A reading that may be negative (a temperature); null or absent mean "not measured".
+  [[nodiscard]] std::optional<double> number(std::string_view key) const {
+    const Node* n = find(key);
+    if (n == nullptr || n->kind == Kind::Null) return std::nullopt;
+    return checked_number(key, *n, "a finite number");
+  }
+
+  /// A rank, index or count that fits an int (its lowest value `min`, for
+  /// messages); null or absent mean unknown.
   [[nodiscard]] std::optional<int> small_integer(std::string_view key, int min) const {
     const Node* n = find(key);
     if (n == nullptr || n->kind == Kind::Null) return std::nullopt;
@@ -585,26 +638,20 @@ class Fields {
     return checked_small_integer(key, *n, min);
   }
 
-  /// A step id: an integer >= 1.
-  [[nodiscard]] std::int64_t required_step(std::string_view key) const {
+  /// A 64-bit integer (a step id, a count; its lowest value `min`, for messages).
+  [[nodiscard]] std::int64_t required_integer(std::string_view key, int min) const {
     const Node* n = find(key);
     if (n == nullptr) missing(key);
     const auto value = integer_of(*n);
-    if (!value || *value < 1) {
-      fail("'" + label(key) + "' must be an integer >= 1, got " + describe(line_, *n));
-    }
+    if (!value) fail(must_be_integer(key, min, *n));
     return *value;
   }
 
-  /// A count (copies, ...): an integer >= 0, which must be present and not null.
+  /// As required_integer, and null counts as missing.
   [[nodiscard]] std::int64_t required_count(std::string_view key) const {
     const Node* n = find(key);
     if (n == nullptr || n->kind == Kind::Null) missing(key);
-    const auto value = integer_of(*n);
-    if (!value || *value < 0) {
-      fail("'" + label(key) + "' must be an integer >= 0, got " + describe(line_, *n));
-    }
-    return *value;
+    return required_integer(key, 0);
   }
 
   [[nodiscard]] std::optional<std::string> text(std::string_view key) const {
@@ -617,21 +664,22 @@ class Fields {
   }
 
  private:
-  [[nodiscard]] double checked_amount(std::string_view key, const Node& n) const {
+  /// Any JSON number: the SAX path refuses what overflows a double, so it is finite.
+  [[nodiscard]] double checked_number(std::string_view key, const Node& n, const char* rule) const {
     const auto value = number_of(n);
-    // -0.0 passes: it compares equal to 0.
-    if (!value || !std::isfinite(*value) || *value < 0.0) {
-      fail("'" + label(key) + "' must be a finite number >= 0, got " + describe(line_, n));
-    }
+    if (!value) fail("'" + label(key) + "' must be " + rule + ", got " + describe(line_, n));
     return *value;
+  }
+
+  [[nodiscard]] std::string must_be_integer(std::string_view key, int min, const Node& n) const {
+    return "'" + label(key) + "' must be an integer >= " + std::to_string(min) + ", got " +
+           describe(line_, n);
   }
 
   [[nodiscard]] int checked_small_integer(std::string_view key, const Node& n, int min) const {
     const auto value = integer_of(n);
-    if (!value || *value < min) {
-      fail("'" + label(key) + "' must be an integer >= " + std::to_string(min) + ", got " +
-           describe(line_, n));
-    }
+    // Below INT_MIN is also below `min`: the same message as the record check's.
+    if (!value || *value < INT_MIN) fail(must_be_integer(key, min, n));
     if (*value > INT_MAX) {
       fail("'" + label(key) + "' is too large: got " + describe(line_, n) + ", at most " +
            std::to_string(INT_MAX));
@@ -662,6 +710,7 @@ class Importer {
   void add_line(std::string_view text) {
     ++line_number_;
     if (!text.empty() && text.back() == '\r') text.remove_suffix(1);  // CRLF files
+    if (text.size() > kMaxLineBytes) too_long();
     if (is_blank(text)) return;
     try {
       read_record(text);
@@ -670,29 +719,92 @@ class Importer {
     }
   }
 
+  /// The next line is longer than kMaxLineBytes (found before it was all read).
+  [[noreturn]] void next_line_too_long() {
+    ++line_number_;
+    too_long();
+  }
+
   ReadResult finish() {
     if (!header_line_) {
       throw TelemetryError(source_, 1, std::string(kHeaderProblem) + ", but the file is empty");
     }
-    for (const auto& [type, seen] : unknown_types_) {
-      if (seen.count > 1) {
-        result_.warnings.push_back(source_ + ": skipped " + std::to_string(seen.count - 1) +
-                                   " more line(s) of unknown type '" + printable(type) + "'");
+    for (const auto& [type, count] : unknown_types_.named) {
+      if (count > 1) {
+        result_.warnings.push_back(source_ + ": skipped " + std::to_string(count - 1) +
+                                   " more line(s) of unknown type '" + shown(type) + "'");
       }
     }
-    for (const auto& [name, seen] : unknown_events_) {
-      if (seen.count > 1) {
-        result_.warnings.push_back(source_ + ": ignored unknown event '" + name + "' on " +
-                                   std::to_string(seen.count - 1) + " more line(s)");
+    if (unknown_types_.others > 0) {
+      result_.warnings.push_back(source_ + ": skipped " + std::to_string(unknown_types_.others) +
+                                 " more line(s) of other unknown types (only the first " +
+                                 std::to_string(kNamedUnknowns) + " types are named)");
+    }
+    for (const auto& [name, count] : unknown_events_.named) {
+      if (count > 1) {
+        result_.warnings.push_back(source_ + ": ignored unknown event '" + shown(name) + "' on " +
+                                   std::to_string(count - 1) + " more line(s)");
       }
+    }
+    if (unknown_events_.others > 0) {
+      result_.warnings.push_back(source_ + ": ignored " + std::to_string(unknown_events_.others) +
+                                 " more unknown event(s) of other names (only the first " +
+                                 std::to_string(kNamedUnknowns) + " names are named)");
+    }
+    if (texts_cut_ > 0) {
+      result_.warnings.push_back(source_ + ": cut " + std::to_string(texts_cut_) +
+                                 " string(s) to " + std::to_string(model::kMaxTextBytes) +
+                                 " bytes, the longest text a record keeps");
     }
     return std::move(result_);
   }
 
  private:
-  struct Seen {
-    std::int64_t count = 0;
+  /// Unknown names seen so far: the first kNamedUnknowns are kept and named,
+  /// the rest only counted, so that neither the warnings nor the memory grow
+  /// with the number of distinct names in a file.
+  struct Unknowns {
+    std::map<std::string, std::int64_t> named;  ///< name -> occurrences; sorted: stable output
+    std::int64_t others = 0;                    ///< occurrences of names not kept
+
+    /// Counts one occurrence of `name`; true when it is the first of a named one.
+    bool first_named(std::string_view name) {
+      const auto it = named.find(std::string(name));
+      if (it != named.end()) {
+        ++it->second;
+        return false;
+      }
+      if (named.size() < kNamedUnknowns) {
+        named.emplace(std::string(name), 1);
+        return true;
+      }
+      ++others;
+      return false;
+    }
   };
+
+  [[noreturn]] void too_long() const {
+    throw TelemetryError(source_, line_number_,
+                         "line longer than " + std::to_string(kMaxLineBytes) +
+                             " bytes, the longest this format allows (records are a few "
+                             "hundred bytes; a line this long is not telemetry)");
+  }
+
+  /// Text as the model keeps it: at most model::kMaxTextBytes, counted when
+  /// cut. JSON strings are valid UTF-8 (both parsers see to it); the check
+  /// costs little and keeps the rule in one place.
+  std::optional<std::string> kept(std::optional<std::string> text) {
+    if (text && (text->size() > model::kMaxTextBytes || !model::valid_utf8(*text))) {
+      ++texts_cut_;
+      text = model::sanitize_utf8(*text, model::kMaxTextBytes);
+    }
+    return text;
+  }
+
+  /// Fails with `problem`, the shared record check's verdict, if there is one.
+  static void check(const std::optional<std::string>& problem) {
+    if (problem) fail(*problem);
+  }
 
   void read_record(std::string_view text) {
     if (!json_.parse(text)) fail(json_.error());
@@ -730,12 +842,8 @@ class Importer {
     } else if (name == "run") {
       fail("a second {\"type\":\"run\"} line; a file holds one run, whose header is line " +
            std::to_string(header_line_) + " (write each run to its own file)");
-    } else {
-      Seen& seen = unknown_types_[std::string(name)];
-      if (seen.count++ == 0) {
-        result_.warnings.push_back(location() + "skipped line of unknown type '" + printable(name) +
-                                   "'");
-      }
+    } else if (unknown_types_.first_named(name)) {
+      result_.warnings.push_back(location() + "skipped line of unknown type '" + shown(name) + "'");
     }
   }
 
@@ -755,7 +863,7 @@ class Importer {
            " (this traceml reads telemetry format version 1)");
     }
     model::RunInfo& run = result_.telemetry.run;
-    run.run_name = f.text("run_name").value_or(std::string());
+    run.run_name = kept(f.text("run_name")).value_or(std::string());
     run.world_size = f.small_integer("world_size", 1);
     const Node* strategy = f.find("strategy");
     if (strategy != nullptr && strategy->kind != Kind::Null) {
@@ -767,6 +875,7 @@ class Importer {
       }
       run.strategy = model::strategy_from_string(std::string(json_.text(*strategy)));
     }
+    check(model::check_run_info(run));
   }
 
   void read_rank(const Fields& f) {
@@ -774,16 +883,17 @@ class Importer {
     r.global_rank = f.required_small_integer("global_rank", 0);
     r.local_rank = f.small_integer("local_rank", 0);
     r.node_rank = f.small_integer("node_rank", 0);
-    r.hostname = f.text("hostname");
+    r.hostname = kept(f.text("hostname"));
     r.local_world_size = f.small_integer("local_world_size", 1);
     r.world_size = f.small_integer("world_size", 1);
+    check(model::check_rank_identity(r));
     result_.telemetry.ranks.push_back(std::move(r));
   }
 
   void read_step(const Fields& f) {
     model::StepRecord s;
     s.global_rank = f.required_small_integer("global_rank", 0);
-    s.step = f.required_step("step");
+    s.step = f.required_integer("step", 1);
     s.ts = f.required_amount("ts");
     const Node* events = f.find("events");
     if (events == nullptr) f.missing("events");
@@ -809,6 +919,7 @@ class Importer {
       s.events.set(*event, model::Timing{timing.amount("cpu_ms"), timing.amount("gpu_ms")});
     }
     read_gpu_activity(f, s);
+    check(model::check_step(s));
     result_.telemetry.steps.push_back(s);
   }
 
@@ -834,24 +945,17 @@ class Importer {
     a.h2d_pageable_bytes = g.required_amount("h2d_pageable_bytes");
     a.collective_ms = g.required_amount("collective_ms");
     a.busy_ms = g.required_amount("busy_ms");
-    // Pageable copies are some of the copies; more would give shares above 1.
-    if (a.h2d_pageable_copies > a.h2d_copies) {
-      fail("'gpu_activity.h2d_pageable_copies' (" + std::to_string(a.h2d_pageable_copies) +
-           ") must not exceed 'gpu_activity.h2d_copies' (" + std::to_string(a.h2d_copies) + ")");
-    }
-    if (a.h2d_pageable_bytes > a.h2d_bytes) {
-      fail("'gpu_activity.h2d_pageable_bytes' must not exceed 'gpu_activity.h2d_bytes'");
-    }
     s.gpu_activity = a;
   }
 
   void read_step_memory(const Fields& f) {
     model::StepMemoryRecord m;
     m.global_rank = f.required_small_integer("global_rank", 0);
-    m.step = f.required_step("step");
-    m.device = f.text("device").value_or(std::string());
+    m.step = f.required_integer("step", 1);
+    m.device = kept(f.text("device")).value_or(std::string());
     m.peak_allocated_bytes = f.amount("peak_allocated_bytes");
     m.peak_reserved_bytes = f.amount("peak_reserved_bytes");
+    check(model::check_step_memory(m));
     result_.telemetry.step_memory.push_back(std::move(m));
   }
 
@@ -883,12 +987,13 @@ class Importer {
         gpu.util_percent = g.amount("util_percent");
         gpu.mem_used_bytes = g.amount("mem_used_bytes");
         gpu.mem_total_bytes = g.amount("mem_total_bytes");
-        gpu.temperature_c = g.amount("temperature_c");
+        gpu.temperature_c = g.number("temperature_c");
         gpu.power_w = g.amount("power_w");
         gpu.power_limit_w = g.amount("power_limit_w");
         s.gpus.push_back(gpu);
       }
     }
+    check(model::check_system(s));
     result_.telemetry.system.push_back(std::move(s));
   }
 
@@ -915,13 +1020,13 @@ class Importer {
       pg.total_bytes = g.amount("total_bytes");
       p.gpu = pg;
     }
+    check(model::check_process(p));
     result_.telemetry.process.push_back(std::move(p));
   }
 
   void warn_unknown_event(std::string_view name) {
-    Seen& seen = unknown_events_[std::string(name)];
-    if (seen.count++ == 0) {
-      result_.warnings.push_back(location() + "ignored unknown event '" + printable(name) +
+    if (unknown_events_.first_named(name)) {
+      result_.warnings.push_back(location() + "ignored unknown event '" + shown(name) +
                                  "' (known events: " + kKnownEvents + ")");
     }
   }
@@ -935,9 +1040,9 @@ class Importer {
   ReadResult result_;
   std::int64_t line_number_ = 0;
   std::int64_t header_line_ = 0;  ///< 0 until the run header has been read
-  // std::map: warnings about unknown names come out in a stable order.
-  std::map<std::string, Seen> unknown_types_;
-  std::map<std::string, Seen> unknown_events_;
+  Unknowns unknown_types_;
+  Unknowns unknown_events_;
+  std::int64_t texts_cut_ = 0;
 };
 
 /// Splits what `fill` delivers into lines. `fill(buffer, capacity)` returns the
@@ -945,10 +1050,12 @@ class Importer {
 template <class Fill>
 ReadResult read_chunks(const std::string& source, Fill fill) {
   Importer importer(source);
-  std::string buffer(kChunkBytes, '\0');
+  // Room for the longest line, its "\r\n", and no more: a line that fills the
+  // buffer without a newline is too long, refused before it is all read.
+  std::string buffer(kMaxLineBytes + 2, '\0');
   std::size_t used = 0;
   for (;;) {
-    if (used == buffer.size()) buffer.resize(buffer.size() * 2);  // a line longer than a chunk
+    if (used == buffer.size()) importer.next_line_too_long();
     const std::size_t got = fill(buffer.data() + used, buffer.size() - used);
     if (got == 0) break;
     used += got;

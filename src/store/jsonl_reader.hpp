@@ -3,6 +3,7 @@
 // input is reported as "FILE:LINE: what is wrong" and never half-imported.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <istream>
 #include <optional>
@@ -19,6 +20,20 @@ namespace traceml::store {
 inline constexpr std::string_view kTelemetryFormatName = "traceml-telemetry";
 /// The only format version this reader accepts and the writer emits.
 inline constexpr std::int64_t kTelemetryFormatVersion = 1;
+
+/// Longest line the reader accepts, in bytes, not counting its "\n". The
+/// largest line traceml writes (a system sample of 256 GPUs) is about 60 KB;
+/// a longer line is refused before it is parsed, and the reader never holds
+/// more than one such line in memory.
+inline constexpr std::size_t kMaxLineBytes = std::size_t{1} << 20;
+/// Deepest nesting of arrays and objects the reader accepts. Records nest 3
+/// levels (a step's events.forward.cpu_ms); the limit leaves room for
+/// producers' own keys and bounds what one line can cost to parse.
+inline constexpr std::size_t kMaxNestingDepth = 64;
+/// Most values (numbers, strings, objects, arrays...) one line may hold. The
+/// largest record, a system sample of 256 GPUs, holds about 2,100; the limit
+/// keeps the parsed form of a line to a few megabytes (80 bytes per value).
+inline constexpr std::size_t kMaxLineValues = std::size_t{1} << 16;
 
 /// Bad telemetry input. what() is exactly "FILE:LINE: problem", or "FILE: problem"
 /// when the problem has no line (the file cannot be opened or read), so that the

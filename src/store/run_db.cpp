@@ -7,12 +7,18 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
+#include <climits>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
+
+#include "model/record_checks.hpp"
+#include "model/text.hpp"
 
 namespace traceml::store {
 
@@ -114,7 +120,7 @@ std::string steps_insert_sql(std::size_t rows) {
 /// The step query; `with_activity` false for files written before the GPU
 /// activity columns existed.
 std::string steps_select_sql(bool with_activity) {
-  std::string s = "SELECT global_rank, step, ts, event_mask";
+  std::string s = "SELECT rowid, global_rank, step, ts, event_mask";
   for (std::size_t e = 0; e < model::kEventCount; ++e) {
     const std::string name = model::event_name(static_cast<model::Event>(e));
     s += ", " + name + "_cpu_ms, " + name + "_gpu_ms";
@@ -154,26 +160,12 @@ void bind_opt(sqlite3_stmt* s, int i, const std::optional<std::string>& v) {
     sqlite3_bind_null(s, i);
 }
 
-bool is_null(sqlite3_stmt* s, int i) {
-  return sqlite3_column_type(s, i) == SQLITE_NULL;
-}
-std::optional<double> col_opt_double(sqlite3_stmt* s, int i) {
-  if (is_null(s, i)) return std::nullopt;
-  return sqlite3_column_double(s, i);
-}
-std::optional<int> col_opt_int(sqlite3_stmt* s, int i) {
-  if (is_null(s, i)) return std::nullopt;
-  return sqlite3_column_int(s, i);
-}
-std::string col_text(sqlite3_stmt* s, int i) {
+/// The bytes of a column as SQLite gives them (numbers as their text).
+std::string col_bytes(sqlite3_stmt* s, int i) {
   const auto* p = sqlite3_column_text(s, i);
   if (p == nullptr) return {};
   return std::string(reinterpret_cast<const char*>(p),
                      static_cast<std::size_t>(sqlite3_column_bytes(s, i)));
-}
-std::optional<std::string> col_opt_text(sqlite3_stmt* s, int i) {
-  if (is_null(s, i)) return std::nullopt;
-  return col_text(s, i);
 }
 
 /// A prepared statement that finalizes itself.
@@ -607,160 +599,294 @@ void check_meta(ReadDb& db) {
   if (!q) throw db.not_a_run_db();
   std::optional<std::string> format, version;
   while (db.next(*q)) {
-    const std::string key = col_text(q->get(), 0);
-    if (key == "format") format = col_text(q->get(), 1);
-    if (key == "schema_version") version = col_text(q->get(), 1);
+    const std::string key = col_bytes(q->get(), 0);
+    if (key == "format") format = col_bytes(q->get(), 1);
+    if (key == "schema_version") version = col_bytes(q->get(), 1);
   }
   if (format != kFormatName || !version) throw db.not_a_run_db();
   if (*version != std::to_string(kRunDbSchemaVersion))
-    throw RunDbError(db.path() + ": run database schema version " + *version +
+    throw RunDbError(db.path() + ": run database schema version " +
+                     model::escape_for_terminal(model::sanitize_utf8(*version, 60)) +
                      ", this traceml reads version " + std::to_string(kRunDbSchemaVersion) +
                      " (use the traceml release that wrote it)");
 }
 
-void read_run_info(ReadDb& db, model::RunInfo& run) {
-  const Stmt q = db.prepare("SELECT run_name, world_size, strategy FROM run_info WHERE id = 1");
-  if (!db.next(q)) return;
-  run.run_name = col_text(q.get(), 0);
-  run.world_size = col_opt_int(q.get(), 1);
-  run.strategy = model::strategy_from_string(col_text(q.get(), 2));
+/// Shortest text that reads back to `v`.
+std::string number_text(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
 }
 
-void read_ranks(ReadDb& db, std::vector<model::RankIdentity>& out) {
+/// One row of a query (its column 0 the rowid), read as a value from outside:
+/// SQLite lets any column hold any storage class, and a file can be edited.
+/// Numbers must be stored as numbers and fit their C++ type; the record is
+/// then checked by model::check_* like a frame or a JSONL line. Text is
+/// repaired, never refused: ill-formed UTF-8 or more than model::kMaxTextBytes
+/// is cut and replaced as by model::sanitize_utf8, and counted.
+class Row {
+ public:
+  Row(const ReadDb& db, const char* table, sqlite3_stmt* s, std::int64_t& strings_repaired)
+      : db_(db), table_(table), s_(s), strings_repaired_(strings_repaired) {}
+
+  /// "PATH: table T, row N: problem", N the rowid (`id`; `global_rank` in ranks
+  /// and deliveries), so that `SELECT * FROM T WHERE rowid = N` shows it.
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw RunDbError(db_.path() + ": table " + table_ + ", row " +
+                     std::to_string(sqlite3_column_int64(s_, 0)) + ": " + problem);
+  }
+  /// Fails with the shared record check's verdict, if there is one.
+  void check(const std::optional<std::string>& problem) const {
+    if (problem) fail(*problem);
+  }
+
+  [[nodiscard]] std::optional<double> opt_real(int i) const {
+    switch (sqlite3_column_type(s_, i)) {
+      case SQLITE_NULL:
+        return std::nullopt;
+      case SQLITE_INTEGER:
+      case SQLITE_FLOAT:
+        return sqlite3_column_double(s_, i);
+      default:
+        fail(column(i) + " holds " + stored(i) + ", not a number");
+    }
+  }
+  [[nodiscard]] double real(int i) const {
+    const auto v = opt_real(i);
+    if (!v) fail(column(i) + " is NULL, not a number");
+    return *v;
+  }
+
+  /// An integer; an integral REAL counts, as 3.0 does in JSONL.
+  [[nodiscard]] std::optional<std::int64_t> opt_int64(int i) const {
+    switch (sqlite3_column_type(s_, i)) {
+      case SQLITE_NULL:
+        return std::nullopt;
+      case SQLITE_INTEGER:
+        return sqlite3_column_int64(s_, i);
+      case SQLITE_FLOAT: {
+        const double v = sqlite3_column_double(s_, i);
+        // 2^63 is exactly representable, so the range test is exact.
+        if (std::trunc(v) == v && v >= -9223372036854775808.0 && v < 9223372036854775808.0)
+          return static_cast<std::int64_t>(v);
+        fail(column(i) + " holds " + number_text(v) + ", not an integer");
+      }
+      default:
+        fail(column(i) + " holds " + stored(i) + ", not an integer");
+    }
+  }
+  [[nodiscard]] std::int64_t int64(int i) const {
+    const auto v = opt_int64(i);
+    if (!v) fail(column(i) + " is NULL, not an integer");
+    return *v;
+  }
+  [[nodiscard]] std::optional<int> opt_int(int i) const {
+    const auto v = opt_int64(i);
+    if (!v) return std::nullopt;
+    if (*v < INT_MIN || *v > INT_MAX)
+      fail(column(i) + " holds " + std::to_string(*v) + ", beyond the range of a 32-bit integer");
+    return static_cast<int>(*v);
+  }
+  [[nodiscard]] int integer(int i) const {
+    const auto v = opt_int(i);
+    if (!v) fail(column(i) + " is NULL, not an integer");
+    return *v;
+  }
+  /// A 0/1 flag (has_gpu, clean_end, ...): any integer, nonzero is true.
+  [[nodiscard]] bool flag(int i) const { return int64(i) != 0; }
+
+  [[nodiscard]] std::optional<std::string> opt_text(int i) const {
+    if (sqlite3_column_type(s_, i) == SQLITE_NULL) return std::nullopt;
+    std::string t = col_bytes(s_, i);
+    if (t.size() > model::kMaxTextBytes || !model::valid_utf8(t)) {
+      ++strings_repaired_;
+      t = model::sanitize_utf8(t, model::kMaxTextBytes);
+    }
+    return t;
+  }
+  [[nodiscard]] std::string text(int i) const { return opt_text(i).value_or(std::string()); }
+
+ private:
+  [[nodiscard]] std::string column(int i) const {
+    const char* name = sqlite3_column_name(s_, i);
+    return std::string("column '") + (name != nullptr ? name : "?") + "'";
+  }
+  /// What a column holds instead of a number, for messages.
+  [[nodiscard]] std::string stored(int i) const {
+    if (sqlite3_column_type(s_, i) == SQLITE_BLOB)
+      return "a blob of " + std::to_string(sqlite3_column_bytes(s_, i)) + " bytes";
+    // Cut, and escaped so that a file cannot drive the terminal showing the error.
+    constexpr std::size_t kShownBytes = 60;
+    const std::string t = col_bytes(s_, i);
+    return "text \"" + model::escape_for_terminal(std::string_view(t).substr(0, kShownBytes)) +
+           (t.size() > kShownBytes ? "...\"" : "\"");
+  }
+
+  const ReadDb& db_;
+  const char* table_;
+  sqlite3_stmt* s_;
+  std::int64_t& strings_repaired_;
+};
+
+void read_run_info(ReadDb& db, model::RunInfo& run, std::int64_t& repaired) {
+  const Stmt q =
+      db.prepare("SELECT rowid, run_name, world_size, strategy FROM run_info WHERE id = 1");
+  if (!db.next(q)) return;
+  const Row row(db, "run_info", q.get(), repaired);
+  run.run_name = row.text(1);
+  run.world_size = row.opt_int(2);
+  run.strategy = model::strategy_from_string(row.text(3));
+  row.check(model::check_run_info(run));
+}
+
+void read_ranks(ReadDb& db, std::vector<model::RankIdentity>& out, std::int64_t& repaired) {
   const Stmt q = db.prepare(
-      "SELECT global_rank, local_rank, node_rank, hostname, local_world_size, world_size FROM "
-      "ranks ORDER BY global_rank");
+      "SELECT rowid, global_rank, local_rank, node_rank, hostname, local_world_size, world_size "
+      "FROM ranks ORDER BY global_rank");
   while (db.next(q)) {
-    sqlite3_stmt* s = q.get();
+    const Row row(db, "ranks", q.get(), repaired);
     model::RankIdentity id;
-    id.global_rank = sqlite3_column_int(s, 0);
-    id.local_rank = col_opt_int(s, 1);
-    id.node_rank = col_opt_int(s, 2);
-    id.hostname = col_opt_text(s, 3);
-    id.local_world_size = col_opt_int(s, 4);
-    id.world_size = col_opt_int(s, 5);
+    id.global_rank = row.integer(1);
+    id.local_rank = row.opt_int(2);
+    id.node_rank = row.opt_int(3);
+    id.hostname = row.opt_text(4);
+    id.local_world_size = row.opt_int(5);
+    id.world_size = row.opt_int(6);
+    row.check(model::check_rank_identity(id));
     out.push_back(std::move(id));
   }
 }
 
-void read_steps(ReadDb& db, std::vector<model::StepRecord>& out) {
+void read_steps(ReadDb& db, std::vector<model::StepRecord>& out, std::int64_t& repaired) {
   // A file from before the GPU activity columns has the same schema version:
   // the columns were added, no column changed meaning.
   auto with_activity = db.try_prepare(steps_select_sql(true));
   const bool activity = with_activity.has_value();
   const Stmt q = activity ? std::move(*with_activity) : db.prepare(steps_select_sql(false));
-  const int act = 4 + 2 * static_cast<int>(model::kEventCount);
+  constexpr int kEvents = 5;  // first event column, after rowid, rank, step, ts, mask
+  const int act = kEvents + 2 * static_cast<int>(model::kEventCount);
+  constexpr std::int64_t kAllEvents = (std::int64_t{1} << model::kEventCount) - 1;
   while (db.next(q)) {
-    sqlite3_stmt* s = q.get();
+    const Row row(db, "steps", q.get(), repaired);
     model::StepRecord r;
-    r.global_rank = sqlite3_column_int(s, 0);
-    r.step = sqlite3_column_int64(s, 1);
-    r.ts = sqlite3_column_double(s, 2);
-    const auto mask = static_cast<unsigned>(sqlite3_column_int64(s, 3));
+    r.global_rank = row.integer(1);
+    r.step = row.int64(2);
+    r.ts = row.real(3);
+    const std::int64_t mask = row.int64(4);
+    if ((mask & ~kAllEvents) != 0)
+      row.fail("column 'event_mask' holds " + std::to_string(mask) +
+               ", which sets bits beyond the " + std::to_string(model::kEventCount) + " events");
     for (std::size_t e = 0; e < model::kEventCount; ++e) {
-      if (((mask >> e) & 1u) == 0) continue;
-      const int col = 4 + 2 * static_cast<int>(e);
+      if (((mask >> e) & 1) == 0) continue;
+      const int col = kEvents + 2 * static_cast<int>(e);
       r.events.set(static_cast<model::Event>(e),
-                   model::Timing{col_opt_double(s, col), col_opt_double(s, col + 1)});
+                   model::Timing{row.opt_real(col), row.opt_real(col + 1)});
     }
-    if (activity && sqlite3_column_int(s, act) != 0) {
+    if (activity && row.flag(act)) {
+      // Present: every value was measured (0 means none happened), so none is NULL.
       model::StepGpuActivity a;
-      a.h2d_ms = sqlite3_column_double(s, act + 1);
-      a.h2d_bytes = sqlite3_column_double(s, act + 2);
-      a.h2d_copies = sqlite3_column_int64(s, act + 3);
-      a.h2d_pageable_copies = sqlite3_column_int64(s, act + 4);
-      a.h2d_pageable_bytes = sqlite3_column_double(s, act + 5);
-      a.collective_ms = sqlite3_column_double(s, act + 6);
-      a.busy_ms = sqlite3_column_double(s, act + 7);
+      a.h2d_ms = row.real(act + 1);
+      a.h2d_bytes = row.real(act + 2);
+      a.h2d_copies = row.int64(act + 3);
+      a.h2d_pageable_copies = row.int64(act + 4);
+      a.h2d_pageable_bytes = row.real(act + 5);
+      a.collective_ms = row.real(act + 6);
+      a.busy_ms = row.real(act + 7);
       r.gpu_activity = a;
     }
+    row.check(model::check_step(r));
     out.push_back(std::move(r));
   }
 }
 
-void read_step_memory(ReadDb& db, std::vector<model::StepMemoryRecord>& out) {
+void read_step_memory(ReadDb& db, std::vector<model::StepMemoryRecord>& out,
+                      std::int64_t& repaired) {
   const Stmt q = db.prepare(
-      "SELECT global_rank, step, device, peak_allocated_bytes, peak_reserved_bytes FROM "
+      "SELECT rowid, global_rank, step, device, peak_allocated_bytes, peak_reserved_bytes FROM "
       "step_memory ORDER BY id");
   while (db.next(q)) {
-    sqlite3_stmt* s = q.get();
+    const Row row(db, "step_memory", q.get(), repaired);
     model::StepMemoryRecord r;
-    r.global_rank = sqlite3_column_int(s, 0);
-    r.step = sqlite3_column_int64(s, 1);
-    r.device = col_text(s, 2);
-    r.peak_allocated_bytes = col_opt_double(s, 3);
-    r.peak_reserved_bytes = col_opt_double(s, 4);
+    r.global_rank = row.integer(1);
+    r.step = row.int64(2);
+    r.device = row.text(3);
+    r.peak_allocated_bytes = row.opt_real(4);
+    r.peak_reserved_bytes = row.opt_real(5);
+    row.check(model::check_step_memory(r));
     out.push_back(std::move(r));
   }
 }
 
-void read_system(ReadDb& db, std::vector<model::SystemSample>& out) {
+void read_system(ReadDb& db, std::vector<model::SystemSample>& out, std::int64_t& repaired) {
   std::unordered_map<std::int64_t, std::size_t> index_of;  // sample id -> position in out
   const Stmt q = db.prepare(
-      "SELECT id, node_rank, ts, cpu_percent, ram_used_bytes, ram_total_bytes FROM system_samples "
-      "ORDER BY id");
+      "SELECT rowid, node_rank, ts, cpu_percent, ram_used_bytes, ram_total_bytes FROM "
+      "system_samples ORDER BY id");
   while (db.next(q)) {
-    sqlite3_stmt* s = q.get();
+    const Row row(db, "system_samples", q.get(), repaired);
     model::SystemSample x;
-    x.node_rank = sqlite3_column_int(s, 1);
-    x.ts = sqlite3_column_double(s, 2);
-    x.cpu_percent = col_opt_double(s, 3);
-    x.ram_used_bytes = col_opt_double(s, 4);
-    x.ram_total_bytes = col_opt_double(s, 5);
-    index_of.emplace(sqlite3_column_int64(s, 0), out.size());
+    x.node_rank = row.integer(1);
+    x.ts = row.real(2);
+    x.cpu_percent = row.opt_real(3);
+    x.ram_used_bytes = row.opt_real(4);
+    x.ram_total_bytes = row.opt_real(5);
+    row.check(model::check_system(x));
+    index_of.emplace(row.int64(0), out.size());
     out.push_back(std::move(x));
   }
   const Stmt g = db.prepare(
-      "SELECT sample_id, gpu_index, util_percent, mem_used_bytes, mem_total_bytes, "
+      "SELECT rowid, sample_id, gpu_index, util_percent, mem_used_bytes, mem_total_bytes, "
       "temperature_c, power_w, power_limit_w FROM system_gpus ORDER BY id");
   while (db.next(g)) {
-    sqlite3_stmt* s = g.get();
-    const auto it = index_of.find(sqlite3_column_int64(s, 0));
+    const Row row(db, "system_gpus", g.get(), repaired);
+    const auto it = index_of.find(row.int64(1));
     if (it == index_of.end()) continue;  // an orphan row cannot come from RunDbWriter
     model::GpuSample gpu;
-    gpu.index = sqlite3_column_int(s, 1);
-    gpu.util_percent = col_opt_double(s, 2);
-    gpu.mem_used_bytes = col_opt_double(s, 3);
-    gpu.mem_total_bytes = col_opt_double(s, 4);
-    gpu.temperature_c = col_opt_double(s, 5);
-    gpu.power_w = col_opt_double(s, 6);
-    gpu.power_limit_w = col_opt_double(s, 7);
+    gpu.index = row.integer(2);
+    gpu.util_percent = row.opt_real(3);
+    gpu.mem_used_bytes = row.opt_real(4);
+    gpu.mem_total_bytes = row.opt_real(5);
+    gpu.temperature_c = row.opt_real(6);
+    gpu.power_w = row.opt_real(7);
+    gpu.power_limit_w = row.opt_real(8);
+    row.check(model::check_gpu_sample(gpu));
     out[it->second].gpus.push_back(gpu);
   }
 }
 
-void read_process(ReadDb& db, std::vector<model::ProcessSample>& out) {
+void read_process(ReadDb& db, std::vector<model::ProcessSample>& out, std::int64_t& repaired) {
   const Stmt q = db.prepare(
-      "SELECT global_rank, ts, cpu_percent, cpu_cores, rss_bytes, ram_total_bytes, has_gpu, "
-      "gpu_device, gpu_allocated_bytes, gpu_reserved_bytes, gpu_total_bytes FROM process_samples "
-      "ORDER BY id");
+      "SELECT rowid, global_rank, ts, cpu_percent, cpu_cores, rss_bytes, ram_total_bytes, "
+      "has_gpu, gpu_device, gpu_allocated_bytes, gpu_reserved_bytes, gpu_total_bytes FROM "
+      "process_samples ORDER BY id");
   while (db.next(q)) {
-    sqlite3_stmt* s = q.get();
+    const Row row(db, "process_samples", q.get(), repaired);
     model::ProcessSample x;
-    x.global_rank = sqlite3_column_int(s, 0);
-    x.ts = sqlite3_column_double(s, 1);
-    x.cpu_percent = col_opt_double(s, 2);
-    x.cpu_cores = col_opt_int(s, 3);
-    x.rss_bytes = col_opt_double(s, 4);
-    x.ram_total_bytes = col_opt_double(s, 5);
-    if (sqlite3_column_int(s, 6) != 0) {
+    x.global_rank = row.integer(1);
+    x.ts = row.real(2);
+    x.cpu_percent = row.opt_real(3);
+    x.cpu_cores = row.opt_int(4);
+    x.rss_bytes = row.opt_real(5);
+    x.ram_total_bytes = row.opt_real(6);
+    if (row.flag(7)) {
       model::ProcessGpu g;
-      g.device = col_opt_int(s, 7);
-      g.allocated_bytes = col_opt_double(s, 8);
-      g.reserved_bytes = col_opt_double(s, 9);
-      g.total_bytes = col_opt_double(s, 10);
+      g.device = row.opt_int(8);
+      g.allocated_bytes = row.opt_real(9);
+      g.reserved_bytes = row.opt_real(10);
+      g.total_bytes = row.opt_real(11);
       x.gpu = g;
     }
+    row.check(model::check_process(x));
     out.push_back(std::move(x));
   }
 }
 
-void read_deliveries(ReadDb& db, std::vector<RankDelivery>& out) {
+void read_deliveries(ReadDb& db, std::vector<RankDelivery>& out, std::int64_t& repaired) {
   // The GPU columns came later: files written before lack them, and their
   // ranks read as never having timed on a GPU.
   const std::string head =
-      "SELECT global_rank, records_received, clean_end, has_tracer, tracer_rank, pid, strategy, "
-      "steps_recorded, records_sent, records_dropped, overhead_ns_per_step";
+      "SELECT rowid, global_rank, records_received, clean_end, has_tracer, tracer_rank, pid, "
+      "strategy, steps_recorded, records_sent, records_dropped, overhead_ns_per_step";
   const std::string tail = " FROM deliveries ORDER BY global_rank";
   auto with_gpu = db.try_prepare(head +
                                  ", gpu_device, gpu_steps_resolved, gpu_steps_unresolved, "
@@ -769,41 +895,47 @@ void read_deliveries(ReadDb& db, std::vector<RankDelivery>& out) {
   const bool gpu_columns = with_gpu.has_value();
   const Stmt q = gpu_columns ? std::move(*with_gpu) : db.prepare(head + tail);
   while (db.next(q)) {
-    sqlite3_stmt* s = q.get();
+    const Row row(db, "deliveries", q.get(), repaired);
     RankDelivery d;
-    d.global_rank = sqlite3_column_int(s, 0);
-    d.records_received = sqlite3_column_int64(s, 1);
-    d.clean_end = sqlite3_column_int(s, 2) != 0;
-    if (sqlite3_column_int(s, 3) != 0) {
+    d.global_rank = row.integer(1);
+    d.records_received = row.int64(2);
+    d.clean_end = row.flag(3);
+    // Not a record of the wire: the collector's own counts, held to the same rules.
+    if (d.global_rank < 0)
+      row.fail("'global_rank' must be an integer >= 0, got " + std::to_string(d.global_rank));
+    if (d.records_received < 0)
+      row.fail("'records_received' must be an integer >= 0, got " +
+               std::to_string(d.records_received));
+    if (row.flag(4)) {
       model::TracerStats t;
-      t.global_rank = sqlite3_column_int(s, 4);
-      t.pid = sqlite3_column_int64(s, 5);
-      t.strategy = col_text(s, 6);
-      t.steps_recorded = sqlite3_column_int64(s, 7);
-      t.records_sent = sqlite3_column_int64(s, 8);
-      t.records_dropped = sqlite3_column_int64(s, 9);
-      t.overhead_ns_per_step = col_opt_double(s, 10);
-      if (gpu_columns && sqlite3_column_type(s, 11) != SQLITE_NULL) {
+      t.global_rank = row.integer(5);
+      t.pid = row.int64(6);
+      t.strategy = row.text(7);
+      t.steps_recorded = row.int64(8);
+      t.records_sent = row.int64(9);
+      t.records_dropped = row.int64(10);
+      t.overhead_ns_per_step = row.opt_real(11);
+      if (gpu_columns && sqlite3_column_type(q.get(), 12) != SQLITE_NULL) {
         model::TracerStats::Gpu g;
-        g.device = sqlite3_column_int(s, 11);
-        g.steps_resolved = sqlite3_column_int64(s, 12);
-        g.steps_unresolved = sqlite3_column_int64(s, 13);
-        g.scopes_skipped = sqlite3_column_int64(s, 14);
+        g.device = row.integer(12);
+        g.steps_resolved = row.int64(13);
+        g.steps_unresolved = row.int64(14);
+        g.scopes_skipped = row.int64(15);
         t.gpu = g;
       }
-      if (gpu_columns && sqlite3_column_type(s, 15) != SQLITE_NULL)
-        t.activity_lost = sqlite3_column_int64(s, 15);
+      if (gpu_columns) t.activity_lost = row.opt_int64(16);
+      row.check(model::check_tracer_stats(t));
       d.tracer = std::move(t);
     }
     out.push_back(std::move(d));
   }
 }
 
-void read_rejected(ReadDb& db, std::vector<RejectedConnection>& out) {
-  const Stmt q = db.prepare("SELECT ts, peer, reason FROM rejected_connections ORDER BY id");
+void read_rejected(ReadDb& db, std::vector<RejectedConnection>& out, std::int64_t& repaired) {
+  const Stmt q = db.prepare("SELECT rowid, ts, peer, reason FROM rejected_connections ORDER BY id");
   while (db.next(q)) {
-    sqlite3_stmt* s = q.get();
-    out.push_back(RejectedConnection{sqlite3_column_double(s, 0), col_text(s, 1), col_text(s, 2)});
+    const Row row(db, "rejected_connections", q.get(), repaired);
+    out.push_back(RejectedConnection{row.real(1), row.text(2), row.text(3)});
   }
 }
 
@@ -814,14 +946,15 @@ RunData read_run_db(const std::string& path) {
   db.begin_snapshot();
   check_meta(db);
   RunData d;
-  read_run_info(db, d.telemetry.run);
-  read_ranks(db, d.telemetry.ranks);
-  read_steps(db, d.telemetry.steps);
-  read_step_memory(db, d.telemetry.step_memory);
-  read_system(db, d.telemetry.system);
-  read_process(db, d.telemetry.process);
-  read_deliveries(db, d.deliveries);
-  read_rejected(db, d.rejected);
+  std::int64_t& repaired = d.strings_repaired;
+  read_run_info(db, d.telemetry.run, repaired);
+  read_ranks(db, d.telemetry.ranks, repaired);
+  read_steps(db, d.telemetry.steps, repaired);
+  read_step_memory(db, d.telemetry.step_memory, repaired);
+  read_system(db, d.telemetry.system, repaired);
+  read_process(db, d.telemetry.process, repaired);
+  read_deliveries(db, d.deliveries, repaired);
+  read_rejected(db, d.rejected, repaired);
   return d;
 }
 

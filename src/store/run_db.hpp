@@ -48,6 +48,10 @@ struct RunData {
   model::Telemetry telemetry;
   std::vector<RankDelivery> deliveries;  ///< sorted by rank
   std::vector<RejectedConnection> rejected;
+  /// Strings the reader repaired: ill-formed UTF-8 replaced, or cut to
+  /// model::kMaxTextBytes (a string never blocks a summary; the summary's
+  /// tracer block reports the count).
+  std::int64_t strings_repaired = 0;
 };
 
 /// Writes one run database. Records are buffered and written in batched
@@ -91,8 +95,11 @@ class RunDbWriter {
 };
 
 /// Reads a whole run database. Records keep arrival order. Throws RunDbError
-/// for a missing file, a file that is not a traceml run database, or another
-/// schema version.
+/// for a missing file, a file that is not a traceml run database, another
+/// schema version, or a row that no writer could have stored: a number column
+/// holding text or a blob, a value beyond its type, or a record that
+/// model::check_* refuses ("PATH: table steps, row 17: 'events.forward.cpu_ms'
+/// must be a finite number >= 0, got -1.5"). Text is repaired, never refused.
 RunData read_run_db(const std::string& path);
 
 }  // namespace traceml::store

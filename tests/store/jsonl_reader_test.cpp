@@ -388,11 +388,52 @@ TEST(JsonlReaderTest, WhitespaceInsideLines) {
 }
 
 TEST(JsonlReaderTest, DeeplyNestedUnknownValueIsIgnored) {
-  // Deeper than the fast parser goes: nlohmann's path reads it.
-  const std::string deep = std::string(100, '[') + std::string(100, ']');
+  // Deeper than the fast parser goes (32): nlohmann's path reads it. The line's
+  // object and 63 arrays are 64 levels, the most a line may nest.
+  const std::string deep = std::string(63, '[') + std::string(63, ']');
   const ReadResult r = parse(with_run(R"({"type":"step","global_rank":0,"step":1,"ts":1,"junk":)" +
                                       deep + R"(,"events":{}})"));
   EXPECT_EQ(r.telemetry.steps.size(), 1u);
+}
+
+/// A line of an unknown type holding `values` values in all: its object, its
+/// "type" string, an array and the array's elements, each `element`.
+std::string line_of_values(std::size_t values, const std::string& element) {
+  std::string line = R"({"type":"x","a":[)";
+  for (std::size_t i = 0; i + 3 < values; ++i)
+    line += (i == 0 ? "" : ",") + element;
+  return line + "]}";
+}
+
+TEST(JsonlReaderErrorTest, MoreValuesThanTheLimitAreRefused) {
+  const std::string too_many =
+      "t.jsonl:2: more than 65536 values on one line (a record holds a few dozen)";
+  // Numbers go through the fast parser first, escaped strings only through nlohmann's.
+  for (const std::string element : {"0", R"("A")"}) {
+    EXPECT_EQ(error_of(with_run(line_of_values(kMaxLineValues, element))), "") << element;
+    EXPECT_EQ(error_of(with_run(line_of_values(kMaxLineValues + 1, element))), too_many) << element;
+  }
+}
+
+TEST(JsonlReaderErrorTest, NestingDeeperThanTheLimitIsRefused) {
+  const std::string too_deep =
+      "t.jsonl:2: nesting deeper than 64 levels (records of this format "
+      "nest 3 levels)";
+  EXPECT_EQ(error_of(with_run(R"({"type":"x","junk":)" + std::string(64, '[') +
+                              std::string(64, ']') + "}")),
+            too_deep);
+  std::string objects;
+  for (int i = 0; i < 64; ++i)
+    objects += R"({"a":)";
+  objects += "1" + std::string(64, '}');
+  EXPECT_EQ(error_of(with_run(R"({"type":"x","junk":)" + objects + "}")), too_deep);
+  // One level less is read (the unknown type is skipped with a warning).
+  EXPECT_EQ(
+      error_of(with_run(R"({"type":"x","junk":)" + objects.substr(5, objects.size() - 6) + "}")),
+      "");
+  // Unterminated: refused at the 65th level, before the parser reads further.
+  EXPECT_EQ(error_of(with_run(std::string(100000, '['))), too_deep);
+  EXPECT_EQ(error_of(with_run(std::string(kMaxLineBytes, '['))), too_deep);
 }
 
 // ---------------------------------------------------------------------------
@@ -435,6 +476,86 @@ TEST(JsonlReaderTest, UnknownTypeIsSkippedWithAWarning) {
   EXPECT_EQ(r.warnings[0], "t.jsonl:2: skipped line of unknown type 'foo'");
   EXPECT_EQ(r.warnings[1], "t.jsonl:5: skipped line of unknown type 'bar'");
   EXPECT_EQ(r.warnings[2], "t.jsonl: skipped 2 more line(s) of unknown type 'foo'");
+}
+
+TEST(JsonlReaderTest, WarningsNameAFewUnknownTypesAndCountTheRest) {
+  // 100,000 distinct unknown types: five warnings name the first five types,
+  // one more counts the other lines.
+  std::string text = kRun + "\n";
+  for (int i = 0; i < 100000; ++i)
+    text += R"({"type":"t)" + std::to_string(i) + "\"}\n";
+  text += R"({"type":"t0"})"
+          "\n" +
+          kStep + "\n";
+  const ReadResult r = parse(text);
+  EXPECT_EQ(r.telemetry.steps.size(), 1u);
+  ASSERT_EQ(r.warnings.size(), 7u);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(r.warnings[static_cast<std::size_t>(i)], "t.jsonl:" + std::to_string(i + 2) +
+                                                           ": skipped line of unknown type 't" +
+                                                           std::to_string(i) + "'");
+  }
+  EXPECT_EQ(r.warnings[5], "t.jsonl: skipped 1 more line(s) of unknown type 't0'");
+  EXPECT_EQ(r.warnings[6],
+            "t.jsonl: skipped 99995 more line(s) of other unknown types (only the first 5 types "
+            "are named)");
+}
+
+TEST(JsonlReaderTest, WarningsNameAFewUnknownEventsAndCountTheRest) {
+  std::string events;
+  for (int i = 0; i < 8; ++i)
+    events += R"("e)" + std::to_string(i) + R"(":{},)";
+  const std::string line = R"({"type":"step","global_rank":0,"step":1,"ts":1,"events":{)" + events +
+                           R"("forward":{"cpu_ms":1}}})";
+  const ReadResult r = parse(with_run(line) + line + "\n");
+  ASSERT_EQ(r.telemetry.steps.size(), 2u);
+  ASSERT_EQ(r.warnings.size(), 11u);
+  EXPECT_EQ(r.warnings[4].rfind("t.jsonl:2: ignored unknown event 'e4' (known events: ", 0), 0u);
+  EXPECT_EQ(r.warnings[5], "t.jsonl: ignored unknown event 'e0' on 1 more line(s)");
+  EXPECT_EQ(r.warnings[10],
+            "t.jsonl: ignored 6 more unknown event(s) of other names (only the first 5 names are "
+            "named)");
+}
+
+TEST(JsonlReaderTest, LongUnknownNamesAreCutInWarnings) {
+  const ReadResult r = parse(with_run(R"({"type":")" + std::string(5000, 'x') + "\"}"));
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_EQ(r.warnings[0],
+            "t.jsonl:2: skipped line of unknown type '" + std::string(60, 'x') + "...'");
+}
+
+TEST(JsonlReaderTest, TextLongerThanTheWireAllowsIsCutWithAWarning) {
+  // Over 1024 bytes: cut on a character boundary (the 2-byte e-acute would
+  // straddle it), never refused: a string must not block a summary.
+  const std::string host = std::string(1023, 'h') + "\u00e9" + std::string(500, 'x');
+  const ReadResult r =
+      parse(with_run(R"({"type":"rank","global_rank":0,"hostname":")" + host + "\"}") +
+            R"({"type":"step_memory","global_rank":0,"step":1,"device":")" +
+            std::string(2000, 'd') + "\"}\n");
+  ASSERT_EQ(r.telemetry.ranks.size(), 1u);
+  EXPECT_EQ(r.telemetry.ranks[0].hostname, std::string(1023, 'h'));
+  EXPECT_EQ(r.telemetry.step_memory[0].device, std::string(1024, 'd'));
+  ASSERT_EQ(r.warnings.size(), 1u);
+  EXPECT_EQ(r.warnings[0],
+            "t.jsonl: cut 2 string(s) to 1024 bytes, the longest text a record keeps");
+  // At the limit: kept whole, no warning.
+  const ReadResult exact = parse(
+      with_run(R"({"type":"rank","global_rank":0,"hostname":")" + std::string(1024, 'h') + "\"}"));
+  EXPECT_EQ(exact.telemetry.ranks[0].hostname->size(), 1024u);
+  EXPECT_TRUE(exact.warnings.empty());
+}
+
+TEST(JsonlReaderErrorTest, InvalidUtf8IsAOneLineErrorWithoutTheRawBytes) {
+  // nlohmann refuses ill-formed UTF-8; its message quotes the bytes it read,
+  // which are shown escaped so that they cannot drive a terminal.
+  EXPECT_EQ(error_of(with_run("{\"type\":\"rank\",\"global_rank\":0,\"hostname\":\"a\xff\"}")),
+            "t.jsonl:2: invalid JSON at column 45: syntax error while parsing value - invalid "
+            "string: ill-formed UTF-8 byte; last read: '\"a\xef\xbf\xbd'");
+  // A C1 control (U+009B, a terminal's CSI) before a raw ESC, both in a string.
+  EXPECT_EQ(
+      error_of(with_run("{\"hostname\":\"\xc2\x9b\x1b[31m\"}")),
+      "t.jsonl:2: invalid JSON at column 16: syntax error while parsing value - invalid string: "
+      "control character U+001B (ESC) must be escaped to \\u001B; last read: '\"\\u009b<U+001B>'");
 }
 
 TEST(JsonlReaderTest, ControlCharactersInNamesStayOnOneLine) {
@@ -633,8 +754,23 @@ TEST(JsonlReaderErrorTest, NegativeOrNonFiniteNumbers) {
             "t.jsonl:2: 'rss_bytes' must be a finite number >= 0, got -4096");
   EXPECT_EQ(error_of(with_run(
                 R"({"type":"step_memory","global_rank":0,"step":1,"peak_reserved_bytes":-3.2e9})")),
-            "t.jsonl:2: 'peak_reserved_bytes' must be a finite number >= 0, got -3.2e9");
+            "t.jsonl:2: 'peak_reserved_bytes' must be a finite number >= 0, got -3.2e+09");
   EXPECT_EQ(error_of(with_run("1e999")), "t.jsonl:2: number out of range, got 1e999");
+}
+
+TEST(JsonlReaderErrorTest, NumberOverflowIsNamedByItsPathAtEveryDepth) {
+  // An overflow as the first member of an object used to index the node list
+  // with its "no node" marker while the path was built (undefined behaviour,
+  // seen with UBSan on exactly this line).
+  EXPECT_EQ(error_of(with_run(R"({"a":1e999})")),
+            "t.jsonl:2: 'a' must be a finite number, got 1e999");
+  EXPECT_EQ(error_of(with_run(R"({"type":"x","a":{"b":1e999}})")),
+            "t.jsonl:2: 'a.b' must be a finite number, got 1e999");
+  EXPECT_EQ(error_of(with_run(R"({"a":[1e999]})")),
+            "t.jsonl:2: 'a[0]' must be a finite number, got 1e999");
+  EXPECT_EQ(error_of(with_run(R"({"a":[1,{"b":[{},{"c":-1e999}]}]})")),
+            "t.jsonl:2: 'a[1].b[1].c' must be a finite number, got -1e999");
+  EXPECT_EQ(error_of(with_run("[1e999]")), "t.jsonl:2: '[0]' must be a finite number, got 1e999");
 }
 
 TEST(JsonlReaderErrorTest, RanksAndCounts) {
@@ -841,20 +977,60 @@ TEST(JsonlReaderTest, FileLargerThanAReadChunk) {
   std::remove(path.c_str());
 }
 
-TEST(JsonlReaderTest, LineLongerThanAReadChunk) {
+/// A step line of exactly `bytes` bytes (padded by an unknown key).
+std::string step_line_of(std::size_t bytes) {
+  const std::string head = R"({"type":"step","global_rank":0,"step":1,"ts":1,"note":")";
+  const std::string tail = R"(","events":{"forward":{"cpu_ms":4}}})";
+  return head + std::string(bytes - head.size() - tail.size(), 'a') + tail;
+}
+
+const std::string kTooLong =
+    ": line longer than 1048576 bytes, the longest this format allows (records are a few "
+    "hundred bytes; a line this long is not telemetry)";
+
+TEST(JsonlReaderTest, LineOfTheLongestLengthIsRead) {
   const std::string path = temp_path("long_line.jsonl");
   {
+    // Longest line without and with "\r\n", then a line after them: the read
+    // buffer holds one longest line and its line end, no more.
     std::ofstream out(path, std::ios::binary);
     out << kRun << "\n"
-        << R"({"type":"step","global_rank":0,"step":1,"ts":1,"note":")" << std::string(3 << 20, 'a')
-        << R"(","events":{"forward":{"cpu_ms":4}}})"
-        << "\n"
+        << step_line_of(kMaxLineBytes) << "\n"
+        << step_line_of(kMaxLineBytes) << "\r\n"
         << kStep << "\n";
   }
   const ReadResult r = read_telemetry_jsonl(path);
-  ASSERT_EQ(r.telemetry.steps.size(), 2u);
+  ASSERT_EQ(r.telemetry.steps.size(), 3u);
   EXPECT_EQ(r.telemetry.steps[0].events.cpu_ms(Event::Forward), 4.0);
-  EXPECT_EQ(r.telemetry.steps[1].events.gpu_ms(Event::Forward), 3.1);
+  EXPECT_EQ(r.telemetry.steps[1].events.cpu_ms(Event::Forward), 4.0);
+  EXPECT_EQ(r.telemetry.steps[2].events.gpu_ms(Event::Forward), 3.1);
+  EXPECT_EQ(parse(with_run(step_line_of(kMaxLineBytes))).telemetry.steps.size(), 1u);
+  std::remove(path.c_str());
+}
+
+TEST(JsonlReaderErrorTest, LineLongerThanTheLimitIsRefused) {
+  const std::string path = temp_path("too_long.jsonl");
+  const auto refused = [&](const std::string& text) {
+    {
+      std::ofstream out(path, std::ios::binary);
+      out << text;
+    }
+    try {
+      read_telemetry_jsonl(path);
+    } catch (const TelemetryError& e) {
+      return std::string(e.what());
+    }
+    return std::string("(no error)");
+  };
+  // One byte over, with and without a newline, and as the header itself.
+  EXPECT_EQ(refused(kRun + "\n" + step_line_of(kMaxLineBytes + 1) + "\n"), path + ":2" + kTooLong);
+  EXPECT_EQ(refused(kRun + "\n" + step_line_of(kMaxLineBytes + 1)), path + ":2" + kTooLong);
+  EXPECT_EQ(refused(kRun + "\n\n" + step_line_of(kMaxLineBytes + 1) + "\r\n"),
+            path + ":3" + kTooLong);
+  EXPECT_EQ(refused(std::string(5'000'000, '[') + "\n"), path + ":1" + kTooLong);
+  // The same limit in memory.
+  EXPECT_EQ(error_of(with_run(step_line_of(kMaxLineBytes + 1))), "t.jsonl:2" + kTooLong);
+  EXPECT_EQ(error_of(with_run(std::string(5'000'000, '['))), "t.jsonl:2" + kTooLong);
   std::remove(path.c_str());
 }
 

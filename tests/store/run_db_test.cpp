@@ -494,6 +494,150 @@ TEST(RunDb, OtherSchemaVersionIsRefused) {
                                 "(use the traceml release that wrote it)");
 }
 
+TEST(RunDb, FileWithoutDeliveryGpuColumnsReadsWithoutGpuClock) {
+  // Written before the tracer's GPU clock columns existed.
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  RunData d = rich_run();
+  write_run(path, d);
+  exec_sql(path,
+           "ALTER TABLE deliveries DROP COLUMN gpu_device; ALTER TABLE deliveries DROP COLUMN "
+           "gpu_steps_resolved; ALTER TABLE deliveries DROP COLUMN gpu_steps_unresolved; ALTER "
+           "TABLE deliveries DROP COLUMN gpu_scopes_skipped; ALTER TABLE deliveries DROP COLUMN "
+           "activity_lost;");
+  const RunData read = read_run_db(path);
+  for (auto& x : d.deliveries) {
+    if (!x.tracer) continue;
+    x.tracer->gpu.reset();
+    x.tracer->activity_lost.reset();
+  }
+  expect_same_run(d, read);
+}
+
+/// The error of reading rich_run() after `sql` changed its file ("" when it reads).
+std::string error_after(const std::string& sql, std::string* path_out = nullptr) {
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  write_run(path, rich_run());
+  exec_sql(path, sql);
+  if (path_out != nullptr) *path_out = path;
+  try {
+    read_run_db(path);
+  } catch (const RunDbError& e) {
+    const std::string what = e.what();
+    // The path is the temporary directory's: compare what follows it.
+    return what.rfind(path + ": ", 0) == 0 ? what.substr(path.size() + 2) : "(other file) " + what;
+  }
+  return "";
+}
+
+TEST(RunDbCorrupt, NumberColumnsHoldingTextOrBlobsAreRefused) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"UPDATE steps SET forward_cpu_ms = 'abc' WHERE id = 1",
+       "table steps, row 1: column 'forward_cpu_ms' holds text \"abc\", not a number"},
+      {"UPDATE steps SET ts = x'00ff' WHERE id = 3",
+       "table steps, row 3: column 'ts' holds a blob of 2 bytes, not a number"},
+      {"UPDATE steps SET step = 'seven' WHERE id = 2",
+       "table steps, row 2: column 'step' holds text \"seven\", not an integer"},
+      {"UPDATE steps SET step = 1.5 WHERE id = 2",
+       "table steps, row 2: column 'step' holds 1.5, not an integer"},
+      {"UPDATE steps SET global_rank = 4294967296 WHERE id = 2",
+       "table steps, row 2: column 'global_rank' holds 4294967296, beyond the range of a 32-bit "
+       "integer"},
+      {"UPDATE steps SET event_mask = 64 WHERE id = 3",
+       "table steps, row 3: column 'event_mask' holds 64, which sets bits beyond the 6 events"},
+      {"UPDATE steps SET activity_busy_ms = NULL WHERE id = 1",
+       "table steps, row 1: column 'activity_busy_ms' is NULL, not a number"},
+      {"UPDATE run_info SET world_size = 'three'",
+       "table run_info, row 1: column 'world_size' holds text \"three\", not an integer"},
+      {"UPDATE system_samples SET cpu_percent = 'high' WHERE id = 1",
+       "table system_samples, row 1: column 'cpu_percent' holds text \"high\", not a number"},
+      {"UPDATE process_samples SET has_gpu = 'yes' WHERE id = 1",
+       "table process_samples, row 1: column 'has_gpu' holds text \"yes\", not an integer"},
+      {"UPDATE deliveries SET gpu_steps_resolved = 'x' WHERE global_rank = 0",
+       "table deliveries, row 0: column 'gpu_steps_resolved' holds text \"x\", not an integer"},
+      {"UPDATE rejected_connections SET ts = 'yesterday' WHERE id = 1",
+       "table rejected_connections, row 1: column 'ts' holds text \"yesterday\", not a number"},
+      // Long text is cut in the message; control characters are escaped.
+      {"UPDATE steps SET ts = replace(hex(zeroblob(50)), '0', 'x') WHERE id = 1",
+       "table steps, row 1: column 'ts' holds text "
+       "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...\", not a number"},
+      {"UPDATE steps SET ts = 'a' || char(27) || '[2J' WHERE id = 1",
+       "table steps, row 1: column 'ts' holds text \"a\\x1b[2J\", not a number"},
+  };
+  for (const auto& [sql, message] : cases)
+    EXPECT_EQ(error_after(sql), message) << sql;
+}
+
+TEST(RunDbCorrupt, ValuesTheCollectorWouldRefuseAreRefused) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"UPDATE steps SET backward_gpu_ms = -1.5 WHERE id = 1",
+       "table steps, row 1: 'events.backward.gpu_ms' must be a finite number >= 0, got -1.5"},
+      {"UPDATE steps SET forward_cpu_ms = 9e999 WHERE id = 1",
+       "table steps, row 1: 'events.forward.cpu_ms' must be a finite number >= 0, got inf"},
+      {"UPDATE steps SET ts = -1e999 WHERE id = 2",
+       "table steps, row 2: 'ts' must be a finite number >= 0, got -inf"},
+      {"UPDATE steps SET global_rank = -7 WHERE id = 2",
+       "table steps, row 2: 'global_rank' must be an integer >= 0, got -7"},
+      {"UPDATE steps SET step = 0 WHERE id = 2",
+       "table steps, row 2: 'step' must be an integer >= 1, got 0"},
+      {"UPDATE steps SET activity_h2d_pageable_bytes = 2e8 WHERE id = 1",
+       "table steps, row 1: 'gpu_activity.h2d_pageable_bytes' must not exceed "
+       "'gpu_activity.h2d_bytes'"},
+      {"UPDATE ranks SET global_rank = -7 WHERE global_rank = 2",
+       "table ranks, row -7: 'global_rank' must be an integer >= 0, got -7"},
+      {"UPDATE ranks SET local_world_size = 0 WHERE global_rank = 0",
+       "table ranks, row 0: 'local_world_size' must be an integer >= 1, got 0"},
+      {"UPDATE run_info SET world_size = 0",
+       "table run_info, row 1: 'world_size' must be an integer >= 1, got 0"},
+      {"UPDATE step_memory SET peak_reserved_bytes = -1 WHERE id = 3",
+       "table step_memory, row 3: 'peak_reserved_bytes' must be a finite number >= 0, got -1"},
+      {"UPDATE system_samples SET node_rank = -1 WHERE id = 2",
+       "table system_samples, row 2: 'node_rank' must be an integer >= 0, got -1"},
+      {"UPDATE system_gpus SET util_percent = -5 WHERE id = 2",
+       "table system_gpus, row 2: 'util_percent' must be a finite number >= 0, got -5"},
+      {"UPDATE process_samples SET cpu_cores = 0 WHERE id = 1",
+       "table process_samples, row 1: 'cpu_cores' must be an integer >= 1, got 0"},
+      {"UPDATE process_samples SET gpu_reserved_bytes = -1 WHERE id = 1",
+       "table process_samples, row 1: 'gpu.reserved_bytes' must be a finite number >= 0, got -1"},
+      {"UPDATE deliveries SET records_dropped = -1 WHERE global_rank = 0",
+       "table deliveries, row 0: 'records_dropped' must be an integer >= 0, got -1"},
+      {"UPDATE deliveries SET records_received = -3 WHERE global_rank = 2",
+       "table deliveries, row 2: 'records_received' must be an integer >= 0, got -3"},
+  };
+  for (const auto& [sql, message] : cases)
+    EXPECT_EQ(error_after(sql), message) << sql;
+}
+
+TEST(RunDbCorrupt, NumbersStoredAsNumericTextOrIntegralRealsRead) {
+  // Column affinity stores '7' as the integer 7 and 2.0 in an INTEGER column
+  // as 2: both are numbers, as "7" is not but 2.0 is in JSONL.
+  EXPECT_EQ(error_after("UPDATE steps SET step = '7' WHERE id = 2"), "");
+  EXPECT_EQ(error_after("UPDATE system_samples SET cpu_percent = '12.5' WHERE id = 1"), "");
+}
+
+TEST(RunDbCorrupt, IllFormedOrLongTextIsRepairedAndCounted) {
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  write_run(path, rich_run());
+  EXPECT_EQ(read_run_db(path).strings_repaired, 0);
+  // A host name with an invalid byte and an ESC sequence; a device as a blob;
+  // a device of 2,000 bytes; a run name cut inside a 2-byte character.
+  exec_sql(path,
+           "UPDATE ranks SET hostname = CAST(x'6e6f6465ff1b5b33316d' AS TEXT) WHERE global_rank "
+           "= 0; UPDATE step_memory SET device = x'637564613a30' WHERE id = 2; UPDATE step_memory "
+           "SET device = replace(hex(zeroblob(1000)), '0', 'd') WHERE id = 3; UPDATE run_info SET "
+           "run_name = replace(hex(zeroblob(511)), '0', 'r') || 'r' || char(233);");
+  const RunData d = read_run_db(path);
+  EXPECT_EQ(d.strings_repaired, 3);
+  // U+FFFD for the invalid byte; the ESC is valid UTF-8 and kept (printing
+  // escapes it, JSON writes it as \u001b).
+  EXPECT_EQ(d.telemetry.ranks[0].hostname, "node\xEF\xBF\xBD\x1b[31m");
+  EXPECT_EQ(d.telemetry.step_memory[1].device, "cuda:0");
+  EXPECT_EQ(d.telemetry.step_memory[2].device, std::string(1024, 'd'));
+  EXPECT_EQ(d.telemetry.run.run_name, std::string(1023, 'r'));
+}
+
 // Not a benchmark (bench/ has one): prints the insert rate of step records so
 // that a regression is visible in the test log. The bound only catches a
 // pathological slowdown (e.g. a commit per record), never a loaded machine.

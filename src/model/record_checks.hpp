@@ -1,0 +1,39 @@
+// What a record may hold, decided once for every reader of records from
+// outside: the collector (frames from the ranks), the telemetry JSONL reader
+// and the run-database reader. A record one of them refuses, the others
+// refuse too, so a value cannot reach the analysis by a side door and flip a
+// verdict. These check values; text is checked by model/text.hpp. std only.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+
+#include "model/telemetry.hpp"
+
+namespace traceml::model {
+
+/// Longest text a record keeps (host name, device, strategy, run name), in
+/// bytes: the wire's limit (transport::kMaxStringBytes). Host names stop at
+/// 255 bytes, device names at a few dozen; longer text is cut, never refused.
+inline constexpr std::size_t kMaxTextBytes = 1024;
+
+// Each check returns why the record cannot be true, as one phrase that names
+// the field as docs/telemetry-format.md does, e.g.
+// "'events.forward.cpu_ms' must be a finite number >= 0, got -1.5"; readers
+// put where the record came from in front (a line, a table row). std::nullopt
+// when every value is possible. Durations, byte counts, percents and
+// timestamps are finite and >= 0; ranks, indexes and devices >= 0; step ids,
+// sizes and core counts >= 1.
+
+std::optional<std::string> check_run_info(const RunInfo& r);
+std::optional<std::string> check_rank_identity(const RankIdentity& r);
+std::optional<std::string> check_step(const StepRecord& r);
+std::optional<std::string> check_step_memory(const StepMemoryRecord& r);
+std::optional<std::string> check_system(const SystemSample& s);
+/// One GPU of a system sample, its fields named without the "gpus[i]." of check_system.
+std::optional<std::string> check_gpu_sample(const GpuSample& g);
+std::optional<std::string> check_process(const ProcessSample& s);
+std::optional<std::string> check_tracer_stats(const TracerStats& s);
+
+}  // namespace traceml::model
