@@ -15,6 +15,7 @@
 #include <utility>
 #include <variant>
 
+#include "store/rejection_counts.hpp"
 #include "store/run_db.hpp"
 #include "transport/record_codec.hpp"
 #include "transport/tcp_server.hpp"
@@ -37,6 +38,20 @@ constexpr auto kCommitInterval = 500ms;
 
 /// How often finish() rechecks the open connections while it waits.
 constexpr auto kFinishPoll = 20ms;
+
+/// How long finish() waits, at most, for connections still in their
+/// handshake. A rank that has just connected passes it within a round trip, so
+/// its Hello is in well before this; a peer without the token that keeps
+/// opening connections and sends nothing would otherwise hold the end of the
+/// run until the deadline.
+constexpr auto kHandshakeGrace = 250ms;
+
+/// Refused connections stored one row each in `rejected_connections`; the
+/// others are only counted (store::RejectionCounts). The first few say what
+/// was refused and from where, which is all a user needs to find a stray
+/// process; a flood of connections (thousands a second) must not grow the
+/// database and the writer's queue with it.
+constexpr std::int64_t kMaxRejectedRows = 32;
 
 using Item = std::variant<model::StepRecord, model::StepMemoryRecord, model::SystemSample,
                           model::ProcessSample, model::RankIdentity, store::RejectedConnection>;
@@ -153,7 +168,7 @@ struct Collector::Impl final : transport::ServerHandler {
       c.refuse = "global rank " + std::to_string(c.rank) + " outside the run's world size " +
                  std::to_string(*world);
     if (c.refuse) {
-      reject(peer, *c.refuse);
+      reject(peer, "invalid_identity", *c.refuse);
       connections.emplace(id, std::move(c));
       return;
     }
@@ -233,8 +248,9 @@ struct Collector::Impl final : transport::ServerHandler {
     connections.erase(it);
   }
 
-  void on_rejected(const std::string& peer, const std::string& reason) override {
-    reject(peer, reason);
+  void on_rejected(const std::string& peer, transport::Rejection kind,
+                   const std::string& reason) override {
+    reject(peer, transport::rejection_name(kind), reason);
   }
 
   // ---- helpers of the I/O thread ----
@@ -256,9 +272,17 @@ struct Collector::Impl final : transport::ServerHandler {
     push(std::forward<Record>(r));
   }
 
-  void reject(const std::string& peer, const std::string& reason) {
+  /// Counts every refusal by kind; stores only the first kMaxRejectedRows.
+  void reject(const std::string& peer, const std::string& kind, const std::string& reason) {
     rejected.fetch_add(1, std::memory_order_relaxed);
-    push(store::RejectedConnection{unix_now(), peer, reason});
+    bool detail = false;
+    {
+      std::lock_guard<std::mutex> lk(state_mu);
+      ++rejection_counts[kind];
+      detail = rejected_rows < kMaxRejectedRows;
+      if (detail) ++rejected_rows;
+    }
+    if (detail) push(store::RejectedConnection{unix_now(), peer, reason});
   }
 
   void push(Item item) {
@@ -341,10 +365,13 @@ struct Collector::Impl final : transport::ServerHandler {
 
   CollectionReport finish(std::chrono::steady_clock::time_point deadline, int expected_ranks) {
     CollectionReport rep;
-    // open_connections() counts connections still in their handshake too,
-    // so a rank that has just connected is waited for.
+    // Connections still in their handshake are waited for only during a short
+    // grace (kHandshakeGrace), never until the deadline: they may be anyone's.
+    const auto grace_end = std::chrono::steady_clock::now() + kHandshakeGrace;
     for (;;) {
-      const bool quiet = server->open_connections() == 0;
+      const bool quiet =
+          server->handshaken_connections() == 0 &&
+          (server->pending_connections() == 0 || std::chrono::steady_clock::now() >= grace_end);
       if (quiet && (expected_ranks <= 0 || ranks_ended() >= expected_ranks)) break;
       if (std::chrono::steady_clock::now() >= deadline) {
         rep.timed_out = true;
@@ -379,12 +406,16 @@ struct Collector::Impl final : transport::ServerHandler {
     rep.records = writer->records();
     rep.invalid_records = invalid_records.load();
     rep.rejected_connections = rejected.load();
-    rep.write_error = write_error;
+    rep.rejected_by_kind = rejection_counts;
     writer.reset();  // closes the database
+    // After the writer has closed the file, like the run outcome.
+    guarded([&] { store::write_rejection_counts(db_path, rejection_counts); });
+    rep.write_error = write_error;
     return rep;
   }
 
   CollectorOptions options;
+  std::string db_path;
   std::unique_ptr<transport::TcpServer> server;
   std::unique_ptr<store::RunDbWriter> writer;
   std::thread writer_thread;
@@ -394,6 +425,8 @@ struct Collector::Impl final : transport::ServerHandler {
 
   std::mutex state_mu;
   std::map<int, RankState> ranks;  // sorted: deliveries are written in rank order
+  store::RejectionCounts rejection_counts;
+  std::int64_t rejected_rows = 0;  // refusals queued as rows
 
   std::atomic<std::int64_t> invalid_records{0};
   std::atomic<std::int64_t> rejected{0};
@@ -429,6 +462,7 @@ Collector::Collector(const CollectorOptions& options) : impl_(std::make_unique<I
     throw CollectorError("cannot create run directory " + options.run_dir + ": " + ec.message() +
                          " (choose a writable --logs-dir)");
   const std::string db = (std::filesystem::path(options.run_dir) / store::kRunDbFileName).string();
+  m.db_path = db;
   try {
     m.writer = std::make_unique<store::RunDbWriter>(db);
     m.writer->set_run_info(options.run);
