@@ -15,6 +15,7 @@
 #include <utility>
 #include <variant>
 
+#include "model/text.hpp"
 #include "store/rejection_counts.hpp"
 #include "store/run_db.hpp"
 #include "transport/record_codec.hpp"
@@ -159,6 +160,8 @@ struct Collector::Impl final : transport::ServerHandler {
   void on_hello(transport::ConnectionId id, const transport::Hello& hello,
                 const std::string& peer) override {
     Connection c;
+    model::RankIdentity identity = hello.identity;
+    if (identity.hostname) repair(*identity.hostname);
     c.rank = hello.identity.global_rank;
     c.node_rank = hello.identity.node_rank;
     const auto world = options.run.world_size;
@@ -177,7 +180,7 @@ struct Collector::Impl final : transport::ServerHandler {
       ++ranks[c.rank].open;
     }
     connections.emplace(id, std::move(c));
-    push(hello.identity);
+    push(std::move(identity));
   }
 
   std::optional<std::string> on_frame(transport::ConnectionId id,
@@ -198,6 +201,7 @@ struct Collector::Impl final : transport::ServerHandler {
       case FrameType::StepMemory: {
         auto r = transport::decode_step_memory(frame.payload);
         if (!r) return malformed(frame.type);
+        repair(r->device);
         if (r->global_rank != c.rank || !valid_step_memory(*r)) return invalid();
         accept(c, std::move(*r));
         return std::nullopt;
@@ -220,6 +224,7 @@ struct Collector::Impl final : transport::ServerHandler {
       case FrameType::TracerStats: {
         auto s = transport::decode_tracer_stats(frame.payload);
         if (!s) return malformed(frame.type);
+        repair(s->strategy);
         if (s->global_rank != c.rank || !valid_tracer_stats(*s)) return invalid();
         std::lock_guard<std::mutex> lk(state_mu);
         ranks[c.rank].tracer = std::move(*s);  // the last report wins
@@ -264,6 +269,19 @@ struct Collector::Impl final : transport::ServerHandler {
   std::optional<std::string> invalid() {
     invalid_records.fetch_add(1, std::memory_order_relaxed);
     return std::nullopt;
+  }
+
+  /// A wire string that is not valid UTF-8 is repaired, not refused: each
+  /// ill-formed sequence becomes U+FFFD (cut to kMaxStringBytes on a character
+  /// boundary) and the repair is counted. The record around it is good, and
+  /// refusing it over one byte would cost a rank's whole identity (the host
+  /// name comes in the Hello) or a step's memory peak; the repaired string
+  /// still names its host or device, and every later reader (JSON above all)
+  /// can take it.
+  void repair(std::string& s) {
+    if (model::valid_utf8(s)) return;
+    s = model::sanitize_utf8(s, transport::kMaxStringBytes);
+    repaired_strings.fetch_add(1, std::memory_order_relaxed);
   }
 
   template <typename Record>
@@ -405,6 +423,7 @@ struct Collector::Impl final : transport::ServerHandler {
     rep.ranks_connected = static_cast<int>(ranks.size());
     rep.records = writer->records();
     rep.invalid_records = invalid_records.load();
+    rep.repaired_strings = repaired_strings.load();
     rep.rejected_connections = rejected.load();
     rep.rejected_by_kind = rejection_counts;
     writer.reset();  // closes the database
@@ -429,6 +448,7 @@ struct Collector::Impl final : transport::ServerHandler {
   std::int64_t rejected_rows = 0;  // refusals queued as rows
 
   std::atomic<std::int64_t> invalid_records{0};
+  std::atomic<std::int64_t> repaired_strings{0};
   std::atomic<std::int64_t> rejected{0};
 
   std::mutex queue_mu;

@@ -39,6 +39,9 @@ struct CollectionReport {
   std::vector<int> ranks_unended;    ///< ranks whose connection was still open at the deadline
   std::int64_t records = 0;          ///< records written to the database
   std::int64_t invalid_records = 0;  ///< records refused by the value checks
+  /// Wire strings (hostname, device, strategy) that were not valid UTF-8 and
+  /// were stored repaired (each ill-formed sequence as U+FFFD).
+  std::int64_t repaired_strings = 0;
   /// Connections refused, all of them; the run database keeps only the first
   /// few in detail (`rejected_connections`) and these counts in
   /// `rejection_counts`.

@@ -43,6 +43,7 @@ report::Json manifest_json(const ManifestInput& in) {
   t["records"] = c.records;
   t["records_dropped"] = in.records_dropped ? Json(*in.records_dropped) : Json();
   t["invalid_records"] = c.invalid_records;
+  t["repaired_strings"] = c.repaired_strings;
   t["rejected_connections"] = c.rejected_connections;
   Json kinds = Json::object();
   for (const auto& [kind, count] : c.rejected_by_kind)

@@ -600,7 +600,7 @@ TEST(Collector, UnwritableRunDirectoryIsOneLineError) {
   }
 }
 
-// ---- what a peer can cost: memory, database, the end of the run
+// ---- what a peer can cost: memory, database, the end of the run, strings
 
 /// Resident memory of this process in bytes (/proc/self/statm counts pages).
 std::int64_t rss_bytes() {
@@ -861,6 +861,60 @@ TEST(Collector, IdleAndReopenedConnectionsDoNotDelayTheEnd) {
   const store::RunData d = store::read_run_db(db_path(dir));
   ASSERT_EQ(d.deliveries.size(), 1u);
   EXPECT_TRUE(d.deliveries[0].clean_end);
+}
+
+// A rank with the token whose strings are not UTF-8: they are stored
+// repaired and counted, the records kept, and the summary is written.
+TEST(Collector, IllFormedUtf8OnTheWireIsRepairedAndTheSummaryWritten) {
+  TempDir dir;
+  Collector c(options(dir));
+  model::RankIdentity id = identity(0);
+  id.hostname = std::string("node-\xff\xfe-0");
+  Bytes b = hello(id);
+  auto add = [&](FrameType t, const Bytes& p) {
+    const Bytes f = frame(t, p);
+    b.insert(b.end(), f.begin(), f.end());
+  };
+  std::vector<model::StepRecord> steps;
+  for (int i = 1; i <= 20; ++i) {
+    steps.push_back(step_of(0, i));
+    add(FrameType::Step, transport::encode_step(steps.back()));
+  }
+  add(FrameType::StepMemory,
+      transport::encode_step_memory({0, 20, "cuda:\xc0", 1e9, std::nullopt}));
+  model::ProcessSample p;  // the summary's process rows show the host name
+  p.global_rank = 0;
+  p.ts = 1.7e9 + 2.0;
+  p.cpu_percent = 100.0;
+  p.rss_bytes = 1e9;
+  add(FrameType::Process, transport::encode_process(p));
+  model::TracerStats t = stats(0, 20, 22);
+  t.strategy = "dd\xe2\x82";  // a sequence cut short
+  add(FrameType::TracerStats, transport::encode_tracer_stats(t));
+  add(FrameType::Bye, {});
+  send_and_close(c.port(), b);
+  const CollectionReport rep = c.finish(Clock::now() + kFinish, 1);
+  EXPECT_EQ(rep.repaired_strings, 3);
+  EXPECT_EQ(rep.invalid_records, 0);
+  EXPECT_EQ(rep.records, 22);
+
+  const std::string bad = "\xEF\xBF\xBD";  // U+FFFD
+  const store::RunData d = store::read_run_db(db_path(dir));
+  ASSERT_EQ(d.telemetry.ranks.size(), 1u);
+  EXPECT_EQ(d.telemetry.ranks[0].hostname, "node-" + bad + bad + "-0");
+  ASSERT_EQ(d.telemetry.step_memory.size(), 1u);
+  EXPECT_EQ(d.telemetry.step_memory[0].device, "cuda:" + bad);
+  ASSERT_EQ(d.deliveries.size(), 1u);
+  ASSERT_TRUE(d.deliveries[0].tracer);
+  EXPECT_EQ(d.deliveries[0].tracer->strategy, "dd" + bad + bad);
+  expect_same_list(d.telemetry.steps, steps, "steps");
+
+  const std::string run_dir = (dir.path() / "run").string();
+  report::FinalSummary f;
+  ASSERT_NO_THROW(f = finalize_run(run_dir));
+  const std::string json = testing::read_file(fs::path(run_dir) / "final_summary.json");
+  // The JSON is written in ASCII, U+FFFD escaped.
+  EXPECT_NE(json.find(R"("hostname": "node-\ufffd\ufffd-0")"), std::string::npos) << json;
 }
 
 // Not a benchmark: one rank streams step records as fast as it can; prints the
