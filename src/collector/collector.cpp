@@ -16,6 +16,8 @@
 #include <variant>
 
 #include "model/record_checks.hpp"
+#include "model/text.hpp"
+#include "store/rejection_counts.hpp"
 #include "store/run_db.hpp"
 #include "transport/record_codec.hpp"
 #include "transport/tcp_server.hpp"
@@ -38,6 +40,20 @@ constexpr auto kCommitInterval = 500ms;
 
 /// How often finish() rechecks the open connections while it waits.
 constexpr auto kFinishPoll = 20ms;
+
+/// How long finish() waits, at most, for connections still in their
+/// handshake. A rank that has just connected passes it within a round trip, so
+/// its Hello is in well before this; a peer without the token that keeps
+/// opening connections and sends nothing would otherwise hold the end of the
+/// run until the deadline.
+constexpr auto kHandshakeGrace = 250ms;
+
+/// Refused connections stored one row each in `rejected_connections`; the
+/// others are only counted (store::RejectionCounts). The first few say what
+/// was refused and from where, which is all a user needs to find a stray
+/// process; a flood of connections (thousands a second) must not grow the
+/// database and the writer's queue with it.
+constexpr std::int64_t kMaxRejectedRows = 32;
 
 using Item = std::variant<model::StepRecord, model::StepMemoryRecord, model::SystemSample,
                           model::ProcessSample, model::RankIdentity, store::RejectedConnection>;
@@ -94,6 +110,8 @@ struct Collector::Impl final : transport::ServerHandler {
   void on_hello(transport::ConnectionId id, const transport::Hello& hello,
                 const std::string& peer) override {
     Connection c;
+    model::RankIdentity identity = hello.identity;
+    if (identity.hostname) repair(*identity.hostname);
     c.rank = hello.identity.global_rank;
     c.node_rank = hello.identity.node_rank;
     const auto world = options.run.world_size;
@@ -103,7 +121,7 @@ struct Collector::Impl final : transport::ServerHandler {
       c.refuse = "global rank " + std::to_string(c.rank) + " outside the run's world size " +
                  std::to_string(*world);
     if (c.refuse) {
-      reject(peer, *c.refuse);
+      reject(peer, "invalid_identity", *c.refuse);
       connections.emplace(id, std::move(c));
       return;
     }
@@ -112,7 +130,7 @@ struct Collector::Impl final : transport::ServerHandler {
       ++ranks[c.rank].open;
     }
     connections.emplace(id, std::move(c));
-    push(hello.identity);
+    push(std::move(identity));
   }
 
   std::optional<std::string> on_frame(transport::ConnectionId id,
@@ -133,6 +151,7 @@ struct Collector::Impl final : transport::ServerHandler {
       case FrameType::StepMemory: {
         auto r = transport::decode_step_memory(frame.payload);
         if (!r) return malformed(frame.type);
+        repair(r->device);
         if (r->global_rank != c.rank || !valid_step_memory(*r)) return invalid();
         accept(c, std::move(*r));
         return std::nullopt;
@@ -155,6 +174,7 @@ struct Collector::Impl final : transport::ServerHandler {
       case FrameType::TracerStats: {
         auto s = transport::decode_tracer_stats(frame.payload);
         if (!s) return malformed(frame.type);
+        repair(s->strategy);
         if (s->global_rank != c.rank || !valid_tracer_stats(*s)) return invalid();
         std::lock_guard<std::mutex> lk(state_mu);
         ranks[c.rank].tracer = std::move(*s);  // the last report wins
@@ -183,8 +203,9 @@ struct Collector::Impl final : transport::ServerHandler {
     connections.erase(it);
   }
 
-  void on_rejected(const std::string& peer, const std::string& reason) override {
-    reject(peer, reason);
+  void on_rejected(const std::string& peer, transport::Rejection kind,
+                   const std::string& reason) override {
+    reject(peer, transport::rejection_name(kind), reason);
   }
 
   // ---- helpers of the I/O thread ----
@@ -200,15 +221,36 @@ struct Collector::Impl final : transport::ServerHandler {
     return std::nullopt;
   }
 
+  /// A wire string that is not valid UTF-8 is repaired, not refused: each
+  /// ill-formed sequence becomes U+FFFD (cut to kMaxStringBytes on a character
+  /// boundary) and the repair is counted. The record around it is good, and
+  /// refusing it over one byte would cost a rank's whole identity (the host
+  /// name comes in the Hello) or a step's memory peak; the repaired string
+  /// still names its host or device, and every later reader (JSON above all)
+  /// can take it.
+  void repair(std::string& s) {
+    if (model::valid_utf8(s)) return;
+    s = model::sanitize_utf8(s, transport::kMaxStringBytes);
+    strings_repaired.fetch_add(1, std::memory_order_relaxed);
+  }
+
   template <typename Record>
   void accept(Connection& c, Record&& r) {
     ++c.records;
     push(std::forward<Record>(r));
   }
 
-  void reject(const std::string& peer, const std::string& reason) {
+  /// Counts every refusal by kind; stores only the first kMaxRejectedRows.
+  void reject(const std::string& peer, const std::string& kind, const std::string& reason) {
     rejected.fetch_add(1, std::memory_order_relaxed);
-    push(store::RejectedConnection{unix_now(), peer, reason});
+    bool detail = false;
+    {
+      std::lock_guard<std::mutex> lk(state_mu);
+      ++rejection_counts[kind];
+      detail = rejected_rows < kMaxRejectedRows;
+      if (detail) ++rejected_rows;
+    }
+    if (detail) push(store::RejectedConnection{unix_now(), peer, reason});
   }
 
   void push(Item item) {
@@ -291,10 +333,13 @@ struct Collector::Impl final : transport::ServerHandler {
 
   CollectionReport finish(std::chrono::steady_clock::time_point deadline, int expected_ranks) {
     CollectionReport rep;
-    // open_connections() counts connections still in their handshake too,
-    // so a rank that has just connected is waited for.
+    // Connections still in their handshake are waited for only during a short
+    // grace (kHandshakeGrace), never until the deadline: they may be anyone's.
+    const auto grace_end = std::chrono::steady_clock::now() + kHandshakeGrace;
     for (;;) {
-      const bool quiet = server->open_connections() == 0;
+      const bool quiet =
+          server->handshaken_connections() == 0 &&
+          (server->pending_connections() == 0 || std::chrono::steady_clock::now() >= grace_end);
       if (quiet && (expected_ranks <= 0 || ranks_ended() >= expected_ranks)) break;
       if (std::chrono::steady_clock::now() >= deadline) {
         rep.timed_out = true;
@@ -328,13 +373,18 @@ struct Collector::Impl final : transport::ServerHandler {
     rep.ranks_connected = static_cast<int>(ranks.size());
     rep.records = writer->records();
     rep.invalid_records = invalid_records.load();
+    rep.strings_repaired = strings_repaired.load();
     rep.rejected_connections = rejected.load();
-    rep.write_error = write_error;
+    rep.rejected_by_kind = rejection_counts;
     writer.reset();  // closes the database
+    // After the writer has closed the file, like the run outcome.
+    guarded([&] { store::write_rejection_counts(db_path, rejection_counts); });
+    rep.write_error = write_error;
     return rep;
   }
 
   CollectorOptions options;
+  std::string db_path;
   std::unique_ptr<transport::TcpServer> server;
   std::unique_ptr<store::RunDbWriter> writer;
   std::thread writer_thread;
@@ -344,8 +394,11 @@ struct Collector::Impl final : transport::ServerHandler {
 
   std::mutex state_mu;
   std::map<int, RankState> ranks;  // sorted: deliveries are written in rank order
+  store::RejectionCounts rejection_counts;
+  std::int64_t rejected_rows = 0;  // refusals queued as rows
 
   std::atomic<std::int64_t> invalid_records{0};
+  std::atomic<std::int64_t> strings_repaired{0};
   std::atomic<std::int64_t> rejected{0};
 
   std::mutex queue_mu;
@@ -379,6 +432,7 @@ Collector::Collector(const CollectorOptions& options) : impl_(std::make_unique<I
     throw CollectorError("cannot create run directory " + options.run_dir + ": " + ec.message() +
                          " (choose a writable --logs-dir)");
   const std::string db = (std::filesystem::path(options.run_dir) / store::kRunDbFileName).string();
+  m.db_path = db;
   try {
     m.writer = std::make_unique<store::RunDbWriter>(db);
     m.writer->set_run_info(options.run);

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -38,7 +39,15 @@ struct CollectionReport {
   std::vector<int> ranks_unended;    ///< ranks whose connection was still open at the deadline
   std::int64_t records = 0;          ///< records written to the database
   std::int64_t invalid_records = 0;  ///< records refused by the value checks
+  /// Wire strings (hostname, device, strategy) that were not valid UTF-8 and
+  /// were stored repaired (each ill-formed sequence as U+FFFD).
+  std::int64_t strings_repaired = 0;
+  /// Connections refused, all of them; the run database keeps only the first
+  /// few in detail (`rejected_connections`) and these counts in
+  /// `rejection_counts`.
   std::int64_t rejected_connections = 0;
+  /// rejected_connections by kind ("wrong_token", "too_many_pending", ...).
+  std::map<std::string, std::int64_t> rejected_by_kind;
   bool timed_out = false;
   /// The first run database write error; what arrived after it is not stored.
   std::optional<std::string> write_error;

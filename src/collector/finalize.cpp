@@ -76,7 +76,8 @@ report::Json run_block(const store::RunOutcome& o) {
   return j;
 }
 
-report::Json tracer_block(const store::RunData& data) {
+report::Json tracer_block(const store::RunData& data,
+                          const std::optional<store::RejectionCounts>& rejections) {
   const std::map<int, double> step_ms = median_step_ms(data.telemetry);
   report::Json ranks = report::Json::array();
   std::int64_t received = 0;
@@ -91,11 +92,14 @@ report::Json tracer_block(const store::RunData& data) {
     r["records_received"] = d.records_received;
     r["records_dropped"] = t ? report::Json(t->records_dropped) : report::Json();
     r["clean_end"] = d.clean_end;
-    const std::optional<double> overhead = t ? t->overhead_ns_per_step : std::nullopt;
-    r["overhead_ns_per_step"] = opt_json(overhead);
+    // A pointer, not a copied optional: GCC 12 warns (maybe-uninitialized) on
+    // the copy once tracer_block's callers inline differently.
+    const double* overhead =
+        t != nullptr && t->overhead_ns_per_step ? &*t->overhead_ns_per_step : nullptr;
+    r["overhead_ns_per_step"] = overhead != nullptr ? report::Json(*overhead) : report::Json();
     std::optional<double> share;
     const auto it = step_ms.find(d.global_rank);
-    if (overhead && it != step_ms.end() && it->second > 0.0)
+    if (overhead != nullptr && it != step_ms.end() && it->second > 0.0)
       share = *overhead / (it->second * 1e6);  // ns over ms: a fraction of the step
     r["overhead_pct_of_step"] = opt_json(share);
     // Only ranks that timed on a GPU carry these (added keys, absent on CPU runs).
@@ -116,7 +120,16 @@ report::Json tracer_block(const store::RunData& data) {
   j["ranks"] = std::move(ranks);
   j["records_received"] = received;
   j["records_dropped"] = dropped;
-  j["rejected_connections"] = static_cast<std::int64_t>(data.rejected.size());
+  // The rows are only the first refusals of a run that has counts; a file
+  // from before the counts has a row for each.
+  j["rejected_connections"] = rejections ? store::total_rejections(*rejections)
+                                         : static_cast<std::int64_t>(data.rejected.size());
+  if (rejections && !rejections->empty()) {
+    report::Json kinds = report::Json::object();
+    for (const auto& [kind, count] : *rejections)
+      kinds[kind] = count;
+    j["rejected_by_kind"] = std::move(kinds);
+  }
   // Only when the reader had to repair text (an added key, absent otherwise).
   if (data.strings_repaired > 0) j["strings_repaired"] = data.strings_repaired;
   return j;
@@ -129,9 +142,10 @@ report::FinalSummary finalize_run(const std::string& run_dir, std::int64_t windo
   opts.window = window;
   const analysis::Summary s = analysis::summarize(data.telemetry, opts);
   const std::optional<store::RunOutcome> outcome = store::read_run_outcome(db);
+  const std::optional<store::RejectionCounts> rejections = store::read_rejection_counts(db);
   report::FinalSummary f = report::build_final_summary(
       s, report::iso8601_utc(end_of_run(data.telemetry)), report::evidence_hint_for(run_dir),
-      tracer_block(data),
+      tracer_block(data, rejections),
       outcome ? std::optional<report::Json>(run_block(*outcome)) : std::nullopt);
   report::write_final_summary(f, run_dir);
   return f;

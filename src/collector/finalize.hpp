@@ -4,9 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "report/final_summary.hpp"
+#include "store/rejection_counts.hpp"
 #include "store/run_db.hpp"
 #include "store/run_outcome.hpp"
 
@@ -14,8 +16,11 @@ namespace traceml::collector {
 
 /// The `tracer` block of final_summary.json (DECISIONS 9): per rank, records
 /// sent (by the rank), received (by the collector) and dropped, and the
-/// tracer's measured cost per step; plus totals and refused connections.
-report::Json tracer_block(const store::RunData& data);
+/// tracer's measured cost per step; plus totals and refused connections:
+/// their total from `rejections` when the file has the counts (then also
+/// `rejected_by_kind`, when some were refused), else the detailed rows.
+report::Json tracer_block(const store::RunData& data,
+                          const std::optional<store::RejectionCounts>& rejections = std::nullopt);
 
 /// The end of the run as recorded: the latest timestamp of any record. The
 /// summaries' `generated_at` uses it, not the wall clock, so that artifacts

@@ -43,7 +43,12 @@ report::Json manifest_json(const ManifestInput& in) {
   t["records"] = c.records;
   t["records_dropped"] = in.records_dropped ? Json(*in.records_dropped) : Json();
   t["invalid_records"] = c.invalid_records;
+  t["strings_repaired"] = c.strings_repaired;
   t["rejected_connections"] = c.rejected_connections;
+  Json kinds = Json::object();
+  for (const auto& [kind, count] : c.rejected_by_kind)
+    kinds[kind] = count;
+  t["rejected_by_kind"] = kinds;
   t["finalize_timed_out"] = c.timed_out;
   j["telemetry"] = t;
   j["artifacts"] = in.artifacts;

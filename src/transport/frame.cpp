@@ -61,6 +61,23 @@ std::optional<std::vector<std::uint8_t>> encode_frame(FrameType type,
   return out;
 }
 
+namespace {
+
+// Capacity an empty decoder keeps. A connection that once carried a large
+// frame gives the rest back, so an idle connection costs what a few batches of
+// records need (the server reads 64 KiB at a time), not the largest frame it
+// ever saw; a busy one keeps its buffer instead of reallocating per read.
+constexpr std::size_t kKeptCapacity = 256 * 1024;
+
+}  // namespace
+
+FrameDecoder::FrameDecoder(std::size_t max_payload_bytes)
+    : max_payload_(std::min(max_payload_bytes, kMaxFrameBytes)) {}
+
+void FrameDecoder::set_max_payload_bytes(std::size_t n) {
+  max_payload_ = std::min(n, kMaxFrameBytes);
+}
+
 std::size_t FrameDecoder::feed(const std::uint8_t* data, std::size_t n) {
   if (failed()) return n;
   if (finished_) {
@@ -73,7 +90,10 @@ std::size_t FrameDecoder::feed(const std::uint8_t* data, std::size_t n) {
     buf_.erase(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(pos_));
     pos_ = 0;
   }
-  const std::size_t room = kHeaderBytes + kMaxFrameBytes - buf_.size();
+  if (buf_.empty() && buf_.capacity() > kKeptCapacity) std::vector<std::uint8_t>().swap(buf_);
+  // A limit lowered below what is buffered leaves no room rather than wrapping.
+  const std::size_t limit = kHeaderBytes + max_payload_;
+  const std::size_t room = limit > buf_.size() ? limit - buf_.size() : 0;
   const std::size_t take = std::min(n, room);
   if (take > 0) buf_.insert(buf_.end(), data, data + take);
   return take;
@@ -140,9 +160,9 @@ FrameDecoder::Head FrameDecoder::check_head() {
   // Checked in header order so that the reason names the first bad field; the
   // length is checked before waiting for the payload, so an absurd length fails
   // at once instead of stalling the connection.
-  if (length > kMaxFrameBytes) {
+  if (length > max_payload_) {
     fail("frame length " + std::to_string(length) + " exceeds the maximum of " +
-         std::to_string(kMaxFrameBytes) + " bytes");
+         std::to_string(max_payload_) + " bytes");
     return Head::Bad;
   }
   if (!frame_type_from_byte(type)) {

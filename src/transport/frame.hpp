@@ -53,21 +53,33 @@ std::optional<std::vector<std::uint8_t>> encode_frame(FrameType type,
                                                       const std::vector<std::uint8_t>& payload);
 
 /// Cuts a byte stream into frames. Feed bytes as they arrive, take frames with
-/// next(), call finish() at end of stream. Malformed input (a length over
-/// kMaxFrameBytes, an unknown type, another codec version, a stream that ends
+/// next(), call finish() at end of stream. Malformed input (a length over the
+/// payload limit, an unknown type, another codec version, a stream that ends
 /// inside a frame) puts the decoder into a sticky error state: next() returns
 /// nothing more and error() says why in one line. Frames before the bad bytes
 /// are still delivered, so the result does not depend on how the stream was
 /// chunked.
 ///
-/// Memory is bounded: at most kHeaderBytes + kMaxFrameBytes bytes are buffered.
-/// feed() accepts only what fits; the caller drains next() and feeds the rest:
+/// Memory is bounded and follows what arrives: at most kHeaderBytes plus the
+/// payload limit (kMaxFrameBytes unless set lower) is buffered, and nothing is
+/// reserved up front. feed() accepts only what fits; the caller drains next()
+/// and feeds the rest:
 ///
 ///   while (n > 0) { auto k = d.feed(p, n); p += k; n -= k;
 ///                   while (auto f = d.next()) handle(*f);
 ///                   if (d.failed()) break; }
 class FrameDecoder {
  public:
+  /// `max_payload_bytes` (capped at kMaxFrameBytes) is the longest payload a
+  /// header may announce; a longer one fails the decoder at once.
+  explicit FrameDecoder(std::size_t max_payload_bytes = kMaxFrameBytes);
+
+  /// Changes the payload limit for the headers not yet accepted. The server
+  /// starts a connection with a small limit (a Hello is tiny) and raises it to
+  /// kMaxFrameBytes once the Hello has passed.
+  void set_max_payload_bytes(std::size_t n);
+  [[nodiscard]] std::size_t max_payload_bytes() const { return max_payload_; }
+
   /// Buffers up to `n` bytes of `data` and returns how many it took. Once the
   /// decoder has failed it takes everything and keeps nothing; bytes fed after
   /// finish() are an error.
@@ -96,6 +108,7 @@ class FrameDecoder {
   void fail(std::string reason);
 
   std::vector<std::uint8_t> buf_;
+  std::size_t max_payload_ = kMaxFrameBytes;
   std::size_t pos_ = 0;  // start of the first frame not yet returned
   bool finished_ = false;
   std::optional<std::string> error_;

@@ -2,6 +2,7 @@
 // collector's check of it (docs/transport.md).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "model/telemetry.hpp"
+#include "transport/record_codec.hpp"
 
 namespace traceml::transport {
 
@@ -16,6 +18,20 @@ namespace traceml::transport {
 /// opposed to kCodecVersion, the byte layout. A collector closes a connection
 /// whose Hello names another protocol version, with a reason that says so.
 inline constexpr std::uint16_t kProtocolVersion = 1;
+
+/// The largest Hello payload this build encodes: u16 protocol version, the
+/// token string, then the rank identity with every optional field present and
+/// its hostname at kMaxStringBytes: 2 + (2 + 1024) + 4 + 1 + 4 + 4 + (2 + 1024)
+/// + 4 + 4 = 2075 bytes.
+inline constexpr std::size_t kMaxHelloPayloadBytes =
+    2 + (2 + kMaxStringBytes) + 4 + 1 + 4 + 4 + (2 + kMaxStringBytes) + 4 + 4;
+
+/// The largest frame a connection may announce before its Hello has passed:
+/// kMaxHelloPayloadBytes rounded up to 4 KiB, room for a field or two more in
+/// a later protocol version. A peer without the token can then make the
+/// collector buffer 4 KiB, not kMaxFrameBytes (1 MiB), per connection.
+inline constexpr std::size_t kMaxPreHelloFrameBytes = 4096;
+static_assert(kMaxHelloPayloadBytes <= kMaxPreHelloFrameBytes);
 
 struct Hello {
   std::uint16_t protocol_version = kProtocolVersion;

@@ -1,6 +1,5 @@
 #include "transport/tcp_server.hpp"
 
-#include <array>
 #include <asio.hpp>
 #include <atomic>
 #include <cctype>
@@ -20,9 +19,16 @@ namespace {
 
 using asio::ip::tcp;
 
-// One read takes up to this much: a batch of a few hundred ~70-byte frames per
-// system call, so 64 busy ranks cost the I/O thread few wakeups.
+// One read takes up to this much once a connection has passed its handshake:
+// a batch of a few hundred ~70-byte frames per system call, so 64 busy ranks
+// cost the I/O thread few wakeups.
 constexpr std::size_t kReadBufferBytes = 64 * 1024;
+
+// Before the handshake a read takes at most one whole Hello frame, all that a
+// connection needs to pass it: a peer without the token never gets more read
+// buffer than this. Frames that follow the Hello in the same read are handled
+// as usual; the next read uses kReadBufferBytes.
+constexpr std::size_t kPreHelloReadBytes = kHeaderBytes + kMaxPreHelloFrameBytes;
 
 // How long to wait before accepting again after accept() itself failed (out
 // of file descriptors, say): retrying at once would spin the I/O thread.
@@ -76,25 +82,53 @@ struct Connection {
   Connection(tcp::socket s, ConnectionId connection_id, std::string peer_address)
       : socket(std::move(s)),
         hello_timer(socket.get_executor()),
+        decoder(kMaxPreHelloFrameBytes),
         id(connection_id),
-        peer(std::move(peer_address)) {}
+        peer(std::move(peer_address)),
+        buffer(kPreHelloReadBytes) {}
 
   tcp::socket socket;
   asio::steady_timer hello_timer;
+  // Takes frames up to kMaxPreHelloFrameBytes until the Hello passed, then
+  // up to kMaxFrameBytes.
   FrameDecoder decoder;
   ConnectionId id;
   std::string peer;
   bool handshaken = false;
   bool bye_seen = false;
   bool closed = false;
-  // Inside the connection object, so a connection costs one allocation and a
-  // read none.
-  std::array<std::uint8_t, kReadBufferBytes> buffer{};
+  // kPreHelloReadBytes until the handshake, kReadBufferBytes after it: a
+  // connection without the token never gets the big buffer.
+  std::vector<std::uint8_t> buffer;
 };
 
 using ConnectionPtr = std::shared_ptr<Connection>;
 
 }  // namespace
+
+const char* rejection_name(Rejection r) {
+  switch (r) {
+    case Rejection::TooManyPending:
+      return "too_many_pending";
+    case Rejection::HelloTimeout:
+      return "hello_timeout";
+    case Rejection::ClosedBeforeHello:
+      return "closed_before_hello";
+    case Rejection::BadFrame:
+      return "bad_frame";
+    case Rejection::NotHello:
+      return "not_hello";
+    case Rejection::MalformedHello:
+      return "malformed_hello";
+    case Rejection::ProtocolVersion:
+      return "protocol_version";
+    case Rejection::WrongToken:
+      return "wrong_token";
+    case Rejection::ConnectionError:
+      return "connection_error";
+  }
+  return "unknown";
+}
 
 struct TcpServer::Impl {
   Impl(const ServerOptions& o, ServerHandler& h) : options(o), handler(h) {}
@@ -114,7 +148,9 @@ struct TcpServer::Impl {
   bool stopped = false;
   std::thread thread;
 
-  std::atomic<std::size_t> open{0};
+  // Written by the I/O thread, read by any (finish() polls them).
+  std::atomic<std::size_t> pending{0};
+  std::atomic<std::size_t> handshaken{0};
 
   // I/O thread only.
   bool stopping = false;
@@ -124,12 +160,15 @@ struct TcpServer::Impl {
   void listen();
   void accept();
   void add_connection(tcp::socket socket);
+  void refuse_over_cap(tcp::socket socket);
   void read(const ConnectionPtr& c);
   void on_read(const ConnectionPtr& c, const asio::error_code& ec, std::size_t n);
   void on_end_of_stream(const ConnectionPtr& c);
   bool on_frame(const ConnectionPtr& c, const Frame& frame);
   bool on_hello_frame(const ConnectionPtr& c, const Frame& frame);
-  void end(ConnectionPtr c, bool clean, const std::string& reason);
+  void end(const ConnectionPtr& c, bool clean, const std::string& reason);
+  void fail(const ConnectionPtr& c, Rejection kind, const std::string& reason);
+  bool close(const ConnectionPtr& c);
   void shut_down();
   void run();
 };
@@ -179,9 +218,25 @@ void TcpServer::Impl::accept() {
       });
       return;
     }
-    add_connection(std::move(socket));
+    // Accepting again comes first: reporting a refusal calls the handler,
+    // which may throw, and the server must keep accepting all the same.
     accept();
+    if (pending.load() >= options.max_pending) {
+      refuse_over_cap(std::move(socket));
+    } else {
+      add_connection(std::move(socket));
+    }
   });
+}
+
+void TcpServer::Impl::refuse_over_cap(tcp::socket socket) {
+  asio::error_code ec;
+  const tcp::endpoint remote = socket.remote_endpoint(ec);
+  const std::string peer = ec ? std::string("unknown peer") : peer_text(remote);
+  socket.close(ec);
+  handler.on_rejected(peer, Rejection::TooManyPending,
+                      "too many connections waiting for their hello (limit " +
+                          std::to_string(options.max_pending) + ")");
 }
 
 void TcpServer::Impl::add_connection(tcp::socket socket) {
@@ -190,17 +245,21 @@ void TcpServer::Impl::add_connection(tcp::socket socket) {
   std::string peer = ec ? std::string("unknown peer") : peer_text(remote);
   auto c = std::make_shared<Connection>(std::move(socket), next_id++, std::move(peer));
   connections.emplace(c->id, c);
-  open.fetch_add(1);
+  pending.fetch_add(1);
 
   c->hello_timer.expires_after(options.hello_timeout);
   c->hello_timer.async_wait([this, c](const asio::error_code& wait_ec) {
     if (wait_ec || c->closed || c->handshaken) return;
-    end(c, false, "no hello within " + seconds_text(options.hello_timeout) + " s");
+    fail(c, Rejection::HelloTimeout,
+         "no hello within " + seconds_text(options.hello_timeout) + " s");
   });
   read(c);
 }
 
 void TcpServer::Impl::read(const ConnectionPtr& c) {
+  // Grown here, between reads: on_read walks the old buffer while the Hello
+  // passes.
+  if (c->handshaken && c->buffer.size() < kReadBufferBytes) c->buffer.resize(kReadBufferBytes);
   c->socket.async_read_some(
       asio::buffer(c->buffer),
       [this, c](const asio::error_code& ec, std::size_t n) { on_read(c, ec, n); });
@@ -213,7 +272,7 @@ void TcpServer::Impl::on_read(const ConnectionPtr& c, const asio::error_code& ec
     return;
   }
   if (ec) {
-    end(c, false, "connection error: " + ec.message());
+    fail(c, Rejection::ConnectionError, "connection error: " + ec.message());
     return;
   }
   // The decoder takes only what fits in its bounded buffer; drain frames and
@@ -231,11 +290,11 @@ void TcpServer::Impl::on_read(const ConnectionPtr& c, const asio::error_code& ec
       if (!on_frame(c, *frame)) return;
     }
     if (c->decoder.failed()) {
-      end(c, false, c->decoder.error());
+      fail(c, Rejection::BadFrame, c->decoder.error());
       return;
     }
     if (took == 0 && !drained) {
-      end(c, false, "internal error: the frame decoder made no progress");
+      fail(c, Rejection::BadFrame, "internal error: the frame decoder made no progress");
       return;
     }
   }
@@ -246,11 +305,11 @@ void TcpServer::Impl::on_end_of_stream(const ConnectionPtr& c) {
   // Every complete frame was drained after its bytes arrived, so all finish()
   // can find is a truncated tail.
   if (!c->decoder.finish()) {
-    end(c, false, c->decoder.error());
+    fail(c, Rejection::ClosedBeforeHello, c->decoder.error());
     return;
   }
   if (!c->handshaken) {
-    end(c, false, "peer closed before sending a hello");
+    fail(c, Rejection::ClosedBeforeHello, "peer closed before sending a hello");
     return;
   }
   end(c, c->bye_seen, "peer closed");
@@ -284,43 +343,63 @@ bool TcpServer::Impl::on_frame(const ConnectionPtr& c, const Frame& frame) {
 
 bool TcpServer::Impl::on_hello_frame(const ConnectionPtr& c, const Frame& frame) {
   if (frame.type != FrameType::Hello) {
-    end(c, false,
-        std::string("first frame was ") + frame_type_name(frame.type) + ", expected hello");
+    fail(c, Rejection::NotHello,
+         std::string("first frame was ") + frame_type_name(frame.type) + ", expected hello");
     return false;
   }
   std::optional<Hello> hello = decode_hello(frame.payload);
   if (!hello) {
-    end(c, false, "malformed hello");
+    fail(c, Rejection::MalformedHello, "malformed hello");
     return false;
   }
   const HelloCheck check = check_hello(*hello, options.token);
   if (!check.ok()) {
-    end(c, false, *check.reason);
+    fail(c,
+         hello->protocol_version != kProtocolVersion ? Rejection::ProtocolVersion
+                                                     : Rejection::WrongToken,
+         *check.reason);
     return false;
   }
+  // Counted as handshaken before it leaves the pending count, so that a
+  // caller polling both never sees the connection in neither.
   c->handshaken = true;
+  handshaken.fetch_add(1);
+  pending.fetch_sub(1);
   c->hello_timer.cancel();
+  c->decoder.set_max_payload_bytes(kMaxFrameBytes);
   try {
     handler.on_hello(c->id, *hello, c->peer);
   } catch (const std::exception& e) {
+    // Handshaken already: the handler hears of the end through on_closed.
     end(c, false, std::string("the collector failed on the hello: ") + e.what());
     return false;
   }
   return true;
 }
 
-void TcpServer::Impl::end(ConnectionPtr c, bool clean, const std::string& reason) {
-  if (c->closed) return;
+bool TcpServer::Impl::close(const ConnectionPtr& c) {
+  if (c->closed) return false;
   c->closed = true;
   c->hello_timer.cancel();
   asio::error_code ignored;
   c->socket.close(ignored);
   connections.erase(c->id);
-  open.fetch_sub(1);
-  if (c->handshaken) {
-    handler.on_closed(c->id, clean, reason);
+  (c->handshaken ? handshaken : pending).fetch_sub(1);
+  return true;
+}
+
+void TcpServer::Impl::end(const ConnectionPtr& c, bool clean, const std::string& reason) {
+  if (!close(c)) return;
+  handler.on_closed(c->id, clean, reason);
+}
+
+void TcpServer::Impl::fail(const ConnectionPtr& c, Rejection kind, const std::string& reason) {
+  const bool handshaken_before = c->handshaken;
+  if (!close(c)) return;
+  if (handshaken_before) {
+    handler.on_closed(c->id, false, reason);
   } else {
-    handler.on_rejected(c->peer, reason);
+    handler.on_rejected(c->peer, kind, reason);
   }
 }
 
@@ -338,12 +417,7 @@ void TcpServer::Impl::shut_down() {
     if (c->handshaken) {
       end(c, c->bye_seen, "server stopped");
     } else {
-      // Not refused, just cut short: nothing to report for it.
-      c->closed = true;
-      c->hello_timer.cancel();
-      c->socket.close(ignored);
-      connections.erase(c->id);
-      open.fetch_sub(1);
+      close(c);  // not refused, just cut short: nothing to report for it
     }
   }
 }
@@ -408,7 +482,17 @@ void TcpServer::stop() {
 }
 
 std::size_t TcpServer::open_connections() const {
-  return impl_->open.load();
+  // Two loads, so a connection passing its handshake in between may be seen
+  // in both or neither; callers poll.
+  return impl_->pending.load() + impl_->handshaken.load();
+}
+
+std::size_t TcpServer::handshaken_connections() const {
+  return impl_->handshaken.load();
+}
+
+std::size_t TcpServer::pending_connections() const {
+  return impl_->pending.load();
 }
 
 }  // namespace traceml::transport

@@ -2,7 +2,10 @@
 // ranks at once, checks each connection's Hello (protocol version and run
 // token) within a deadline, cuts the stream into frames and hands them to a
 // handler. A connection that sends garbage, an oversized frame, a wrong token,
-// or nothing in time is closed and reported; the others carry on.
+// or nothing in time is closed and reported; the others carry on. What a peer
+// without the token can cost is bounded: a few connections waiting for their
+// Hello (kMaxPendingConnections), 4 KiB buffered each (kMaxPreHelloFrameBytes),
+// for at most the Hello timeout (docs/transport.md, "Limits").
 #pragma once
 
 #include <chrono>
@@ -24,12 +27,42 @@ class TransportError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Connections that have not passed the handshake yet, at most, by default.
+/// A rank's connection is in that state for one round trip (its Hello follows
+/// the connect at once), so even a burst of ranks connecting together stays
+/// far below 64, while a peer without the token that opens connections and
+/// sends nothing holds at most 64 of them (64 x 4 KiB of buffers). A rank
+/// caught beyond the cap in a burst is closed like any refused connection; its
+/// sender reconnects after its back-off and resends what it buffered, so the
+/// cap costs it a delay, not data.
+inline constexpr std::size_t kMaxPendingConnections = 64;
+
+/// Why a connection was refused before or at the handshake. The collector
+/// counts refusals by kind (rejection_name) and keeps a few in detail.
+enum class Rejection {
+  TooManyPending,     ///< ServerOptions::max_pending connections were already waiting
+  HelloTimeout,       ///< no valid Hello within ServerOptions::hello_timeout
+  ClosedBeforeHello,  ///< the peer closed before its Hello was whole
+  BadFrame,           ///< oversized frame, unknown frame type or codec version
+  NotHello,           ///< the first frame was of another type
+  MalformedHello,
+  ProtocolVersion,
+  WrongToken,
+  ConnectionError,  ///< the socket failed (reset by the peer, say)
+};
+
+/// The snake_case name of a rejection kind ("wrong_token"), as stored.
+const char* rejection_name(Rejection r);
+
 struct ServerOptions {
   std::string bind_host = "127.0.0.1";
   std::uint16_t port = 0;  ///< 0: the system picks a free port (see TcpServer::port())
   std::string token;       ///< the run token every Hello must carry
   /// A connection that has not sent a valid Hello by then is closed.
   std::chrono::milliseconds hello_timeout{5000};
+  /// Connections accepted and not through the handshake yet, at most; one
+  /// more is closed at once and rejected (Rejection::TooManyPending).
+  std::size_t max_pending = kMaxPendingConnections;
 };
 
 /// Identifies one accepted connection for the handler's calls.
@@ -49,8 +82,8 @@ class ServerHandler {
   /// before closing; `reason` says why otherwise (peer closed, decode error).
   virtual void on_closed(ConnectionId id, bool clean, const std::string& reason) = 0;
   /// A connection was refused before or at the handshake (wrong token, bad
-  /// frame, no Hello in time).
-  virtual void on_rejected(const std::string& peer, const std::string& reason) = 0;
+  /// frame, no Hello in time, too many waiting). `reason` is one line.
+  virtual void on_rejected(const std::string& peer, Rejection kind, const std::string& reason) = 0;
 };
 
 class TcpServer {
@@ -72,6 +105,10 @@ class TcpServer {
   void stop();
   /// Connections accepted and not yet closed, handshake passed or not.
   [[nodiscard]] std::size_t open_connections() const;
+  /// Open connections that passed the handshake: the ranks still sending.
+  [[nodiscard]] std::size_t handshaken_connections() const;
+  /// Open connections still waiting for their Hello (at most max_pending).
+  [[nodiscard]] std::size_t pending_connections() const;
 
  private:
   struct Impl;

@@ -6,14 +6,18 @@
 
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
 
 #include <arpa/inet.h>
 
+#include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -26,6 +30,8 @@
 
 #include "../support/subprocess.hpp"
 #include "../support/telemetry_compare.hpp"
+#include "collector/finalize.hpp"
+#include "store/rejection_counts.hpp"
 #include "store/run_db.hpp"
 #include "transport/frame.hpp"
 #include "transport/hello.hpp"
@@ -302,10 +308,14 @@ TEST(Collector, SeveralRanksAtOnceWhileBadConnectionsAreRefused) {
     EXPECT_EQ(x.peer.rfind("127.0.0.1:", 0), 0u) << x.peer;
     EXPECT_GT(x.ts, 1.6e9);
   }
+  // Before its Hello a connection may announce 4 KiB at most.
   EXPECT_EQ(reasons, (std::multiset<std::string>{
                          "wrong run token (the connection is not from this run)",
-                         "frame length 1048577 exceeds the maximum of 1048576 bytes",
-                         "frame length 542393671 exceeds the maximum of 1048576 bytes"}));
+                         "frame length 1048577 exceeds the maximum of 4096 bytes",
+                         "frame length 542393671 exceeds the maximum of 4096 bytes"}));
+  EXPECT_EQ(rep.rejected_by_kind,
+            (std::map<std::string, std::int64_t>{{"bad_frame", 2}, {"wrong_token", 1}}));
+  EXPECT_EQ(store::read_rejection_counts(db_path(dir)), rep.rejected_by_kind);
 }
 
 TEST(Collector, InvalidRecordsAreCountedAndSkipped) {
@@ -458,6 +468,7 @@ TEST(Collector, RankOutsideTheWorldIsRefused) {
   EXPECT_TRUE(d.telemetry.ranks.empty());
   ASSERT_EQ(d.rejected.size(), 1u);
   EXPECT_EQ(d.rejected[0].reason, "global rank 3 outside the run's world size 2");
+  EXPECT_EQ(rep.rejected_by_kind, (std::map<std::string, std::int64_t>{{"invalid_identity", 1}}));
 }
 
 TEST(Collector, FinishTimesOutOnAnOpenConnectionAndKeepsItsRecords) {
@@ -587,6 +598,323 @@ TEST(Collector, UnwritableRunDirectoryIsOneLineError) {
     EXPECT_EQ(std::string(e.what()), "cannot create run directory " + o.run_dir +
                                          ": Not a directory (choose a writable --logs-dir)");
   }
+}
+
+// ---- what a peer can cost: memory, database, the end of the run, strings
+
+/// Resident memory of this process in bytes (/proc/self/statm counts pages).
+std::int64_t rss_bytes() {
+  std::ifstream f("/proc/self/statm");
+  std::int64_t size = 0;
+  std::int64_t resident = 0;
+  f >> size >> resident;
+  return resident * std::int64_t(::sysconf(_SC_PAGESIZE));
+}
+
+/// The largest resident size seen from construction to stop(), sampled every
+/// 2 ms on its own thread.
+class PeakRss {
+ public:
+  PeakRss() : peak_(rss_bytes()), thread_([this] { sample(); }) {}
+  ~PeakRss() { stop(); }
+  PeakRss(const PeakRss&) = delete;
+  PeakRss& operator=(const PeakRss&) = delete;
+  std::int64_t stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    peak_ = std::max(peak_.load(), rss_bytes());
+    return peak_;
+  }
+
+ private:
+  void sample() {
+    while (!stop_) {
+      peak_ = std::max(peak_.load(), rss_bytes());
+      std::this_thread::sleep_for(2ms);
+    }
+  }
+  std::atomic<bool> stop_{false};
+  std::atomic<std::int64_t> peak_;
+  std::thread thread_;
+};
+
+/// A loopback connection, non-blocking when asked; -1 when it failed.
+int raw_connect(std::uint16_t port, bool nonblocking = false) {
+  const int fd =
+      ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | (nonblocking ? SOCK_NONBLOCK : 0), 0);
+  if (fd < 0) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 && errno != EINPROGRESS) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+constexpr std::int64_t kMiB = 1 << 20;
+
+// The attack of issue 11: 600 connections each announce a 1 MiB Hello and
+// send all of it but its last byte, so that a server that buffers what a
+// header announces holds 600 MiB until the Hello timeout. All 600 are sent
+// from one buffer, so the test's own memory stays out of the figure.
+TEST(Collector, SixHundredHugeHellosDoNotGrowTheCollector) {
+  constexpr int kConnections = 600;
+  TempDir dir;
+  Collector c(options(dir));
+  Bytes attack = {0, 0, 0x10, 0, std::uint8_t(FrameType::Hello), transport::kCodecVersion};
+  attack.resize(transport::kHeaderBytes + transport::kMaxFrameBytes - 1, 0x41);
+
+  struct Sink {
+    int fd = -1;
+    std::size_t sent = 0;
+    bool closed = false;  // by the collector
+  };
+  std::vector<Sink> sinks(kConnections);
+  const std::int64_t before = rss_bytes();
+  PeakRss peak;
+  for (Sink& k : sinks) {
+    k.fd = raw_connect(c.port(), true);
+    ASSERT_GE(k.fd, 0) << std::strerror(errno);
+  }
+  // Send until each connection has sent everything or was closed; bounded.
+  const auto deadline = Clock::now() + 60s;
+  std::vector<pollfd> fds;
+  std::vector<Sink*> busy;
+  for (;;) {
+    fds.clear();
+    busy.clear();
+    for (Sink& k : sinks) {
+      if (k.closed || k.sent == attack.size()) continue;
+      fds.push_back(pollfd{k.fd, POLLOUT, 0});
+      busy.push_back(&k);
+    }
+    if (fds.empty() || Clock::now() >= deadline) break;
+    ::poll(fds.data(), fds.size(), 100);
+    for (std::size_t i = 0; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) continue;
+      Sink& k = *busy[i];
+      const ssize_t n =
+          ::send(k.fd, attack.data() + k.sent, attack.size() - k.sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0) {
+        k.sent += std::size_t(n);
+      } else if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        k.closed = true;  // reset or closed by the collector
+      }
+    }
+  }
+  const std::int64_t grown = peak.stop() - before;
+  // Then every connection ends (at once, or at the Hello timeout).
+  for (Sink& k : sinks) {
+    pollfd p{k.fd, POLLIN, 0};
+    char b = 0;
+    if (!k.closed && ::poll(&p, 1, 30000) == 1 && ::recv(k.fd, &b, 1, MSG_DONTWAIT) <= 0)
+      k.closed = true;
+    ::close(k.fd);
+  }
+  std::size_t fully_sent = 0;
+  for (const Sink& k : sinks)
+    if (k.sent == attack.size()) ++fully_sent;
+  std::cout << "[ memory   ] " << kConnections << " connections announcing a 1 MiB hello: RSS +"
+            << double(grown) / double(kMiB) << " MiB at peak (" << fully_sent
+            << " sent all of it)\n";
+  EXPECT_LT(grown, 64 * kMiB);
+  for (const Sink& k : sinks)
+    EXPECT_TRUE(k.closed) << "a connection the collector never closed";
+
+  const CollectionReport rep = c.finish(Clock::now() + kFinish);
+  EXPECT_EQ(rep.rejected_connections, kConnections);
+  EXPECT_EQ(store::total_rejections(rep.rejected_by_kind), kConnections);
+  EXPECT_EQ(store::read_run_db(db_path(dir)).rejected.size(), 32u);
+}
+
+/// Connections opened and at once reset (SO_LINGER 0: no TIME_WAIT, so the
+/// ports last) for `duration`, at most `max_connections`. Returns how many
+/// were established.
+std::int64_t connect_close_flood(std::uint16_t port, std::chrono::milliseconds duration,
+                                 std::int64_t max_connections) {
+  std::int64_t made = 0;
+  const auto end = Clock::now() + duration;
+  while (Clock::now() < end && made < max_connections) {
+    const int fd = raw_connect(port);
+    if (fd < 0) continue;
+    const linger reset{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    ::close(fd);
+    ++made;
+  }
+  return made;
+}
+
+/// Bytes of the run database and its journal files.
+std::int64_t db_bytes(const TempDir& dir) {
+  std::int64_t n = 0;
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    std::error_code ec;
+    const auto size = fs::file_size(db_path(dir) + suffix, ec);
+    if (!ec) n += std::int64_t(size);
+  }
+  return n;
+}
+
+/// One rank's run with a connect/close flood of `duration` before it: the
+/// database grows by a few rows at most, and every refusal is counted, up to
+/// the summary.
+void flood_run(std::chrono::milliseconds duration) {
+  const RankStream rank = rank_stream(0, 20);
+  std::int64_t baseline = 0;
+  {
+    TempDir quiet;
+    Collector c(options(quiet));
+    send_and_close(c.port(), rank.bytes);
+    c.finish(Clock::now() + kFinish, 1);
+    baseline = db_bytes(quiet);
+  }
+  TempDir dir;
+  Collector c(options(dir));
+  const auto t0 = Clock::now();
+  const std::int64_t made = connect_close_flood(c.port(), duration, 1000000);
+  const double seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  // Accepted in order: once the rank is through, every flood connection was.
+  send_and_close(c.port(), rank.bytes);
+  const CollectionReport rep = c.finish(Clock::now() + kFinish, 1);
+  const std::int64_t size = db_bytes(dir);
+  std::cout << "[ flood    ] " << made << " connections in " << seconds << " s ("
+            << std::int64_t(double(made) / seconds) << "/s): run database " << size << " bytes, "
+            << baseline << " without the flood\n";
+  ASSERT_GT(made, 100) << "the flood did not get going";
+  EXPECT_FALSE(rep.timed_out);
+  EXPECT_EQ(rep.rejected_connections, made);
+  EXPECT_EQ(store::total_rejections(rep.rejected_by_kind), made);
+  const auto counts = store::read_rejection_counts(db_path(dir));
+  ASSERT_TRUE(counts);
+  EXPECT_EQ(*counts, rep.rejected_by_kind);
+  const store::RunData d = store::read_run_db(db_path(dir));
+  EXPECT_EQ(d.rejected.size(), 32u);
+  expect_same_list(d.telemetry.steps, rank.steps, "the rank's steps");
+  EXPECT_LT(size, 1 * kMiB);
+  EXPECT_LT(size, baseline + 64 * 1024);
+  const report::FinalSummary f = finalize_run((dir.path() / "run").string());
+  EXPECT_EQ(f.json["tracer"]["rejected_connections"], made);
+}
+
+TEST(Collector, ConnectCloseFloodIsCountedNotStoredRowByRow) {
+  flood_run(3000ms);
+}
+
+// The 10 s version, for the figures (--gtest_also_run_disabled_tests).
+TEST(Collector, DISABLED_ConnectCloseFloodTenSeconds) {
+  flood_run(10000ms);
+}
+
+// Connected and silent, half a Hello, or opened again and again near the
+// end: none of them is a rank, and none holds up the end of the run.
+TEST(Collector, IdleAndReopenedConnectionsDoNotDelayTheEnd) {
+  TempDir dir;
+  Collector c(options(dir));
+  const RankStream rank = rank_stream(0, 5);
+  send_and_close(c.port(), rank.bytes);
+  std::vector<int> idle;
+  for (int i = 0; i < 20; ++i) {
+    idle.push_back(raw_connect(c.port()));
+    ASSERT_GE(idle.back(), 0);
+  }
+  const Bytes half_hello = [] {
+    Bytes h = hello(identity(1));
+    h.resize(h.size() / 2);
+    return h;
+  }();
+  for (int i = 0; i < 5; ++i) {
+    idle.push_back(raw_connect(c.port()));
+    ASSERT_GE(idle.back(), 0);
+    ASSERT_EQ(::send(idle.back(), half_hello.data(), half_hello.size(), MSG_NOSIGNAL),
+              ssize_t(half_hello.size()));
+  }
+  std::atomic<bool> stop{false};
+  std::thread reopener([&] {
+    const auto end = Clock::now() + 30s;
+    while (!stop && Clock::now() < end) {
+      const int fd = raw_connect(c.port());
+      std::this_thread::sleep_for(20ms);
+      if (fd >= 0) ::close(fd);
+    }
+  });
+  // The rank's stream is in before the end begins (bounded wait).
+  for (int i = 0; i < 3000; ++i) {
+    if (store::read_run_db(db_path(dir)).telemetry.steps.size() == 5) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  const auto t0 = Clock::now();
+  const CollectionReport rep = c.finish(Clock::now() + 10s);
+  const auto took = Clock::now() - t0;
+  stop = true;
+  reopener.join();
+  for (int fd : idle)
+    ::close(fd);
+  std::cout << "[ finish   ] with 25 idle and a reopening peer: "
+            << std::chrono::duration<double>(took).count() << " s\n";
+  EXPECT_LT(took, 1s);
+  EXPECT_FALSE(rep.timed_out);
+  EXPECT_EQ(rep.ranks_connected, 1);
+  const store::RunData d = store::read_run_db(db_path(dir));
+  ASSERT_EQ(d.deliveries.size(), 1u);
+  EXPECT_TRUE(d.deliveries[0].clean_end);
+}
+
+// A rank with the token whose strings are not UTF-8: they are stored
+// repaired and counted, the records kept, and the summary is written.
+TEST(Collector, IllFormedUtf8OnTheWireIsRepairedAndTheSummaryWritten) {
+  TempDir dir;
+  Collector c(options(dir));
+  model::RankIdentity id = identity(0);
+  id.hostname = std::string("node-\xff\xfe-0");
+  Bytes b = hello(id);
+  auto add = [&](FrameType t, const Bytes& p) {
+    const Bytes f = frame(t, p);
+    b.insert(b.end(), f.begin(), f.end());
+  };
+  std::vector<model::StepRecord> steps;
+  for (int i = 1; i <= 20; ++i) {
+    steps.push_back(step_of(0, i));
+    add(FrameType::Step, transport::encode_step(steps.back()));
+  }
+  add(FrameType::StepMemory,
+      transport::encode_step_memory({0, 20, "cuda:\xc0", 1e9, std::nullopt}));
+  model::ProcessSample p;  // the summary's process rows show the host name
+  p.global_rank = 0;
+  p.ts = 1.7e9 + 2.0;
+  p.cpu_percent = 100.0;
+  p.rss_bytes = 1e9;
+  add(FrameType::Process, transport::encode_process(p));
+  model::TracerStats t = stats(0, 20, 22);
+  t.strategy = "dd\xe2\x82";  // a sequence cut short
+  add(FrameType::TracerStats, transport::encode_tracer_stats(t));
+  add(FrameType::Bye, {});
+  send_and_close(c.port(), b);
+  const CollectionReport rep = c.finish(Clock::now() + kFinish, 1);
+  EXPECT_EQ(rep.strings_repaired, 3);
+  EXPECT_EQ(rep.invalid_records, 0);
+  EXPECT_EQ(rep.records, 22);
+
+  const std::string bad = "\xEF\xBF\xBD";  // U+FFFD
+  const store::RunData d = store::read_run_db(db_path(dir));
+  ASSERT_EQ(d.telemetry.ranks.size(), 1u);
+  EXPECT_EQ(d.telemetry.ranks[0].hostname, "node-" + bad + bad + "-0");
+  ASSERT_EQ(d.telemetry.step_memory.size(), 1u);
+  EXPECT_EQ(d.telemetry.step_memory[0].device, "cuda:" + bad);
+  ASSERT_EQ(d.deliveries.size(), 1u);
+  ASSERT_TRUE(d.deliveries[0].tracer);
+  EXPECT_EQ(d.deliveries[0].tracer->strategy, "dd" + bad + bad);
+  expect_same_list(d.telemetry.steps, steps, "steps");
+
+  const std::string run_dir = (dir.path() / "run").string();
+  report::FinalSummary f;
+  ASSERT_NO_THROW(f = finalize_run(run_dir));
+  const std::string json = testing::read_file(fs::path(run_dir) / "final_summary.json");
+  // The JSON is written in ASCII, U+FFFD escaped.
+  EXPECT_NE(json.find(R"("hostname": "node-\ufffd\ufffd-0")"), std::string::npos) << json;
 }
 
 // Not a benchmark: one rank streams step records as fast as it can; prints the

@@ -266,6 +266,25 @@ TEST(Finalize, TracerBlockNumbers) {
   EXPECT_EQ(report::dump_json(j), expected);
 }
 
+TEST(Finalize, TracerBlockCountsEveryRefusalWhenTheFileHasTheCounts) {
+  store::RunData d;
+  d.rejected = {{1.0, "a:1", "x"}, {2.0, "b:2", "y"}};
+  // A file from before the counts: one row per refusal.
+  const Json rows = tracer_block(d);
+  EXPECT_EQ(rows["rejected_connections"], 2);
+  EXPECT_FALSE(rows.contains("rejected_by_kind"));
+  // With the counts, the rows are only the first refusals.
+  const Json counted =
+      tracer_block(d, store::RejectionCounts{{"closed_before_hello", 5000}, {"wrong_token", 2}});
+  EXPECT_EQ(counted["rejected_connections"], 5002);
+  EXPECT_EQ(report::dump_json(counted["rejected_by_kind"]),
+            "{\n  \"closed_before_hello\": 5000,\n  \"wrong_token\": 2\n}");
+  // A run nobody knocked on keeps the block as it was.
+  const Json quiet = tracer_block(store::RunData{}, store::RejectionCounts{});
+  EXPECT_EQ(quiet["rejected_connections"], 0);
+  EXPECT_FALSE(quiet.contains("rejected_by_kind"));
+}
+
 TEST(Finalize, TracerBlockSaysWhichRanksHadTheGpuClock) {
   // ddp_input_straggler has two ranks; rank 0 timed on cuda:0, rank 1 never
   // got a GPU clock (its thread worked on another device, say).

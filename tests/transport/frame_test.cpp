@@ -284,6 +284,43 @@ TEST(FrameDecoder, BuffersAtMostOneMaximalFrame) {
     EXPECT_EQ(f.payload.size(), kMaxFrameBytes);
 }
 
+TEST(FrameDecoder, LowerLimitRefusesALongerHeaderBeforeItsPayload) {
+  // The server's limit before the Hello: 4097 = 0x1001 -> 01 10 00 00.
+  const Bytes header = {0x01, 0x10, 0x00, 0x00, 0x01, 0x01};
+  FrameDecoder d(kMaxPreHelloFrameBytes);
+  EXPECT_EQ(d.max_payload_bytes(), 4096u);
+  EXPECT_EQ(d.feed(header.data(), header.size()), 6u);
+  EXPECT_FALSE(d.next());
+  EXPECT_EQ(d.error(), "frame length 4097 exceeds the maximum of 4096 bytes");
+  EXPECT_EQ(d.buffered(), 0u);
+
+  // It takes no more than one header and one such payload at a time.
+  const Bytes hello = frame(FrameType::Hello, Bytes(kMaxPreHelloFrameBytes, 7));
+  const Bytes stream = concat({hello, hello});
+  FrameDecoder small(kMaxPreHelloFrameBytes);
+  EXPECT_EQ(small.feed(stream.data(), stream.size()), kHeaderBytes + kMaxPreHelloFrameBytes);
+  ASSERT_TRUE(small.next());
+
+  // Raised, it takes the rest and frames up to kMaxFrameBytes, never more.
+  small.set_max_payload_bytes(std::size_t{1} << 30);
+  EXPECT_EQ(small.max_payload_bytes(), kMaxFrameBytes);
+  const Bytes big = frame(FrameType::Step, Bytes(100000, 9));
+  const auto frames = feed_all(small, concat({hello, big}), 5000);
+  EXPECT_FALSE(small.failed()) << small.error();
+  ASSERT_EQ(frames.size(), 2u);
+  EXPECT_EQ(frames[1].payload.size(), 100000u);
+}
+
+TEST(FrameDecoder, LimitLoweredBelowWhatIsBufferedTakesNothingMore) {
+  FrameDecoder d;
+  const Bytes part = {0x00, 0x20, 0x00, 0x00, 0x02, 0x01, 1, 2, 3};  // 8192-byte frame, begun
+  EXPECT_EQ(d.feed(part.data(), part.size()), part.size());
+  d.set_max_payload_bytes(0);
+  EXPECT_EQ(d.feed(part.data(), part.size()), 0u);
+  EXPECT_FALSE(d.next());
+  EXPECT_EQ(d.error(), "frame length 8192 exceeds the maximum of 0 bytes");
+}
+
 // ---------------------------------------------------------------- records
 
 model::StepRecord step_with(const std::vector<std::pair<Event, model::Timing>>& events) {
@@ -756,6 +793,22 @@ TEST(Hello, LayoutAndRoundTrip) {
   }
   EXPECT_FALSE(decode_hello({1, 0, 2, 0, 'a', 'b', 2, 0, 0, 0}));
   EXPECT_FALSE(decode_hello({1, 0, 2, 0, 'a', 'b', 2, 0, 0, 0, 0, 0}));
+}
+
+TEST(Hello, LargestHelloFitsThePreHelloLimit) {
+  Hello h;
+  h.token = std::string(kMaxStringBytes + 10, 't');  // cut to kMaxStringBytes
+  h.identity.global_rank = 1;
+  h.identity.local_rank = 2;
+  h.identity.node_rank = 3;
+  h.identity.hostname = std::string(kMaxStringBytes, 'h');
+  h.identity.local_world_size = 4;
+  h.identity.world_size = 5;
+  const Bytes p = encode_hello(h);
+  EXPECT_EQ(p.size(), kMaxHelloPayloadBytes);
+  EXPECT_EQ(kMaxHelloPayloadBytes, 2075u);
+  EXPECT_LE(p.size(), kMaxPreHelloFrameBytes);
+  EXPECT_TRUE(decode_hello(p));
 }
 
 TEST(Hello, CheckAcceptsOnlyThisProtocolAndToken) {

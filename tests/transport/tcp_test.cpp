@@ -4,8 +4,13 @@
 // that fails within its deadline and survives a vanished peer without
 // SIGPIPE, a prompt stop(), and one-line bind errors. Deadlines are generous:
 // they only bound how long a failing test takes.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -94,6 +99,7 @@ struct Closed {
 
 struct Rejected {
   std::string peer;
+  Rejection kind;
   std::string reason;
 };
 
@@ -134,9 +140,9 @@ class Recorder : public ServerHandler {
     cv_.notify_all();
   }
 
-  void on_rejected(const std::string& peer, const std::string& reason) override {
+  void on_rejected(const std::string& peer, Rejection kind, const std::string& reason) override {
     const std::lock_guard<std::mutex> lock(mu_);
-    rejected_.push_back({peer, reason});
+    rejected_.push_back({peer, kind, reason});
     cv_.notify_all();
   }
 
@@ -285,7 +291,8 @@ void expect_good_rank_unaffected(GoodRank& g, TcpServer& server, Recorder& rec) 
   EXPECT_TRUE(rec.closed_.empty());
 }
 
-// Sends `bytes` on a fresh connection and returns the one rejection reason.
+// Sends `bytes` on a fresh connection and returns the one rejection: its kind
+// name and reason, "kind: reason".
 std::string rejection_of(TcpServer& server, Recorder& rec, const Bytes& bytes) {
   TcpClient bad;
   EXPECT_TRUE(connect(bad, server.port())) << bad.error();
@@ -294,7 +301,7 @@ std::string rejection_of(TcpServer& server, Recorder& rec, const Bytes& bytes) {
   const std::lock_guard<std::mutex> lock(rec.mu_);
   if (rec.rejected_.size() != 1) return "<no rejection>";
   EXPECT_EQ(rec.rejected_[0].peer.rfind("127.0.0.1:", 0), 0u) << rec.rejected_[0].peer;
-  return rec.rejected_[0].reason;
+  return std::string(rejection_name(rec.rejected_[0].kind)) + ": " + rec.rejected_[0].reason;
 }
 
 TEST(TcpTest, WrongTokenIsRejectedOthersUnaffected) {
@@ -304,7 +311,7 @@ TEST(TcpTest, WrongTokenIsRejectedOthersUnaffected) {
   GoodRank good;
   start_good_rank(good, server, rec);
   EXPECT_EQ(rejection_of(server, rec, hello_frame("another-run", 3)),
-            "wrong run token (the connection is not from this run)");
+            "wrong_token: wrong run token (the connection is not from this run)");
   expect_good_rank_unaffected(good, server, rec);
   const std::lock_guard<std::mutex> lock(rec.mu_);
   EXPECT_EQ(rec.hellos_.size(), 1u);
@@ -315,7 +322,7 @@ TEST(TcpTest, OtherProtocolVersionIsRejected) {
   TcpServer server(options(), rec);
   server.start();
   EXPECT_EQ(rejection_of(server, rec, hello_frame(kToken, 0, 2)),
-            "protocol version 2 is not supported (this build speaks 1)");
+            "protocol_version: protocol version 2 is not supported (this build speaks 1)");
 }
 
 TEST(TcpTest, HttpRequestIsRejectedOthersUnaffected) {
@@ -325,9 +332,10 @@ TEST(TcpTest, HttpRequestIsRejectedOthersUnaffected) {
   GoodRank good;
   start_good_rank(good, server, rec);
   const std::string http = "GET / HTTP/1.1\r\n\r\n";
-  // "GET " read as a little-endian length: 0x20544547.
+  // "GET " read as a little-endian length: 0x20544547, far over what may
+  // come before a Hello.
   EXPECT_EQ(rejection_of(server, rec, Bytes(http.begin(), http.end())),
-            "frame length 542393671 exceeds the maximum of 1048576 bytes");
+            "bad_frame: frame length 542393671 exceeds the maximum of 4096 bytes");
   expect_good_rank_unaffected(good, server, rec);
 }
 
@@ -345,7 +353,7 @@ TEST(TcpTest, OversizedFrameLengthIsRejectedAtOnce) {
   start_good_rank(good, server, rec);
   // Only the header is sent: the length is refused without waiting for a payload.
   EXPECT_EQ(rejection_of(server, rec, oversized_header()),
-            "frame length 1048577 exceeds the maximum of 1048576 bytes");
+            "bad_frame: frame length 1048577 exceeds the maximum of 4096 bytes");
   expect_good_rank_unaffected(good, server, rec);
 }
 
@@ -372,7 +380,8 @@ TEST(TcpTest, FirstFrameOtherThanHelloIsRejected) {
   Recorder rec;
   TcpServer server(options(), rec);
   server.start();
-  EXPECT_EQ(rejection_of(server, rec, step_frame(0, 1)), "first frame was step, expected hello");
+  EXPECT_EQ(rejection_of(server, rec, step_frame(0, 1)),
+            "not_hello: first frame was step, expected hello");
 }
 
 TEST(TcpTest, MalformedHelloIsRejected) {
@@ -380,7 +389,8 @@ TEST(TcpTest, MalformedHelloIsRejected) {
   TcpServer server(options(), rec);
   server.start();
   // A protocol version and nothing else: no token, no identity.
-  EXPECT_EQ(rejection_of(server, rec, frame_bytes(FrameType::Hello, {1, 0})), "malformed hello");
+  EXPECT_EQ(rejection_of(server, rec, frame_bytes(FrameType::Hello, {1, 0})),
+            "malformed_hello: malformed hello");
 }
 
 TEST(TcpTest, NoHelloBeforeTheTimeoutIsRejectedOthersUnaffected) {
@@ -396,6 +406,7 @@ TEST(TcpTest, NoHelloBeforeTheTimeoutIsRejectedOthersUnaffected) {
   {
     const std::lock_guard<std::mutex> lock(rec.mu_);
     EXPECT_EQ(rec.rejected_[0].reason, "no hello within 0.3 s");
+    EXPECT_EQ(rec.rejected_[0].kind, Rejection::HelloTimeout);
   }
   // The good rank passed its handshake long before: its timer no longer applies.
   std::this_thread::sleep_for(400ms);
@@ -423,7 +434,152 @@ TEST(TcpTest, CloseBeforeHelloIsRejected) {
   ASSERT_TRUE(rec.wait([](Recorder& r) { return r.rejected_.size() == 1; }));
   const std::lock_guard<std::mutex> lock(rec.mu_);
   EXPECT_EQ(rec.rejected_[0].reason, "peer closed before sending a hello");
+  EXPECT_EQ(rec.rejected_[0].kind, Rejection::ClosedBeforeHello);
   EXPECT_TRUE(rec.closed_.empty());
+}
+
+// ---- what a peer without the token can cost
+
+// A raw loopback connection: TcpClient cannot tell that the server closed
+// without sending. -1 on failure.
+int raw_connect(std::uint16_t port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Whether the server closed `fd` within `wait` (end of stream or a reset).
+bool closed_by_server(int fd, std::chrono::milliseconds wait) {
+  pollfd p{fd, POLLIN, 0};
+  if (::poll(&p, 1, int(wait.count())) != 1) return false;
+  char b = 0;
+  return ::recv(fd, &b, 1, MSG_DONTWAIT) <= 0;
+}
+
+template <class Pred>
+bool wait_until(Pred pred) {
+  const Clock::time_point deadline = Clock::now() + kWait;
+  while (!pred() && Clock::now() < deadline)
+    std::this_thread::sleep_for(2ms);
+  return pred();
+}
+
+TEST(TcpTest, ConnectionsOverThePendingCapAreClosedAtOnceAndCounted) {
+  Recorder rec;
+  ServerOptions o = options();  // a 10 s Hello timeout: nothing here waits for it
+  o.max_pending = 3;
+  TcpServer server(o, rec);
+  server.start();
+  std::vector<int> waiting;
+  for (int i = 0; i < 3; ++i) {
+    waiting.push_back(raw_connect(server.port()));
+    ASSERT_GE(waiting.back(), 0);
+  }
+  ASSERT_TRUE(wait_until([&] { return server.pending_connections() == 3; }));
+
+  // Two more are closed at once, long before any Hello timeout.
+  const Clock::time_point t0 = Clock::now();
+  for (int i = 0; i < 2; ++i) {
+    const int fd = raw_connect(server.port());
+    ASSERT_GE(fd, 0);
+    EXPECT_TRUE(closed_by_server(fd, 5000ms));
+    ::close(fd);
+  }
+  EXPECT_LT(Clock::now() - t0, 5s);
+  ASSERT_TRUE(rec.wait([](Recorder& r) { return r.rejected_.size() == 2; }));
+  {
+    const std::lock_guard<std::mutex> lock(rec.mu_);
+    for (const Rejected& r : rec.rejected_) {
+      EXPECT_EQ(r.kind, Rejection::TooManyPending);
+      EXPECT_EQ(r.reason, "too many connections waiting for their hello (limit 3)");
+      EXPECT_EQ(r.peer.rfind("127.0.0.1:", 0), 0u) << r.peer;
+    }
+  }
+  EXPECT_EQ(server.pending_connections(), 3u);
+  EXPECT_EQ(server.handshaken_connections(), 0u);
+
+  // One leaves: a rank gets in, and once through its handshake it no longer
+  // counts against the cap.
+  ::close(waiting[0]);
+  ASSERT_TRUE(rec.wait([](Recorder& r) { return r.rejected_.size() == 3; }));
+  GoodRank good;
+  start_good_rank(good, server, rec);
+  EXPECT_EQ(server.handshaken_connections(), 1u);
+  EXPECT_TRUE(wait_until([&] { return server.pending_connections() == 2; }));
+  waiting[0] = raw_connect(server.port());
+  EXPECT_TRUE(wait_until([&] { return server.pending_connections() == 3; }));
+  EXPECT_EQ(server.open_connections(), 4u);
+  {
+    const std::lock_guard<std::mutex> lock(rec.mu_);
+    EXPECT_EQ(rec.rejected_.size(), 3u);
+    EXPECT_EQ(rec.rejected_[2].kind, Rejection::ClosedBeforeHello);
+  }
+  for (int fd : waiting)
+    ::close(fd);
+}
+
+Bytes hello_header(std::uint32_t length) {
+  return {std::uint8_t(length),       std::uint8_t(length >> 8),      std::uint8_t(length >> 16),
+          std::uint8_t(length >> 24), std::uint8_t(FrameType::Hello), kCodecVersion};
+}
+
+TEST(TcpTest, FrameOverThePreHelloLimitIsRefusedBeforeItsBody) {
+  Recorder rec;
+  TcpServer server(options(), rec);
+  server.start();
+  // Only the header: the server does not wait for the 4097 bytes it announces.
+  EXPECT_EQ(rejection_of(server, rec, hello_header(std::uint32_t(kMaxPreHelloFrameBytes) + 1)),
+            "bad_frame: frame length 4097 exceeds the maximum of 4096 bytes");
+}
+
+TEST(TcpTest, TheLargestHelloIsReadWholeAndJudgedOnItsToken) {
+  Recorder rec;
+  TcpServer server(options(), rec);
+  server.start();
+  Hello h;
+  h.token = std::string(kMaxStringBytes, 'x');
+  h.identity.global_rank = 0;
+  h.identity.local_rank = 0;
+  h.identity.node_rank = 0;
+  h.identity.hostname = std::string(kMaxStringBytes, 'h');
+  h.identity.local_world_size = 1;
+  h.identity.world_size = 1;
+  const Bytes payload = encode_hello(h);
+  ASSERT_EQ(payload.size(), kMaxHelloPayloadBytes);
+  EXPECT_EQ(rejection_of(server, rec, frame_bytes(FrameType::Hello, payload)),
+            "wrong_token: wrong run token (the connection is not from this run)");
+}
+
+TEST(TcpTest, LargeFramesPassOnceTheHelloHas) {
+  Recorder rec;
+  TcpServer server(options(), rec);
+  server.start();
+  TcpClient client;
+  ASSERT_TRUE(connect(client, server.port())) << client.error();
+  // In one write, as a sender does: the limit rises between two frames of
+  // one read.
+  Bytes all = hello_frame(kToken, 5);
+  append(all, frame_bytes(FrameType::System, Bytes(200000, 0x5A)));
+  append(all, frame_bytes(FrameType::System, Bytes(kMaxFrameBytes, 0x5B)));
+  append(all, bye_frame());
+  ASSERT_TRUE(send(client, all)) << client.error();
+  client.close();
+  ASSERT_TRUE(rec.wait([](Recorder& r) { return r.closed_.size() == 1; }));
+  const std::lock_guard<std::mutex> lock(rec.mu_);
+  EXPECT_TRUE(rec.closed_[0].clean) << rec.closed_[0].reason;
+  const std::vector<Frame>& frames = rec.frames_[rec.closed_[0].id];
+  ASSERT_EQ(frames.size(), 3u);
+  EXPECT_EQ(frames[0].payload, Bytes(200000, 0x5A));
+  EXPECT_EQ(frames[1].payload.size(), kMaxFrameBytes);
+  EXPECT_TRUE(rec.rejected_.empty());
 }
 
 // Sends a hello and then `rest`, and returns the one on_closed call.
