@@ -117,6 +117,10 @@ struct Collector::Impl final : transport::ServerHandler {
     const auto world = options.run.world_size;
     if (c.rank < 0)
       c.refuse = "negative global rank " + std::to_string(c.rank) + " in Hello";
+    else if (const auto bad = model::check_rank_identity(identity))
+      // The run-database reader applies the same rule: an identity stored
+      // unchecked would make every later report of the run fail.
+      c.refuse = "invalid identity in Hello: " + *bad;
     else if (world && *world > 0 && c.rank >= *world)
       c.refuse = "global rank " + std::to_string(c.rank) + " outside the run's world size " +
                  std::to_string(*world);

@@ -471,6 +471,27 @@ TEST(Collector, RankOutsideTheWorldIsRefused) {
   EXPECT_EQ(rep.rejected_by_kind, (std::map<std::string, std::int64_t>{{"invalid_identity", 1}}));
 }
 
+TEST(Collector, AnIdentityTheReaderWouldRefuseIsRefusedAtTheDoor) {
+  // A Hello with ranks per node 0 was once stored as it came; the run
+  // database's reader (same rule) then refused the whole run for good.
+  TempDir dir;
+  Collector c(options(dir, 2));
+  model::RankIdentity id = identity(1);
+  id.local_world_size = 0;
+  Bytes b = hello(id);
+  const Bytes f = frame(FrameType::Step, transport::encode_step(step_of(1, 1)));
+  b.insert(b.end(), f.begin(), f.end());
+  send_until_closed(c.port(), b);
+  const CollectionReport rep = c.finish(Clock::now() + kFinish);
+  EXPECT_EQ(rep.ranks_connected, 0);
+  EXPECT_EQ(rep.rejected_by_kind, (std::map<std::string, std::int64_t>{{"invalid_identity", 1}}));
+  const store::RunData d = store::read_run_db(db_path(dir));  // readable: nothing bad stored
+  EXPECT_TRUE(d.telemetry.ranks.empty());
+  ASSERT_EQ(d.rejected.size(), 1u);
+  EXPECT_EQ(d.rejected[0].reason.rfind("invalid identity in Hello: ", 0), 0u)
+      << d.rejected[0].reason;
+}
+
 TEST(Collector, FinishTimesOutOnAnOpenConnectionAndKeepsItsRecords) {
   TempDir dir;
   Collector c(options(dir));
