@@ -1,48 +1,12 @@
 #include "store/run_outcome.hpp"
 
-#include <sqlite3.h>
-
 #include <memory>
 
 #include "store/run_db.hpp"
+#include "store/sqlite_handle.hpp"
 
 namespace traceml::store {
 namespace {
-
-struct DbCloser {
-  void operator()(sqlite3* db) const { sqlite3_close(db); }
-};
-struct StmtFinalizer {
-  void operator()(sqlite3_stmt* s) const { sqlite3_finalize(s); }
-};
-using Db = std::unique_ptr<sqlite3, DbCloser>;
-using Stmt = std::unique_ptr<sqlite3_stmt, StmtFinalizer>;
-
-Db open(const std::string& path, int flags) {
-  sqlite3* raw = nullptr;
-  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
-  Db db(raw);
-  if (rc != SQLITE_OK)
-    throw RunDbError(path + ": cannot open the run database (" + sqlite3_errstr(rc) + ")");
-  sqlite3_busy_timeout(raw, 5000);
-  return db;
-}
-
-void exec(sqlite3* db, const std::string& path, const char* sql) {
-  char* err = nullptr;
-  if (sqlite3_exec(db, sql, nullptr, nullptr, &err) != SQLITE_OK) {
-    const std::string what = err != nullptr ? err : "unknown error";
-    sqlite3_free(err);
-    throw RunDbError(path + ": " + what);
-  }
-}
-
-Stmt prepare(sqlite3* db, const std::string& path, const char* sql) {
-  sqlite3_stmt* raw = nullptr;
-  if (sqlite3_prepare_v2(db, sql, -1, &raw, nullptr) != SQLITE_OK)
-    throw RunDbError(path + ": " + sqlite3_errmsg(db));
-  return Stmt(raw);
-}
 
 void bind_opt(sqlite3_stmt* s, int i, const std::optional<int>& v) {
   if (v) {
@@ -58,7 +22,8 @@ std::optional<int> column_opt(sqlite3_stmt* s, int i) {
 }
 
 bool has_table(sqlite3* db, const std::string& path, const char* name) {
-  Stmt s = prepare(db, path, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?");
+  SqliteStmt s =
+      prepare_sqlite(db, path, "SELECT 1 FROM sqlite_master WHERE type='table' AND name=?");
   sqlite3_bind_text(s.get(), 1, name, -1, SQLITE_STATIC);
   return sqlite3_step(s.get()) == SQLITE_ROW;
 }
@@ -66,22 +31,23 @@ bool has_table(sqlite3* db, const std::string& path, const char* name) {
 }  // namespace
 
 void write_run_outcome(const std::string& db_path, const RunOutcome& outcome) {
-  Db db = open(db_path, SQLITE_OPEN_READWRITE);
-  exec(db.get(), db_path, "BEGIN");
-  exec(db.get(), db_path,
-       "CREATE TABLE IF NOT EXISTS run_outcome (status TEXT NOT NULL, exit_code INTEGER NOT NULL,"
-       " failed_rank INTEGER);"
-       "CREATE TABLE IF NOT EXISTS rank_exits (global_rank INTEGER NOT NULL, exit_code INTEGER NOT "
-       "NULL,"
-       " signal INTEGER, stopped_by_launcher INTEGER NOT NULL);"
-       "DELETE FROM run_outcome; DELETE FROM rank_exits;");
-  Stmt o = prepare(db.get(), db_path, "INSERT INTO run_outcome VALUES (?, ?, ?)");
+  SqliteDb db = open_sqlite(db_path, SQLITE_OPEN_READWRITE);
+  exec_sqlite(db.get(), db_path, "BEGIN");
+  exec_sqlite(
+      db.get(), db_path,
+      "CREATE TABLE IF NOT EXISTS run_outcome (status TEXT NOT NULL, exit_code INTEGER NOT NULL,"
+      " failed_rank INTEGER);"
+      "CREATE TABLE IF NOT EXISTS rank_exits (global_rank INTEGER NOT NULL, exit_code INTEGER NOT "
+      "NULL,"
+      " signal INTEGER, stopped_by_launcher INTEGER NOT NULL);"
+      "DELETE FROM run_outcome; DELETE FROM rank_exits;");
+  SqliteStmt o = prepare_sqlite(db.get(), db_path, "INSERT INTO run_outcome VALUES (?, ?, ?)");
   sqlite3_bind_text(o.get(), 1, outcome.status.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_int(o.get(), 2, outcome.exit_code);
   bind_opt(o.get(), 3, outcome.failed_rank);
   if (sqlite3_step(o.get()) != SQLITE_DONE)
-    throw RunDbError(db_path + ": " + sqlite3_errmsg(db.get()));
-  Stmt r = prepare(db.get(), db_path, "INSERT INTO rank_exits VALUES (?, ?, ?, ?)");
+    throw_sqlite_error(db.get(), db_path);
+  SqliteStmt r = prepare_sqlite(db.get(), db_path, "INSERT INTO rank_exits VALUES (?, ?, ?, ?)");
   for (const RankExit& e : outcome.ranks) {
     sqlite3_reset(r.get());
     sqlite3_bind_int(r.get(), 1, e.global_rank);
@@ -89,23 +55,25 @@ void write_run_outcome(const std::string& db_path, const RunOutcome& outcome) {
     bind_opt(r.get(), 3, e.signal);
     sqlite3_bind_int(r.get(), 4, e.stopped_by_launcher ? 1 : 0);
     if (sqlite3_step(r.get()) != SQLITE_DONE)
-      throw RunDbError(db_path + ": " + sqlite3_errmsg(db.get()));
+      throw_sqlite_error(db.get(), db_path);
   }
-  exec(db.get(), db_path, "COMMIT");
+  exec_sqlite(db.get(), db_path, "COMMIT");
 }
 
 std::optional<RunOutcome> read_run_outcome(const std::string& db_path) {
-  Db db = open(db_path, SQLITE_OPEN_READONLY);
+  SqliteDb db = open_sqlite(db_path, SQLITE_OPEN_READONLY);
   if (!has_table(db.get(), db_path, "run_outcome")) return std::nullopt;
-  Stmt o = prepare(db.get(), db_path, "SELECT status, exit_code, failed_rank FROM run_outcome");
+  SqliteStmt o =
+      prepare_sqlite(db.get(), db_path, "SELECT status, exit_code, failed_rank FROM run_outcome");
   if (sqlite3_step(o.get()) != SQLITE_ROW) return std::nullopt;
   RunOutcome out;
   out.status = reinterpret_cast<const char*>(sqlite3_column_text(o.get(), 0));
   out.exit_code = sqlite3_column_int(o.get(), 1);
   out.failed_rank = column_opt(o.get(), 2);
-  Stmt r = prepare(db.get(), db_path,
-                   "SELECT global_rank, exit_code, signal, stopped_by_launcher FROM rank_exits"
-                   " ORDER BY global_rank");
+  SqliteStmt r =
+      prepare_sqlite(db.get(), db_path,
+                     "SELECT global_rank, exit_code, signal, stopped_by_launcher FROM rank_exits"
+                     " ORDER BY global_rank");
   while (sqlite3_step(r.get()) == SQLITE_ROW) {
     RankExit e;
     e.global_rank = sqlite3_column_int(r.get(), 0);
