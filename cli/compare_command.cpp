@@ -15,6 +15,7 @@
 #include "report/atomic_file.hpp"
 #include "report/compare.hpp"
 #include "report/compare_gate.hpp"
+#include "report/summary_file.hpp"
 #include "report/summary_json.hpp"
 
 namespace traceml::cli {
@@ -51,29 +52,9 @@ Loaded load_summary(const std::string& abs) {
   if (!in) return {std::nullopt, abs + ": cannot open file" + kHint};
   std::stringstream buf;
   buf << in.rdbuf();
-  Json j;
-  try {
-    j = Json::parse(buf.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    return {std::nullopt, abs + ": not valid JSON (" + e.what() + ")" + kHint};
-  }
-  if (!j.is_object()) return {std::nullopt, abs + ": a summary must be a JSON object" + kHint};
-  const auto version = j.find("schema_version");
-  if (version == j.end() || version->is_null())
-    return {std::nullopt, abs + ": not a run summary (no 'schema_version')" + kHint};
-  if (j.contains("verdict") && j.contains("lhs"))
-    return {std::nullopt, abs + ": this is a compare result, not a run summary" + kHint};
-  if (version->is_number() && version->get<double>() >= 2.0) {
-    return {std::nullopt, abs + ": unsupported schema_version " + version->dump() +
-                              " (compare reads schema 1.x summaries)" + kHint};
-  }
-  for (const char* name : {"system", "process", "step_time", "step_memory"}) {
-    const auto it = j.find(name);
-    if (it == j.end() || !it->is_object()) {
-      return {std::nullopt, abs + ": summary is missing required section '" + name + "'" + kHint};
-    }
-  }
-  return {std::move(j), ""};
+  report::SummaryParse summary = report::parse_summary_to_compare(buf.str());
+  if (!summary.json) return {std::nullopt, abs + ": " + summary.problem + kHint};
+  return {std::move(summary.json), ""};
 }
 
 /// `--output` with a trailing .json/.txt removed, else <cwd>/compare/{A}_vs_{B}.

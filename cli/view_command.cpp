@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "report/summary_file.hpp"
 #include "report/text_report.hpp"
 
 namespace traceml::cli {
@@ -20,18 +21,10 @@ int run_view(const std::string& path) {
   if (!in) return fail(path + ": cannot open file: " + std::strerror(errno));
   std::stringstream buf;
   buf << in.rdbuf();
-  nlohmann::ordered_json j;
-  try {
-    j = nlohmann::ordered_json::parse(buf.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    return fail(path + ": not valid JSON (" + e.what() + "); pass a final_summary.json file");
-  }
-  if (!j.is_object()) {
-    return fail(path + ": a summary must be a JSON object; pass a final_summary.json file");
-  }
-  if (!j.contains("schema_version") && !j.contains("primary_diagnosis") && !j.contains("text")) {
-    return fail(path + ": not a final_summary.json (no schema_version, primary_diagnosis or text)");
-  }
+  const report::SummaryParse summary = report::parse_summary_to_view(buf.str());
+  if (!summary.json)
+    return fail(path + ": " + summary.problem + "; pass a final_summary.json file");
+  const nlohmann::ordered_json& j = *summary.json;
   std::string text = report::summary_text(j);
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r'))
     text.pop_back();

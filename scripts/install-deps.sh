@@ -9,6 +9,9 @@ packages=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libspdlog-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libtorch-dev libgloo-dev libasio-dev
+  # scripts/fuzz.sh and scripts/sanitize-thread.sh: clang's sanitizers and
+  # libFuzzer, and llvm-symbolizer for their stack traces.
+  clang-14 libfuzzer-14-dev llvm-14
 )
 
 missing=()

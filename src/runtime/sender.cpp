@@ -29,7 +29,6 @@ Sender::Sender(SenderSettings settings, RecorderRegistry& recorders, SampleQueue
     : settings_(std::move(settings)),
       recorders_(recorders),
       samples_(samples),
-      wall_(wall),
       stats_(std::move(stats)),
       emit_step_(
           [this](const model::StepRecord& r, const std::optional<model::StepMemoryRecord>& m) {

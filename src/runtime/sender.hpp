@@ -89,7 +89,6 @@ class Sender {
   SenderSettings settings_;
   RecorderRegistry& recorders_;
   SampleQueue& samples_;
-  const WallMapping& wall_;
   StatsSource stats_;
   transport::TcpClient client_;
   StepPipeline::Emit emit_step_;  // queues a finished step's frames

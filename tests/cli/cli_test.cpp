@@ -200,6 +200,11 @@ TEST_F(Cli, ViewErrors) {
                         "JSON object");
   expect_one_error_line(run_process({kCli, "view", write("other.json", R"({"a": 1})").string()}),
                         "not a final_summary.json");
+  // Found by fuzz_summary: the parser's number overflow escaped as an
+  // exception whose message named no file.
+  expect_one_error_line(
+      run_process({kCli, "view", write("huge.json", R"({"text": "x", "n": 1e999})").string()}),
+      "huge.json: not valid JSON (");
 }
 
 }  // namespace

@@ -186,6 +186,19 @@ TEST_F(CompareCli, BadInputExitsTwoWithOneLine) {
       compare({}, write("nosec.json", R"({"schema_version":1.7,"system":{}})"), kB),
       "missing required section 'process'");
   expect_one_error_line(compare({}, kA, dir_.path().string()), "not a file");
+  // Found by fuzz_summary: a number beyond double's range escaped the loader
+  // as an exception whose message named no file, and a deeply nested
+  // schema_version crashed compare (stack overflow).
+  expect_one_error_line(compare({}, kA, write("huge.json", R"({"schema_version":1e999})")),
+                        "huge.json: not valid JSON (");
+  const std::string deep = std::string(100000, '[') + std::string(100000, ']');
+  expect_one_error_line(
+      compare({},
+              write("deep.json", R"({"schema_version":)" + deep +
+                                     R"(,"system":{},"process":{},"step_time":{},)"
+                                     R"("step_memory":{}})"),
+              kB),
+      "deep.json: JSON nested more than 64 levels deep");
   expect_one_error_line(compare({"--max-step-time-regression", "-1"}),
                         "--max-step-time-regression");
   expect_one_error_line(compare({"--format", "xml"}), "--format");
