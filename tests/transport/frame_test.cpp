@@ -996,7 +996,9 @@ TEST(Fuzz, RandomAndMutatedInputNeverCrashesAndFailsCleanly) {
               counts.accepted_payloads, counts.failed_streams);
   // The bound keeps the loop cheap in the ordinary build; a sanitizer
   // multiplies its cost (ASan at -O0 by about 8), so there it is only shown.
-  if (!kSanitized) EXPECT_LT(ms, 2000.0);
+  if (!kSanitized) {
+    EXPECT_LT(ms, 2000.0);
+  }
   std::printf("fuzz: %.0f ms of CPU time\n", ms);
 }
 
