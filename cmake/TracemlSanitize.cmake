@@ -57,12 +57,26 @@ if(TRACEML_FUZZ)
   message(STATUS "traceml: fuzz targets on (tests/fuzz/)")
 endif()
 
-# traceml_fuzz_instrument(target): coverage instrumentation for the fuzzer on
-# `target` when TRACEML_FUZZ is on. Executables that link it then need the
-# coverage callbacks: a sanitizer runtime provides no-op ones, libFuzzer the
-# real ones, and -fsanitize=fuzzer-no-link at link time supplies them
-# otherwise. Kept out of the installed package (BUILD_INTERFACE).
-function(traceml_fuzz_instrument target)
+# TRACEML_CORE_OPTIMIZATION: an optimization level for the library alone,
+# after the build type's flags. The sanitizer scripts build the tests and the
+# CLI at -O0, which halves their compile time, and the library at -O1, since
+# the fuzzers and the sanitized tests spend their time there.
+set(TRACEML_CORE_OPTIMIZATION "" CACHE STRING
+    "Optimization flag for traceml_core only (-O0 ... -O3, -Os, -Og); empty: the build type's")
+if(TRACEML_CORE_OPTIMIZATION AND NOT TRACEML_CORE_OPTIMIZATION MATCHES "^-O[0-3sg]$")
+  message(FATAL_ERROR "TRACEML_CORE_OPTIMIZATION: '${TRACEML_CORE_OPTIMIZATION}' is not an "
+                      "optimization flag; use one of -O0 -O1 -O2 -O3 -Os -Og, or leave it empty")
+endif()
+
+# traceml_instrument_library(target): TRACEML_CORE_OPTIMIZATION, and coverage
+# instrumentation for the fuzzer when TRACEML_FUZZ is on. Executables that link
+# `target` then need the coverage callbacks: a sanitizer runtime provides no-op
+# ones, libFuzzer the real ones, and -fsanitize=fuzzer-no-link at link time
+# supplies them otherwise. Kept out of the installed package (BUILD_INTERFACE).
+function(traceml_instrument_library target)
+  if(TRACEML_CORE_OPTIMIZATION)
+    target_compile_options(${target} PRIVATE ${TRACEML_CORE_OPTIMIZATION})
+  endif()
   if(TRACEML_FUZZ)
     target_compile_options(${target} PRIVATE -fsanitize=fuzzer-no-link)
     target_link_options(${target} INTERFACE $<BUILD_INTERFACE:-fsanitize=fuzzer-no-link>)

@@ -23,12 +23,14 @@ for f in tests/runtime/*_test.cpp tests/transport/*_test.cpp tests/collector/*_t
   tests+=("$(basename "$f" .cpp)")
 done
 
-# -O1 with line tables only, as in scripts/fuzz.sh: TSan sees every access
-# and reports keep file:line.
+# As in scripts/fuzz.sh: line tables only, tests at -O0, the library at -O1.
+opt="${TRACEML_SANITIZE_OPT:--O0 -gline-tables-only}"
+core_opt="${TRACEML_SANITIZE_CORE_OPT--O1}"
 launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_CXX_COMPILER=clang++-14 "${launcher[@]}" \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=$opt" \
+  -DTRACEML_CORE_OPTIMIZATION="$core_opt" \
   -DTRACEML_WARNINGS_AS_ERRORS=ON -DTRACEML_SANITIZE=thread \
   -DTRACEML_BUILD_EXAMPLES=OFF -DTRACEML_BUILD_BENCHMARKS=OFF >/dev/null
 stage_done "configure"

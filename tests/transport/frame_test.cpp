@@ -845,6 +845,18 @@ TEST(Hello, CheckAcceptsOnlyThisProtocolAndToken) {
 
 using fuzz::InputCounts;
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;  // gcc
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+constexpr bool kSanitized = true;  // clang
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
 void expect_promises_kept(const Bytes& input, InputCounts& counts) {
   const auto why = fuzz::check_frame_input(input.data(), input.size(), &counts);
   EXPECT_FALSE(why) << why.value_or("") << " (input of " << input.size() << " bytes)";
@@ -1035,7 +1047,12 @@ TEST(Fuzz, RandomAndMutatedInputNeverCrashesAndFailsCleanly) {
   EXPECT_GT(counts.failed_streams, 5000);
   std::printf("fuzz: %d frames, %d payloads accepted, %d streams rejected\n", counts.frames,
               counts.accepted_payloads, counts.failed_streams);
-  EXPECT_LT(ms, 2000.0);
+  // The bound keeps the loop cheap in the ordinary build; a sanitizer
+  // multiplies its cost (ASan at -O0 by about 8), so there it is only shown.
+  if (!kSanitized) {
+    EXPECT_LT(ms, 2000.0);
+  }
+  std::printf("fuzz: %.0f ms of CPU time\n", ms);
 }
 
 }  // namespace
