@@ -45,8 +45,7 @@ void write_run_outcome(const std::string& db_path, const RunOutcome& outcome) {
   sqlite3_bind_text(o.get(), 1, outcome.status.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_int(o.get(), 2, outcome.exit_code);
   bind_opt(o.get(), 3, outcome.failed_rank);
-  if (sqlite3_step(o.get()) != SQLITE_DONE)
-    throw_sqlite_error(db.get(), db_path);
+  if (sqlite3_step(o.get()) != SQLITE_DONE) throw_sqlite_error(db.get(), db_path);
   SqliteStmt r = prepare_sqlite(db.get(), db_path, "INSERT INTO rank_exits VALUES (?, ?, ?, ?)");
   for (const RankExit& e : outcome.ranks) {
     sqlite3_reset(r.get());
@@ -54,8 +53,7 @@ void write_run_outcome(const std::string& db_path, const RunOutcome& outcome) {
     sqlite3_bind_int(r.get(), 2, e.exit_code);
     bind_opt(r.get(), 3, e.signal);
     sqlite3_bind_int(r.get(), 4, e.stopped_by_launcher ? 1 : 0);
-    if (sqlite3_step(r.get()) != SQLITE_DONE)
-      throw_sqlite_error(db.get(), db_path);
+    if (sqlite3_step(r.get()) != SQLITE_DONE) throw_sqlite_error(db.get(), db_path);
   }
   exec_sqlite(db.get(), db_path, "COMMIT");
 }
