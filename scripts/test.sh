@@ -15,5 +15,6 @@ ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
 echo "test.sh: build and test suite took $((SECONDS - start)) s"
 if [ "${TRACEML_QUICK:-0}" = 1 ]; then exit 0; fi
 bash scripts/fuzz.sh
-bash scripts/sanitize-thread.sh
+# scripts/sanitize-thread.sh (TSan over runtime, transport, collector) is not
+# in CI yet: its whole run has not been verified inside CI's time budget.
 echo "test.sh: total $((SECONDS - start)) s"
