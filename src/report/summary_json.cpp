@@ -149,6 +149,11 @@ Json summary_json(const analysis::Summary& s, const std::string& generated_at,
 
 std::string iso8601_utc(double unix_seconds) {
   if (!std::isfinite(unix_seconds) || unix_seconds < 0) unix_seconds = 0;
+  // A timestamp from a file or a peer may be any finite double; converting
+  // one beyond time_t's range is undefined behaviour, and a year past 9999
+  // does not fit the format. The last second of 9999 is the ceiling.
+  constexpr double kLastRepresentable = 253402300799.0;  // 9999-12-31T23:59:59Z
+  if (unix_seconds > kLastRepresentable) unix_seconds = kLastRepresentable;
   const auto whole = static_cast<std::time_t>(std::floor(unix_seconds));
   auto micros = static_cast<long>(std::llround((unix_seconds - double(whole)) * 1e6));
   std::time_t secs = whole;

@@ -20,6 +20,16 @@ TEST(SummaryJson, IllFormedUtf8IsWrittenAsReplacementNotAThrow) {
   EXPECT_EQ(Json::parse(text)["hostname"], "node\xEF\xBF\xBD\xEF\xBF\xBD-1");
 }
 
+TEST(SummaryJson, TimestampsOutsideTheFormatAreClampedNotUndefined) {
+  // 1e300 seconds once went through a double-to-time_t conversion out of
+  // range (undefined behaviour, caught by UBSan in the sanitizer build).
+  EXPECT_EQ(iso8601_utc(0.0), "1970-01-01T00:00:00.000000+00:00");
+  EXPECT_EQ(iso8601_utc(1e300), "9999-12-31T23:59:59.000000+00:00");
+  EXPECT_EQ(iso8601_utc(1.7976931348623157e308), "9999-12-31T23:59:59.000000+00:00");
+  EXPECT_EQ(iso8601_utc(-5.0), "1970-01-01T00:00:00.000000+00:00");
+  EXPECT_EQ(iso8601_utc(1764758400.25), "2025-12-03T10:40:00.250000+00:00");
+}
+
 TEST(SummaryJson, TerminalViewEscapesKeysAndValuesAtAnyDepth) {
   Json j;
   j["a\x1b"] = Json::array({"x\x07", 1.5, nullptr, Json{{"k", "\xC2\x9B"}}});
