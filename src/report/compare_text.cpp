@@ -169,7 +169,8 @@ std::optional<std::string> noise_line(const Json& sec) {
 
 std::string render_compare_text(const Json& untrusted) {
   // Labels and diagnosis texts come from the two summaries: data, never control.
-  const Json compare = escape_strings_for_terminal(untrusted);
+  const TerminalSafeJson safe(untrusted);
+  const Json& compare = safe.get();
   std::vector<std::string> lines;
   lines.emplace_back("TraceML Compare");
   const std::size_t header_end = lines.size();

@@ -190,10 +190,29 @@ Json escaped(const Json& j, int depth) {
   return out;
 }
 
+bool needs_escape(const Json& j, int depth) {
+  if (j.is_string()) {
+    const std::string& s = j.get_ref<const std::string&>();
+    return model::escape_for_terminal(s) != s;
+  }
+  if (!j.is_structured()) return false;
+  if (depth >= kMaxRenderedDepth) return true;  // the bounded copy cuts it off
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (j.is_object() && model::escape_for_terminal(it.key()) != it.key()) return true;
+    if (needs_escape(it.value(), depth + 1)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 Json escape_strings_for_terminal(const Json& j) {
   return escaped(j, 0);
+}
+
+TerminalSafeJson::TerminalSafeJson(const Json& j) {
+  if (needs_escape(j, 0)) copy_ = escaped(j, 0);
+  view_ = copy_ ? &*copy_ : &j;
 }
 
 std::string dump_json(const Json& j) {

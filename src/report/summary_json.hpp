@@ -39,4 +39,19 @@ std::string dump_json(const Json& j);
 /// hand-edited file's anything) never put an ESC sequence on a terminal.
 Json escape_strings_for_terminal(const Json& j);
 
+/// What a renderer reads: `j` itself when none of its strings needs escaping
+/// (the common case: no copy), else escape_strings_for_terminal(j). `j` must
+/// outlive it.
+class TerminalSafeJson {
+ public:
+  explicit TerminalSafeJson(const Json& j);
+  TerminalSafeJson(const TerminalSafeJson&) = delete;
+  TerminalSafeJson& operator=(const TerminalSafeJson&) = delete;
+  [[nodiscard]] const Json& get() const { return *view_; }
+
+ private:
+  std::optional<Json> copy_;
+  const Json* view_ = nullptr;
+};
+
 }  // namespace traceml::report

@@ -1310,7 +1310,8 @@ std::vector<std::string> run_lines(const Run& run) {
 }
 
 std::string render_text(const nlohmann::ordered_json& untrusted, const TextOptions& opts) {
-  const Json summary = escape_strings_for_terminal(untrusted);
+  const TerminalSafeJson safe(untrusted);
+  const Json& summary = safe.get();
   const Painter p(opts.color);
   const Run run = read_run(summary);
   const Verdict verdict = read_verdict(run);

@@ -41,11 +41,28 @@ TEST(SummaryJson, TerminalViewEscapesKeysAndValuesAtAnyDepth) {
   EXPECT_EQ(e["a\\x1b"][3]["k"], "\\u009b");
 }
 
+TEST(SummaryJson, TerminalSafeViewCopiesOnlyWhenAStringNeedsIt) {
+  Json clean;
+  clean["meta"]["run_name"] = "run ◀ 1";
+  const TerminalSafeJson a(clean);
+  EXPECT_EQ(&a.get(), &clean);  // the renderers' common case costs no copy
+  Json dirty = clean;
+  dirty["meta"]["host"] = "h\x1b[2J";
+  const TerminalSafeJson b(dirty);
+  EXPECT_NE(&b.get(), &dirty);
+  EXPECT_EQ(b.get()["meta"]["host"], "h\\x1b[2J");
+  Json key;
+  key["k\x07"] = 1;
+  EXPECT_TRUE(TerminalSafeJson(key).get().contains("k\\x07"));
+}
+
 TEST(SummaryJson, TerminalViewOfAHostileDepthDoesNotRecurseWithoutEnd) {
   Json deep = "leaf";
   for (int i = 0; i < 100000; ++i)
     deep = Json::array({std::move(deep)});
-  const Json e = escape_strings_for_terminal(deep);
+  const TerminalSafeJson safe(deep);  // too deep: the bounded copy
+  const Json& e = safe.get();
+  EXPECT_EQ(escape_strings_for_terminal(deep), e);
   const Json* p = &e;
   int depth = 0;
   while (p->is_array() && !p->empty()) {
