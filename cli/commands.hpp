@@ -21,6 +21,14 @@ int fail(const std::string& message);
 /// Prints "traceml: warning: <message>" on stderr.
 void warn(const std::string& message);
 
+/// A summary argument as a file path: a run directory (logs/<run>) stands for
+/// its final_summary.json. Returns the path to open, or an error message.
+struct SummaryPath {
+  std::string path;
+  std::string error;
+};
+SummaryPath resolve_summary_path(const std::string& arg);
+
 void add_report_command(CLI::App& app, Action& action);
 void add_view_command(CLI::App& app, Action& action);
 void add_compare_command(CLI::App& app, Action& action);

@@ -32,6 +32,7 @@ struct CompareArgs {
   std::string format = "text";
   std::string junit;
   report::GateOptions gates;
+  report::CompareOptions compare;
   double max_step_pct = 0.0;
   double max_memory_pct = 0.0;
 };
@@ -75,8 +76,12 @@ std::string output_base(const std::string& output, const std::string& a, const s
 
 int run_compare(const CompareArgs& args) {
   report::GateOptions gates = args.gates;
-  const std::string lhs_abs = fs::absolute(args.lhs).lexically_normal().string();
-  const std::string rhs_abs = fs::absolute(args.rhs).lexically_normal().string();
+  const SummaryPath lhs_path = resolve_summary_path(args.lhs);
+  if (!lhs_path.error.empty()) return fail(lhs_path.error);
+  const SummaryPath rhs_path = resolve_summary_path(args.rhs);
+  if (!rhs_path.error.empty()) return fail(rhs_path.error);
+  const std::string lhs_abs = fs::absolute(lhs_path.path).lexically_normal().string();
+  const std::string rhs_abs = fs::absolute(rhs_path.path).lexically_normal().string();
   const Loaded lhs = load_summary(lhs_abs);
   if (!lhs.json) return fail(lhs.error);
   const Loaded rhs = load_summary(rhs_abs);
@@ -85,7 +90,8 @@ int run_compare(const CompareArgs& args) {
   const auto [la, lb] = report::compare_labels(lhs_abs, rhs_abs);
   const report::CompareInputs meta{report::compare_side(lhs_abs, la),
                                    report::compare_side(rhs_abs, lb)};
-  const report::CompareResult result = report::compare_summaries(*lhs.json, *rhs.json, meta);
+  const report::CompareResult result =
+      report::compare_summaries(*lhs.json, *rhs.json, meta, args.compare);
   const std::string text = result.json["text"].get<std::string>();
 
   const std::string base = output_base(args.output, la, lb);
@@ -117,8 +123,10 @@ int run_compare(const CompareArgs& args) {
   }
   if (!gates.any()) return kExitOk;
   // In JSON mode stdout stays one parseable document; the gate line goes to stderr.
-  const std::string line = report::gate_line(checks);
-  (args.format == "json" ? std::cerr : std::cout) << line << std::endl;
+  std::ostream& gate_out = args.format == "json" ? std::cerr : std::cout;
+  for (const std::string& l : report::gate_check_lines(checks))
+    gate_out << l << "\n";
+  gate_out << report::gate_line(checks) << std::endl;
   for (const report::GateCheck& c : checks)
     if (!c.passed) return kExitGateFailed;
   return kExitOk;
@@ -130,8 +138,9 @@ void add_compare_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<CompareArgs>();
   CLI::App* cmd = app.add_subcommand(
       "compare", "Compare run B against baseline run A; optionally gate CI on regressions.");
-  cmd->add_option("A", args->lhs, "Baseline final_summary.json")->required();
-  cmd->add_option("B", args->rhs, "Candidate final_summary.json")->required();
+  cmd->add_option("A", args->lhs, "Baseline final_summary.json (or its run directory)")->required();
+  cmd->add_option("B", args->rhs, "Candidate final_summary.json (or its run directory)")
+      ->required();
   cmd->add_option("--output", args->output,
                   "Base path for BASE.json and BASE.txt (default: ./compare/A_vs_B)");
   cmd->add_option("--format", args->format, "What to print: text, or the compare JSON")
@@ -140,15 +149,24 @@ void add_compare_command(CLI::App& app, Action& action) {
   cmd->add_option("--junit", args->junit, "Also write the gate results as JUnit XML to FILE");
   cmd->add_flag("--fail-on-regression", args->gates.fail_on_regression,
                 "Exit 1 when the verdict is REGRESSION or MIXED");
-  CLI::Option* step = cmd->add_option("--max-step-time-regression", args->max_step_pct,
-                                      "Exit 1 when step time grew by more than PCT percent")
-                          ->check(CLI::NonNegativeNumber);
+  CLI::Option* step =
+      cmd->add_option(
+             "--max-step-time-regression", args->max_step_pct,
+             "Exit 1 when step time grew by more than PCT percent, beyond run-to-run noise")
+          ->check(CLI::NonNegativeNumber);
   CLI::Option* memory = cmd->add_option("--max-memory-regression", args->max_memory_pct,
                                         "Exit 1 when peak reserved memory grew by more than PCT %")
                             ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--fail-on-diagnosis-change", args->gates.fail_on_diagnosis_change,
                 "Exit 1 when the primary, Step Time or Step Memory diagnosis changed");
+  cmd->add_flag("--strict", args->compare.strict,
+                "Judge step time on the raw percentage, ignoring run-to-run noise (TraceML's "
+                "rule), in the verdict and in --max-step-time-regression");
+  cmd->add_flag("--require-memory", args->gates.require_memory,
+                "Fail --max-memory-regression when neither run measured step memory (default: "
+                "skipped)");
   cmd->callback([args, step, memory, &action] {
+    args->gates.strict = args->compare.strict;
     if (step->count() > 0) args->gates.max_step_time_regression_pct = args->max_step_pct;
     if (memory->count() > 0) args->gates.max_memory_regression_pct = args->max_memory_pct;
     action = [args] { return run_compare(*args); };

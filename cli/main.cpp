@@ -44,6 +44,17 @@ int main(int argc, char** argv) {
       names += (names.empty() ? "" : ", ") + sub->get_name();
     return fail(std::string("unknown command '") + argv[1] + "' (commands: " + names + ")");
   }
+  // A command that needs arguments, given none: its usage, not the first
+  // missing argument's name.
+  if (argc == 2 && argv[1][0] != '-') {
+    for (const CLI::App* sub : subs) {
+      if (!sub->check_name(argv[1])) continue;
+      const auto opts = sub->get_options([](const CLI::Option* o) { return o->get_required(); });
+      if (opts.empty()) break;
+      std::cerr << sub->help();
+      return fail(std::string("'") + argv[1] + "' needs arguments (usage above)");
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

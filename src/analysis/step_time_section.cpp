@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/distribution.hpp"
 #include "analysis/h2d_advice.hpp"
 #include "analysis/number_format.hpp"
 #include "analysis/rank_identity.hpp"
@@ -737,27 +738,42 @@ std::optional<double> activity_value(const RankFacts& f, const ActivityMetric& m
   return m.value(*f.activity);
 }
 
+/// Quartiles of a per-step series, and with `sketch` its whole distribution.
+Json spread_entry(const std::vector<double>& series, const char* basis, bool sketch) {
+  std::vector<double> sorted = series;
+  std::sort(sorted.begin(), sorted.end());
+  Json e = Json{{"basis", basis},
+                {"steps", std::int64_t(sorted.size())},
+                {"p25", quantile_of_sorted(sorted, 0.25)},
+                {"median", quantile_of_sorted(sorted, 0.5)},
+                {"p75", quantile_of_sorted(sorted, 0.75)}};
+  if (sketch) {
+    if (const auto k = sketch_of(series)) {
+      e["quantiles"] = k->quantiles;
+      e["lag1_autocorrelation"] = k->lag1 ? Json(*k->lag1) : Json(nullptr);
+    }
+  }
+  return e;
+}
+
 /// How much the typical rank's step time varies from step to step over the
-/// window: quartiles of the per-step median (one rank: its own) step time.
-/// `traceml compare` uses it to tell a real change from run-to-run noise.
+/// window: quartiles of the per-step median (one rank: its own) step time on
+/// the window's clock (`step_time_ms`), and per measured clock the
+/// distribution sketch (`step_time_cpu_ms`, `step_time_gpu_ms`) that
+/// `traceml compare` runs its rank test on (DECISIONS 12).
 std::optional<Json> step_time_spread(const StepWindow& w, SeriesCache& cache) {
   if (!w.stat(SM::StepTime)) return std::nullopt;
-  std::vector<double> series = cache.get(SM::StepTime);
+  const std::vector<double>& series = cache.get(SM::StepTime);
   if (series.size() < 2) return std::nullopt;
-  std::sort(series.begin(), series.end());
-  // Linear interpolation between closest ranks (numpy's default percentile).
-  auto quantile = [&](double q) {
-    const double pos = q * double(series.size() - 1);
-    const auto lo = std::size_t(std::floor(pos));
-    const std::size_t hi = std::min(lo + 1, series.size() - 1);
-    return series[lo] + (series[hi] - series[lo]) * (pos - double(lo));
-  };
-  Json metric = Json{{"basis", w.single_rank() ? "per_step" : "per_step_median_across_ranks"},
-                     {"steps", std::int64_t(series.size())},
-                     {"p25", quantile(0.25)},
-                     {"median", quantile(0.5)},
-                     {"p75", quantile(0.75)}};
-  return Json{{"step_time_ms", metric}};
+  const char* basis = w.single_rank() ? "per_step" : "per_step_median_across_ranks";
+  Json spread = Json{{"step_time_ms", spread_entry(series, basis, false)}};
+  for (const Clock c : {Clock::Cpu, Clock::Gpu}) {
+    const std::vector<double> per_clock = clock_step_series(w, c);
+    if (per_clock.size() < 2) continue;
+    spread[std::string("step_time_") + clock_name(c) + "_ms"] =
+        spread_entry(per_clock, basis, true);
+  }
+  return spread;
 }
 
 }  // namespace

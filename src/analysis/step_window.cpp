@@ -485,4 +485,28 @@ std::vector<double> step_series(const StepWindow& w, StepMetric m, bool worst) {
   return series;
 }
 
+std::vector<double> clock_step_series(const StepWindow& w, Clock c) {
+  const StepMetric m = c == Clock::Gpu ? StepMetric::StepTimeGpu : StepMetric::StepTimeCpu;
+  std::vector<std::size_t> measured;
+  for (std::size_t i = 0; i < w.facts.size(); ++i) {
+    if (w.facts[i][m]) measured.push_back(i);
+  }
+  std::vector<double> series;
+  if (measured.empty()) return series;
+  series.reserve(w.steps.size());
+  std::vector<double> at_step;
+  at_step.reserve(measured.size());
+  for (std::size_t s = 0; s < w.steps.size(); ++s) {
+    at_step.clear();
+    for (const std::size_t i : measured) {
+      const StepRecord& r = w.row(s, i);
+      const auto input = clock_value(r, Event::InputWait, c);
+      const auto traced = clock_value(r, Event::TracedStepTime, c);
+      if (input && traced) at_step.push_back(*input + *traced);
+    }
+    if (!at_step.empty()) series.push_back(median_of(at_step));
+  }
+  return series;
+}
+
 }  // namespace traceml::analysis

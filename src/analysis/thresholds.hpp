@@ -107,5 +107,9 @@ inline constexpr double kComparePctBaselineEps = 1e-12;
 /// The IQR of a normal distribution in standard deviations: turns a reported
 /// std into the same noise band as a reported p25/p75 spread.
 inline constexpr double kNormalIqrPerStd = 1.349;
+/// The significance level of compare's rank test (DECISIONS 12), as in Google
+/// Benchmark's compare.py: a step-time change counts only when the
+/// Mann-Whitney U test gives p below it.
+inline constexpr double kCompareAlpha = 0.05;
 
 }  // namespace traceml::analysis::thresholds

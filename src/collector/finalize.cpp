@@ -5,6 +5,7 @@
 #include "store/run_outcome.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <vector>
@@ -27,13 +28,20 @@ std::optional<double> median(std::vector<double>& v) {
   return (lower + upper) / 2.0;
 }
 
-/// Per rank: the median CPU traced step time in ms over its recorded steps.
+/// Per rank: the median CPU step time in ms over its recorded steps, input
+/// wait included where it was measured (the whole step the user sees, not
+/// only its traced part: the tracer's share of a step is of that).
 std::map<int, double> median_step_ms(const model::Telemetry& t) {
   std::map<int, std::vector<double>> per_rank;
-  const auto e = static_cast<std::size_t>(model::Event::TracedStepTime);
+  const auto traced = static_cast<std::size_t>(model::Event::TracedStepTime);
+  const auto input = static_cast<std::size_t>(model::Event::InputWait);
   for (const auto& r : t.steps) {
-    if (((r.events.cpu_mask() >> e) & 1u) != 0)
-      per_rank[r.global_rank].push_back(r.events.cpu_values()[e]);
+    const unsigned mask = r.events.cpu_mask();
+    if (((mask >> traced) & 1u) == 0) continue;
+    const auto& v = r.events.cpu_values();
+    double step = v[traced];
+    if (((mask >> input) & 1u) != 0 && std::isfinite(v[input]) && v[input] > 0.0) step += v[input];
+    per_rank[r.global_rank].push_back(step);
   }
   std::map<int, double> out;
   for (auto& [rank, v] : per_rank)
@@ -100,7 +108,7 @@ report::Json tracer_block(const store::RunData& data,
     std::optional<double> share;
     const auto it = step_ms.find(d.global_rank);
     if (overhead != nullptr && it != step_ms.end() && it->second > 0.0)
-      share = *overhead / (it->second * 1e6);  // ns over ms: a fraction of the step
+      share = 100.0 * *overhead / (it->second * 1e6);  // ns over ms, in percent
     r["overhead_pct_of_step"] = opt_json(share);
     // Only ranks that timed on a GPU carry these (added keys, absent on CPU runs).
     if (t && t->gpu) {

@@ -14,6 +14,8 @@
 
 #include "analysis/number_format.hpp"
 #include "analysis/thresholds.hpp"
+#include "report/compare_noise.hpp"
+#include "report/json_read.hpp"
 
 namespace traceml::report {
 
@@ -27,22 +29,10 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 /// (step_time_cpu_ms / step_time_gpu_ms) and dataloader_fetch_cpu_ms.
 constexpr double kPerClockSchema = 1.7;
 
-const Json* child(const Json* j, const char* key) {
-  if (j == nullptr || !j->is_object()) return nullptr;
-  const auto it = j->find(key);
-  return it == j->end() ? nullptr : &*it;
-}
-
-const Json* object_child(const Json* j, const char* key) {
-  const Json* c = child(j, key);
-  return c != nullptr && c->is_object() ? c : nullptr;
-}
-
-std::optional<double> number(const Json* j) {
-  if (j == nullptr || !j->is_number()) return std::nullopt;
-  const double v = j->get<double>();
-  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
-}
+using json_read::child;
+using json_read::number;
+using json_read::object_child;
+using json_read::opt_json;
 
 std::optional<std::string> trimmed_text(const Json* j) {
   if (j == nullptr || !j->is_string()) return std::nullopt;
@@ -51,14 +41,6 @@ std::optional<std::string> trimmed_text(const Json* j) {
   if (b == std::string::npos) return std::nullopt;
   const auto e = s.find_last_not_of(" \t\r\n");
   return s.substr(b, e - b + 1);
-}
-
-Json opt_json(const std::optional<double>& v) {
-  return v ? Json(*v) : Json(nullptr);
-}
-
-Json opt_json(const std::optional<std::string>& v) {
-  return v ? Json(*v) : Json(nullptr);
 }
 
 /// schema_version as a number: stored as a number, or as a numeric string.
@@ -200,49 +182,6 @@ std::optional<std::string> dominant_phase(const Json* sec) {
   return best;
 }
 
-/// A run's step-time noise band in ms for `clock`, from the optional
-/// `global.spread` block: p75 - p25 (the IQR), or a std scaled to the IQR it
-/// would have under a normal distribution. The selected-clock entry
-/// `step_time_ms` counts only when the run's diagnosis clock is `clock`.
-struct Band {
-  double ms = 0.0;
-  bool from_std = false;
-};
-
-std::optional<Band> noise_band(const Json* sec, const std::string& clock) {
-  const Json* spread = object_child(object_child(sec, "global"), "spread");
-  const std::string per_clock = "step_time_" + clock + "_ms";
-  const Json* entry = object_child(spread, per_clock.c_str());
-  if (entry == nullptr && diagnosis_clock(sec) == clock)
-    entry = object_child(spread, "step_time_ms");
-  const auto p25 = number(child(entry, "p25"));
-  const auto p75 = number(child(entry, "p75"));
-  if (p25 && p75 && *p75 >= *p25) return Band{*p75 - *p25, false};
-  const auto sd = number(child(entry, "std_ms"));
-  if (sd && *sd >= 0) return Band{th::kNormalIqrPerStd * *sd, true};
-  return std::nullopt;
-}
-
-Json noise_json(const Json* lhs, const Json* rhs, const std::optional<std::string>& clock,
-                const Json& step_metric) {
-  const auto delta = number(child(&step_metric, "delta"));
-  if (!clock || !delta) return Json{{"available", false}};
-  const auto a = noise_band(lhs, *clock);
-  const auto b = noise_band(rhs, *clock);
-  if (!a || !b) return Json{{"available", false}};
-  const double threshold = std::max(a->ms, b->ms);
-  const char* basis = (a->from_std && b->from_std)     ? "std"
-                      : (!a->from_std && !b->from_std) ? "iqr"
-                                                       : "iqr_std";
-  Json n;
-  n["available"] = true;
-  n["basis"] = basis;
-  n["delta_ms"] = *delta;
-  n["threshold_ms"] = threshold;
-  n["beyond_noise"] = std::fabs(*delta) > threshold;
-  return n;
-}
-
 Json step_time_section(const Json& lhs_sum, const Json& rhs_sum) {
   const Json* lhs = section(lhs_sum, "step_time");
   const Json* rhs = section(rhs_sum, "step_time");
@@ -313,13 +252,15 @@ Json step_time_section(const Json& lhs_sum, const Json& rhs_sum) {
         ca.value_or("n/a") + ", B: " + cb.value_or("n/a") + ").");
   }
   // Computed before s grows: inserting a key may move `metrics` and `notes`.
-  Json noise = noise_json(lhs, rhs, clock, metrics["step_time_ms"]);
+  Json noise = step_time_noise(lhs, rhs, clock, metrics["step_time_ms"]);
   s["comparison_clock"] = opt_json(clock);
   s["noise"] = std::move(noise);
   return s;
 }
 
 // ---- other sections -------------------------------------------------------
+
+std::string metric_state(const Json& m);
 
 std::optional<double> memory_skew_pct(const Json* sec) {
   const auto worst = point(sec, "worst", "peak_reserved_bytes");
@@ -328,7 +269,7 @@ std::optional<double> memory_skew_pct(const Json* sec) {
   return 100.0 * (*worst - *median) / *median;
 }
 
-Json step_memory_section(const Json& lhs_sum, const Json& rhs_sum) {
+Json step_memory_section(const Json& lhs_sum, const Json& rhs_sum, const Json& step_time_metric) {
   const Json* lhs = section(lhs_sum, "step_memory");
   const Json* rhs = section(rhs_sum, "step_memory");
   Json s = section_envelope(lhs, rhs);
@@ -343,6 +284,12 @@ Json step_memory_section(const Json& lhs_sum, const Json& rhs_sum) {
   // TraceML reserves the key and never fills it; kept for schema parity.
   m["trend_worst_delta_bytes"] =
       numeric_metric("Memory trend", "bytes", Pair{}, "bytes", "higher_is_worse");
+  if (metric_state(m["peak_reserved_bytes"]) == "missing_both" &&
+      metric_state(step_time_metric) == "comparable") {
+    s["notes"].push_back(
+        "Step memory was not measured in either run (no GPU step memory, as on every CPU run): "
+        "the verdict rests on step time and the diagnoses.");
+  }
   return s;
 }
 
@@ -355,8 +302,15 @@ Json process_section(const Json& lhs_sum, const Json& rhs_sum) {
   const Json* rhs = section(rhs_sum, "process");
   Json s = section_envelope(lhs, rhs);
   Json& m = s["metrics"];
+  // cpu_percent is TraceML's (100 = one core busy); the summary's text shows
+  // cpu_capacity_percent (100 = every core busy), added here so that both
+  // tools' numbers can be found. The text labels the first by its unit.
   m["cpu_avg_percent"] = numeric_metric(
       "Process CPU avg", "percent", Pair{average(lhs, "cpu_percent"), average(rhs, "cpu_percent")},
+      "percentage_point", "context");
+  m["cpu_capacity_percent"] = numeric_metric(
+      "Process CPU capacity", "percent",
+      Pair{average(lhs, "cpu_capacity_percent"), average(rhs, "cpu_capacity_percent")},
       "percentage_point", "context");
   m["rss_avg_gb"] = numeric_metric(
       "Process RSS avg", "gb", Pair{gib(average(lhs, "ram_bytes")), gib(average(rhs, "ram_bytes"))},
@@ -443,7 +397,7 @@ const char* outcome_of(const std::string& status) {
   return "unclear";
 }
 
-Json verdict_json(const Json& sections) {
+Json verdict_json(const Json& sections, const CompareOptions& options) {
   const Json& step_sec = sections["step_time"];
   const Json& mem_sec = sections["step_memory"];
   const Json& step = step_sec["metrics"]["step_time_ms"];
@@ -453,9 +407,13 @@ Json verdict_json(const Json& sections) {
   const std::string mem_state = metric_state(mem);
   const bool step_ok = step_state == "comparable";
   const bool mem_ok = mem_state == "comparable";
-  const std::string availability = step_ok && mem_ok   ? "comparable"
-                                   : step_ok || mem_ok ? "partial"
-                                                       : "insufficient";
+  // DECISIONS 11: when neither run measured step memory (every CPU run) the
+  // runs are compared on step time and the diagnoses; TraceML stops at
+  // "partially comparable" there.
+  const bool mem_unmeasured = mem_state == "missing_both";
+  const std::string availability = step_ok && (mem_ok || mem_unmeasured) ? "comparable"
+                                   : step_ok || mem_ok                   ? "partial"
+                                                                         : "insufficient";
   const auto step_pct = number(child(&step, "pct_change"));
   const auto mem_pct = number(child(&mem, "pct_change"));
   const std::string label = text_of(step, "label").value_or("Step Time");
@@ -463,6 +421,17 @@ Json verdict_json(const Json& sections) {
   const Json& mem_diag = mem_sec["diagnosis"];
   const bool step_diag_changed = step_diag.value("changed", false);
   const bool residual_ok = metric_state(residual) == "comparable";
+  // DECISIONS 12: a step-time change counts only beyond run-to-run noise
+  // (unless --strict, or when the summaries carry nothing to judge noise by).
+  const Json& noise = step_sec["noise"];
+  const bool noise_aware = !options.strict && noise.value("available", false);
+  const double step_gate = th::kCompareStepTimePct;
+  const double mem_gate = th::kCompareMemoryPct;
+  const bool step_up = step_pct && *step_pct >= step_gate;
+  const bool step_down = step_pct && *step_pct <= -step_gate;
+  const bool step_slower = step_up && (!noise_aware || change_counts(noise, true));
+  const bool step_faster = step_down && (!noise_aware || change_counts(noise, false));
+  const bool step_in_noise = (step_up && !step_slower) || (step_down && !step_faster);
 
   std::vector<Finding> f;
   const char* kNull = nullptr;
@@ -484,19 +453,17 @@ Json verdict_json(const Json& sections) {
   if (step_diag_changed && !residual_ok)
     add("INCONCLUSIVE", 3, "step_time", "diagnosis", "info",
         "Step time diagnosis changed, but supporting metrics are partial.");
-  const double step_gate = th::kCompareStepTimePct;
-  const double mem_gate = th::kCompareMemoryPct;
-  if (step_pct && mem_pct) {
-    if (*step_pct <= -step_gate && *mem_pct >= mem_gate)
+  if (mem_pct) {
+    if (step_faster && *mem_pct >= mem_gate)
       add("MIXED", 4, "compare", kNull, "warning", label + " improved, but step memory worsened.");
-    else if (*step_pct >= step_gate && *mem_pct <= -mem_gate)
+    else if (step_slower && *mem_pct <= -mem_gate)
       add("MIXED", 4, "compare", kNull, "warning",
           "Step memory improved, but " + label + " worsened.");
   }
-  if (step_pct && *step_pct >= step_gate)
+  if (step_slower)
     add("REGRESSION", 5, "step_time", "step_time_ms", "warning",
         label + " increased by " + fixed(*step_pct, 1) + "%.");
-  if (step_pct && *step_pct <= -step_gate)
+  if (step_faster)
     add("IMPROVEMENT", 6, "step_time", "step_time_ms", "info",
         label + " decreased by " + fixed(std::fabs(*step_pct), 1) + "%.");
   if (mem_pct && *mem_pct >= mem_gate)
@@ -518,8 +485,17 @@ Json verdict_json(const Json& sections) {
   if (!step_worse && ma && mb && memory_status_rank(mb) > memory_status_rank(ma))
     add("REGRESSION", 10, "step_memory", "diagnosis", "warning",
         "Step memory diagnosis worsened from " + *ma + " to " + *mb + ".");
-  if (availability != "insufficient")
-    add("EQUIVALENT", 11, "compare", kNull, "info", "Primary training signals stayed stable.");
+  if (step_in_noise) {
+    const std::string sign = *step_pct >= 0 ? "+" : "";
+    add("EQUIVALENT", 11, "step_time", "step_time_ms", "info",
+        label + " changed by " + sign + fixed(*step_pct, 1) + "%, within run-to-run noise (" +
+            noise_evidence(noise) + ").");
+  } else if (availability != "insufficient") {
+    add("EQUIVALENT", 11, "compare", kNull, "info",
+        mem_unmeasured && availability == "comparable"
+            ? "Step time and diagnoses stayed stable; step memory was not measured in either run."
+            : "Primary training signals stayed stable.");
+  }
   if (f.empty())
     add("INCONCLUSIVE", 99, "compare", kNull, "info", "No compare verdict could be derived.");
   std::stable_sort(f.begin(), f.end(),
@@ -563,7 +539,9 @@ Json verdict_json(const Json& sections) {
       {"overall",
        Json{{"state", overall}, {"reason", overall == "comparable" ? Json(nullptr) : Json(p.why)}}},
       {"step_time", Json{{"state", step_comp}}},
-      {"step_memory", Json{{"state", mem_state}}}};
+      {"step_memory", mem_unmeasured && step_ok ? Json{{"state", mem_state}, {"measured", false}}
+                                                : Json{{"state", mem_state}}}};
+  v["noise_aware"] = noise_aware;
   Json top = Json::array();
   for (std::size_t i = 0; i < f.size() && top.size() < 3; ++i) {
     if (f[i].status == "EQUIVALENT" && i != 0) continue;
@@ -609,7 +587,8 @@ std::string lower(std::string s) {
 
 }  // namespace
 
-CompareResult compare_summaries(const Json& lhs, const Json& rhs, const CompareInputs& meta) {
+CompareResult compare_summaries(const Json& lhs, const Json& rhs, const CompareInputs& meta,
+                                const CompareOptions& options) {
   Json out;
   out["schema_version"] = 2;
   out["generated_at"] = newer_generated_at(lhs, rhs);
@@ -628,7 +607,8 @@ CompareResult compare_summaries(const Json& lhs, const Json& rhs, const CompareI
   out["warnings"] = warnings;
   Json sections;
   sections["step_time"] = step_time_section(lhs, rhs);
-  sections["step_memory"] = step_memory_section(lhs, rhs);
+  sections["step_memory"] =
+      step_memory_section(lhs, rhs, sections["step_time"]["metrics"]["step_time_ms"]);
   sections["process"] = process_section(lhs, rhs);
   sections["system"] = system_section(lhs, rhs);
   Json availability;
@@ -643,7 +623,7 @@ CompareResult compare_summaries(const Json& lhs, const Json& rhs, const CompareI
       {"primary_diagnosis",
        Json{{"lhs", opt_json(pa)}, {"rhs", opt_json(pb)}, {"changed", pa != pb}}}};
   out["text"] = "";
-  out["verdict"] = verdict_json(out["sections"]);
+  out["verdict"] = verdict_json(out["sections"], options);
   out["text"] = render_compare_text(out);
   CompareResult r;
   r.status = out["verdict"]["status"].get<std::string>();

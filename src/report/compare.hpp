@@ -33,11 +33,19 @@ struct CompareResult {
   std::string status;
 };
 
+/// How the verdict is decided (DECISIONS 11, 12).
+struct CompareOptions {
+  /// TraceML's raw rule: a step-time change of 3 % or more counts whatever
+  /// the run-to-run noise. Off: it counts only beyond noise (compare_noise.hpp).
+  bool strict = false;
+};
+
 /// Compares run B (`rhs`) against run A (`lhs`). Never throws on a missing,
 /// null or mistyped part of a summary: that part is null and the verdict says
 /// how comparable the runs were. `generated_at` is the newer of the two inputs'
 /// `generated_at` (not the wall clock), so equal inputs give equal output.
-CompareResult compare_summaries(const Json& lhs, const Json& rhs, const CompareInputs& meta);
+CompareResult compare_summaries(const Json& lhs, const Json& rhs, const CompareInputs& meta,
+                                const CompareOptions& options = {});
 
 /// The compare text (spec §6.4): an 88-column box, no trailing newline.
 std::string render_compare_text(const Json& compare);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "analysis/number_format.hpp"
+#include "report/compare_noise.hpp"
 
 namespace traceml::report {
 
@@ -38,11 +39,17 @@ std::string status_pair(const Json& compare, const std::string& pointer) {
          text_at(compare, pointer + "/rhs", "n/a");
 }
 
+std::string signed_pct(double pct) {
+  return (pct >= 0 ? "+" : "") + fixed(pct, 1) + "%";
+}
+
+/// The change of a metric against a limit; a missing number fails.
 GateCheck threshold_gate(const Json& compare, const char* name, const char* section,
                          const char* metric, const std::string& what, double limit) {
   GateCheck c{name, true, ""};
   const auto pct = pct_change(compare, section, metric);
   const std::string limit_text = fixed(limit, 1) + "%";
+  c.statistics = Json{{"limit_pct", limit}, {"pct_change", pct ? Json(*pct) : Json(nullptr)}};
   if (!pct) {
     c.passed = false;
     c.message = what + " is not comparable between A and B, so the " + limit_text +
@@ -50,8 +57,54 @@ GateCheck threshold_gate(const Json& compare, const char* name, const char* sect
     return c;
   }
   c.passed = !(*pct > limit);
-  const std::string sign = *pct >= 0 ? "+" : "";
-  c.message = what + " changed by " + sign + fixed(*pct, 1) + "% (limit +" + limit_text + ")";
+  c.message = what + " changed by " + signed_pct(*pct) + " (limit +" + limit_text + ")";
+  return c;
+}
+
+/// DECISIONS 12: over the limit fails only beyond run-to-run noise.
+GateCheck step_time_gate(const Json& compare, double limit, bool strict) {
+  GateCheck c = threshold_gate(compare, "max-step-time-regression", "step_time", "step_time_ms",
+                               "step time", limit);
+  const Json* noise = at(compare, "/sections/step_time/noise");
+  const bool has_noise = noise != nullptr && noise->is_object() && noise->value("available", false);
+  c.statistics["strict"] = strict;
+  c.statistics["noise"] = has_noise ? *noise : Json(nullptr);
+  const auto pct = pct_change(compare, "step_time", "step_time_ms");
+  if (!pct || !has_noise) return c;
+  const std::string evidence = noise_evidence(*noise);
+  const bool over = *pct > limit;
+  if (strict) {
+    if (over) c.message += ", --strict: noise not considered (" + evidence + ")";
+    return c;
+  }
+  if (!over) {
+    c.message += "; " + evidence;
+  } else if (change_counts(*noise, true)) {
+    c.message += ", beyond run-to-run noise (" + evidence + ")";
+  } else {
+    c.passed = true;
+    c.message += " but within run-to-run noise (" + evidence + ")";
+  }
+  return c;
+}
+
+GateCheck memory_gate(const Json& compare, double limit, bool require_memory) {
+  GateCheck c = threshold_gate(compare, "max-memory-regression", "step_memory",
+                               "peak_reserved_bytes", "peak reserved memory", limit);
+  const Json* lhs = at(compare, "/sections/step_memory/metrics/peak_reserved_bytes/lhs");
+  const Json* rhs = at(compare, "/sections/step_memory/metrics/peak_reserved_bytes/rhs");
+  const bool none = (lhs == nullptr || !lhs->is_number()) && (rhs == nullptr || !rhs->is_number());
+  if (!none) return c;
+  c.statistics["measured"] = false;
+  if (require_memory) {
+    c.passed = false;
+    c.message = "neither run measured step memory, and --require-memory asks for it";
+  } else {
+    c.passed = true;
+    c.skipped = true;
+    c.message =
+        "neither run measured step memory (CPU runs have none; --require-memory fails instead)";
+  }
   return c;
 }
 
@@ -64,16 +117,19 @@ std::vector<GateCheck> evaluate_gates(const Json& compare, const GateOptions& op
     const std::string why = text_at(compare, "/verdict/why", "");
     GateCheck c{"fail-on-regression", status != "REGRESSION" && status != "MIXED", ""};
     c.message = "verdict " + status + (why.empty() ? "" : ": " + why);
+    const Json* noise = at(compare, "/sections/step_time/noise");
+    const Json* aware = at(compare, "/verdict/noise_aware");
+    c.statistics =
+        Json{{"status", status},
+             {"noise_aware", aware != nullptr && aware->is_boolean() && aware->get<bool>()},
+             {"noise", noise != nullptr ? *noise : Json(nullptr)}};
     out.push_back(c);
   }
   if (options.max_step_time_regression_pct) {
-    out.push_back(threshold_gate(compare, "max-step-time-regression", "step_time", "step_time_ms",
-                                 "step time", *options.max_step_time_regression_pct));
+    out.push_back(step_time_gate(compare, *options.max_step_time_regression_pct, options.strict));
   }
   if (options.max_memory_regression_pct) {
-    out.push_back(threshold_gate(compare, "max-memory-regression", "step_memory",
-                                 "peak_reserved_bytes", "peak reserved memory",
-                                 *options.max_memory_regression_pct));
+    out.push_back(memory_gate(compare, *options.max_memory_regression_pct, options.require_memory));
   }
   if (options.fail_on_diagnosis_change) {
     std::vector<std::string> what;
@@ -107,12 +163,28 @@ std::string gate_line(const std::vector<GateCheck>& checks) {
   return reasons.empty() ? "gate: PASS" : "gate: FAIL (" + reasons + ")";
 }
 
+const char* check_status(const GateCheck& c) {
+  return c.skipped ? "SKIPPED" : c.passed ? "PASS" : "FAIL";
+}
+
+std::vector<std::string> gate_check_lines(const std::vector<GateCheck>& checks) {
+  std::vector<std::string> out;
+  for (const GateCheck& c : checks)
+    out.push_back("gate check " + c.name + ": " + check_status(c) + ": " + c.message);
+  return out;
+}
+
 Json gate_json(const std::vector<GateCheck>& checks) {
   Json checks_json = Json::array();
   bool passed = true;
   for (const GateCheck& c : checks) {
     passed = passed && c.passed;
-    checks_json.push_back(Json{{"name", c.name}, {"passed", c.passed}, {"message", c.message}});
+    checks_json.push_back(Json{{"name", c.name},
+                               {"status", check_status(c)},
+                               {"passed", c.passed},
+                               {"skipped", c.skipped},
+                               {"message", c.message},
+                               {"statistics", c.statistics}});
   }
   return Json{{"status", passed ? "PASS" : "FAIL"}, {"checks", checks_json}};
 }
@@ -150,21 +222,26 @@ std::string xml_escape(const std::string& s) {
 
 std::string junit_xml(const std::vector<GateCheck>& checks, const std::string& suite) {
   std::size_t failures = 0;
-  for (const GateCheck& c : checks)
+  std::size_t skipped = 0;
+  for (const GateCheck& c : checks) {
     failures += c.passed ? 0 : 1;
+    skipped += c.skipped ? 1 : 0;
+  }
   const std::string counts = " tests=\"" + std::to_string(checks.size()) + "\" failures=\"" +
                              std::to_string(failures) + "\" errors=\"0\"";
+  const std::string skip_count = " skipped=\"" + std::to_string(skipped) + "\"";
   std::string x = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
-  x += "<testsuites name=\"traceml compare\"" + counts + ">\n";
-  x += "  <testsuite name=\"" + xml_escape(suite) + "\"" + counts + " skipped=\"0\">\n";
+  x += "<testsuites name=\"traceml compare\"" + counts + skip_count + ">\n";
+  x += "  <testsuite name=\"" + xml_escape(suite) + "\"" + counts + skip_count + ">\n";
   for (const GateCheck& c : checks) {
-    x += "    <testcase classname=\"traceml.compare\" name=\"" + xml_escape(c.name) + "\"";
-    if (c.passed) {
-      x += ">\n      <system-out>" + xml_escape(c.message) + "</system-out>\n    </testcase>\n";
-    } else {
-      x += ">\n      <failure type=\"gate\" message=\"" + xml_escape(c.message) + "\">" +
-           xml_escape(c.message) + "</failure>\n    </testcase>\n";
+    const std::string message = xml_escape(c.message);
+    x += "    <testcase classname=\"traceml.compare\" name=\"" + xml_escape(c.name) + "\">\n";
+    if (c.skipped) {
+      x += "      <skipped message=\"" + message + "\"/>\n";
+    } else if (!c.passed) {
+      x += "      <failure type=\"gate\" message=\"" + message + "\">" + message + "</failure>\n";
     }
+    x += "      <system-out>" + message + "</system-out>\n    </testcase>\n";
   }
   x += "  </testsuite>\n</testsuites>\n";
   return x;

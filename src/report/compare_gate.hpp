@@ -21,6 +21,12 @@ struct GateOptions {
   std::optional<double> max_memory_regression_pct;
   /// Fail when the primary, Step Time or Step Memory diagnosis changed.
   bool fail_on_diagnosis_change = false;
+  /// The step-time limit applies to the raw change, whatever the noise
+  /// (DECISIONS 12); the verdict then follows TraceML's raw rule too.
+  bool strict = false;
+  /// A memory gate on runs that measured no step memory fails instead of
+  /// being skipped.
+  bool require_memory = false;
 
   [[nodiscard]] bool any() const {
     return fail_on_regression || max_step_time_regression_pct || max_memory_regression_pct ||
@@ -32,22 +38,36 @@ struct GateOptions {
 struct GateCheck {
   std::string name;
   bool passed = true;
-  /// Why it failed, or what was checked when it passed (one sentence).
+  /// Why it failed, or what was checked when it passed (one sentence, with
+  /// the statistics it rests on).
   std::string message;
+  /// Not checked (passed stays true): a memory gate on runs without memory.
+  bool skipped = false;
+  /// The numbers behind the decision (threshold, change, noise test), or null.
+  Json statistics = nullptr;
 };
 
 /// The checks in a fixed order (the order of GateOptions' fields). A
 /// threshold gate whose metric is not comparable fails: a gate that cannot
-/// see the number must not pass silently.
+/// see the number must not pass silently. Two exceptions, both said in the
+/// message: the step-time limit passes a change within run-to-run noise
+/// (unless `strict`), and the memory limit is skipped when neither run
+/// measured step memory (unless `require_memory`).
 std::vector<GateCheck> evaluate_gates(const Json& compare, const GateOptions& options);
 
 /// "gate: PASS" or "gate: FAIL (<failed messages joined by "; ">)".
 std::string gate_line(const std::vector<GateCheck>& checks);
 
-/// The checks as JSON: {"status": "PASS"|"FAIL", "checks": [{name, passed, message}]}.
+/// One line per check, printed above gate_line():
+/// "gate check <name>: PASS|FAIL|SKIPPED: <message>".
+std::vector<std::string> gate_check_lines(const std::vector<GateCheck>& checks);
+
+/// The checks as JSON: {"status": "PASS"|"FAIL", "checks": [{name, status,
+/// passed, skipped, message, statistics}]}.
 Json gate_json(const std::vector<GateCheck>& checks);
 
-/// A JUnit XML report: one <testcase> per check, a <failure> for failed ones.
+/// A JUnit XML report: one <testcase> per check, a <failure> for failed ones,
+/// a <skipped> for skipped ones; every testcase's system-out has its message.
 /// `suite` names the test suite (e.g. "traceml compare run_a vs run_b").
 std::string junit_xml(const std::vector<GateCheck>& checks, const std::string& suite);
 

@@ -7,6 +7,8 @@
 
 #include "analysis/number_format.hpp"
 #include "report/compare.hpp"
+#include "report/compare_noise.hpp"
+#include "report/json_read.hpp"
 #include "report/summary_json.hpp"
 
 namespace traceml::report {
@@ -20,22 +22,9 @@ constexpr std::size_t kWidth = 88;
 /// Inside "|  " and "|".
 constexpr std::size_t kContent = kWidth - 4;
 
-const Json* child(const Json* j, const char* key) {
-  if (j == nullptr || !j->is_object()) return nullptr;
-  const auto it = j->find(key);
-  return it == j->end() ? nullptr : &*it;
-}
-
-std::optional<double> number(const Json* j) {
-  if (j == nullptr || !j->is_number()) return std::nullopt;
-  return j->get<double>();
-}
-
-std::optional<std::string> text(const Json* j) {
-  if (j == nullptr || !j->is_string() || j->get_ref<const std::string&>().empty())
-    return std::nullopt;
-  return j->get<std::string>();
-}
+using json_read::child;
+using json_read::number;
+using json_read::text;
 
 std::string str_or(const Json* j, const std::string& fallback) {
   return text(j).value_or(fallback);
@@ -153,16 +142,20 @@ std::string section_title(const char* key, const Json& sec) {
   return "System";
 }
 
-/// Our addition: whether the step-time change is beyond run-to-run noise.
-std::optional<std::string> noise_line(const Json& sec) {
+/// Our addition: whether the step-time change is beyond run-to-run noise,
+/// with the evidence, and whether the verdict used it.
+std::optional<std::string> noise_line(const Json& sec, const Json* verdict) {
   const Json* n = child(&sec, "noise");
   if (n == nullptr || !n->value("available", false)) return std::nullopt;
   const auto delta = number(child(n, "delta_ms"));
-  const auto band = number(child(n, "threshold_ms"));
-  if (!delta || !band) return std::nullopt;
+  if (!delta) return std::nullopt;
   const bool beyond = n->value("beyond_noise", false);
-  return "Noise: " + signed_fixed(*delta) + " ms is " + (beyond ? "beyond" : "within") +
-         " run-to-run noise (band " + fixed(*band, 1) + " ms, larger IQR of A and B).";
+  std::string line = "Noise: " + signed_fixed(*delta) + " ms is " + (beyond ? "beyond" : "within") +
+                     " run-to-run noise (" + noise_evidence(*n) + ").";
+  const Json* aware = child(verdict, "noise_aware");
+  if (aware != nullptr && aware->is_boolean() && !aware->get<bool>())
+    line += " The verdict ignores noise (--strict).";
+  return line;
 }
 
 }  // namespace
@@ -196,7 +189,7 @@ std::string render_compare_text(const Json& untrusted) {
        {"step_time_ms", "input_ms", "dataloader_fetch_cpu_ms", "h2d_ms", "compute_ms",
         "residual_ms"}},
       {"step_memory", "Step memory diagnosis", {"peak_reserved_bytes", "memory_skew_pct"}},
-      {"process", "Process diagnosis", {"cpu_avg_percent", "rss_avg_gb"}},
+      {"process", "Process diagnosis", {"cpu_avg_percent", "cpu_capacity_percent", "rss_avg_gb"}},
       {"system",
        "System diagnosis",
        {"cpu_avg_percent", "ram_avg_gb", "gpu_util_avg_percent", "gpu_memory_avg_percent"}}};
@@ -220,10 +213,14 @@ std::string render_compare_text(const Json& untrusted) {
       const Json* b = child(m, "rhs");
       if ((a == nullptr || a->is_null()) && (b == nullptr || b->is_null())) continue;
       const std::string unit = str_or(child(m, "unit"), "");
-      lines.push_back(row(str_or(child(m, "label"), key), value_text(a, unit), value_text(b, unit),
-                          delta_text(*m)));
+      // TraceML's label "Process CPU avg" hides that 100% is one core; the
+      // summary's text shows CPU capacity (100% = every core) instead.
+      const bool per_core =
+          std::string(spec.key) == "process" && std::string(key) == "cpu_avg_percent";
+      lines.push_back(row(per_core ? "Process CPU (1 core = 100%)" : str_or(child(m, "label"), key),
+                          value_text(a, unit), value_text(b, unit), delta_text(*m)));
     }
-    if (const auto n = noise_line(*sec)) add_wrapped(lines, *n, 2);
+    if (const auto n = noise_line(*sec, verdict)) add_wrapped(lines, *n, 2);
   }
 
   std::vector<std::string> notes;

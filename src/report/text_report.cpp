@@ -259,6 +259,15 @@ std::size_t display_width(const std::string& s) {
   return w;
 }
 
+/// A small percentage with two significant digits: "0.0055%", "0.26%", "1.2%".
+std::string percent_of_step(double pct) {
+  if (!(pct > 0.0)) return "0%";
+  if (pct >= 1.0) return analysis::fixed(pct, 1) + "%";
+  if (pct < 1e-6) return "<0.000001%";
+  const int digits = std::min(7, int(std::ceil(-std::log10(pct))) + 1);
+  return analysis::fixed(pct, digits) + "%";
+}
+
 std::string pad_right(const std::string& s, std::size_t width) {
   const std::size_t w = display_width(s);
   return w >= width ? s : s + std::string(width - w, ' ');
@@ -1284,7 +1293,7 @@ std::vector<std::string> run_lines(const Run& run) {
     std::vector<std::string> parts;
     if (cost) {
       std::string c = analysis::fixed(*cost / 1000.0, 2) + " us per step on the training thread";
-      if (share) c += " (" + analysis::fixed(*share * 100.0, 3) + "% of a step)";
+      if (share) c += " (" + percent_of_step(*share) + " of a step)";
       parts.push_back(c);
     }
     if (received && dropped)

@@ -585,10 +585,52 @@ TEST(StepTimePayload, SpreadIsTheQuartilesOfPerStepStepTime) {
   }
   const Section s = analyze_step_time(t, Options{});
   // Sorted 10, 20, 30, 40: p25 at position 0.75 -> 17.5; median 25; p75 32.5.
-  EXPECT_EQ(s.global_extra.dump(),
-            R"({"spread":{"step_time_ms":{"basis":"per_step","steps":4,"p25":17.5,)"
-            R"("median":25.0,"p75":32.5}}})");
+  const Json& spread = s.global_extra.at("spread");
+  EXPECT_EQ(spread["step_time_ms"].dump(),
+            R"({"basis":"per_step","steps":4,"p25":17.5,"median":25.0,"p75":32.5})");
+  // The CPU clock's sketch for compare's rank test (DECISIONS 12): the same
+  // quartiles, 21 quantiles (every 1.5 positions of 3: 10, 11.5, ...), and the
+  // lag-1 autocorrelation of 30, 10, 40, 20 (deviations 5, -15, 15, -5:
+  // (-75 - 225 - 75) / 500 = -0.75). No GPU clock, no GPU entry.
+  const Json& cpu = spread["step_time_cpu_ms"];
+  EXPECT_EQ(cpu["steps"], 4);
+  EXPECT_EQ(cpu["p25"], 17.5);
+  ASSERT_EQ(cpu["quantiles"].size(), 21u);
+  EXPECT_DOUBLE_EQ(cpu["quantiles"][0].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(cpu["quantiles"][1].get<double>(), 11.5);
+  EXPECT_DOUBLE_EQ(cpu["quantiles"][10].get<double>(), 25.0);
+  EXPECT_DOUBLE_EQ(cpu["quantiles"][20].get<double>(), 40.0);
+  EXPECT_DOUBLE_EQ(cpu["lag1_autocorrelation"].get<double>(), -0.75);
+  EXPECT_FALSE(spread.contains("step_time_gpu_ms"));
   EXPECT_TRUE(analyze_step_time(model::Telemetry{}, Options{}).global_extra.empty());
+}
+
+TEST(StepTimePayload, SpreadSketchesEveryMeasuredClockAcrossRanks) {
+  // Two ranks with both clocks, step times growing by step at different
+  // rates; each step's value is the median (here the mean) of the two ranks.
+  model::Telemetry t;
+  for (std::int64_t s = 1; s <= 5; ++s) {
+    const double d = double(s);
+    t.steps.push_back(
+        testing::step_record(0, s, {1, 0, 4, 4, 1, 10 + d}, Phases{0.5, 0, 4, 4, 1, 9 + d}));
+    t.steps.push_back(testing::step_record(1, s, {1, 0, 4, 4, 1, 20 + 3 * d},
+                                           Phases{0.5, 0, 4, 4, 1, 19 + 3 * d}));
+  }
+  const Section section = analyze_step_time(t, Options{});
+  const Json& spread = section.global_extra.at("spread");
+  // CPU: medians of (11 + d, 21 + 3d) = 16 + 2d: 18, 20, ..., 26.
+  const Json& cpu = spread.at("step_time_cpu_ms");
+  EXPECT_EQ(cpu["basis"], "per_step_median_across_ranks");
+  EXPECT_EQ(cpu["steps"], 5);
+  EXPECT_DOUBLE_EQ(cpu["quantiles"][0].get<double>(), 18.0);
+  EXPECT_DOUBLE_EQ(cpu["quantiles"][20].get<double>(), 26.0);
+  EXPECT_DOUBLE_EQ(cpu["median"].get<double>(), 22.0);
+  // GPU: medians of (9.5 + d, 19.5 + 3d) = 14.5 + 2d: 16.5 ... 24.5.
+  const Json& gpu = spread.at("step_time_gpu_ms");
+  EXPECT_DOUBLE_EQ(gpu["quantiles"][0].get<double>(), 16.5);
+  EXPECT_DOUBLE_EQ(gpu["median"].get<double>(), 20.5);
+  // A steadily rising series is positively autocorrelated.
+  EXPECT_GT(gpu["lag1_autocorrelation"].get<double>(), 0.0);
 }
 
 }  // namespace

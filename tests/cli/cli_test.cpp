@@ -161,6 +161,18 @@ TEST_F(Cli, ViewPrintsTheStoredText) {
   EXPECT_EQ(v.out, read_file(out / "final_summary.txt"));
 }
 
+TEST_F(Cli, ViewAcceptsARunDirectory) {
+  const fs::path out = dir_.path() / "run";
+  ASSERT_EQ(report(kSample, out).exit_code, 0);
+  const auto v = run_process({kCli, "view", out.string()});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_EQ(v.out, read_file(out / "final_summary.txt"));
+  // A directory that holds no summary says what to pass instead.
+  expect_one_error_line(run_process({kCli, "view", dir_.path().string()}),
+                        "a directory without final_summary.json; pass a run directory "
+                        "(logs/<run>) or a final_summary.json file");
+}
+
 TEST_F(Cli, ViewRendersASummaryWithoutText) {
   // TraceML-style summary without `text`: rendered from the sections.
   const fs::path f = write("s.json", R"({"schema_version": 1.7, "primary_diagnosis": {"kind":

@@ -132,7 +132,13 @@ TEST_F(CompareCli, GatesPassWithExitZero) {
   // Reversed, B is 44.9 % slower (the improvement as a regression).
   const auto rev = compare({"--max-step-time-regression", "5"}, kB, kA);
   EXPECT_EQ(rev.exit_code, 1);
-  EXPECT_EQ(last_line(rev.out), "gate: FAIL (step time changed by +44.9% (limit +5.0%))");
+  EXPECT_EQ(
+      last_line(rev.out).rfind("gate: FAIL (step time changed by +44.9% (limit +5.0%), beyond "
+                               "run-to-run noise (median shift +45.1 ms exceeds the IQR band "
+                               "3.2 ms; Mann-Whitney U p<0.001 < alpha 0.05, n=300/120 steps",
+                               0),
+      0u)
+      << rev.out;
   // Same file twice: EQUIVALENT, every gate passes.
   const auto same = compare({"--fail-on-regression", "--max-step-time-regression", "0",
                              "--max-memory-regression", "0", "--fail-on-diagnosis-change"},
@@ -164,8 +170,9 @@ TEST_F(CompareCli, JunitFileIsWellFormed) {
   const std::string x = read_file(junit);
   std::string why;
   EXPECT_TRUE(well_formed_xml(x, why)) << why << "\n" << x;
-  // Declaration, <testsuites>, <testsuite>, 4 cases of 3 lines, 2 closing tags.
-  EXPECT_EQ(std::count(x.begin(), x.end(), '\n'), 17) << x;
+  // Declaration, <testsuites>, <testsuite>, 3 failed cases of 4 lines (with
+  // <failure>), 1 passed case of 3, 2 closing tags.
+  EXPECT_EQ(std::count(x.begin(), x.end(), '\n'), 20) << x;
   EXPECT_NE(x.find(R"(tests="4" failures="3")"), std::string::npos) << x;
   EXPECT_NE(x.find(R"(<testcase classname="traceml.compare" name="max-step-time-regression">)"),
             std::string::npos);
@@ -173,6 +180,29 @@ TEST_F(CompareCli, JunitFileIsWellFormed) {
   EXPECT_NE(x.find("INPUT STRAGGLER -&gt; "), std::string::npos) << x;
   EXPECT_FALSE(well_formed_xml("<?xml version=\"1.0\"?>\n<a><b></a></b>", why));
   EXPECT_FALSE(well_formed_xml("<?xml version=\"1.0\"?>\n<a>x & y</a>", why));
+}
+
+TEST_F(CompareCli, NoArgumentsPrintsUsage) {
+  const auto r = run_process({kCli, "compare"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("Usage: compare [OPTIONS] A B"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--max-step-time-regression"), std::string::npos) << r.err;
+  EXPECT_EQ(last_line(r.err), "traceml: error: 'compare' needs arguments (usage above)");
+}
+
+TEST_F(CompareCli, RunDirectoriesStandForTheirSummaries) {
+  for (const auto& [dir, from] :
+       {std::pair<const char*, std::string>{"run_a", kA}, {"run_b", kB}}) {
+    fs::create_directories(dir_.path() / dir);
+    fs::copy_file(from, dir_.path() / dir / "final_summary.json");
+  }
+  const auto r = compare({}, (dir_.path() / "run_a").string(), (dir_.path() / "run_b").string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::ordered_json::parse(read_file(out() + ".json"));
+  EXPECT_EQ(j["lhs"]["label"], "run_a");
+  EXPECT_EQ(j["rhs"]["path"], (dir_.path() / "run_b" / "final_summary.json").string());
+  EXPECT_EQ(j["verdict"]["status"], "MIXED");
 }
 
 TEST_F(CompareCli, BadInputExitsTwoWithOneLine) {
@@ -185,7 +215,8 @@ TEST_F(CompareCli, BadInputExitsTwoWithOneLine) {
   expect_one_error_line(
       compare({}, write("nosec.json", R"({"schema_version":1.7,"system":{}})"), kB),
       "missing required section 'process'");
-  expect_one_error_line(compare({}, kA, dir_.path().string()), "not a file");
+  expect_one_error_line(compare({}, kA, dir_.path().string()),
+                        "a directory without final_summary.json; pass a run directory");
   // Found by fuzz_summary: a number beyond double's range escaped the loader
   // as an exception whose message named no file, and a deeply nested
   // schema_version crashed compare (stack overflow).

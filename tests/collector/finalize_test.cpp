@@ -216,7 +216,7 @@ TEST(Finalize, TracerBlockNumbers) {
       "records_dropped": 1,
       "clean_end": true,
       "overhead_ns_per_step": 2000.0,
-      "overhead_pct_of_step": 0.0001
+      "overhead_pct_of_step": 0.01
     },
     {
       "rank": 1,
@@ -226,7 +226,7 @@ TEST(Finalize, TracerBlockNumbers) {
       "records_dropped": 0,
       "clean_end": false,
       "overhead_ns_per_step": 1500.0,
-      "overhead_pct_of_step": 0.0001
+      "overhead_pct_of_step": 0.01
     },
     {
       "rank": 2,
@@ -264,6 +264,21 @@ TEST(Finalize, TracerBlockNumbers) {
   "rejected_connections": 3
 })";
   EXPECT_EQ(report::dump_json(j), expected);
+}
+
+TEST(Finalize, TracerShareIsOfTheWholeStepInputWaitIncluded) {
+  // 2 ms traced + 18 ms waiting for input: a 20 ms step. 2000 ns of tracer
+  // work is 0.01 % of it (dividing by the traced 2 ms alone gave 0.1 %).
+  store::RunData d;
+  for (std::int64_t id = 1; id <= 3; ++id) {
+    model::StepRecord r = step(0, id, 2.0);
+    r.events.set(Event::InputWait, {18.0, std::nullopt});
+    d.telemetry.steps.push_back(r);
+  }
+  d.deliveries = {
+      {0, 3, true, model::TracerStats{0, 10, "ddp", 3, 3, 0, 2000.0, std::nullopt, std::nullopt}}};
+  const Json j = tracer_block(d);
+  EXPECT_DOUBLE_EQ(j["ranks"][0]["overhead_pct_of_step"].get<double>(), 0.01);
 }
 
 TEST(Finalize, TracerBlockCountsEveryRefusalWhenTheFileHasTheCounts) {

@@ -3,8 +3,11 @@
 // missing sections, the text layout, the noise note and the CI gates.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <numeric>
 #include <sstream>
 
+#include "analysis/distribution.hpp"
 #include "report/compare.hpp"
 #include "report/compare_gate.hpp"
 
@@ -354,7 +357,8 @@ TEST(CompareText, ReproducesTheSpecExample) {
       "|  Process                                                                             |",
       "|  Metric                       A                 B                 Delta              |",
       "|  Process diagnosis            n/a               n/a               same               |",
-      "|  Process CPU avg              80.0%             80.0%             +0.0 pp            |",
+      // Our label: TraceML's "Process CPU avg" does not say that 100% is one core.
+      "|  Process CPU (1 core = 100%)  80.0%             80.0%             +0.0 pp            |",
       "|  Process RSS avg              2.0 GB            2.0 GB            +0.0 GB (+0.0%)    |",
       "|                                                                                      |",
       "|  System                                                                              |",
@@ -425,16 +429,39 @@ TEST(CompareNoise, BeyondOrWithinTheLargerIqr) {
   const Json within =
       compare(with_spread(summary(100, 1000), 98, 102), with_spread(summary(110, 1000), 104, 116));
   const Json& n = within["sections"]["step_time"]["noise"];
+  // No medians, no sketches: the mean delta against the band alone.
   EXPECT_EQ(n.dump(), R"({"available":true,"basis":"iqr","delta_ms":10.0,"threshold_ms":12.0,)"
-                      R"("beyond_noise":false})");
-  EXPECT_NE(
-      within["text"].get<std::string>().find(
-          "Noise: +10.0 ms is within run-to-run noise (band 12.0 ms, larger IQR of A and B)."),
-      std::string::npos);
+                      R"("beyond_noise":false,"method":"iqr_band","median_delta_ms":null,)"
+                      R"("beyond_band":false,"rank_test":null,"rank_test_unavailable":"run A's )"
+                      R"x(summary has no per-step distribution (TraceML's or an older one)",)x"
+                      R"("direction":"none"})");
+  EXPECT_NE(within["text"].get<std::string>().find(
+                "|  Noise: +10.0 ms is within run-to-run noise (mean shift +10.0 ms is inside the"),
+            std::string::npos)
+      << within["text"].get<std::string>();
+  // +10 % inside the noise band: not a regression (DECISIONS 12) ...
+  EXPECT_EQ(within["verdict"]["status"], "EQUIVALENT");
+  EXPECT_EQ(within["verdict"]["primary_metric"], "step_time_ms");
+  EXPECT_EQ(within["verdict"]["why"].get<std::string>().rfind(
+                "CPU Step Time changed by +10.0%, within run-to-run noise (mean shift", 0),
+            0u);
+  // ... unless the verdict is strict, TraceML's raw rule.
+  traceml::report::CompareOptions strict;
+  strict.strict = true;
+  const Json raw = compare_summaries(with_spread(summary(100, 1000), 98, 102),
+                                     with_spread(summary(110, 1000), 104, 116), inputs(), strict)
+                       .json;
+  EXPECT_EQ(raw["verdict"]["status"], "REGRESSION");
+  EXPECT_EQ(raw["verdict"]["noise_aware"], false);
+  EXPECT_NE(raw["text"].get<std::string>().find("The verdict ignores noise (--strict)."),
+            std::string::npos);
   // IQRs 4 and 6: 10 > 6 is beyond.
   const Json beyond =
       compare(with_spread(summary(100, 1000), 98, 102), with_spread(summary(110, 1000), 107, 113));
   EXPECT_EQ(beyond["sections"]["step_time"]["noise"]["beyond_noise"], true);
+  EXPECT_EQ(beyond["sections"]["step_time"]["noise"]["direction"], "slower");
+  EXPECT_EQ(beyond["verdict"]["status"], "REGRESSION");
+  EXPECT_EQ(beyond["verdict"]["noise_aware"], true);
   // Delta exactly the band is still within (strictly greater is beyond).
   const Json edge =
       compare(with_spread(summary(100, 1000), 95, 105), with_spread(summary(110, 1000), 108, 112));
@@ -461,6 +488,143 @@ TEST(CompareNoise, StdBasisAndUnavailableCases) {
   EXPECT_EQ(compare(with_spread(summary(100, 1000), 98, 102),
                     g)["sections"]["step_time"]["noise"]["available"],
             false);
+}
+
+// ---- CPU runs: no step memory on either side (DECISIONS 11) ---------------
+
+/// A summary of a CPU run: no step memory numbers, as every CPU run has.
+Json cpu_summary(double step_ms, const std::string& step_status = "INPUT-BOUND") {
+  Json s = summary(step_ms, 0, step_status);
+  s["step_memory"] = Json{{"diagnosis", Json{{"status", "NO GPU"}}}};
+  return s;
+}
+
+TEST(CompareCpuRuns, DecideOnStepTimeAndDiagnoses) {
+  EXPECT_EQ(status(cpu_summary(8.7), cpu_summary(49.1)), "REGRESSION");
+  EXPECT_EQ(why(cpu_summary(8.7), cpu_summary(49.1)), "CPU Step Time increased by 464.4%.");
+  EXPECT_EQ(status(cpu_summary(49.1), cpu_summary(8.7)), "IMPROVEMENT");
+  const Json same = compare(cpu_summary(8.7), cpu_summary(8.7));
+  EXPECT_EQ(same["verdict"]["status"], "EQUIVALENT");
+  EXPECT_EQ(same["verdict"]["why"],
+            "Step time and diagnoses stayed stable; step memory was not measured in either run.");
+  EXPECT_EQ(same["verdict"]["comparability"]["overall"]["state"], "comparable");
+  EXPECT_EQ(same["verdict"]["comparability"]["step_memory"]["state"], "missing_both");
+  EXPECT_EQ(same["verdict"]["comparability"]["step_memory"]["measured"], false);
+  EXPECT_NE(same["text"].get<std::string>().find(
+                "- Step memory was not measured in either run (no GPU step memory, as on every"),
+            std::string::npos);
+  // A worse step-time diagnosis is still a regression without memory.
+  EXPECT_EQ(status(cpu_summary(8.7, "BALANCED"), cpu_summary(8.7, "INPUT-BOUND")), "REGRESSION");
+  // One side with memory, the other without: still only partially comparable.
+  EXPECT_EQ(compare(summary(8.7, 1000), cpu_summary(8.7))["verdict"]["summary"],
+            "Partially comparable");
+}
+
+// ---- the rank test on per-step distributions (DECISIONS 12) ----------------
+
+/// Adds the per-clock distribution sketch of `series` (ms per step), as a
+/// traceml summary carries it, with the series' quartiles.
+Json with_series(Json s, const std::vector<double>& series) {
+  const auto k = traceml::analysis::sketch_of(series);
+  Json e = Json{{"basis", "per_step"},
+                {"steps", k->count},
+                {"p25", k->quantiles[5]},
+                {"median", k->quantiles[10]},
+                {"p75", k->quantiles[15]},
+                {"quantiles", k->quantiles},
+                {"lag1_autocorrelation", k->lag1 ? Json(*k->lag1) : Json(nullptr)}};
+  s["step_time"]["global"]["spread"] = Json{{"step_time_cpu_ms", e}};
+  return s;
+}
+
+/// `n` steps spread evenly over [mean - half, mean + half], in a shuffled
+/// (deterministic) order so that consecutive steps are not positively
+/// correlated: stride ~0.38 n, coprime with n.
+std::vector<double> steps_around(double mean, double half, int n) {
+  int stride = std::max(1, int(std::lround(0.38 * n)));
+  while (std::gcd(stride, n) != 1)
+    ++stride;
+  std::vector<double> v;
+  for (int i = 0; i < n; ++i) {
+    const int j = (i * stride) % n;
+    v.push_back(mean - half + 2.0 * half * (double(j) + 0.5) / double(n));
+  }
+  return v;
+}
+
+TEST(CompareNoise, RankTestAndBandBothDecide) {
+  // 100 steps each, spread over +-1 ms (IQR 1 ms); B is 5 % slower and
+  // shifted by 5 ms: far beyond the band, p tiny.
+  const Json slower = compare(with_series(cpu_summary(100), steps_around(100, 1, 100)),
+                              with_series(cpu_summary(105), steps_around(105, 1, 100)));
+  const Json& n = slower["sections"]["step_time"]["noise"];
+  EXPECT_EQ(n["method"], "rank_test_and_iqr_band");
+  EXPECT_EQ(n["rank_test"]["n_lhs"], 100);
+  EXPECT_EQ(n["rank_test"]["significant"], true);
+  EXPECT_LT(n["rank_test"]["p_value"].get<double>(), 1e-6);
+  EXPECT_DOUBLE_EQ(n["rank_test"]["prob_b_slower"].get<double>(), 1.0);
+  EXPECT_EQ(n["direction"], "slower");
+  EXPECT_EQ(slower["verdict"]["status"], "REGRESSION");
+
+  // +5 % but each run spreads over +-20 ms (IQR 20 ms): the rank test finds
+  // the shift (p ~ 0.004, A = 0.62), but the 5 ms median shift is inside the
+  // band, which is what two runs of one configuration differ by on a shared
+  // machine: within noise.
+  const Json wide = compare(with_series(cpu_summary(100), steps_around(100, 20, 100)),
+                            with_series(cpu_summary(105), steps_around(105, 20, 100)));
+  const Json& w = wide["sections"]["step_time"]["noise"];
+  EXPECT_EQ(w["beyond_band"], false);
+  EXPECT_EQ(w["rank_test"]["significant"], true);
+  EXPECT_NEAR(w["rank_test"]["prob_b_slower"].get<double>(), 1.0 - 0.875 * 0.875 / 2.0, 0.002);
+  EXPECT_EQ(w["direction"], "none");
+  EXPECT_EQ(wide["verdict"]["status"], "EQUIVALENT");
+
+  // A 1 ms shift (+3.3 %) over +-20 ms: the rank test does not see it.
+  const Json faint = compare(with_series(cpu_summary(30), steps_around(30, 20, 100)),
+                             with_series(cpu_summary(31), steps_around(31, 20, 100)));
+  const Json& fn = faint["sections"]["step_time"]["noise"];
+  EXPECT_GT(fn["rank_test"]["p_value"].get<double>(), 0.05);
+  EXPECT_EQ(fn["rank_test"]["significant"], false);
+  EXPECT_EQ(faint["verdict"]["status"], "EQUIVALENT");
+
+  // Too few steps for the rank test (5 a side, fewer than 8): the band
+  // alone decides, and says so.
+  const Json few = compare(with_series(cpu_summary(100), steps_around(100, 1, 5)),
+                           with_series(cpu_summary(105), steps_around(105, 1, 5)));
+  const Json& f = few["sections"]["step_time"]["noise"];
+  EXPECT_EQ(f["method"], "iqr_band");
+  EXPECT_EQ(f["rank_test"], nullptr);
+  EXPECT_EQ(f["beyond_noise"], true);
+  EXPECT_EQ(few["verdict"]["status"], "REGRESSION");
+  EXPECT_NE(few["text"].get<std::string>().find("no rank test: too few independent steps"),
+            std::string::npos)
+      << few["text"].get<std::string>();
+
+  // Strongly autocorrelated steps (a slow drift) count as far fewer: the
+  // same shift over a drifting series is not significant.
+  std::vector<double> drift_a;
+  std::vector<double> drift_b;
+  for (int i = 0; i < 40; ++i) {
+    drift_a.push_back(100.0 + 0.1 * i);
+    drift_b.push_back(101.0 + 0.1 * i);
+  }
+  const Json drift =
+      compare(with_series(cpu_summary(102), drift_a), with_series(cpu_summary(103), drift_b));
+  const Json& d = drift["sections"]["step_time"]["noise"];
+  EXPECT_EQ(d["rank_test"], nullptr);
+  EXPECT_NE(d["rank_test_unavailable"].get<std::string>().find("too few independent steps"),
+            std::string::npos);
+}
+
+TEST(CompareNoise, MixedNeedsTheStepChangeBeyondNoise) {
+  // Step -10 % inside a wide band, memory +20 %: a memory regression, not MIXED.
+  Json a = with_series(summary(100, 1000), steps_around(100, 40, 100));
+  Json b = with_series(summary(90, 1200), steps_around(90, 40, 100));
+  EXPECT_EQ(status(a, b), "REGRESSION");
+  EXPECT_EQ(why(a, b), "Step memory increased by 20.0%.");
+  traceml::report::CompareOptions strict;
+  strict.strict = true;
+  EXPECT_EQ(compare_summaries(a, b, inputs(), strict).status, "MIXED");
 }
 
 // ---- gates ----------------------------------------------------------------
@@ -498,6 +662,66 @@ TEST(CompareGate, EachGatePassesAndFails) {
   EXPECT_EQ(gate_line(evaluate_gates(
                 compare(summary(100, 1000), summary(100, 1000, "BALANCED", "IMBALANCE")), diag)),
             "gate: FAIL (step memory diagnosis BALANCED -> IMBALANCE changed)");
+}
+
+TEST(CompareGate, StepLimitPassesAChangeWithinNoiseUnlessStrict) {
+  const Json wide = compare(with_series(cpu_summary(100), steps_around(100, 20, 100)),
+                            with_series(cpu_summary(108), steps_around(108, 20, 100)));
+  GateOptions o;
+  o.max_step_time_regression_pct = 5.0;
+  const auto checks = evaluate_gates(wide, o);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_TRUE(checks[0].passed);
+  EXPECT_EQ(checks[0].message,
+            "step time changed by +8.0% (limit +5.0%) but within run-to-run noise (median shift "
+            "+8.0 ms is inside the IQR band 19.8 ms; Mann-Whitney U p<0.001 < alpha 0.05, "
+            "n=100/100 steps)");
+  EXPECT_EQ(checks[0].statistics["noise"]["rank_test"]["n_rhs"], 100);
+  EXPECT_EQ(gate_line(checks), "gate: PASS");
+  // --strict: the raw threshold.
+  o.strict = true;
+  const auto strict = evaluate_gates(wide, o);
+  EXPECT_FALSE(strict[0].passed);
+  EXPECT_NE(strict[0].message.find("--strict: noise not considered"), std::string::npos);
+  // A change beyond noise fails and says why.
+  o.strict = false;
+  const Json clear = compare(with_series(cpu_summary(100), steps_around(100, 1, 100)),
+                             with_series(cpu_summary(108), steps_around(108, 1, 100)));
+  const auto fail = evaluate_gates(clear, o);
+  EXPECT_FALSE(fail[0].passed);
+  EXPECT_NE(fail[0].message.find(", beyond run-to-run noise (median shift +8.0 ms exceeds"),
+            std::string::npos)
+      << fail[0].message;
+}
+
+TEST(CompareGate, MemoryLimitIsSkippedWhenNeitherRunMeasuredMemory) {
+  const Json c = compare(cpu_summary(100), cpu_summary(100));
+  GateOptions o;
+  o.max_memory_regression_pct = 5.0;
+  auto checks = evaluate_gates(c, o);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_TRUE(checks[0].passed);
+  EXPECT_TRUE(checks[0].skipped);
+  EXPECT_EQ(traceml::report::gate_check_lines(checks)[0],
+            "gate check max-memory-regression: SKIPPED: neither run measured step memory (CPU "
+            "runs have none; --require-memory fails instead)");
+  EXPECT_EQ(gate_line(checks), "gate: PASS");
+  const std::string x = junit_xml(checks, "s");
+  EXPECT_NE(x.find(R"(tests="1" failures="0" errors="0" skipped="1")"), std::string::npos) << x;
+  EXPECT_NE(x.find(R"(<skipped message="neither run measured step memory)"), std::string::npos);
+  const Json j = traceml::report::gate_json(checks);
+  EXPECT_EQ(j["status"], "PASS");
+  EXPECT_EQ(j["checks"][0]["status"], "SKIPPED");
+  // --require-memory turns the skip into a failure.
+  o.require_memory = true;
+  checks = evaluate_gates(c, o);
+  EXPECT_FALSE(checks[0].passed);
+  EXPECT_FALSE(checks[0].skipped);
+  EXPECT_EQ(gate_line(checks),
+            "gate: FAIL (neither run measured step memory, and --require-memory asks for it)");
+  // One side with memory and the other without is not a skip: it fails.
+  o.require_memory = false;
+  EXPECT_FALSE(evaluate_gates(compare(summary(100, 1000), cpu_summary(100)), o)[0].passed);
 }
 
 TEST(CompareGate, UncomparableMetricFailsAndReasonsJoin) {
