@@ -482,6 +482,8 @@ Missing missing_signals(const StepWindow& w, const Context& c,
 class SeriesCache {
  public:
   explicit SeriesCache(const StepWindow& w) : w_(w) {}
+  /// A series computed elsewhere (the same values get(m) would compute).
+  void put(SM m, std::vector<double> series) { cache_[m] = std::move(series); }
   /// The median series across ranks (a single rank: its own values).
   const std::vector<double>& get(SM m) {
     auto it = cache_.find(m);
@@ -761,14 +763,15 @@ Json spread_entry(const std::vector<double>& series, const char* basis, bool ske
 /// the window's clock (`step_time_ms`), and per measured clock the
 /// distribution sketch (`step_time_cpu_ms`, `step_time_gpu_ms`) that
 /// `traceml compare` runs its rank test on (DECISIONS 12).
-std::optional<Json> step_time_spread(const StepWindow& w, SeriesCache& cache) {
+std::optional<Json> step_time_spread(const StepWindow& w, SeriesCache& cache,
+                                     const std::array<std::vector<double>, 2>& clocks) {
   if (!w.stat(SM::StepTime)) return std::nullopt;
   const std::vector<double>& series = cache.get(SM::StepTime);
   if (series.size() < 2) return std::nullopt;
   const char* basis = w.single_rank() ? "per_step" : "per_step_median_across_ranks";
   Json spread = Json{{"step_time_ms", spread_entry(series, basis, false)}};
   for (const Clock c : {Clock::Cpu, Clock::Gpu}) {
-    const std::vector<double> per_clock = clock_step_series(w, c);
+    const std::vector<double>& per_clock = clocks[static_cast<std::size_t>(c)];
     if (per_clock.size() < 2) continue;
     spread[std::string("step_time_") + clock_name(c) + "_ms"] =
         spread_entry(per_clock, basis, true);
@@ -783,6 +786,10 @@ Section analyze_step_time(const model::Telemetry& t, const Options& o) {
   Section s;
   s.name = "step_time";
   SeriesCache series(w);
+  // Both clocks' step-time series in one pass; the window's clock's is the
+  // StepTime series the trend note and the spread read.
+  const std::array<std::vector<double>, 2> clocks = clock_step_series(w);
+  if (w.stat(SM::StepTime)) series.put(SM::StepTime, clocks[static_cast<std::size_t>(w.clock)]);
   s.issues = diagnose(w, series);
   s.index_by = "global_rank";
 
@@ -856,7 +863,7 @@ Section analyze_step_time(const model::Telemetry& t, const Options& o) {
     }
     s.rows.push_back(std::move(row));
   }
-  if (auto spread = step_time_spread(w, series)) s.global_extra["spread"] = *spread;
+  if (auto spread = step_time_spread(w, series, clocks)) s.global_extra["spread"] = *spread;
   s.units = {{"time", "ms"}};
   if (activity) s.units.emplace_back("memory", "bytes");  // h2d_bytes_per_step
   s.card = card(w, s);

@@ -37,6 +37,21 @@ constexpr std::size_t idx(StepMetric m) {
   return static_cast<std::size_t>(m);
 }
 
+constexpr std::size_t idx_clock(Clock c) {
+  return static_cast<std::size_t>(c);
+}
+
+/// median_of() without the copy: reorders `v` (non-empty).
+double median_in_place(std::vector<double>& v) {
+  const std::size_t n = v.size();
+  const auto mid = v.begin() + std::ptrdiff_t(n / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (n % 2 == 1) return *mid;
+  const double hi = *mid;
+  const double lo = *std::max_element(v.begin(), mid);
+  return (lo + hi) / 2.0;
+}
+
 /// A clock's value of an event: non-finite is "not measured", negative is 0
 /// (spec §4.1.1 event normalisation).
 inline std::optional<double> clock_value(const StepRecord& r, Event e, Clock c) {
@@ -340,13 +355,7 @@ const char* step_metric_name(StepMetric m) {
 }
 
 double median_of(std::vector<double> v) {
-  const std::size_t n = v.size();
-  const auto mid = v.begin() + std::ptrdiff_t(n / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (n % 2 == 1) return *mid;
-  const double hi = *mid;
-  const double lo = *std::max_element(v.begin(), mid);
-  return (lo + hi) / 2.0;
+  return median_in_place(v);
 }
 
 StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
@@ -485,26 +494,42 @@ std::vector<double> step_series(const StepWindow& w, StepMetric m, bool worst) {
   return series;
 }
 
-std::vector<double> clock_step_series(const StepWindow& w, Clock c) {
-  const StepMetric m = c == Clock::Gpu ? StepMetric::StepTimeGpu : StepMetric::StepTimeCpu;
-  std::vector<std::size_t> measured;
-  for (std::size_t i = 0; i < w.facts.size(); ++i) {
-    if (w.facts[i][m]) measured.push_back(i);
-  }
-  std::vector<double> series;
-  if (measured.empty()) return series;
-  series.reserve(w.steps.size());
-  std::vector<double> at_step;
-  at_step.reserve(measured.size());
-  for (std::size_t s = 0; s < w.steps.size(); ++s) {
-    at_step.clear();
-    for (const std::size_t i : measured) {
-      const StepRecord& r = w.row(s, i);
-      const auto input = clock_value(r, Event::InputWait, c);
-      const auto traced = clock_value(r, Event::TracedStepTime, c);
-      if (input && traced) at_step.push_back(*input + *traced);
+std::array<std::vector<double>, 2> clock_step_series(const StepWindow& w) {
+  std::array<std::vector<double>, 2> series;
+  std::array<std::vector<std::size_t>, 2> measured;  // indices into facts
+  for (const Clock c : {Clock::Cpu, Clock::Gpu}) {
+    const StepMetric m = c == Clock::Gpu ? StepMetric::StepTimeGpu : StepMetric::StepTimeCpu;
+    for (std::size_t i = 0; i < w.facts.size(); ++i) {
+      if (w.facts[i][m]) measured[idx_clock(c)].push_back(i);
     }
-    if (!at_step.empty()) series.push_back(median_of(at_step));
+    if (!measured[idx_clock(c)].empty()) series[idx_clock(c)].reserve(w.steps.size());
+  }
+  if (measured[0].empty() && measured[1].empty()) return series;
+  // Step-major, like the table: one read of each row serves both clocks.
+  std::array<std::vector<double>, 2> at_step;
+  std::vector<std::uint8_t> wanted(w.facts.size(), 0);  // bit per clock
+  for (std::size_t k = 0; k < 2; ++k) {
+    at_step[k].reserve(measured[k].size());
+    for (const std::size_t i : measured[k])
+      wanted[i] = std::uint8_t(wanted[i] | (1u << k));
+  }
+  for (std::size_t s = 0; s < w.steps.size(); ++s) {
+    at_step[0].clear();
+    at_step[1].clear();
+    for (std::size_t i = 0; i < w.facts.size(); ++i) {
+      if (wanted[i] == 0) continue;
+      const StepRecord& r = w.row(s, i);
+      for (const Clock c : {Clock::Cpu, Clock::Gpu}) {
+        const std::size_t k = idx_clock(c);
+        if ((wanted[i] & (1u << k)) == 0) continue;
+        const auto input = clock_value(r, Event::InputWait, c);
+        const auto traced = clock_value(r, Event::TracedStepTime, c);
+        if (input && traced) at_step[k].push_back(*input + *traced);
+      }
+    }
+    for (std::size_t k = 0; k < 2; ++k) {
+      if (!at_step[k].empty()) series[k].push_back(median_in_place(at_step[k]));
+    }
   }
   return series;
 }

@@ -118,12 +118,14 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window);
 /// the median (single_rank: the worst) value at each aligned step, null as 0.
 std::vector<double> step_series(const StepWindow& w, StepMetric m, bool worst);
 
-/// Per-step series of the step time (input wait + traced step) on clock `c`,
-/// whatever the window's clock: at each aligned step the median over the ranks
-/// whose average step time on `c` exists (StepTimeCpu / StepTimeGpu), a single
-/// rank its own values. Empty when no rank measured it. A row missing a value
-/// on `c` is skipped at that step.
-std::vector<double> clock_step_series(const StepWindow& w, Clock c);
+/// Per-step series of the step time (input wait + traced step) on each clock
+/// (indexed by Clock), whatever the window's clock, in one pass over the
+/// window: at each aligned step the median over the ranks whose average step
+/// time on that clock exists (StepTimeCpu / StepTimeGpu); a single rank its
+/// own values. Empty for a clock no rank measured. On the window's clock it is
+/// step_series(w, StepTime, ...) (those ranks measured both events on every
+/// aligned row).
+std::array<std::vector<double>, 2> clock_step_series(const StepWindow& w);
 
 /// Arithmetic median (mean of the middle two for an even count). `v` non-empty.
 double median_of(std::vector<double> v);

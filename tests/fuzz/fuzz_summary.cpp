@@ -1,11 +1,13 @@
 // fuzz_summary: the final_summary.json boundary of `traceml view` and
 // `traceml compare`. The input is a whole file: loaded by the checks of both
 // commands (report/summary_file.hpp), then put through what each command does
-// with a summary it accepted: view renders its text; compare compares it (here
-// with itself), renders the compare text, evaluates every gate and writes the
-// JSON and JUnit outputs. The report code is documented never to throw on a
-// missing, null or mistyped part, so any exception is a bug, as is a
-// self-comparison that finds a change.
+// with a summary it accepted: view renders its text; compare compares it with
+// itself and, both ways and with and without --strict, with a reference CPU
+// run that carries a step-time distribution sketch (so that the rank test
+// meets hostile quantiles on one side), renders the compare text, evaluates
+// every gate and writes the JSON and JUnit outputs. The report code is documented never to throw on
+// a missing, null or mistyped part, so any exception is a bug, as is a self-comparison that finds a
+// change.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -71,6 +73,37 @@ void compare(const Json& summary) {
   out["gate"] = gate_json(checks);
   (void)dump_json(out);
   (void)junit_xml(checks, "traceml compare a vs b");
+
+  // Against a reference, both ways: no invariant on the verdict, but every
+  // step must run without throwing and give a text.
+  static const Json reference = Json::parse(R"({"schema_version": 1.7,
+    "primary_diagnosis": {"status": "INPUT-BOUND"},
+    "system": {"global": {"average": {"cpu_percent": 50.0}}},
+    "process": {"global": {"average": {"cpu_percent": 100.0, "cpu_capacity_percent": 50.0}}},
+    "step_memory": {"diagnosis": {"status": "NO GPU"}},
+    "step_time": {"diagnosis": {"status": "INPUT-BOUND"},
+      "global": {"window": {"diagnosis_clock": "cpu"},
+        "average": {"step_time_ms": 9.0, "step_time_cpu_ms": 9.0, "input_wait_ms": 7.0},
+        "spread": {"step_time_cpu_ms": {"basis": "per_step", "steps": 300, "p25": 8.4,
+          "median": 8.8, "p75": 9.1, "lag1_autocorrelation": 0.25, "quantiles": [7.9, 8.0,
+          8.1, 8.2, 8.3, 8.4, 8.5, 8.6, 8.7, 8.75, 8.8, 8.85, 8.9, 8.95, 9.0, 9.1, 9.2, 9.4,
+          9.6, 10.0, 14.0]}}}}})");
+  GateOptions all = gates;
+  all.require_memory = true;
+  for (const bool strict : {false, true}) {
+    all.strict = strict;
+    CompareOptions options;
+    options.strict = strict;
+    for (const bool first : {true, false}) {
+      const CompareResult x = first ? compare_summaries(summary, reference, meta, options)
+                                    : compare_summaries(reference, summary, meta, options);
+      if (x.json["text"].get<std::string>().empty()) broken("a compare without text");
+      const std::vector<GateCheck> c = evaluate_gates(x.json, all);
+      (void)gate_check_lines(c);
+      (void)junit_xml(c, "traceml compare a vs ref");
+      (void)dump_json(gate_json(c));
+    }
+  }
 }
 
 template <class Step>
