@@ -84,6 +84,7 @@ GateCheck step_time_gate(const Json& compare, double limit, bool strict) {
   } else {
     c.passed = true;
     c.message += " but within run-to-run noise (" + evidence + ")";
+    c.pass_note = "passed: " + signed_pct(*pct) + " is within run-to-run noise (" + evidence + ")";
   }
   return c;
 }
@@ -119,6 +120,11 @@ std::vector<GateCheck> evaluate_gates(const Json& compare, const GateOptions& op
     c.message = "verdict " + status + (why.empty() ? "" : ": " + why);
     const Json* noise = at(compare, "/sections/step_time/noise");
     const Json* aware = at(compare, "/verdict/noise_aware");
+    // An EQUIVALENT whose primary finding is the step time is a change over
+    // 3 % that the noise test kept out (compare.cpp): said on the gate line.
+    if (status == "EQUIVALENT" && text_at(compare, "/verdict/primary_metric", "") == "step_time_ms")
+      c.pass_note =
+          "passed: " + (!why.empty() && why.back() == '.' ? why.substr(0, why.size() - 1) : why);
     c.statistics =
         Json{{"status", status},
              {"noise_aware", aware != nullptr && aware->is_boolean() && aware->get<bool>()},
@@ -156,11 +162,17 @@ std::vector<GateCheck> evaluate_gates(const Json& compare, const GateOptions& op
 
 std::string gate_line(const std::vector<GateCheck>& checks) {
   std::string reasons;
+  std::string notes;  // passes that rest on the noise test, or skips
   for (const GateCheck& c : checks) {
-    if (c.passed) continue;
-    reasons += (reasons.empty() ? "" : "; ") + c.message;
+    if (!c.passed) {
+      reasons += (reasons.empty() ? "" : "; ") + c.message;
+    } else if (c.skipped || !c.pass_note.empty()) {
+      notes += (notes.empty() ? "" : "; ") + c.name + " " +
+               (c.skipped ? "skipped: " + c.message : c.pass_note);
+    }
   }
-  return reasons.empty() ? "gate: PASS" : "gate: FAIL (" + reasons + ")";
+  if (!reasons.empty()) return "gate: FAIL (" + reasons + ")";
+  return notes.empty() ? "gate: PASS" : "gate: PASS (" + notes + ")";
 }
 
 const char* check_status(const GateCheck& c) {

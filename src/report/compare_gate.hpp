@@ -45,6 +45,9 @@ struct GateCheck {
   bool skipped = false;
   /// The numbers behind the decision (threshold, change, noise test), or null.
   Json statistics = nullptr;
+  /// For gate_line(): why a check passed that would fail on the raw number
+  /// (a change over the limit but within run-to-run noise); empty otherwise.
+  std::string pass_note = std::string();
 };
 
 /// The checks in a fixed order (the order of GateOptions' fields). A
@@ -55,7 +58,9 @@ struct GateCheck {
 /// measured step memory (unless `require_memory`).
 std::vector<GateCheck> evaluate_gates(const Json& compare, const GateOptions& options);
 
-/// "gate: PASS" or "gate: FAIL (<failed messages joined by "; ">)".
+/// "gate: FAIL (<failed messages joined by "; ">)", or "gate: PASS", with
+/// "(<name> skipped: ...; <name> passed: ... within run-to-run noise (...))"
+/// when a check was skipped or passed only because of the noise test.
 std::string gate_line(const std::vector<GateCheck>& checks);
 
 /// One line per check, printed above gate_line():

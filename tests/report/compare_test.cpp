@@ -677,7 +677,11 @@ TEST(CompareGate, StepLimitPassesAChangeWithinNoiseUnlessStrict) {
             "+8.0 ms is inside the IQR band 19.8 ms; Mann-Whitney U p<0.001 < alpha 0.05, "
             "n=100/100 steps)");
   EXPECT_EQ(checks[0].statistics["noise"]["rank_test"]["n_rhs"], 100);
-  EXPECT_EQ(gate_line(checks), "gate: PASS");
+  // The summary line says what the pass rests on.
+  EXPECT_EQ(gate_line(checks),
+            "gate: PASS (max-step-time-regression passed: +8.0% is within run-to-run noise "
+            "(median shift +8.0 ms is inside the IQR band 19.8 ms; Mann-Whitney U p<0.001 < "
+            "alpha 0.05, n=100/100 steps))");
   // --strict: the raw threshold.
   o.strict = true;
   const auto strict = evaluate_gates(wide, o);
@@ -705,7 +709,9 @@ TEST(CompareGate, MemoryLimitIsSkippedWhenNeitherRunMeasuredMemory) {
   EXPECT_EQ(traceml::report::gate_check_lines(checks)[0],
             "gate check max-memory-regression: SKIPPED: neither run measured step memory (CPU "
             "runs have none; --require-memory fails instead)");
-  EXPECT_EQ(gate_line(checks), "gate: PASS");
+  EXPECT_EQ(gate_line(checks),
+            "gate: PASS (max-memory-regression skipped: neither run measured step memory (CPU "
+            "runs have none; --require-memory fails instead))");
   const std::string x = junit_xml(checks, "s");
   EXPECT_NE(x.find(R"(tests="1" failures="0" errors="0" skipped="1")"), std::string::npos) << x;
   EXPECT_NE(x.find(R"(<skipped message="neither run measured step memory)"), std::string::npos);
