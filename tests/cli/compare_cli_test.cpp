@@ -14,6 +14,7 @@
 
 namespace fs = std::filesystem;
 using traceml::testing::expect_one_error_line;
+using traceml::testing::last_line;
 using traceml::testing::ProcessResult;
 using traceml::testing::read_file;
 using traceml::testing::run_process;
@@ -27,14 +28,6 @@ const fs::path kSummaries = fs::path(TRACEML_TEST_DATA_DIR) / "golden" / "expect
 // +113.3 %: verdict MIXED; the step diagnosis changes (INPUT STRAGGLER -> BALANCED).
 const std::string kA = (kSummaries / "ddp_input_straggler" / "final_summary.json").string();
 const std::string kB = (kSummaries / "ddp4_balanced" / "final_summary.json").string();
-
-std::string last_line(const std::string& s) {
-  std::string t = s;
-  while (!t.empty() && t.back() == '\n')
-    t.pop_back();
-  const auto nl = t.rfind('\n');
-  return nl == std::string::npos ? t : t.substr(nl + 1);
-}
 
 /// Minimal XML well-formedness: a declaration, then tags that nest and close
 /// in order, attribute values quoted, and no raw '<' or '&' outside markup

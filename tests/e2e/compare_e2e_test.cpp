@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/cli_expect.hpp"
 #include "../support/subprocess.hpp"
 
 namespace traceml::testing {
@@ -23,14 +24,6 @@ using Json = nlohmann::json;
 
 const std::string kCli = TRACEML_CLI_PATH;
 const std::string kInputBound = std::string(TRACEML_EXAMPLES_DIR) + "/input_bound";
-
-std::string last_line(const std::string& s) {
-  std::string t = s;
-  while (!t.empty() && t.back() == '\n')
-    t.pop_back();
-  const auto nl = t.rfind('\n');
-  return nl == std::string::npos ? t : t.substr(nl + 1);
-}
 
 class CompareE2e : public ::testing::Test {
  protected:

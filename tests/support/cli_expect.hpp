@@ -10,6 +10,15 @@
 
 namespace traceml::testing {
 
+/// The last line of a program's output, trailing newlines ignored.
+inline std::string last_line(const std::string& s) {
+  std::string t = s;
+  while (!t.empty() && t.back() == '\n')
+    t.pop_back();
+  const auto nl = t.rfind('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
 /// Exit code 2, nothing on stdout, and exactly one stderr line that starts
 /// with "traceml: error: " and mentions `contains`.
 inline void expect_one_error_line(const ProcessResult& r, const std::string& contains) {
