@@ -3,16 +3,19 @@
 #include <algorithm>
 #include <vector>
 
+#include "runtime/clock.hpp"
+
 namespace traceml::runtime {
 
-std::unique_ptr<CuptiStage> CuptiStage::start(std::string& why) noexcept {
+std::unique_ptr<CuptiStage> CuptiStage::start(std::string& why,
+                                              timing::CuptiSourceSettings settings) noexcept {
   try {
     const timing::CuptiApiLoad load = timing::load_cupti_api();
     if (!load.api) {
       why = load.reason;
       return nullptr;
     }
-    auto stage = std::make_unique<CuptiStage>(*load.api);
+    auto stage = std::make_unique<CuptiStage>(*load.api, settings);
     if (const std::optional<std::string> failed = stage->start_source()) {
       why = *failed;
       return nullptr;
@@ -24,19 +27,32 @@ std::unique_ptr<CuptiStage> CuptiStage::start(std::string& why) noexcept {
   }
 }
 
-void CuptiStage::collect(bool final) {
-  // CUPTI hands a buffer back once its records are complete, and a buffer
-  // holds records in launch order: after one arrives, every launch up to its
-  // latest has been delivered. The final collect stops CUPTI, which hands back
-  // everything.
-  if (final) source_.stop();
+void CuptiStage::take(timing::FlushMode mode) {
   std::vector<timing::ApiLaunch> launches;
   std::vector<timing::GpuActivity> activities;
-  source_.collect(launches, activities,
-                  final ? timing::FlushMode::Forced : timing::FlushMode::Completed);
-  for (const auto& l : launches)
-    through_ = std::max(through_.value_or(l.cpu_ns), l.cpu_ns);
+  source_.collect(launches, activities, mode);
   attributor_.add(launches, activities);
+  // How far the records have come: the latest launch whose work came back.
+  // Not the latest API call: CUPTI hands buffers back in no order across
+  // threads (per-thread buffers, CUDA 13's default, or buffers filled at
+  // different rates), and calls that launch nothing (our own cudaEventQuery,
+  // c10d's watchdog) come back long before the training thread's copies.
+  if (const auto owner = attributor_.latest_owning_launch())
+    through_ = std::max(through_.value_or(*owner), *owner);
+}
+
+void CuptiStage::collect(bool final) {
+  // The final collect stops CUPTI, which hands back everything.
+  if (final) source_.stop();
+  take(final ? timing::FlushMode::Forced : timing::FlushMode::Completed);
+}
+
+void CuptiStage::flush_idle() {
+  // No step's work is on the GPU: a forced flush hands back every record of
+  // work launched before now, and loses only work that no step waits for.
+  const std::int64_t now = now_ns();
+  take(timing::FlushMode::Forced);
+  through_ = std::max(through_.value_or(now), now);
 }
 
 }  // namespace traceml::runtime

@@ -192,8 +192,20 @@ class Runtime {
   void start_activity_records() {
     const char* env = std::getenv("TRACEML_CUPTI");
     if (env != nullptr && std::string(env) == "0") return;
+    timing::CuptiSourceSettings settings;
+    // CUDA 13's CUPTI records each thread into buffers of its own; one
+    // stream of buffers is the default here (cupti_stage.cpp says why).
+    // TRACEML_CUPTI_PER_THREAD_BUFFERS=1 asks for CUPTI's per-thread buffers,
+    // =default leaves CUPTI's own choice: both for the GPU check's variants.
+    if (const char* p = std::getenv("TRACEML_CUPTI_PER_THREAD_BUFFERS")) {
+      const std::string v = p;
+      if (v == "1") settings.per_thread_buffers = true;
+      if (v == "default") settings.per_thread_buffers.reset();
+      if (v != "0" && v != "1" && v != "default" && config_.identity.local_rank.value_or(0) == 0)
+        warn("TRACEML_CUPTI_PER_THREAD_BUFFERS must be 0, 1 or default; using 0");
+    }
     std::string why;
-    cupti_ = CuptiStage::start(why);
+    cupti_ = CuptiStage::start(why, settings);
     if (!cupti_ && config_.identity.local_rank.value_or(0) == 0)
       write_stderr_line("traceml: no GPU activity records (" + why + ")");
   }

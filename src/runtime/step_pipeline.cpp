@@ -144,6 +144,14 @@ void StepPipeline::attribute_ready(TimePoint now, bool final, const Emit& emit) 
     Waiting& w = for_activity_.front();
     const std::optional<std::int64_t> through = activity_->delivered_through();
     const bool arrived = final || (through && *through >= w.end_ns);
+    // The GPU idle for steps: none waits for it, and the last one it
+    // finished did so kIdleFlushWait ago.
+    if (!arrived && !w.flushed && waiting_.empty() &&
+        now - for_activity_.back().since >= kIdleFlushWait) {
+      w.flushed = true;
+      activity_->flush_idle();
+      continue;  // look again, with what the flush brought
+    }
     if (arrived) {
       const model::StepGpuActivity a = activity_->attribute(w.begin_ns, w.end_ns);
       add_captured_h2d(a, w.record.events);

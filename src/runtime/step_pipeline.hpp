@@ -34,9 +34,13 @@ class ActivityStage {
   /// The activity launched inside the step body [begin_ns, end_ns]. Called
   /// for steps in the order they ended.
   virtual model::StepGpuActivity attribute(std::int64_t begin_ns, std::int64_t end_ns) = 0;
-  /// Records lost on the way (dropped by the source, over a cap), for the
-  /// tracer's report.
+  /// Records lost on the way (dropped by the source, over a cap, or never
+  /// attributed to a step), for the tracer's report.
   [[nodiscard]] virtual std::int64_t records_lost() const { return 0; }
+  /// The GPU has finished every step's work and a step still waits for its
+  /// records: hand back everything now (work still running, which no step
+  /// waits for, is then lost), so that delivered_through() covers this time.
+  virtual void flush_idle() {}
 };
 
 class StepPipeline {
@@ -65,6 +69,11 @@ class StepPipeline {
 
   /// How long a step waits for its activity records after its GPU work ended.
   static constexpr std::chrono::seconds kActivityWait{20};
+  /// How long after the GPU finished the last step, with no step left on the
+  /// GPU, the records are flushed out (the next step's work, which would carry
+  /// the horizon past this step, may be long in coming: evaluation, a slow
+  /// loader).
+  static constexpr std::chrono::milliseconds kIdleFlushWait{500};
 
  private:
   struct Waiting {
@@ -74,6 +83,7 @@ class StepPipeline {
     std::int64_t end_ns = 0;
     bool resolved = false;  ///< the GPU passed every event (activity can be attributed)
     TimePoint since{};      ///< when it started waiting for activity
+    bool flushed = false;   ///< flush_idle() was asked for it
   };
   /// Merges resolved GPU times into the oldest waiting steps and moves them on.
   void take_times(std::vector<timing::GpuStepTimes>& times, TimePoint now, const Emit& emit);

@@ -64,6 +64,8 @@ static_assert(kCuptiActivityKindDriver == CUPTI_ACTIVITY_KIND_DRIVER);
 static_assert(kCuptiActivityKindRuntime == CUPTI_ACTIVITY_KIND_RUNTIME);
 static_assert(kCuptiActivityKindConcurrentKernel == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
 static_assert(kCuptiFlushForced == CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+static_assert(kCuptiActivityAttrPerThreadActivityBuffer ==
+              CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER);
 static_assert(std::is_same_v<CuptiBufferRequested, CUpti_BuffersCallbackRequestFunc>);
 static_assert(sizeof(CUpti_ActivityKind) == sizeof(int));
 
@@ -304,6 +306,26 @@ std::optional<std::string> CuptiActivitySource::start_or_why() {
   } else if (auto why = calibrate()) {
     return fail(*why);
   }
+  if (api_.get_version != nullptr) {
+    std::uint32_t v = 0;
+    if (api_.get_version(&v) == kCuptiSuccess) version_ = v;
+  }
+  // One buffer stream for every thread (CUDA 13 defaults to one per thread):
+  // set before the callbacks are registered and any kind enabled, as CUPTI
+  // requires. A CUPTI that cannot is used with its default.
+  if (settings_.per_thread_buffers) {
+    if (api_.activity_set_attribute == nullptr) {
+      per_thread_ = PerThreadBuffers::Unsupported;
+    } else {
+      std::uint8_t value = *settings_.per_thread_buffers ? 1 : 0;
+      std::size_t size = sizeof value;
+      const int set =
+          api_.activity_set_attribute(kCuptiActivityAttrPerThreadActivityBuffer, &size, &value);
+      per_thread_ = set != kCuptiSuccess ? PerThreadBuffers::Refused
+                    : value != 0         ? PerThreadBuffers::SetOn
+                                         : PerThreadBuffers::SetOff;
+    }
+  }
   const int registered =
       api_.activity_register_callbacks(&Callbacks::requested, &Callbacks::completed);
   if (registered != kCuptiSuccess)
@@ -328,6 +350,22 @@ std::optional<std::string> CuptiActivitySource::start_or_why() {
   running_ = true;
   return std::nullopt;
 #endif
+}
+
+const char* to_string(PerThreadBuffers p) noexcept {
+  switch (p) {
+    case PerThreadBuffers::CuptiDefault:
+      return "cupti-default";
+    case PerThreadBuffers::SetOff:
+      return "off";
+    case PerThreadBuffers::SetOn:
+      return "on";
+    case PerThreadBuffers::Unsupported:
+      return "unsupported";
+    case PerThreadBuffers::Refused:
+      return "refused";
+  }
+  return "?";
 }
 
 std::optional<std::string> CuptiActivitySource::calibrate() {

@@ -66,7 +66,22 @@ struct CuptiSourceSettings {
   std::size_t buffer_bytes = std::size_t{512} << 10;
   /// Buffers lent to CUPTI and not yet read by collect(), in all.
   std::size_t max_buffer_bytes = std::size_t{32} << 20;
+  /// CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, set before the callbacks
+  /// are registered; absent: CUPTI's default (on since CUDA 13). Off by
+  /// default: with one buffer stream, records of every thread come back
+  /// together (runtime/cupti_stage.cpp). TRACEML_CUPTI_PER_THREAD_BUFFERS.
+  std::optional<bool> per_thread_buffers = false;
 };
+
+/// What start() did with CuptiSourceSettings::per_thread_buffers.
+enum class PerThreadBuffers : std::uint8_t {
+  CuptiDefault,  ///< not asked to set it
+  SetOff,
+  SetOn,
+  Unsupported,  ///< this CUPTI has no cuptiActivitySetAttribute
+  Refused,      ///< cuptiActivitySetAttribute failed (CUPTI's default applies)
+};
+const char* to_string(PerThreadBuffers p) noexcept;
 
 /// Whether collect() asks for buffers that hold records of work still running.
 enum class FlushMode {
@@ -111,6 +126,10 @@ class CuptiActivitySource {
   /// time from us (uses_timestamp_callback()).
   [[nodiscard]] TimestampMap timestamp_map() const noexcept { return map_; }
   [[nodiscard]] bool uses_timestamp_callback() const noexcept { return timestamp_callback_; }
+  /// Whether start() set per-thread buffers, and to what.
+  [[nodiscard]] PerThreadBuffers per_thread_buffers() const noexcept { return per_thread_; }
+  /// cuptiGetVersion of the library, when it has one and answered.
+  [[nodiscard]] std::optional<std::uint32_t> cupti_version() const noexcept { return version_; }
 
   // Counters since start, readable from any thread.
   /// Records CUPTI dropped (no buffer space), as cuptiActivityGetNumDroppedRecords says.
@@ -145,6 +164,8 @@ class CuptiActivitySource {
   bool started_ = false;  // start() was called: a source starts once
   bool running_ = false;
   bool timestamp_callback_ = false;
+  PerThreadBuffers per_thread_ = PerThreadBuffers::CuptiDefault;
+  std::optional<std::uint32_t> version_;
   TimestampMap map_;
   std::vector<int> enabled_;  // activity kinds enabled by us, to disable at stop
   /// Buffers handed back, guarded by the callbacks' mutex; reserved at start

@@ -48,6 +48,8 @@ CuptiApiLoad load(const std::vector<std::string>& library_names) {
   resolve_symbol(handle, "cuptiActivityRegisterTimestampCallback",
                  api.activity_register_timestamp_callback);
   resolve_symbol(handle, "cuptiFinalize", api.finalize);
+  resolve_symbol(handle, "cuptiActivitySetAttribute", api.activity_set_attribute);
+  resolve_symbol(handle, "cuptiGetVersion", api.get_version);
   out.api = api;
   return out;
 }

@@ -30,6 +30,12 @@ inline constexpr int kCuptiActivityKindDriver = 4;
 inline constexpr int kCuptiActivityKindRuntime = 5;
 inline constexpr int kCuptiActivityKindConcurrentKernel = 10;
 
+/// CUpti_ActivityAttribute CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER: each
+/// thread records into buffers of its own (a uint8_t, 0 or 1). CUDA 13's CUPTI
+/// turns it on by default; records of different threads then come back in
+/// unrelated buffers (runtime/cupti_stage.cpp).
+inline constexpr int kCuptiActivityAttrPerThreadActivityBuffer = 9;
+
 /// CUPTI_ACTIVITY_FLAG_FLUSH_FORCED: cuptiActivityFlushAll also hands back
 /// buffers that hold records of work still running.
 inline constexpr std::uint32_t kCuptiFlushForced = 1;
@@ -63,6 +69,10 @@ struct CuptiApi {
   int (*activity_register_timestamp_callback)(CuptiTimestampSource source) = nullptr;
   /// Optional: cuptiFinalize.
   int (*finalize)() = nullptr;
+  /// Optional: cuptiActivitySetAttribute(attr, &value_size, &value).
+  int (*activity_set_attribute)(int attr, std::size_t* value_size, void* value) = nullptr;
+  /// Optional: cuptiGetVersion, the CUPTI API version of the loaded library.
+  int (*get_version)(std::uint32_t* version) = nullptr;
 };
 
 /// What looking for CUPTI found: the api, otherwise one line saying why not.

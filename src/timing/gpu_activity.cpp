@@ -71,6 +71,7 @@ void ActivityAttributor::add(const std::vector<ApiLaunch>& launches,
 
 void ActivityAttributor::place(std::int64_t launch_ns, const GpuActivity& a,
                                bool counted_in_store) {
+  latest_owner_ns_ = std::max(latest_owner_ns_.value_or(launch_ns), launch_ns);
   if (launch_ns <= settled_until_) {
     ++late_;  // its step (or the stretch outside steps) is already settled
     return;

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -113,6 +114,13 @@ class ActivityAttributor {
     return launches_.size() + matched_.size() + orphans_.size();
   }
 
+  /// The latest CPU time of a launch that owns an activity added so far:
+  /// the work launched up to it has come back (a launch that owns no
+  /// activity, such as cudaEventQuery, says nothing about the work).
+  [[nodiscard]] std::optional<std::int64_t> latest_owning_launch() const noexcept {
+    return latest_owner_ns_;
+  }
+
   // Counters of activities (dropped: of records), since construction.
   [[nodiscard]] std::int64_t attributed() const noexcept { return attributed_; }
   [[nodiscard]] std::int64_t outside_steps() const noexcept { return outside_steps_; }
@@ -146,6 +154,7 @@ class ActivityAttributor {
   std::vector<Interval> busy_;  // scratch of attribute(), kept to reuse its memory
   std::vector<Interval> collective_;
 
+  std::optional<std::int64_t> latest_owner_ns_;
   std::int64_t attributed_ = 0;
   std::int64_t outside_steps_ = 0;
   std::int64_t late_ = 0;

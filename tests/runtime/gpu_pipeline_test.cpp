@@ -75,8 +75,14 @@ class FixedActivity : public ActivityStage {
     return activity;
   }
   model::StepGpuActivity activity;
+  void flush_idle() override {
+    ++idle_flushes;
+    if (through_after_flush) through = through_after_flush;
+  }
   std::optional<std::int64_t> through = std::int64_t{1} << 62;
+  std::optional<std::int64_t> through_after_flush;
   int final_collects = 0;
+  int idle_flushes = 0;
   std::vector<std::pair<std::int64_t, std::int64_t>> seen;
 };
 
@@ -188,6 +194,46 @@ TEST(StepPipeline, AStepWaitsForItsActivityRecordsThenGivesUp) {
   EXPECT_FALSE(sink.steps[1].gpu_activity);
   EXPECT_TRUE(sink.steps[1].events.gpu_ms(Event::TracedStepTime));
   EXPECT_EQ(pipeline.activity_timeouts(), 1);
+}
+
+TEST(StepPipeline, WithTheGpuIdleTheRecordsAreFlushedOutAfterAWhile) {
+  FakeCuda fake;
+  GpuClock clock(fake.api(), 1, 0, nullptr);
+  GpuThread* t = clock.attach_thread();
+  ASSERT_NE(t, nullptr);
+  gpu_step(clock, *t, 1);
+  gpu_step(clock, *t, 2);
+  std::vector<GpuRawStep> gpu;
+  clock.drain(gpu);
+  WallMapping wall;
+  FixedActivity activity;
+  activity.through = std::nullopt;        // the next step's work never comes
+  activity.through_after_flush = 100000;  // what a forced flush hands back
+  activity.activity.h2d_copies = 3;
+  StepPipeline pipeline(0, wall, &clock, &activity);
+  Sink sink;
+  pipeline.add({cpu_step(1, 1000, 0.5, 0.1), cpu_step(2, 2000, 0.5, 0.1)}, gpu, t0, sink.emit());
+  // Step 1's GPU work is done, step 2's is not: a step is still on the GPU,
+  // so no flush, however long step 1 waits.
+  fake.complete_run(0, 2, 1.0, 1.0);
+  pipeline.poll(t0, sink.emit());
+  pipeline.poll(t0 + std::chrono::seconds(2), sink.emit());
+  EXPECT_EQ(activity.idle_flushes, 0);
+  EXPECT_TRUE(sink.steps.empty());
+  // Step 2 done too: the GPU is idle. Not before kIdleFlushWait...
+  fake.complete_run(2, 2, 3.0, 1.0);
+  const auto resolved = t0 + std::chrono::seconds(3);
+  pipeline.poll(resolved, sink.emit());
+  pipeline.poll(resolved + StepPipeline::kIdleFlushWait / 2, sink.emit());
+  EXPECT_EQ(activity.idle_flushes, 0);
+  EXPECT_TRUE(sink.steps.empty());
+  // ... then once, and both steps go out with their activity.
+  pipeline.poll(resolved + StepPipeline::kIdleFlushWait, sink.emit());
+  EXPECT_EQ(activity.idle_flushes, 1);
+  ASSERT_EQ(sink.steps.size(), 2u);
+  ASSERT_TRUE(sink.steps[1].gpu_activity);
+  EXPECT_EQ(sink.steps[1].gpu_activity->h2d_copies, 3);
+  EXPECT_EQ(pipeline.activity_timeouts(), 0);
 }
 
 TEST(StepPipeline, AtTheEndTheLastRecordsAreTakenAndAttributed) {

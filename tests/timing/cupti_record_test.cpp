@@ -434,8 +434,19 @@ struct FakeCupti {
   static inline std::vector<std::uint32_t> flushes;
   static inline std::vector<std::vector<unsigned char>> queued;  // records, next flush
   static inline std::size_t dropped = 0;
+  /// cuptiActivitySetAttribute calls: attribute, value, and whether the
+  /// buffer callbacks were registered before it.
+  struct AttributeCall {
+    int attr;
+    std::uint8_t value;
+    bool after_callbacks;
+  };
+  static inline std::vector<AttributeCall> attribute_calls;
+  static inline int attribute_result = kCuptiSuccess;
 
   static void reset() {
+    attribute_calls.clear();
+    attribute_result = kCuptiSuccess;
     requested = nullptr;
     completed = nullptr;
     timestamp_source = nullptr;
@@ -530,6 +541,15 @@ struct FakeCupti {
     dropped = 0;
     return kCuptiSuccess;
   }
+  static int set_attribute(int attr, std::size_t* size, void* value) {
+    EXPECT_EQ(*size, 1u);
+    attribute_calls.push_back({attr, *static_cast<std::uint8_t*>(value), requested != nullptr});
+    return attribute_result;
+  }
+  static int get_version(std::uint32_t* version) {
+    *version = 130001;
+    return kCuptiSuccess;
+  }
   static int result_string(int result, const char** text) {
     *text = result == kCuptiErrorUnknown ? "CUPTI_ERROR_UNKNOWN" : "CUPTI_OTHER";
     return kCuptiSuccess;
@@ -547,6 +567,8 @@ struct FakeCupti {
     a.get_result_string = &result_string;
     if (with_timestamp_callback)
       a.activity_register_timestamp_callback = &register_timestamp_callback;
+    a.activity_set_attribute = &set_attribute;
+    a.get_version = &get_version;
     return a;
   }
 };
@@ -786,7 +808,10 @@ TEST_F(FakeCuptiSource, TheRuntimeStageAttributesOnceALaterLaunchArrived) {
                                  CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 4096));
   FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_DRIVER, 2, 3000));
   FakeCupti::queue(kernel_record(2, 3100, 4100, kNcclName));
-  FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 3, 6000));  // the next step
+  // The next step's first launch, whose kernel has come back too: every
+  // launch up to it has been delivered.
+  FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 3, 6000));
+  FakeCupti::queue(kernel_record(3, 6100, 6900, kGemmName));
   stage.collect(false);
   ASSERT_EQ(stage.delivered_through(), 6000);
   const model::StepGpuActivity a = stage.attribute(1000, 5000);
@@ -800,6 +825,136 @@ TEST_F(FakeCuptiSource, TheRuntimeStageAttributesOnceALaterLaunchArrived) {
   stage.collect(true);
   EXPECT_TRUE(FakeCupti::enabled.empty());
   EXPECT_EQ(FakeCupti::flushes.back(), kCuptiFlushForced);
+}
+
+TEST_F(FakeCuptiSource, PerThreadBuffersAreTurnedOffBeforeTheCallbacks) {
+  {
+    CuptiActivitySource source(FakeCupti::api(true));
+    ASSERT_EQ(source.start(), std::nullopt);
+    ASSERT_EQ(FakeCupti::attribute_calls.size(), 1u);
+    EXPECT_EQ(FakeCupti::attribute_calls[0].attr,
+              int(CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER));
+    EXPECT_EQ(FakeCupti::attribute_calls[0].value, 0);
+    EXPECT_FALSE(FakeCupti::attribute_calls[0].after_callbacks);  // as CUPTI requires
+    EXPECT_EQ(source.per_thread_buffers(), PerThreadBuffers::SetOff);
+    EXPECT_EQ(source.cupti_version(), 130001u);
+  }
+  FakeCupti::reset();
+  {
+    CuptiSourceSettings on;
+    on.per_thread_buffers = true;
+    CuptiActivitySource source(FakeCupti::api(true), on);
+    ASSERT_EQ(source.start(), std::nullopt);
+    EXPECT_EQ(FakeCupti::attribute_calls.at(0).value, 1);
+    EXPECT_EQ(source.per_thread_buffers(), PerThreadBuffers::SetOn);
+  }
+  FakeCupti::reset();
+  {
+    CuptiSourceSettings cupti_default;
+    cupti_default.per_thread_buffers.reset();
+    CuptiActivitySource source(FakeCupti::api(true), cupti_default);
+    ASSERT_EQ(source.start(), std::nullopt);
+    EXPECT_TRUE(FakeCupti::attribute_calls.empty());
+    EXPECT_EQ(source.per_thread_buffers(), PerThreadBuffers::CuptiDefault);
+  }
+  FakeCupti::reset();
+  {
+    // A CUPTI that refuses the attribute still captures, with its default.
+    FakeCupti::attribute_result = kCuptiErrorUnknown;
+    CuptiActivitySource source(FakeCupti::api(true));
+    ASSERT_EQ(source.start(), std::nullopt);
+    EXPECT_EQ(source.per_thread_buffers(), PerThreadBuffers::Refused);
+    EXPECT_STREQ(to_string(source.per_thread_buffers()), "refused");
+  }
+  FakeCupti::reset();
+  {
+    CuptiApi old = FakeCupti::api(true);
+    old.activity_set_attribute = nullptr;
+    old.get_version = nullptr;
+    CuptiActivitySource source(old);
+    ASSERT_EQ(source.start(), std::nullopt);
+    EXPECT_EQ(source.per_thread_buffers(), PerThreadBuffers::Unsupported);
+    EXPECT_EQ(source.cupti_version(), std::nullopt);
+  }
+}
+
+// Issue 17: with per-thread buffers (CUDA 13's default), the sender's own
+// cudaEventQuery calls and c10d's watchdog come back in their threads'
+// buffers long before the training thread's buffer with its copies and
+// kernels. Taking the horizon from every API call attributed the step before
+// its copy had arrived; the copy then came "late" and was dropped, silently.
+TEST_F(FakeCuptiSource, CallsOfOtherThreadsDoNotMoveTheHorizon) {
+  runtime::CuptiStage stage(FakeCupti::api(/*with_timestamp_callback=*/true));
+  ASSERT_EQ(stage.start_source(), std::nullopt);
+  // First buffer back: another thread's calls, after the step [1000, 5000]
+  // ended; they launch nothing.
+  FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 10, 7000));
+  FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_DRIVER, 11, 8000));
+  stage.collect(false);
+  EXPECT_EQ(stage.delivered_through(), std::nullopt);  // says nothing of the step's work
+  // Then the training thread's buffer: the step's copy, and the next step's
+  // first kernel.
+  FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 1, 1500));
+  FakeCupti::queue(memcpy_record(1, 2000, 2600, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                 CUPTI_ACTIVITY_MEMORY_KIND_PINNED, 1 << 20));
+  FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 2, 6000));
+  FakeCupti::queue(kernel_record(2, 6100, 6300, kGemmName));
+  stage.collect(false);
+  ASSERT_EQ(stage.delivered_through(), 6000);
+  const model::StepGpuActivity a = stage.attribute(1000, 5000);
+  EXPECT_EQ(a.h2d_copies, 1);
+  EXPECT_DOUBLE_EQ(a.h2d_bytes, double(1 << 20));
+  EXPECT_EQ(stage.attributor().late(), 0);
+  EXPECT_EQ(stage.records_lost(), 0);
+}
+
+TEST_F(FakeCuptiSource, RecordsThatReachNoStepCountAsLost) {
+  runtime::CuptiStage stage(FakeCupti::api(true));
+  ASSERT_EQ(stage.start_source(), std::nullopt);
+  // A kernel launched before the step (outside any step), the step's kernel,
+  // and a later launch that carries the horizon past the step.
+  FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 1, 500));
+  FakeCupti::queue(kernel_record(1, 600, 700, kGemmName));
+  FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 2, 1500));
+  FakeCupti::queue(kernel_record(2, 1600, 1700, kGemmName));
+  FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 3, 6000));
+  FakeCupti::queue(kernel_record(3, 6100, 6200, kGemmName));
+  stage.collect(false);
+  (void)stage.attribute(1000, 5000);
+  EXPECT_EQ(stage.attributor().outside_steps(), 1);
+  // A launch of the settled step that comes, with its copy, after the step
+  // was attributed: late.
+  FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 4, 1200));
+  FakeCupti::queue(memcpy_record(4, 1800, 1900, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                 CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 64));
+  // A copy whose launch record never comes: unmatched once the next step
+  // settles.
+  FakeCupti::queue(memcpy_record(5, 2000, 2100, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                 CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 64));
+  stage.collect(false);
+  EXPECT_EQ(stage.attributor().late(), 1);
+  (void)stage.attribute(5500, 9000);
+  EXPECT_EQ(stage.attributor().unmatched(), 1);
+  EXPECT_EQ(stage.attributor().attributed(), 2);  // the two steps' kernels
+  EXPECT_EQ(stage.records_lost(), 3);             // outside + late + unmatched
+}
+
+TEST_F(FakeCuptiSource, AnIdleFlushHandsBackEverythingUpToNow) {
+  runtime::CuptiStage stage(FakeCupti::api(true));
+  ASSERT_EQ(stage.start_source(), std::nullopt);
+  const std::int64_t now = runtime::now_ns();
+  // The step's copy came back; nothing was launched after the step.
+  FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 1, std::uint64_t(now - 4000)));
+  FakeCupti::queue(memcpy_record(1, std::uint64_t(now - 3900), std::uint64_t(now - 3800),
+                                 CUPTI_ACTIVITY_MEMCPY_KIND_HTOD, CUPTI_ACTIVITY_MEMORY_KIND_PINNED,
+                                 8));
+  stage.collect(false);
+  ASSERT_EQ(stage.delivered_through(), now - 4000);  // before the step's end
+  stage.flush_idle();
+  EXPECT_EQ(FakeCupti::flushes.back(), kCuptiFlushForced);
+  ASSERT_TRUE(stage.delivered_through());
+  EXPECT_GE(*stage.delivered_through(), now);
+  EXPECT_EQ(stage.attribute(now - 5000, now - 1000).h2d_copies, 1);
 }
 
 #endif  // TRACEML_HAVE_CUPTI
