@@ -90,6 +90,14 @@ void GpuClock::poll(std::chrono::steady_clock::time_point now,
     int mode = timing::kCudaStreamCaptureModeRelaxed;
     relaxed = api_.thread_exchange_capture_mode(&mode) == timing::kCudaSuccess;
   }
+  // Event queries and elapsed times act on the thread's current device: make
+  // it the timed one, once per thread (the program already uses that device,
+  // so its primary context exists and nothing is created).
+  thread_local int selected = -1;
+  const int device = device_.load(std::memory_order_acquire);
+  if (device >= 0 && selected != device && api_.set_device != nullptr &&
+      api_.set_device(device) == timing::kCudaSuccess)
+    selected = device;
   resolver_.poll(now, out);
 }
 

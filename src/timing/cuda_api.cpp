@@ -76,6 +76,7 @@ CudaApiLoad load(const std::vector<std::string>& library_names) {
   resolve_symbol(handle, "cudaGetLastError", api.get_last_error);
   resolve_symbol(handle, "cudaStreamIsCapturing", api.stream_is_capturing);
   resolve_symbol(handle, "cudaThreadExchangeStreamCaptureMode", api.thread_exchange_capture_mode);
+  resolve_symbol(handle, "cudaSetDevice", api.set_device);
   if (missing != nullptr) {
     out.reason = out.library + " has no " + missing;
     return out;

@@ -50,6 +50,10 @@ struct CudaApi {
   /// relaxed mode, so that its event queries never invalidate a capture
   /// another thread is making in global mode.
   int (*thread_exchange_capture_mode)(int* mode) = nullptr;
+  /// Optional (null: not used). cudaSetDevice: the sender's thread selects
+  /// the timed device before it queries events, so that a rank on device 1
+  /// never makes device 0 current (or creates a context there).
+  int (*set_device)(int device) = nullptr;
 };
 /// cudaStreamCaptureModeRelaxed.
 inline constexpr int kCudaStreamCaptureModeRelaxed = 2;

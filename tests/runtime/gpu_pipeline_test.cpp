@@ -4,6 +4,8 @@
 // activity attribution, captured H2D, step memory), and the end of a run.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include <chrono>
 #include <set>
 #include <vector>
@@ -102,6 +104,24 @@ TEST(GpuClock, WaitsUntilTheProgramUsesAGpu) {
   fake.active_devices = {1};
   ASSERT_NE(clock.attach_thread(), nullptr);
   EXPECT_EQ(clock.device(), 1);
+}
+
+TEST(GpuClock, TheSendersThreadSelectsTheTimedDeviceOnce) {
+  FakeCuda fake;
+  fake.active_devices = {1};
+  GpuClock clock(fake.api(), 2, /*local_rank=*/1, nullptr);
+  std::vector<timing::GpuStepTimes> out;
+  // No device chosen yet: nothing to select.
+  std::thread([&] { clock.poll(t0, out); }).join();
+  EXPECT_TRUE(fake.set_device_calls.empty());
+  ASSERT_NE(clock.attach_thread(), nullptr);
+  ASSERT_EQ(clock.device(), 1);
+  // The polling thread (the sender's) selects device 1, once.
+  std::thread([&] {
+    clock.poll(t0, out);
+    clock.poll(t0, out);
+  }).join();
+  EXPECT_EQ(fake.set_device_calls, std::vector<int>{1});
 }
 
 TEST(StepPipeline, GpuStepsWaitForTheirEventsThenCarryBothClocks) {

@@ -52,6 +52,10 @@ class FakeCuda {
       *status = f().capturing ? 1 : 0;
       return kCudaSuccess;
     };
+    a.set_device = [](int device) {
+      f().set_device_calls.push_back(device);
+      return kCudaSuccess;
+    };
     a.primary_context_active = [](int device, int* active) {
       *active = f().active_devices.count(device) > 0 ? 1 : 0;
       return 0;
@@ -66,6 +70,8 @@ class FakeCuda {
   bool capturing = false;
   /// How often cudaGetLastError was called (we clear our own failures).
   int last_error_reads = 0;
+  /// The devices cudaSetDevice was called with, in order.
+  std::vector<int> set_device_calls;
   /// Devices whose primary context is active (the program has used them).
   std::set<int> active_devices{0};
   /// The event recorded by the k-th cudaEventRecord call (0-based) completes
