@@ -10,14 +10,17 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 
 #include "runtime/config.hpp"
 #include "runtime/cupti_stage.hpp"
+#include "runtime/debug_report.hpp"
 #include "runtime/gpu_clock.hpp"
 #include "runtime/hot_path.hpp"
 #include "runtime/overhead.hpp"
@@ -191,7 +194,10 @@ class Runtime {
   /// TRACEML_CUPTI=0; says once per node when they are unavailable.
   void start_activity_records() {
     const char* env = std::getenv("TRACEML_CUPTI");
-    if (env != nullptr && std::string(env) == "0") return;
+    if (env != nullptr && std::string(env) == "0") {
+      cupti_why_ = "TRACEML_CUPTI=0";
+      return;
+    }
     timing::CuptiSourceSettings settings;
     // CUDA 13's CUPTI records each thread into buffers of its own; one
     // stream of buffers is the default here (cupti_stage.cpp says why).
@@ -206,6 +212,7 @@ class Runtime {
     }
     std::string why;
     cupti_ = CuptiStage::start(why, settings);
+    cupti_why_ = why;
     if (!cupti_ && config_.identity.local_rank.value_or(0) == 0)
       write_stderr_line("traceml: no GPU activity records (" + why + ")");
   }
@@ -220,6 +227,26 @@ class Runtime {
     const auto deadline = Clock::now() + kFlushBudget;
     if (sender_) sender_->stop(deadline);
     if (standalone_) standalone_->finish(deadline + kFlushBudget);
+    if (const char* debug = std::getenv("TRACEML_DEBUG");
+        debug != nullptr && std::string(debug) == "1")
+      print_debug();
+  }
+
+  /// TRACEML_DEBUG=1 (runtime/debug_report.hpp), after the sender stopped.
+  void print_debug() noexcept {
+    try {
+      std::optional<GpuClockDebug> gpu;
+      if (GpuClock* clock = g_gpu_clock.load(std::memory_order_acquire))
+        gpu = GpuClockDebug{clock->device(), clock->counters()};
+      std::ifstream maps("/proc/self/maps");
+      std::stringstream text;
+      text << maps.rdbuf();
+      for (const std::string& line :
+           debug_lines(gpu, cupti_.get(), cupti_why_, cuda_libraries_in_maps(text.str())))
+        write_stderr_line("traceml: debug: rank " + std::to_string(config_.identity.global_rank) +
+                          ": " + line);
+    } catch (...) {  // a debug aid never costs the training anything
+    }
   }
 
  private:
@@ -276,7 +303,8 @@ class Runtime {
   WallMapping wall_;
   SampleQueue samples_;
   std::unique_ptr<Standalone> standalone_;
-  std::unique_ptr<CuptiStage> cupti_;  // outlives the sender, which uses it
+  std::unique_ptr<CuptiStage> cupti_;       // outlives the sender, which uses it
+  std::string cupti_why_ = "no GPU clock";  // why cupti_ is null, when it is
   std::unique_ptr<Sender> sender_;
   std::thread sampler_;
   std::mutex mu_;

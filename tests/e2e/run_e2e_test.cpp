@@ -125,11 +125,22 @@ TEST(E2E, ComputeStragglerFourRanksNamesTheSlowRank) {
 }
 
 TEST(E2E, QuickstartIsComputeBoundOrBalanced) {
-  const RunResult r = run_example("quickstart", 1, {example("quickstart"), "--steps", "150"});
+  // TRACEML_DEBUG=1: each rank says at shutdown what its GPU paths did (the
+  // GPU check reads these lines); on this CPU machine, that they were off.
+  const RunResult r =
+      run_example("quickstart", 1,
+                  {"/usr/bin/env", "TRACEML_DEBUG=1", example("quickstart"), "--steps", "150"});
   ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
   const std::string kind = primary_kind(r.summary);
   EXPECT_TRUE(kind == "COMPUTE_BOUND" || kind == "NO_CLEAR_PERFORMANCE_BOTTLENECK") << kind << "\n"
                                                                                     << r.result.out;
+  EXPECT_NE(r.result.err.find("traceml: debug: rank 0: gpu clock: off\n"), std::string::npos)
+      << r.result.err;
+  EXPECT_NE(r.result.err.find("traceml: debug: rank 0: cupti: off (no GPU clock)\n"),
+            std::string::npos)
+      << r.result.err;
+  EXPECT_NE(r.result.err.find("traceml: debug: rank 0: cuda libraries loaded: "),
+            std::string::npos);
 }
 
 TEST(E2E, H2DBoundOnTheCpuClockMeasuresTheCopyButGivesNoH2DVerdict) {
