@@ -293,7 +293,8 @@ first_with() {
   done
 }
 cupti_version() {
-  sed -n 's/^#define CUPTI_API_VERSION \([0-9]*\).*/\1/p' "$1/cupti_version.h" 2>/dev/null | head -n 1
+  sed -n '/^#define CUPTI_API_VERSION /{s/^#define CUPTI_API_VERSION \([0-9]*\).*/\1/p;q}' \
+    "$1/cupti_version.h" 2>/dev/null
 }
 cupti_dir="${TRACEML_CUPTI_INCLUDE_DIR:-$(first_with cupti_activity.h "${header_dirs[@]}" "${pip_dirs[@]}")}"
 cuda_dir="${TRACEML_CUDA_INCLUDE_DIR:-$(first_with cuda.h "${header_dirs[@]}" "${pip_dirs[@]}")}"
@@ -360,7 +361,7 @@ EOF
     tail -n 5 "$py_err"
     fail_now "no LibTorch: set LIBTORCH to an unpacked LibTorch with CUDA, or install PyTorch with CUDA for python3 ($(tail -n 1 "$py_err"))"
   fi
-  info() { sed -n "s/^$1=//p" <<<"$torch_info" | head -n 1; }
+  info() { sed -n "/^$1=/{s/^$1=//p;q}" <<<"$torch_info"; }
   torch_prefix=$(info prefix)
   site_packages=$(info site)
   ver torch "$(info version) (CUDA $(info cuda), cuDNN $(info cudnn), GPU available: $(info available))"

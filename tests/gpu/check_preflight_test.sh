@@ -34,6 +34,8 @@ cmp -s "$work/printed.txt" "$work/out/gpu-check.txt" ||
   fail "\$OUT/gpu-check.txt differs from what check.sh printed"
 grep -q "^  CUPTI headers: " "$work/out/gpu-versions.txt" ||
   fail "\$OUT/gpu-versions.txt has no CUPTI headers line"
-tar -tzf "$work/out/gpu-logs.tgz" | grep -qx "gpu-check-logs/preflight-cmake.log" ||
+# The listing first: grep -q would stop reading and fail tar under pipefail.
+listing=$(tar -tzf "$work/out/gpu-logs.tgz") || fail "\$OUT/gpu-logs.tgz is not a readable archive"
+grep -qx "gpu-check-logs/preflight-cmake.log" <<<"$listing" ||
   fail "\$OUT/gpu-logs.tgz lacks gpu-check-logs/preflight-cmake.log"
 echo "gpu_check_preflight: ok"
