@@ -18,7 +18,6 @@
 //   --slow-rank 1 --crash-at-step 50      rank 1 exits with code 3 in step 50
 //
 // Without WORLD_SIZE it runs as one rank with no process group.
-#include <c10/util/Optional.h>
 #include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -64,9 +63,7 @@ class SyntheticDataset : public torch::data::datasets::Dataset<SyntheticDataset>
     if (batch_delay_.count() > 0) std::this_thread::sleep_for(batch_delay_);
     return Dataset::get_batch(indices);
   }
-  c10::optional<std::size_t> size() const override {
-    return static_cast<std::size_t>(inputs_.size(0));
-  }
+  examples::DatasetSize size() const override { return static_cast<std::size_t>(inputs_.size(0)); }
 
  private:
   torch::Tensor inputs_;

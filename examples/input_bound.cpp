@@ -10,7 +10,6 @@
 //
 // Expect INPUT-BOUND (critical: input wait is well over 20% of the step).
 // Lower --transform-us, or add loader workers in your own code, and compare.
-#include <c10/util/Optional.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -52,9 +51,7 @@ class TransformedDataset : public torch::data::datasets::Dataset<TransformedData
     }
     return {sample, targets_[i]};
   }
-  c10::optional<std::size_t> size() const override {
-    return static_cast<std::size_t>(raw_.size(0));
-  }
+  examples::DatasetSize size() const override { return static_cast<std::size_t>(raw_.size(0)); }
 
  private:
   // A 5-tap moving average, then zero mean and unit variance.

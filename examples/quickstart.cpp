@@ -12,7 +12,6 @@
 // Expect COMPUTE-BOUND (or BALANCED): input is in memory and cheap. On a GPU,
 // give the model real work (--hidden 16384 --batch-size 256) so that the GPU,
 // not the launches, sets the pace.
-#include <c10/util/Optional.h>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -45,9 +44,7 @@ class SyntheticDataset : public torch::data::datasets::Dataset<SyntheticDataset>
     const auto i = static_cast<std::int64_t>(index);
     return {inputs_[i], targets_[i]};
   }
-  c10::optional<std::size_t> size() const override {
-    return static_cast<std::size_t>(inputs_.size(0));
-  }
+  examples::DatasetSize size() const override { return static_cast<std::size_t>(inputs_.size(0)); }
 
  private:
   torch::Tensor inputs_;

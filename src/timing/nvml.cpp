@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 namespace traceml::timing {
 
@@ -55,16 +56,21 @@ NvmlApiLoad load(const std::vector<std::string>& library_names) {
   need("nvmlShutdown", api.shutdown);
   need("nvmlDeviceGetCount_v2", api.device_get_count);
   need("nvmlDeviceGetHandleByIndex_v2", api.device_get_handle_by_index);
-  need("nvmlDeviceGetUtilizationRates", api.device_get_utilization_rates);
-  need("nvmlDeviceGetMemoryInfo", api.device_get_memory_info);
-  need("nvmlDeviceGetTemperature", api.device_get_temperature);
-  need("nvmlDeviceGetPowerUsage", api.device_get_power_usage);
-  need("nvmlDeviceGetEnforcedPowerLimit", api.device_get_enforced_power_limit);
-  need("nvmlErrorString", api.error_string);
   if (missing != nullptr) {
     out.reason = out.library + " has no " + missing;
     return out;
   }
+  // Each reading on its own: a driver without one of them (newer drivers
+  // deprecate nvmlDeviceGetTemperature) leaves that value absent, not NVML off.
+  auto optional = [&](const char* name, auto& fn) {
+    if (!resolve_symbol(handle, name, fn)) out.absent.emplace_back(name);
+  };
+  optional("nvmlDeviceGetUtilizationRates", api.device_get_utilization_rates);
+  optional("nvmlDeviceGetMemoryInfo", api.device_get_memory_info);
+  optional("nvmlDeviceGetTemperature", api.device_get_temperature);
+  optional("nvmlDeviceGetPowerUsage", api.device_get_power_usage);
+  optional("nvmlDeviceGetEnforcedPowerLimit", api.device_get_enforced_power_limit);
+  optional("nvmlErrorString", api.error_string);
   // Drivers before R470 have neither: node metrics still work without them.
   if (!resolve_symbol(handle, "nvmlDeviceGetComputeRunningProcesses_v3",
                       api.device_get_compute_running_processes)) {
@@ -73,6 +79,7 @@ NvmlApiLoad load(const std::vector<std::string>& library_names) {
   }
   NvmlApiLoad ready = initialize_nvml(api);
   ready.library = out.library;
+  ready.absent = std::move(out.absent);
   return ready;
 }
 
@@ -135,13 +142,10 @@ std::string describe_nvml_error(const NvmlApi& api, int error) {
 
 NvmlSampler::NvmlSampler(const NvmlApi& api) noexcept : api_(api) {
   try {
-    // An api that did not come from a load may lack entry points: then the
-    // sampler sees no device instead of calling through a null pointer.
+    // Only the device list is needed; each reading whose entry point is
+    // missing stays absent (sample_gpus), as when its query fails.
     const bool complete =
-        api_.device_get_count != nullptr && api_.device_get_handle_by_index != nullptr &&
-        api_.device_get_utilization_rates != nullptr && api_.device_get_memory_info != nullptr &&
-        api_.device_get_temperature != nullptr && api_.device_get_power_usage != nullptr &&
-        api_.device_get_enforced_power_limit != nullptr;
+        api_.device_get_count != nullptr && api_.device_get_handle_by_index != nullptr;
     unsigned count = 0;
     if (!complete || api_.device_get_count(&count) != kNvmlSuccess) return;
     devices_.reserve(count);
@@ -175,22 +179,29 @@ std::vector<model::GpuSample> NvmlSampler::sample_gpus() noexcept {
       g.index = static_cast<int>(i);
       if (const auto& device = devices_[i]) {
         void* d = *device;
+        // A reading whose entry point the library lacks is absent, like one
+        // whose query fails.
         NvmlUtilization rates;
-        if (api_.device_get_utilization_rates(d, &rates) == kNvmlSuccess)
+        if (api_.device_get_utilization_rates != nullptr &&
+            api_.device_get_utilization_rates(d, &rates) == kNvmlSuccess)
           g.util_percent = double(rates.gpu);
         NvmlMemory memory;
-        if (api_.device_get_memory_info(d, &memory) == kNvmlSuccess) {
+        if (api_.device_get_memory_info != nullptr &&
+            api_.device_get_memory_info(d, &memory) == kNvmlSuccess) {
           g.mem_used_bytes = double(memory.used);
           g.mem_total_bytes = double(memory.total);
         }
         unsigned celsius = 0;
-        if (api_.device_get_temperature(d, kNvmlTemperatureGpu, &celsius) == kNvmlSuccess)
+        if (api_.device_get_temperature != nullptr &&
+            api_.device_get_temperature(d, kNvmlTemperatureGpu, &celsius) == kNvmlSuccess)
           g.temperature_c = double(celsius);
         // NVML speaks milliwatts; the spec's power figures are watts.
         unsigned milliwatts = 0;
-        if (api_.device_get_power_usage(d, &milliwatts) == kNvmlSuccess)
+        if (api_.device_get_power_usage != nullptr &&
+            api_.device_get_power_usage(d, &milliwatts) == kNvmlSuccess)
           g.power_w = double(milliwatts) / 1000.0;
-        if (api_.device_get_enforced_power_limit(d, &milliwatts) == kNvmlSuccess)
+        if (api_.device_get_enforced_power_limit != nullptr &&
+            api_.device_get_enforced_power_limit(d, &milliwatts) == kNvmlSuccess)
           g.power_limit_w = double(milliwatts) / 1000.0;
       }
       out.push_back(g);
@@ -247,7 +258,8 @@ std::optional<model::ProcessGpu> NvmlSampler::find_process(unsigned pid) {
   out.device = static_cast<int>(*top);
   out.reserved_bytes = used_bytes;
   NvmlMemory memory;
-  if (api_.device_get_memory_info(*devices_[*top], &memory) == kNvmlSuccess)
+  if (api_.device_get_memory_info != nullptr &&
+      api_.device_get_memory_info(*devices_[*top], &memory) == kNvmlSuccess)
     out.total_bytes = double(memory.total);
   return out;
 }

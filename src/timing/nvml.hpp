@@ -53,9 +53,11 @@ struct NvmlProcessInfo {
 };
 
 /// NVML functions with their C ABI: a device (nvmlDevice_t) is an opaque
-/// pointer, errors are the int of nvmlReturn_t, enums are passed as int. Every
-/// pointer except device_get_compute_running_processes is set in an NvmlApi
-/// that load_nvml_api() returns.
+/// pointer, errors are the int of nvmlReturn_t, enums are passed as int.
+/// init, shutdown, device_get_count and device_get_handle_by_index are set in
+/// every NvmlApi that load_nvml_api() returns; each of the others is null when
+/// the library lacks it (NvmlApiLoad::absent names them), and the reading it
+/// gives is then absent.
 struct NvmlApi {
   int (*init)() = nullptr;                                                     ///< nvmlInit_v2
   int (*shutdown)() = nullptr;                                                 ///< nvmlShutdown
@@ -79,6 +81,9 @@ struct NvmlApiLoad {
   std::optional<NvmlApi> api;
   std::string reason;   ///< empty when api is set
   std::string library;  ///< the library that was opened (empty if none)
+  /// The optional entry points the library lacks (their readings stay
+  /// absent), e.g. "nvmlDeviceGetTemperature"; empty when it has them all.
+  std::vector<std::string> absent;
 };
 
 /// The NVML libraries tried in order: the driver's soname, then the
@@ -123,7 +128,8 @@ class NvmlSampler {
 
   /// One sample per device, in NVML index order (PCI bus order, which is not
   /// CUDA's order unless CUDA_DEVICE_ORDER=PCI_BUS_ID). A value whose query
-  /// fails (not supported, no permission, GPU lost) is absent, never 0.
+  /// fails (not supported, no permission, GPU lost) or whose entry point the
+  /// library lacks is absent, never 0.
   /// Bytes for memory, watts for power, degrees C, percent for utilisation.
   std::vector<model::GpuSample> sample_gpus() noexcept;
 

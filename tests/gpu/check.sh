@@ -8,10 +8,20 @@
 #   input_bound (slow per-sample transform)    INPUT_BOUND
 #   quickstart  (wide MLP, fast loader)        COMPUTE_BOUND
 #
-# then prints the h2d run's evidence and the overhead ratio traced/untraced
-# (bench/overhead.sh on the compute-bound quickstart). Budget: 8 minutes on one
-# H200 with 16 cores; every stage has a timeout inside that budget, so a stuck
-# stage fails the check instead of hanging it.
+# then four short h2d_bound variants whose numbers are printed, not asserted
+# (--pinned; TRACEML_CUPTI=0; TRACEML_CUPTI_PER_THREAD_BUFFERS=0 and =1), and
+# the overhead ratio traced/untraced (bench/overhead.sh on the compute-bound
+# quickstart). Every rank runs with TRACEML_DEBUG=1; the check prints each
+# run's `traceml: debug:` lines, the CUDA libraries the rank really mapped
+# (/proc/<pid>/maps, sampled while it runs) and a row of key numbers from
+# final_summary.json, plus the versions of everything involved and each
+# stage's duration.
+#
+# Budget: 8 minutes on one H200 with 16 cores; every stage has a timeout
+# inside that budget, so a stuck stage fails the check instead of hanging it.
+# The dependency preflight runs before the GPU is looked at, so on a machine
+# without one the check still says whether the build could run, then stops
+# with "no GPU".
 #
 # Usage: tests/gpu/check.sh            (from anywhere; exit 0 = every check passed)
 # Environment:
@@ -20,32 +30,138 @@
 #   BUILD_DIR         build directory [<repo>/build-gpu]
 #   TRACEML_GPU_DEBS  a folder of Debian packages (.deb) for traceml's own build
 #                     dependencies (nlohmann-json3-dev libfmt-dev libfmt9
-#                     libsqlite3-dev libsqlite3-0 libasio-dev) on a machine that
-#                     lacks them and cannot install them: unpacked into
-#                     BUILD_DIR/deps and searched by CMake
+#                     libsqlite3-dev libsqlite3-0 libasio-dev libcli11-dev) on a
+#                     machine that lacks them and cannot install them: unpacked
+#                     (dpkg-deb) into BUILD_DIR/deps and searched by CMake
+#   TRACEML_CUPTI_INCLUDE_DIR, TRACEML_CUDA_INCLUDE_DIR
+#                     the folders of cupti_activity.h and cuda.h; default: the
+#                     first of $CUDA_HOME, $CUDA_PATH, /usr/local/cuda (include/
+#                     and extras/CUPTI/include/), /usr/include, then the pip
+#                     packages' nvidia/*/include, that has them
 #   BUDGET_S          the whole check's budget in seconds [480]
 #   JOBS              build parallelism [nproc]
-#   OUT               when set, the output is also written to $OUT/gpu-check.txt
+#   OUT               when set: the output is also written to $OUT/gpu-check.txt,
+#                     the versions to $OUT/gpu-versions.txt and the logs (run
+#                     folders, configure and build logs) to $OUT/gpu-logs.tgz
+#                     (under 16 MiB); without OUT the archive is BUILD_DIR/gpu-logs.tgz
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${BUILD_DIR:-$repo/build-gpu}"
 budget="${BUDGET_S:-480}"
 jobs="${JOBS:-$(nproc)}"
+logs="$build/gpu-check-logs"
+versions="$logs/versions.txt"
+mkdir -p "$build"
+rm -rf "$logs"
+mkdir -p "$logs"
+: >"$versions"
 
+tee_pid=""
 if [ -n "${OUT:-}" ]; then
   mkdir -p "$OUT"
   exec > >(tee "$OUT/gpu-check.txt") 2>&1
   tee_pid=$!
-  # Let tee write the last lines before the script's caller reads the file.
-  trap 'exec >&- 2>&-; wait "$tee_pid" 2>/dev/null || true' EXIT
 fi
 
+# ---- Stages, failures, the end ------------------------------------------------
 failures=()
+stage_name=""
+stage_t0=0
+stage_times=()
+# Starts a stage: $1 its short name, $2 its heading.
+stage() {
+  stage_done
+  stage_name=$1
+  stage_t0=$SECONDS
+  echo
+  echo "== $2 =="
+}
+stage_done() {
+  if [ -n "$stage_name" ]; then
+    stage_times+=("$stage_name $((SECONDS - stage_t0)) s")
+    echo "  ($stage_name: $((SECONDS - stage_t0)) s)"
+    stage_name=""
+  fi
+}
+
+# Archives the logs: every run folder (final_summary.*, manifest.json,
+# telemetry.db), each run's output, versions, the preflight, configure and
+# build logs. Capped under 16 MiB (what comes back from the device machine):
+# telemetry.db files over 4 MiB are left out, and if the archive is still too
+# large every telemetry.db, then every file over 1 MiB; each step says so.
+collect_logs() {
+  local dest="${OUT:-$build}/gpu-logs.tgz" list="$build/gpu-logs.list" cap=$((15 * 1024 * 1024))
+  local size pass skipped
+  [ -d "$logs" ] || return 0
+  for pass in 1 2 3; do
+    (
+      cd "$build"
+      case $pass in
+        1) find gpu-check-logs -type f ! \( -name 'telemetry.db*' -size +4096k \) ;;
+        2) find gpu-check-logs -type f ! -name 'telemetry.db*' ;;
+        3) find gpu-check-logs -type f -size -1024k ;;
+      esac
+      for f in configure.log build.log CMakeCache.txt; do if [ -f "$f" ]; then echo "$f"; fi; done
+    ) >"$list"
+    skipped=$(cd "$build" && { find gpu-check-logs configure.log build.log CMakeCache.txt -type f \
+      2>/dev/null || true; } | grep -vxF -f "$list") || skipped=""
+    tar -C "$build" -czf "$dest" -T "$list" 2>/dev/null || true
+    size=$(stat -c %s "$dest" 2>/dev/null || echo 0)
+    ((size <= cap)) && break
+  done
+  echo "logs: $dest ($((size / 1024)) KiB, $(wc -l <"$list") files)"
+  if [ -n "$skipped" ]; then
+    echo "logs: left out to stay under 16 MiB:"
+    while read -r f; do
+      echo "  $f ($(($(stat -c %s "$build/$f") / 1024)) KiB)"
+    done <<<"$skipped"
+  fi
+  if [ -n "${OUT:-}" ]; then cp "$versions" "$OUT/gpu-versions.txt" 2>/dev/null || true; fi
+}
+
+finished=0
+# Ends the check with exit code $1: stage durations, the log archive, the result.
+finish() {
+  finished=1
+  stage_done
+  echo
+  local joined="" t
+  for t in "${stage_times[@]}"; do joined+="${joined:+, }$t"; done
+  echo "gpu-check: stage durations: ${joined:-none}"
+  collect_logs || true
+  echo "gpu-check: finished in $SECONDS s (budget $budget s)"
+  if (($1 != 0)) || ((${#failures[@]} > 0)); then
+    for f in "${failures[@]}"; do echo "gpu-check: FAILED: $f"; done
+    echo "gpu-check: result: FAIL"
+    exit 1
+  fi
+  echo "gpu-check: result: PASS"
+  exit 0
+}
+# shellcheck disable=SC2317  # called by the EXIT trap
+on_exit() {
+  local rc=$?
+  if ((finished == 0)); then
+    set +e
+    echo "gpu-check: FAILED: stopped unexpectedly (exit code $rc) in stage ${stage_name:-none}"
+    stage_done
+    collect_logs
+    echo "gpu-check: result: FAIL"
+  fi
+  # Let tee write the last lines before the script's caller reads the file.
+  if [ -n "$tee_pid" ]; then
+    exec >&- 2>&-
+    wait "$tee_pid" 2>/dev/null || true
+  fi
+}
+trap on_exit EXIT
+trap 'echo "gpu-check: FAILED: terminated by a signal"; exit 143' TERM INT HUP
+
 fail_now() {
   echo "gpu-check: FAILED: $*"
-  echo "gpu-check: result: FAIL (stopped after $SECONDS s)"
-  exit 1
+  failures+=("$*")
+  finish 1
 }
 check_failed() {
   echo "  FAIL: $*"
@@ -83,11 +199,121 @@ run_stage() {
   fi
 }
 
+# Prints "name: value" and saves it in versions.txt.
+ver() {
+  printf '  %-20s %s\n' "$1:" "$2" | tee -a "$versions"
+}
+
 echo "== traceml GPU check: $(date -u '+%Y-%m-%d %H:%M UTC') =="
 echo "repo: $repo (commit $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo unknown))"
 echo "machine: $(nproc) CPUs, $(uname -sr)"
+ver commit "$(git -C "$repo" rev-parse HEAD 2>/dev/null || echo unknown)"
 
-# ---- 1. A GPU, and a LibTorch with CUDA --------------------------------------
+# ---- 1. Preflight: tools and build dependencies (before the GPU) --------------
+stage preflight "preflight: tools and build dependencies"
+for tool in cmake python3 c++ tar timeout; do
+  command -v "$tool" >/dev/null 2>&1 || fail_now "$tool is not installed"
+done
+generator=()
+if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
+ver cmake "$(cmake --version | head -n 1)"
+ver compiler "$(c++ --version | head -n 1) ($(command -v c++))"
+ver ninja "$(ninja --version 2>/dev/null || echo 'not installed (Unix Makefiles)')"
+ver python3 "$(python3 --version 2>&1 | head -n 1)"
+nvcc=$(command -v nvcc || true)
+if [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ]; then nvcc=/usr/local/cuda/bin/nvcc; fi
+if [ -n "$nvcc" ]; then
+  ver nvcc "$("$nvcc" --version | grep -E 'release|Build' | tr '\n' ' ') ($nvcc)"
+else
+  ver nvcc "not installed (not needed: traceml compiles no CUDA code)"
+fi
+
+dep_prefixes=""
+if [ -n "${TRACEML_GPU_DEBS:-}" ]; then
+  [ -d "$TRACEML_GPU_DEBS" ] || fail_now "TRACEML_GPU_DEBS=$TRACEML_GPU_DEBS is not a folder"
+  command -v dpkg-deb >/dev/null 2>&1 ||
+    fail_now "TRACEML_GPU_DEBS is set but dpkg-deb is not installed: cannot unpack the .deb files"
+  rm -rf "$build/deps"
+  unpacked=0
+  for deb in "$TRACEML_GPU_DEBS"/*.deb; do
+    [ -f "$deb" ] || fail_now "TRACEML_GPU_DEBS=$TRACEML_GPU_DEBS holds no .deb"
+    dpkg-deb -x "$deb" "$build/deps" || fail_now "cannot unpack $deb"
+    unpacked=$((unpacked + 1))
+  done
+  dep_prefixes="$build/deps/usr"
+  echo "  build dependencies: unpacked $unpacked packages into $build/deps"
+fi
+
+# The build's find_package calls, alone (tests/gpu/preflight/CMakeLists.txt).
+pf_log="$logs/preflight-cmake.log"
+pf_limit=$(stage_limit 60)
+pf_rc=0
+timeout --kill-after=10 "$pf_limit" cmake -S "$repo/tests/gpu/preflight" -B "$build/preflight" \
+  -DCMAKE_PREFIX_PATH="$dep_prefixes" >"$pf_log" 2>&1 || pf_rc=$?
+if ((pf_rc != 0)); then
+  # CMake wraps a long message over several lines: join them back into one.
+  missing=$(sed -n '/preflight: missing:/,/^$/p' "$pf_log" | tr -s ' \n' ' ' |
+    sed 's/^ *preflight: missing: //; s/ *$//')
+  if [ -z "$missing" ]; then
+    tail -n 20 "$pf_log"
+    fail_now "dependency preflight: cmake $(exit_reason "$pf_rc" "$pf_limit") (log above)"
+  fi
+  fail_now "missing build dependencies: $missing (scripts/install-deps.sh installs them; or set TRACEML_GPU_DEBS, docs/gpu-validation.md)"
+fi
+sed -n 's/^-- preflight: found /  found /p' "$pf_log" | tee -a "$versions"
+
+# CUPTI's and CUDA's headers: without them the build silently drops GPU
+# activity capture (src/CMakeLists.txt), so the check finds them itself and
+# hands them to CMake. The toolkit first, then the pip packages' nvidia/*/include.
+pip_nvidia=$(timeout 60 python3 -c '
+import nvidia
+for p in nvidia.__path__:
+    print(p)' 2>/dev/null || true)
+header_dirs=()
+for root in "${CUDA_HOME:-}" "${CUDA_PATH:-}" /usr/local/cuda; do
+  if [ -n "$root" ]; then header_dirs+=("$root/include" "$root/extras/CUPTI/include"); fi
+done
+header_dirs+=(/usr/include)
+pip_dirs=()
+while read -r p; do
+  [ -n "$p" ] || continue
+  for d in "$p/cu13/include" "$p/cuda_cupti/include" "$p/cuda_runtime/include" "$p"/*/include; do
+    if [ -d "$d" ]; then pip_dirs+=("$d"); fi
+  done
+done <<<"$pip_nvidia"
+# The first of $1's folder list (the rest of the arguments) holding file $1.
+first_with() {
+  local file=$1 d
+  shift
+  for d in "$@"; do
+    if [ -f "$d/$file" ]; then
+      echo "$d"
+      return
+    fi
+  done
+}
+cupti_version() {
+  sed -n '/^#define CUPTI_API_VERSION /{s/^#define CUPTI_API_VERSION \([0-9]*\).*/\1/p;q}' \
+    "$1/cupti_version.h" 2>/dev/null
+}
+cupti_dir="${TRACEML_CUPTI_INCLUDE_DIR:-$(first_with cupti_activity.h "${header_dirs[@]}" "${pip_dirs[@]}")}"
+cuda_dir="${TRACEML_CUDA_INCLUDE_DIR:-$(first_with cuda.h "${header_dirs[@]}" "${pip_dirs[@]}")}"
+if [ -z "$cupti_dir" ] || [ -z "$cuda_dir" ]; then
+  fail_now "CUPTI headers not found (cupti_activity.h: ${cupti_dir:-none}, cuda.h: ${cuda_dir:-none}; searched ${header_dirs[*]} ${pip_dirs[*]:-and no pip nvidia packages}): without them GPU activity capture is off; set CUDA_HOME or TRACEML_CUPTI_INCLUDE_DIR and TRACEML_CUDA_INCLUDE_DIR"
+fi
+ver "CUPTI headers" "$cupti_dir (CUPTI_API_VERSION $(cupti_version "$cupti_dir" || true))"
+ver "cuda.h" "$cuda_dir"
+pip_cupti=$(first_with cupti_version.h "${pip_dirs[@]}")
+if [ -n "$pip_cupti" ] && [ "$pip_cupti" != "$cupti_dir" ]; then
+  ver "pip CUPTI headers" "$pip_cupti (CUPTI_API_VERSION $(cupti_version "$pip_cupti" || true))"
+  if [ "$(cupti_version "$pip_cupti")" != "$(cupti_version "$cupti_dir")" ]; then
+    echo "  note: the pip packages' CUPTI (loaded at run time, see LD_LIBRARY_PATH) differs from the headers built against"
+  fi
+fi
+echo "dependencies: all found (nlohmann_json, fmt, SQLite3, asio, CLI11, CUPTI and CUDA headers)"
+
+# ---- 2. A GPU, and a LibTorch with CUDA ----------------------------------------
+stage gpu "GPU, driver and LibTorch"
 if ! command -v nvidia-smi >/dev/null 2>&1; then
   fail_now "no GPU: nvidia-smi is not installed (this check needs an NVIDIA GPU and its driver)"
 fi
@@ -95,34 +321,56 @@ if ! gpus=$(timeout 30 nvidia-smi --query-gpu=name,driver_version,memory.total -
   [ -z "$gpus" ]; then
   fail_now "no GPU: nvidia-smi found no usable GPU: ${gpus:-no output}"
 fi
-echo "gpu: $gpus"
+timeout 30 nvidia-smi >"$logs/nvidia-smi.txt" 2>&1 || true
+ver gpu "$gpus"
+ver "driver (CUDA)" "$(timeout 30 nvidia-smi --query-gpu=driver_version --format=csv,noheader 2>/dev/null |
+  head -n 1) ($(grep -o 'CUDA Version: [0-9.]*' "$logs/nvidia-smi.txt" || echo 'CUDA version unknown'))"
 
-for tool in cmake python3 c++; do
-  command -v "$tool" >/dev/null 2>&1 || fail_now "$tool is not installed"
-done
-generator=()
-if command -v ninja >/dev/null 2>&1; then generator=(-G Ninja); fi
-
+site_packages=""
 if [ -n "${LIBTORCH:-}" ]; then
   [ -f "$LIBTORCH/share/cmake/Torch/TorchConfig.cmake" ] ||
     fail_now "LIBTORCH=$LIBTORCH holds no share/cmake/Torch/TorchConfig.cmake"
   torch_prefix="$LIBTORCH"
-  echo "libtorch: $LIBTORCH ($(cat "$LIBTORCH/build-version" 2>/dev/null || echo 'version unknown'))"
+  ver libtorch "$LIBTORCH ($(cat "$LIBTORCH/build-version" 2>/dev/null || echo 'version unknown'))"
 else
-  if ! torch_info=$(timeout 120 python3 -c '
+  # key=value lines on stdout; stderr (import warnings) apart, shown on failure.
+  py_err="$logs/python-torch.err"
+  if ! torch_info=$(timeout 120 python3 - 2>"$py_err" <<'EOF'
+import os
 import torch
-print(torch.utils.cmake_prefix_path)
-print(torch.__version__, "CUDA", torch.version.cuda, "GPU available:", torch.cuda.is_available())
-import os; print(os.path.dirname(os.path.dirname(torch.__file__)))
-' 2>&1); then
-    fail_now "no LibTorch: set LIBTORCH to an unpacked LibTorch with CUDA, or install PyTorch with CUDA for python3 ($(echo "$torch_info" | tail -n 1))"
+print("prefix=" + torch.utils.cmake_prefix_path)
+print("version=" + torch.__version__)
+print("cuda=" + str(torch.version.cuda))
+print("available=" + str(torch.cuda.is_available()))
+print("site=" + os.path.dirname(os.path.dirname(torch.__file__)))
+try:
+    v = torch.cuda.nccl.version()
+    print("nccl=" + (".".join(map(str, v)) if isinstance(v, tuple) else str(v)))
+except Exception as e:  # noqa: BLE001 - any failure is worth a line
+    print("nccl=unavailable (%s)" % str(e).splitlines()[0] if str(e) else "nccl=unavailable")
+print("cudnn=" + str(torch.backends.cudnn.version()))
+try:
+    from importlib import metadata
+    names = sorted("%s==%s" % (d.metadata["Name"], d.version) for d in metadata.distributions()
+                   if (d.metadata["Name"] or "").lower().startswith(("nvidia-", "torch")))
+    print("packages=" + " ".join(names))
+except Exception:  # noqa: BLE001
+    pass
+EOF
+  ); then
+    tail -n 5 "$py_err"
+    fail_now "no LibTorch: set LIBTORCH to an unpacked LibTorch with CUDA, or install PyTorch with CUDA for python3 ($(tail -n 1 "$py_err"))"
   fi
-  torch_prefix=$(sed -n 1p <<<"$torch_info")
-  site_packages=$(sed -n 3p <<<"$torch_info")
-  echo "libtorch: python3's torch $(sed -n 2p <<<"$torch_info")"
-  echo "          CMake prefix $torch_prefix"
-  grep -q "GPU available: True" <<<"$torch_info" ||
-    fail_now "python3's torch has no CUDA or sees no GPU: $(sed -n 2p <<<"$torch_info")"
+  info() { sed -n "/^$1=/{s/^$1=//p;q}" <<<"$torch_info"; }
+  torch_prefix=$(info prefix)
+  site_packages=$(info site)
+  ver torch "$(info version) (CUDA $(info cuda), cuDNN $(info cudnn), GPU available: $(info available))"
+  ver "torch NCCL" "$(info nccl)"
+  ver "pip packages" "$(info packages)"
+  echo "  CMake prefix $torch_prefix"
+  [ -n "$torch_prefix" ] || fail_now "python3's torch gave no cmake_prefix_path"
+  [ "$(info available)" = "True" ] ||
+    fail_now "python3's torch has no CUDA or sees no GPU: torch $(info version), CUDA $(info cuda), available $(info available)"
   # The CUDA libraries of the pip packages (CUPTI, NVML users, cudart), so that
   # traceml's run-time loading finds them as torch itself does.
   for lib in "$site_packages"/nvidia/*/lib "$site_packages"/nvidia/*/*/lib; do
@@ -133,105 +381,97 @@ for lib in /usr/local/cuda/extras/CUPTI/lib64 /usr/local/cuda/lib64; do
   if [ -d "$lib" ]; then LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$lib"; fi
 done
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:-}"
-echo "LD_LIBRARY_PATH: ${LD_LIBRARY_PATH:-(empty)}"
+ver LD_LIBRARY_PATH "${LD_LIBRARY_PATH:-(empty)}"
 
-# ---- 2. Configure and build ---------------------------------------------------
-mkdir -p "$build"
-prefixes="$torch_prefix"
-if [ -n "${TRACEML_GPU_DEBS:-}" ]; then
-  [ -d "$TRACEML_GPU_DEBS" ] || fail_now "TRACEML_GPU_DEBS=$TRACEML_GPU_DEBS is not a folder"
-  unpacked=0
-  for deb in "$TRACEML_GPU_DEBS"/*.deb; do
-    [ -f "$deb" ] || fail_now "TRACEML_GPU_DEBS=$TRACEML_GPU_DEBS holds no .deb"
-    dpkg-deb -x "$deb" "$build/deps" || fail_now "cannot unpack $deb"
-    unpacked=$((unpacked + 1))
-  done
-  prefixes="$prefixes;$build/deps/usr"
-  echo "build dependencies: unpacked $unpacked packages into $build/deps"
-fi
-
-echo
-echo "== build (Release, -DTRACEML_WITH_TORCH=ON, $jobs jobs) =="
-t0=$SECONDS
+# ---- 3. Configure and build -----------------------------------------------------
+stage build "build (Release, -DTRACEML_WITH_TORCH=ON, $jobs jobs)"
+prefixes="$torch_prefix${dep_prefixes:+;$dep_prefixes}"
 run_stage 180 "$build/configure.log" cmake -S "$repo" -B "$build" "${generator[@]}" \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefixes" -DTRACEML_WITH_TORCH=ON \
-  -DTRACEML_BUILD_EXAMPLES=ON -DTRACEML_BUILD_TESTS=OFF -DTRACEML_BUILD_BENCHMARKS=OFF
-grep -E "^-- traceml:" "$build/configure.log" || true
+  -DTRACEML_BUILD_EXAMPLES=ON -DTRACEML_BUILD_TESTS=OFF -DTRACEML_BUILD_BENCHMARKS=OFF \
+  -DTRACEML_CUPTI_INCLUDE_DIR="$cupti_dir" -DTRACEML_CUDA_INCLUDE_DIR="$cuda_dir"
+grep -E "^-- traceml:" "$build/configure.log" | sed 's/^/  /' || true
+if grep -q "CUPTI headers not found" "$build/configure.log" ||
+  ! grep -q "GPU activity capture on" "$build/configure.log"; then
+  fail_now "the configure dropped CUPTI (GPU activity capture off) although the headers are in $cupti_dir and $cuda_dir"
+fi
 # The examples must see LibTorch's CUDA side (traceml::torch's TRACEML_TORCH_CUDA).
 grep -q "TRACEML_TORCH_CUDA=1" "$build/compile_commands.json" ||
   fail_now "this LibTorch has no CUDA (TRACEML_TORCH_CUDA=0; c10_cuda target missing): use a CUDA build of LibTorch"
+grep -q "TRACEML_HAVE_CUPTI=1" "$build/compile_commands.json" ||
+  fail_now "traceml_core is compiled without TRACEML_HAVE_CUPTI=1: no GPU activity capture"
 run_stage 330 "$build/build.log" cmake --build "$build" -j "$jobs" --target traceml_cli \
   traceml_example_h2d_bound traceml_example_input_bound traceml_example_quickstart
-echo "built in $((SECONDS - t0)) s"
 
 traceml="$build/bin/traceml"
 examples="$build/bin/examples"
-logs="$build/gpu-check-logs"
-rm -rf "$logs"
-mkdir -p "$logs"
+rows="$logs/rows.txt"
+: >"$rows"
 
-# ---- 3. Three verdicts on the GPU clock --------------------------------------
-# Runs one example under `traceml run`, then checks final_summary.json:
-# $1 run name, $2 expected primary kind, rest: the example and its flags.
+# ---- 4. Runs on the GPU ---------------------------------------------------------
+# Runs one example under `traceml run` with TRACEML_DEBUG=1, sampling the
+# CUDA libraries its rank maps while it runs, then prints the debug lines, the
+# libraries and the summary's row. $1 run name, $2 expected primary kind on
+# the GPU clock (- for none: a variant, only printed), $3 extra environment
+# ("NAME=value ...", or -), rest: the example and its flags.
 run_and_check() {
-  local name=$1 expected=$2 limit rc=0
-  shift 2
+  local name=$1 expected=$2 extra_env=() limit rc=0 pid libs_pid
+  if [ "$3" != "-" ]; then read -r -a extra_env <<<"$3"; fi
+  shift 3
   echo
-  echo "== $name: expect $expected on the GPU clock =="
-  echo "\$ traceml run -- $(basename "$1") ${*:2}"
-  limit=$(stage_limit 120)
-  timeout --kill-after=10 "$limit" "$traceml" run --logs-dir "$logs" --run-name "$name" \
-    --aggregator-port 0 --master-port 0 --interval 0.5 -- "$@" >"$logs/$name.log" 2>&1 || rc=$?
+  if [ "$expected" = "-" ]; then
+    echo "== $name: variant, numbers only =="
+  else
+    echo "== $name: expect $expected on the GPU clock =="
+  fi
+  echo "\$ ${extra_env[*]:+${extra_env[*]} }traceml run -- $(basename "$1") ${*:2}"
+  limit=$(stage_limit 90)
+  local t0=$SECONDS
+  env TRACEML_DEBUG=1 "${extra_env[@]}" timeout --kill-after=10 "$limit" "$traceml" run \
+    --logs-dir "$logs" --run-name "$name" --aggregator-port 0 --master-port 0 --interval 0.5 \
+    -- "$@" >"$logs/$name.log" 2>&1 &
+  pid=$!
+  python3 "$repo/tests/gpu/rank_libs.py" "$pid" "$(basename "$1")" "$logs/$name.libs.txt" \
+    "$((limit + 15))" 2>"$logs/$name.libs.err" &
+  libs_pid=$!
+  wait "$pid" || rc=$?
+  wait "$libs_pid" || true
+  echo "  ran in $((SECONDS - t0)) s"
+  grep -a "traceml: debug:" "$logs/$name.log" | sed 's/^/  /' || echo "  (no 'traceml: debug:' lines)"
+  # What else the runtime said about its clock and GPU libraries.
+  grep -a -iE "traceml: .*(clock|cupti|nvml|cuda|gpu)" "$logs/$name.log" | grep -v "traceml: debug:" |
+    head -n 5 | sed 's/^/  /' || true
+  echo "  libraries mapped:"
+  sed 's/^/    /' "$logs/$name.libs.txt" 2>/dev/null || cat "$logs/$name.libs.err"
   if ((rc != 0)); then
     tail -n 30 "$logs/$name.log"
     check_failed "$name: traceml run: $(exit_reason "$rc" "$limit")"
     return
   fi
-  # What the rank's runtime said about its clock and GPU libraries, if anything.
-  grep -iE "traceml: .*(clock|cupti|nvml|cuda|gpu)" "$logs/$name.log" | head -n 5 || true
-  if ! python3 - "$logs/$name/final_summary.json" "$expected" <<'EOF'; then
-import json, sys
-path, expected = sys.argv[1], sys.argv[2]
-try:
-    s = json.load(open(path))
-except (OSError, ValueError) as e:
-    sys.exit(f"  no final_summary.json: {e}")
-p = s.get("primary_diagnosis", {})
-st = s.get("step_time", {})
-clock = st.get("global", {}).get("window", {}).get("diagnosis_clock")
-avg = st.get("global", {}).get("average", {})
-def ms(key):
-    v = avg.get(key)
-    return "null" if v is None else f"{v:.3f}"
-print(f"  verdict: {p.get('kind')} ({p.get('severity')}) on the {clock} clock: {p.get('summary')}")
-print(f"  action: {p.get('action')}")
-print("  step averages (ms): " + ", ".join(f"{k} {ms(k + '_ms')}" for k in
-      ("step_time", "input_wait", "h2d", "compute", "residual", "step_time_cpu", "step_time_gpu")))
-mem = s.get("step_memory", {})
-print(f"  step memory: {mem.get('diagnosis', {}).get('kind')}; "
-      f"gpus observed: {s.get('meta', {}).get('gpus_observed')}")
-ok = True
-if p.get("kind") != expected:
-    print(f"  FAIL: verdict {p.get('kind')}, expected {expected}")
-    ok = False
-if clock != "gpu":
-    print(f'  FAIL: diagnosis clock "{clock}", expected "gpu"')
-    ok = False
-sys.exit(0 if ok else 1)
-EOF
-    check_failed "$name: expected $expected on the GPU clock"
+  local expect_args=() src=0
+  if [ "$expected" != "-" ]; then expect_args=(--expect "$expected"); fi
+  python3 "$repo/tests/gpu/summary_row.py" "$logs/$name/final_summary.json" "$name" \
+    "${expect_args[@]}" --row-file "$rows" 2>"$logs/$name.summary.err" || src=$?
+  if ((src != 0)); then
+    cat "$logs/$name.summary.err"
+    if [ "$expected" = "-" ]; then
+      check_failed "$name: no usable final_summary.json"
+    else
+      check_failed "$name: expected $expected on the GPU clock"
+    fi
     return
   fi
   echo "  ok"
 }
 
+stage runs "runs: three verdicts on the GPU clock"
 # Pageable copies of 64 MiB, not marked: only the automatic H2D capture sees them.
-run_and_check h2d_bound H2D_BOUND "$examples/h2d_bound" --device cuda --steps 200 \
-  --batch-mb 64 --mark-h2d 0
+h2d_args=(--device cuda --batch-mb 64 --mark-h2d 0)
+run_and_check h2d_bound H2D_BOUND - "$examples/h2d_bound" "${h2d_args[@]}" --steps 200
 # The H2D evidence: the primary's, and every pageable-copy figure in the summary.
 if [ -f "$logs/h2d_bound/final_summary.json" ]; then
   echo "  h2d evidence:"
-  python3 - "$logs/h2d_bound/final_summary.json" <<'EOF' || true
+  python3 - "$logs/h2d_bound/final_summary.json" <<'EOF' 2>"$logs/h2d_evidence.err" || cat "$logs/h2d_evidence.err"
 import json, sys
 s = json.load(open(sys.argv[1]))
 print("    primary evidence: " + json.dumps(s.get("primary_diagnosis", {}).get("evidence", {}), sort_keys=True))
@@ -252,28 +492,37 @@ if not found:
 EOF
 fi
 # 32 samples x 100 us of transform per batch, a tiny model: the GPU waits.
-run_and_check input_bound INPUT_BOUND "$examples/input_bound" --device cuda --steps 150
+run_and_check input_bound INPUT_BOUND - "$examples/input_bound" --device cuda --steps 150
 # A 16384-wide MLP (about 400 GFLOP per step) outruns its in-memory loader.
-run_and_check compute_bound COMPUTE_BOUND "$examples/quickstart" --device cuda --steps 150 \
+run_and_check compute_bound COMPUTE_BOUND - "$examples/quickstart" --device cuda --steps 150 \
   --hidden 16384 --batch-size 256
 
-# ---- 4. Overhead --------------------------------------------------------------
+stage variants "variants: h2d_bound pinned, without CUPTI, CUPTI per-thread buffers 0 and 1"
+# The fix the H2D verdict suggests: pinned batches copied non_blocking.
+run_and_check h2d_pinned - - "$examples/h2d_bound" "${h2d_args[@]}" --steps 100 --pinned
+# CUPTI off (runtime.cpp): the unmarked copy is then invisible on the GPU clock.
+run_and_check h2d_cupti_off - TRACEML_CUPTI=0 "$examples/h2d_bound" "${h2d_args[@]}" --steps 100
+# CUPTI's per-thread activity buffers, off (the default) and on.
+run_and_check h2d_per_thread_0 - TRACEML_CUPTI_PER_THREAD_BUFFERS=0 "$examples/h2d_bound" \
+  "${h2d_args[@]}" --steps 100
+run_and_check h2d_per_thread_1 - TRACEML_CUPTI_PER_THREAD_BUFFERS=1 "$examples/h2d_bound" \
+  "${h2d_args[@]}" --steps 100
+
 echo
-echo "== overhead: bench/overhead.sh, compute-bound quickstart on the GPU =="
+echo "== runs at a glance =="
+sed 's/^/  /' "$rows"
+
+# ---- 5. Overhead ------------------------------------------------------------------
+stage overhead "overhead: bench/overhead.sh, compute-bound quickstart on the GPU"
 limit=$(stage_limit 150)
 rc=0
 N=3 STEPS=300 WARMUP=20 FIXED_REPEATS=1 FIXED_STEPS=0 \
   QUICKSTART_ARGS="--device cuda --hidden 16384 --batch-size 256 --log-every 1000" \
-  timeout --kill-after=10 "$limit" bash "$repo/bench/overhead.sh" "$build" || rc=$?
+  timeout --kill-after=10 "$limit" bash "$repo/bench/overhead.sh" "$build" >"$logs/overhead.log" 2>&1 ||
+  rc=$?
+cat "$logs/overhead.log"
 if ((rc != 0)); then
   check_failed "overhead.sh: $(exit_reason "$rc" "$limit")"
 fi
 
-echo
-echo "gpu-check: finished in $SECONDS s (budget $budget s)"
-if ((${#failures[@]} > 0)); then
-  for f in "${failures[@]}"; do echo "gpu-check: FAILED: $f"; done
-  echo "gpu-check: result: FAIL"
-  exit 1
-fi
-echo "gpu-check: result: PASS"
+finish 0

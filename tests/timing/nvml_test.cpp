@@ -229,14 +229,64 @@ TEST(NvmlSampler, NoDevicesWhenTheCountFails) {
   EXPECT_TRUE(sampler.sample_gpus().empty());
 }
 
-TEST(NvmlSampler, AnIncompleteApiSeesNoDevice) {
-  FakeNvml fake;
-  NvmlApi api = fake.api();
-  api.device_get_temperature = nullptr;
-  NvmlSampler sampler(api);
-  EXPECT_EQ(sampler.device_count(), 0u);
-  EXPECT_TRUE(sampler.sample_gpus().empty());
-  EXPECT_FALSE(sampler.process_gpu(our_pid()));
+TEST(NvmlSampler, WithoutTheDeviceListItSeesNoDevice) {
+  for (const bool no_count : {true, false}) {
+    SCOPED_TRACE(no_count ? "no nvmlDeviceGetCount_v2" : "no nvmlDeviceGetHandleByIndex_v2");
+    FakeNvml fake;
+    NvmlApi api = fake.api();
+    if (no_count) {
+      api.device_get_count = nullptr;
+    } else {
+      api.device_get_handle_by_index = nullptr;
+    }
+    NvmlSampler sampler(api);
+    EXPECT_EQ(sampler.device_count(), 0u);
+    EXPECT_TRUE(sampler.sample_gpus().empty());
+    EXPECT_FALSE(sampler.process_gpu(our_pid()));
+  }
+}
+
+TEST(NvmlSampler, AMissingEntryPointLeavesExactlyItsValuesAbsent) {
+  // A library without one reading's entry point (newer drivers deprecate
+  // nvmlDeviceGetTemperature) keeps NVML and every other value.
+  using Drop = void (*)(NvmlApi&);
+  const std::vector<std::pair<const char*, Drop>> cases = {
+      {"utilization", [](NvmlApi& a) { a.device_get_utilization_rates = nullptr; }},
+      {"memory", [](NvmlApi& a) { a.device_get_memory_info = nullptr; }},
+      {"temperature", [](NvmlApi& a) { a.device_get_temperature = nullptr; }},
+      {"power", [](NvmlApi& a) { a.device_get_power_usage = nullptr; }},
+      {"power limit", [](NvmlApi& a) { a.device_get_enforced_power_limit = nullptr; }},
+  };
+  for (const auto& [what, drop] : cases) {
+    SCOPED_TRACE(what);
+    FakeNvml fake;
+    fake.devices[1].processes = {proc(our_pid(), 3 * kGiBu)};
+    NvmlApi api = fake.api();
+    drop(api);
+    NvmlSampler sampler(api);
+    ASSERT_EQ(sampler.device_count(), 2u);
+    const auto gpus = sampler.sample_gpus();
+    ASSERT_EQ(gpus.size(), 2u);
+    const std::string w = what;
+    for (const auto& g : gpus) {
+      EXPECT_EQ(g.util_percent.has_value(), w != "utilization");
+      EXPECT_EQ(g.mem_used_bytes.has_value(), w != "memory");
+      EXPECT_EQ(g.mem_total_bytes.has_value(), w != "memory");
+      EXPECT_EQ(g.temperature_c.has_value(), w != "temperature");
+      EXPECT_EQ(g.power_w.has_value(), w != "power");
+      EXPECT_EQ(g.power_limit_w.has_value(), w != "power limit");
+    }
+    EXPECT_EQ(gpus[0].util_percent,
+              w == "utilization" ? std::nullopt : std::optional<double>(87.0));
+    EXPECT_EQ(gpus[1].temperature_c,
+              w == "temperature" ? std::nullopt : std::optional<double>(35.0));
+    // The process is still found; only its device's total needs the memory query.
+    const auto p = sampler.process_gpu(our_pid());
+    ASSERT_TRUE(p);
+    EXPECT_EQ(p->device, 1);
+    EXPECT_EQ(p->reserved_bytes, 3.0 * kGiB);
+    EXPECT_EQ(p->total_bytes, w == "memory" ? std::nullopt : std::optional<double>(80.0 * kGiB));
+  }
 }
 
 TEST(NvmlSampler, ProcessMemoryOnDevice1) {
@@ -402,6 +452,31 @@ TEST(NvmlApi, ALibraryWithoutTheEntryPointsIsRefused) {
   EXPECT_FALSE(r.api);
   EXPECT_EQ(r.library, "libm.so.6");
   EXPECT_EQ(r.reason, "libm.so.6 has no nvmlInit_v2");
+}
+
+TEST(NvmlApi, ALibraryWithoutTheOptionalReadingsStillGivesAnApi) {
+  // A real shared library (fake_nvml_library.cpp) opened with dlopen: it has
+  // the device list and the memory query, nothing else.
+  const NvmlApiLoad r = load_nvml_api({TRACEML_FAKE_NVML_PATH});
+  ASSERT_TRUE(r.api) << r.reason;
+  EXPECT_TRUE(r.reason.empty());
+  EXPECT_EQ(r.library, TRACEML_FAKE_NVML_PATH);
+  EXPECT_EQ(r.absent,
+            (std::vector<std::string>{"nvmlDeviceGetUtilizationRates", "nvmlDeviceGetTemperature",
+                                      "nvmlDeviceGetPowerUsage", "nvmlDeviceGetEnforcedPowerLimit",
+                                      "nvmlErrorString"}));
+  EXPECT_EQ(r.api->device_get_temperature, nullptr);
+  EXPECT_EQ(r.api->device_get_compute_running_processes, nullptr);
+  EXPECT_EQ(describe_nvml_error(*r.api, 3), "3");  // no nvmlErrorString: the number alone
+  NvmlSampler sampler(*r.api);
+  ASSERT_EQ(sampler.device_count(), 1u);
+  const auto gpus = sampler.sample_gpus();
+  ASSERT_EQ(gpus.size(), 1u);
+  EXPECT_EQ(gpus[0].mem_total_bytes, 80.0 * kGiB);
+  EXPECT_EQ(gpus[0].mem_used_bytes, 1.0 * kGiB);
+  EXPECT_FALSE(gpus[0].util_percent || gpus[0].temperature_c || gpus[0].power_w ||
+               gpus[0].power_limit_w);
+  EXPECT_FALSE(sampler.process_gpu(our_pid()));
 }
 
 TEST(NvmlApi, DefaultSearchGivesAnApiOrOneLineWhy) {
