@@ -188,6 +188,9 @@ class JsonlBuffer {
   void raw(std::string_view text) { buffer_ += text; }
 
   void number(double v) {
+    // -0.0 is written as 0: "-0" reads back as the integer 0, and a file
+    // must read back to what wrote it (found by fuzz_jsonl).
+    if (v == 0.0) v = 0.0;
     // Shortest text that reads back to the same double.
     char digits[32];
     const auto r = std::to_chars(digits, digits + sizeof digits, v);
