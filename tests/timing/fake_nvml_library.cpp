@@ -4,6 +4,13 @@
 // temperature, power, power limit) nor nvmlErrorString, as a driver that
 // dropped a deprecated call would. One GPU of 80 GiB with 1 GiB used.
 
+// The reading's struct is traceml's own (timing/nvml.hpp), declared by name
+// only: a function whose type differs from the pointer it is called through
+// is undefined behaviour (UBSan's -fsanitize=function checks the types).
+namespace traceml::timing {
+struct NvmlMemory;
+}  // namespace traceml::timing
+
 namespace {
 int g_device = 0;  // the one device's handle points here
 }  // namespace
@@ -32,9 +39,10 @@ __attribute__((visibility("default"))) int nvmlDeviceGetHandleByIndex_v2(unsigne
   *device = &g_device;
   return 0;
 }
-__attribute__((visibility("default"))) int nvmlDeviceGetMemoryInfo(void* device,
-                                                                   FakeNvmlMemory* memory) {
+__attribute__((visibility("default"))) int nvmlDeviceGetMemoryInfo(
+    void* device, traceml::timing::NvmlMemory* reading) {
   if (device != &g_device) return 2;
+  auto* memory = reinterpret_cast<FakeNvmlMemory*>(reading);  // the same layout as nvmlMemory_t
   constexpr unsigned long long kGiB = 1024ULL * 1024ULL * 1024ULL;
   memory->total = 80 * kGiB;
   memory->used = 1 * kGiB;
