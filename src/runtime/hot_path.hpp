@@ -6,6 +6,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <optional>
+
+#include <traceml/traceml.hpp>
 
 #include "runtime/clock.hpp"
 #include "runtime/thread_recorder.hpp"
@@ -22,6 +25,19 @@ struct HotState {
 
 inline std::int64_t hot_scope_begin(const HotState& h) noexcept {
   return h.state.load(std::memory_order_relaxed) == kRecording ? now_ns() : 0;
+}
+
+/// The event a PhaseScope times, or nothing for a value outside traceml::Phase
+/// (a cast from an integer). The enums share their values.
+constexpr std::optional<model::Event> to_event(Phase p) noexcept {
+  static_assert(int(Phase::H2D) == int(model::Event::H2D) &&
+                    int(Phase::Forward) == int(model::Event::Forward) &&
+                    int(Phase::Backward) == int(model::Event::Backward) &&
+                    int(Phase::Optimizer) == int(model::Event::OptimizerStep),
+                "traceml::Phase and model::Event must keep the same values");
+  const int v = int(p);
+  if (v < int(Phase::H2D) || v > int(Phase::Optimizer)) return std::nullopt;
+  return model::Event(v);
 }
 
 inline void hot_add(ThreadRecorder& r, model::Event e, std::int64_t start) noexcept {

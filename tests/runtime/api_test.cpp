@@ -55,6 +55,11 @@ TEST(PublicApi, ScopesOverRangesCustomLoopsAndExceptionsReachTheSummary) {
       traceml::PhaseScope p(traceml::Phase::Backward);
       std::this_thread::sleep_for(1ms);
     }
+    {
+      // A phase cast from a bad integer is not timed, and writes nothing out
+      // of bounds (the sanitizer builds run this).
+      traceml::PhaseScope bad(static_cast<traceml::Phase>(9));
+    }
   }
   for (int x : traceml::wrap_dataloader(Countdown{10})) {  // steps 21-30, an rvalue range
     TRACEML_STEP();

@@ -63,6 +63,17 @@ TEST_F(Fixture, PhasesAndFetchesBeforeTheStepEndBelongToIt) {
   EXPECT_EQ(s.scopes, 5u);  // fetch, three phase scopes, the step
 }
 
+TEST(HotPath, APhaseMapsToItsEventAndAValueOutsideTheEnumToNothing) {
+  EXPECT_EQ(to_event(Phase::H2D), Event::H2D);
+  EXPECT_EQ(to_event(Phase::Forward), Event::Forward);
+  EXPECT_EQ(to_event(Phase::Backward), Event::Backward);
+  EXPECT_EQ(to_event(Phase::Optimizer), Event::OptimizerStep);
+  // Casts from integers: InputWait (0) and TracedStepTime (5) are not phases,
+  // and 9 or 255 would index past the recorder's arrays.
+  for (const int v : {0, 5, 6, 9, 255})
+    EXPECT_EQ(to_event(Phase(v)), std::nullopt) << v;
+}
+
 TEST_F(Fixture, InputWaitIsAbsentUntilAFetchWasEverTimedThenAMeasuredZero) {
   recorder.add(Event::Forward, 1);
   ASSERT_TRUE(step(0, 10));
