@@ -184,9 +184,16 @@ class Runtime {
       start_activity_records();
       return clock;
     }
+    gpu_why_ = cuda.api ? "no CUDA device" : cuda.reason;
+    // No driver or no device is the ordinary CPU machine: one calm line (the
+    // details are in TRACEML_DEBUG's). Anything else may hide a GPU that
+    // traceml cannot reach, so it is named.
+    const bool ordinary = cuda.api || gpu_why_.rfind("no CUDA driver", 0) == 0 ||
+                          gpu_why_.rfind("no CUDA device", 0) == 0 ||
+                          gpu_why_.rfind("libcudart not found", 0) == 0;
     if (config_.identity.local_rank.value_or(0) == 0)
-      write_stderr_line(std::string("traceml: using the CPU clock (") +
-                        (cuda.api ? "no CUDA device" : cuda.reason) + ")");
+      write_stderr_line(ordinary ? std::string("traceml: no GPU: timing on the CPU clock")
+                                 : "traceml: timing on the CPU clock (" + gpu_why_ + ")");
     return nullptr;
   }
 
@@ -241,8 +248,10 @@ class Runtime {
       std::ifstream maps("/proc/self/maps");
       std::stringstream text;
       text << maps.rdbuf();
-      for (const std::string& line :
-           debug_lines(gpu, cupti_.get(), cupti_why_, cuda_libraries_in_maps(text.str())))
+      std::vector<std::string> lines =
+          debug_lines(gpu, cupti_.get(), cupti_why_, cuda_libraries_in_maps(text.str()));
+      if (!gpu && !gpu_why_.empty()) lines.front() += " (" + gpu_why_ + ")";
+      for (const std::string& line : lines)
         write_stderr_line("traceml: debug: rank " + std::to_string(config_.identity.global_rank) +
                           ": " + line);
     } catch (...) {  // a debug aid never costs the training anything
@@ -305,6 +314,7 @@ class Runtime {
   std::unique_ptr<Standalone> standalone_;
   std::unique_ptr<CuptiStage> cupti_;       // outlives the sender, which uses it
   std::string cupti_why_ = "no GPU clock";  // why cupti_ is null, when it is
+  std::string gpu_why_;                     // why there is no GPU clock, when there is none
   std::unique_ptr<Sender> sender_;
   std::thread sampler_;
   std::mutex mu_;
@@ -395,8 +405,12 @@ std::int64_t scope_begin() noexcept {
 
 void phase_end(Phase phase, std::int64_t start) noexcept {
   if (start == 0) return;
-  if (auto* r = runtime::recorder()) runtime::hot_add(*r, model::Event(phase), start);
-  if (auto* g = runtime::t_gpu) g->builder.scope_end(model::Event(phase), start);
+  // A value outside the enum (Phase(9) from a cast) would index past the
+  // recorder's arrays on the training thread: such a phase is not timed.
+  const auto event = runtime::to_event(phase);
+  if (!event) return;
+  if (auto* r = runtime::recorder()) runtime::hot_add(*r, *event, start);
+  if (auto* g = runtime::t_gpu) g->builder.scope_end(*event, start);
 }
 
 void fetch_end(std::int64_t start) noexcept {

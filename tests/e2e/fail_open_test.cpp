@@ -46,7 +46,7 @@ std::string untraced_output(const std::vector<std::string>& args) {
 }
 
 /// What a rank prints once when it cannot time on a GPU.
-const std::string kCpuClockNote = "traceml: using the CPU clock (";
+const std::string kCpuClockNote = "traceml: no GPU: timing on the CPU clock\n";
 
 std::size_t lines_with(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
