@@ -24,8 +24,8 @@ std::optional<std::string> pageable_advice(const H2dCopies& c) {
   if (c.pageable_bytes / c.bytes < thresholds::kPageableDominantShare) return std::nullopt;
   return count_text(c.pageable_copies) + " of " + count_text(c.copies) + " copies per step (" +
          decimal_bytes(c.pageable_bytes, c.bytes) + " of " + decimal_bytes(c.bytes, c.bytes) +
-         ") come from pageable memory: pin the batch (pin_memory in the DataLoader options, or "
-         "tensor.pin_memory()) and copy with non_blocking=true.";
+         ") come from pageable memory: pin the batch (tensor.pin_memory(), in the dataset or a "
+         "loader worker) and copy with .to(device, /*non_blocking=*/true).";
 }
 
 }  // namespace traceml::analysis

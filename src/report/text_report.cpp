@@ -671,7 +671,9 @@ void straggler_verdict(const Run& run, Verdict& v) {
   }
   if (run.kind == "INPUT_STRAGGLER") {
     v.why = who + " waits " + w + " per step for input; the median rank waits " + m + "." + pace;
-    v.next = "inspect dataloader, collate_fn, preprocessing, and storage on " + who + ".";
+    v.next =
+        "inspect the data loader's workers, the dataset's get() and transforms, and storage on " +
+        who + ".";
   } else if (run.kind == "H2D_STRAGGLER") {
     v.why = who + " spends " + w + " per step in host-to-device copies; the median rank spends " +
             m + "." + pace;
@@ -734,15 +736,16 @@ Verdict read_verdict(const Run& run) {
                     ? "input wait is " + s + " of the typical step (CPU clock)."
                     : "input wait is " + s +
                           " of the typical step; the GPU sits idle while batches arrive.";
-        v.next = cpu_only(run) ? "raise DataLoader num_workers or prefetch, or check storage read "
-                                 "throughput."
-                               : "raise DataLoader num_workers, enable pin_memory / prefetch, or "
-                                 "check storage read throughput.";
+        // LibTorch's knobs, not Python's (DECISIONS 13).
+        v.next = cpu_only(run) ? "add loader workers (DataLoaderOptions().workers(N)) or prefetch "
+                                 "(max_jobs), or check storage read throughput."
+                               : "add loader workers (DataLoaderOptions().workers(N)), pin batches "
+                                 "(tensor.pin_memory()), or check storage reads.";
       } else if (k == "H2D_BOUND") {
         v.why = "host-to-device copies take " + s + " of the typical step.";
         v.next =
-            "use pin_memory + non_blocking copies, batch transfers, or move preprocessing to the "
-            "GPU.";
+            "pin host batches (tensor.pin_memory()), copy with .to(device, "
+            "/*non_blocking=*/true), or batch transfers.";
         if (const auto advice = evidence_pageable_advice(issue_evidence(run, k))) v.next = *advice;
       } else if (k == "RESIDUAL_HEAVY") {
         v.why = s + " of the typical step is time outside the traced phases.";

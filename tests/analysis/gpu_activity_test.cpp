@@ -227,8 +227,8 @@ TEST(H2dAdvice, PageableCopiesGetThePinMemoryAction) {
   EXPECT_EQ(i.summary, "H2D transfer is 25.0% of the typical GPU Step Time.");  // unchanged
   EXPECT_EQ(i.action,
             "3 of 4 copies per step (96.0 MB of 128.0 MB) come from pageable memory: pin the batch "
-            "(pin_memory in the DataLoader options, or tensor.pin_memory()) and copy with "
-            "non_blocking=true.");
+            "(tensor.pin_memory(), in the dataset or a loader worker) and copy with .to(device, "
+            "/*non_blocking=*/true).");
   EXPECT_EQ(i.evidence.dump(),
             R"({"h2d_ms":25.0,"h2d_share":0.25,"diagnosis_clock":"gpu",)"
             R"("h2d_copies_per_step":4.0,"h2d_pageable_copies_per_step":3.0,)"
@@ -241,8 +241,8 @@ TEST(H2dAdvice, ThresholdIsHalfOfTheBytes) {
   // with the numbers still in the evidence.
   EXPECT_EQ(h2d_bound(activity(90, 0, 128e6, 2, 1, 64e6)).diagnosis().action,
             "1 of 2 copies per step (64.0 MB of 128.0 MB) come from pageable memory: pin the batch "
-            "(pin_memory in the DataLoader options, or tensor.pin_memory()) and copy with "
-            "non_blocking=true.");
+            "(tensor.pin_memory(), in the dataset or a loader worker) and copy with .to(device, "
+            "/*non_blocking=*/true).");
   const Section below = h2d_bound(activity(90, 0, 128e6, 2, 1, 63.9e6));
   EXPECT_EQ(below.diagnosis().action,
             "Inspect pinned memory, batch transfer, and host-to-device copies.");
@@ -256,8 +256,8 @@ TEST(H2dAdvice, ThresholdIsHalfOfTheBytes) {
 TEST(H2dAdvice, NumbersAndUnits) {
   EXPECT_EQ(pageable_advice({2.5, 1.5, 3e9, 2.4e9}).value_or(""),
             "1.5 of 2.5 copies per step (2.4 GB of 3.0 GB) come from pageable memory: pin the "
-            "batch (pin_memory in the DataLoader options, or tensor.pin_memory()) and copy with "
-            "non_blocking=true.");
+            "batch (tensor.pin_memory(), in the dataset or a loader worker) and copy with "
+            ".to(device, /*non_blocking=*/true).");
   EXPECT_EQ(decimal_bytes(4096, 8192), "4.1 KB");
   EXPECT_EQ(decimal_bytes(96e6, 128e6), "96.0 MB");
   EXPECT_EQ(decimal_bytes(5e8, 1.5e9), "0.5 GB");
@@ -288,8 +288,8 @@ TEST(H2dAdvice, H2DStragglerAdvisesOnTheCulprit) {
             "wait cost).");
   EXPECT_EQ(i.action,
             "Inspect H2D on r1. 2 of 2 copies per step (50.0 MB of 50.0 MB) come from pageable "
-            "memory: pin the batch (pin_memory in the DataLoader options, or tensor.pin_memory()) "
-            "and copy with non_blocking=true.");
+            "memory: pin the batch (tensor.pin_memory(), in the dataset or a loader worker) and "
+            "copy with .to(device, /*non_blocking=*/true).");
   // Collective evidence (victim 45 - culprit 5 = 40 of the 40 ms cost), then
   // the culprit's copies.
   EXPECT_EQ(i.evidence["collective_culprit_ms"], 5.0);

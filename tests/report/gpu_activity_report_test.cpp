@@ -148,8 +148,8 @@ TEST(GpuActivityJson, AddedKeysWhereTheyBelong) {
   EXPECT_EQ(st["diagnosis"]["evidence"]["h2d_pageable_share"], 0.75);
   EXPECT_EQ(j["primary_diagnosis"]["action"],
             "3 of 4 copies per step (96.0 MB of 128.0 MB) come from pageable memory: pin the batch "
-            "(pin_memory in the DataLoader options, or tensor.pin_memory()) and copy with "
-            "non_blocking=true.");
+            "(tensor.pin_memory(), in the dataset or a loader worker) and copy with .to(device, "
+            "/*non_blocking=*/true).");
   // System: GPU idle in steps right after GPU utilisation.
   const Json& sys_names = j["system"]["metadata"]["section_metric_names"];
   EXPECT_EQ(sys_names[3], "gpu_util_percent");
@@ -165,8 +165,8 @@ TEST(GpuActivityText, LinesUnderTheTreeAndBesideGpuUtil) {
   EXPECT_EQ(paragraph(text, "Why:"), "Why: host-to-device copies take 25% of the typical step.");
   EXPECT_EQ(paragraph(text, "Next:"),
             "Next: 3 of 4 copies per step (96.0 MB of 128.0 MB) come from pageable memory: pin the "
-            "batch (pin_memory in the DataLoader options, or tensor.pin_memory()) and copy with "
-            "non_blocking=true.");
+            "batch (tensor.pin_memory(), in the dataset or a loader worker) and copy with "
+            ".to(device, /*non_blocking=*/true).");
   EXPECT_EQ(left_of(line_starting(text, "Collective (NCCL):")),
             "Collective (NCCL): 2.5 ms per step");
   EXPECT_EQ(left_of(line_starting(text, "H2D copies:")),
@@ -195,8 +195,8 @@ TEST(GpuActivityText, NothingAddedWithoutRecords) {
     EXPECT_EQ(json.find(key), std::string::npos) << key;
   }
   EXPECT_EQ(paragraph(f.text, "Next:"),
-            "Next: use pin_memory + non_blocking copies, batch transfers, or move preprocessing to "
-            "the GPU.");
+            "Next: pin host batches (tensor.pin_memory()), copy with .to(device, "
+            "/*non_blocking=*/true), or batch transfers.");
   EXPECT_EQ(line_starting(f.text, "Collective"), "");
   EXPECT_EQ(line_starting(f.text, "H2D copies"), "");
   EXPECT_EQ(line_starting(f.text, "GPU idle"), "");
@@ -248,8 +248,8 @@ TEST(GpuActivityText, H2DStragglerNextAdvisesPinningOnTheCulprit) {
   EXPECT_EQ(f.json["primary_diagnosis"]["kind"], "H2D_STRAGGLER");
   EXPECT_EQ(paragraph(f.text, "Next:"),
             "Next: on R1, 2 of 2 copies per step (50.0 MB of 50.0 MB) come from pageable memory: "
-            "pin the batch (pin_memory in the DataLoader options, or tensor.pin_memory()) and copy "
-            "with non_blocking=true.");
+            "pin the batch (tensor.pin_memory(), in the dataset or a loader worker) and copy with "
+            ".to(device, /*non_blocking=*/true).");
 }
 
 }  // namespace

@@ -599,7 +599,7 @@ bert_finetune · 1 GPU · 256 steps analyzed · 52.4s
 
 Verdict: INPUT-BOUND  (CRITICAL)
 Why: input wait is 64% of the typical step; the GPU sits idle while batches arrive.
-Next: raise DataLoader num_workers, enable pin_memory / prefetch, or check storage read throughput.
+Next: add loader workers (DataLoaderOptions().workers(N)), pin batches (tensor.pin_memory()), or check storage reads.
 Supporting: GPU util 24% avg -- consistent with input starvation.
 Scope: N = node · R = global rank · G = GPU index
 
@@ -642,7 +642,7 @@ ddp_pretrain · 4 GPUs · 2 nodes · 250 steps analyzed · 40.1s
 
 Verdict: INPUT STRAGGLER  (CRITICAL)
 Why: R0/N0 waits 254.5 ms per step for input; the median rank waits 3.8 ms. All 4 ranks then advance at R0's pace.
-Next: inspect dataloader, collate_fn, preprocessing, and storage on R0/N0.
+Next: inspect the data loader's workers, the dataset's get() and transforms, and storage on R0/N0.
 Supporting: GPU util median 14% -- ranks idle at the step barrier.
 Scope: N = node · R = global rank · G = GPU index
 
@@ -684,7 +684,7 @@ quickstart · CPU only (no GPU detected) · 100 steps analyzed · 2.0s
 
 Verdict: INPUT-BOUND  (WARNING)
 Why: input wait is 14% of the typical step (CPU clock).
-Next: raise DataLoader num_workers or prefetch, or check storage read throughput.
+Next: add loader workers (DataLoaderOptions().workers(N)) or prefetch (max_jobs), or check storage read throughput.
 Scope: N = node · R = global rank · G = GPU index
 
 STEP TIMING (R0/N0), CPU Clock                     || STEP MEMORY: NO GPU
@@ -836,8 +836,8 @@ TEST(TextReportVerdict, WhyAndNextFollowTheCardTable) {
   const std::vector<WordingCase> cases = {
       {"h2d_bound", "H2D_BOUND", "H2D-BOUND", Json{{"score", 0.25}}, false,
        "Verdict: H2D-BOUND  (WARNING)", "Why: host-to-device copies take 25% of the typical step.",
-       "Next: use pin_memory + non_blocking copies, batch transfers, or move preprocessing to the "
-       "GPU."},
+       "Next: pin host batches (tensor.pin_memory()), copy with .to(device, "
+       "/*non_blocking=*/true), or batch transfers."},
       // 0.125 * 100 = 12.5 exactly; "%.0f" rounds half to even -> 12.
       {"residual", "RESIDUAL_HEAVY", "RESIDUAL-HEAVY", Json{{"score", 0.125}}, false,
        "Verdict: RESIDUAL-HEAVY  (WARNING)",
@@ -1049,8 +1049,10 @@ TEST(TextReportStraggler, UnknownRankAndValues) {
   const std::string text = plain(s);
   EXPECT_EQ(line_starting(text, "Why:"),
             "Why: the slow rank waits ? ms per step for input; the median rank waits ? ms.");
-  EXPECT_EQ(line_starting(text, "Next:"),
-            "Next: inspect dataloader, collate_fn, preprocessing, and storage on the slow rank.");
+  EXPECT_EQ(
+      line_starting(text, "Next:"),
+      "Next: inspect the data loader's workers, the dataset's get() and transforms, and storage "
+      "on the slow rank.");
   EXPECT_EQ(tree_row(text, "├─ Input Wait"),
             "├─ Input Wait          3.8 ms    1%     254.5 ms (R0)  ◀ cause");
 }
