@@ -15,7 +15,8 @@
 
 namespace traceml::analysis {
 
-/// Quantiles a sketch carries: at 0, 1/20, ..., 20/20.
+/// Quantiles a sketch carries: at 0, 1/20, ..., 20/20 (so index 5, 10 and 15
+/// are the quartiles).
 inline constexpr std::size_t kSketchQuantiles = 21;
 
 struct DistributionSketch {

@@ -10,23 +10,13 @@
 #include <map>
 #include <vector>
 
+#include "analysis/step_window.hpp"
 #include "analysis/summary.hpp"
 #include "report/summary_json.hpp"
 
 namespace traceml::collector {
 
 namespace {
-
-/// Median of `v` (reordered); std::nullopt when empty.
-std::optional<double> median(std::vector<double>& v) {
-  if (v.empty()) return std::nullopt;
-  const std::size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + std::ptrdiff_t(mid), v.end());
-  const double upper = v[mid];
-  if (v.size() % 2 == 1) return upper;
-  const double lower = *std::max_element(v.begin(), v.begin() + std::ptrdiff_t(mid));
-  return (lower + upper) / 2.0;
-}
 
 /// Per rank: the median CPU step time in ms over its recorded steps, input
 /// wait included where it was measured (the whole step the user sees, not
@@ -44,8 +34,8 @@ std::map<int, double> median_step_ms(const model::Telemetry& t) {
     per_rank[r.global_rank].push_back(step);
   }
   std::map<int, double> out;
-  for (auto& [rank, v] : per_rank)
-    if (auto m = median(v)) out[rank] = *m;
+  for (const auto& [rank, v] : per_rank)
+    out[rank] = analysis::median_of(v);  // per_rank holds no empty vector
   return out;
 }
 

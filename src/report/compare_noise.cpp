@@ -46,7 +46,7 @@ std::optional<Band> band_of(const Json* entry) {
 }
 
 /// The distribution sketch of an entry; nothing when absent or malformed.
-std::optional<analysis::DistributionSketch> sketch_of(const Json* entry) {
+std::optional<analysis::DistributionSketch> sketch_in(const Json* entry) {
   const Json* q = child(entry, "quantiles");
   const auto steps = number(child(entry, "steps"));
   if (q == nullptr || !q->is_array() || q->size() != analysis::kSketchQuantiles || !steps ||
@@ -110,8 +110,8 @@ Json step_time_noise(const Json* lhs, const Json* rhs, const std::optional<std::
 
   Json test = nullptr;
   std::string unavailable;
-  const auto sa = sketch_of(ea);
-  const auto sb = sketch_of(eb);
+  const auto sa = sketch_in(ea);
+  const auto sb = sketch_in(eb);
   bool significant_same_way = false;
   if (!sa || !sb) {
     unavailable = std::string("run ") + (!sa ? "A" : "B") +
