@@ -337,13 +337,15 @@ struct Collector::Impl final : transport::ServerHandler {
 
   CollectionReport finish(std::chrono::steady_clock::time_point deadline, int expected_ranks) {
     CollectionReport rep;
-    // Connections still in their handshake are waited for only during a short
-    // grace (kHandshakeGrace), never until the deadline: they may be anyone's.
+    // Connections still in their handshake, or still in the listen backlog
+    // (a rank's last reconnect the I/O thread has not accepted yet), are
+    // waited for only during a short grace (kHandshakeGrace), never until the
+    // deadline: they may be anyone's.
     const auto grace_end = std::chrono::steady_clock::now() + kHandshakeGrace;
     for (;;) {
-      const bool quiet =
-          server->handshaken_connections() == 0 &&
-          (server->pending_connections() == 0 || std::chrono::steady_clock::now() >= grace_end);
+      const bool quiet = server->handshaken_connections() == 0 &&
+                         ((server->pending_connections() == 0 && !server->backlog_waiting()) ||
+                          std::chrono::steady_clock::now() >= grace_end);
       if (quiet && (expected_ranks <= 0 || ranks_ended() >= expected_ranks)) break;
       if (std::chrono::steady_clock::now() >= deadline) {
         rep.timed_out = true;

@@ -1,5 +1,7 @@
 #include "transport/tcp_server.hpp"
 
+#include <poll.h>
+
 #include <asio.hpp>
 #include <atomic>
 #include <cctype>
@@ -142,6 +144,9 @@ struct TcpServer::Impl {
   tcp::acceptor acceptor{io};
   asio::steady_timer accept_retry{io};
   std::uint16_t port = 0;
+  /// The listening socket, for backlog_waiting() from other threads (-1
+  /// before listen and once shut down).
+  std::atomic<int> listen_fd{-1};
 
   std::mutex lifecycle_mu;  // guards started/stopped and the thread handle
   bool started = false;
@@ -206,6 +211,7 @@ void TcpServer::Impl::listen() {
     throw TransportError("cannot listen on " + where + ": " + listen_failure(ec));
   }
   port = acceptor.local_endpoint(ec).port();
+  listen_fd.store(acceptor.native_handle());
 }
 
 void TcpServer::Impl::accept() {
@@ -405,6 +411,7 @@ void TcpServer::Impl::fail(const ConnectionPtr& c, Rejection kind, const std::st
 
 void TcpServer::Impl::shut_down() {
   stopping = true;
+  listen_fd.store(-1);
   asio::error_code ignored;
   acceptor.close(ignored);
   accept_retry.cancel();
@@ -493,6 +500,14 @@ std::size_t TcpServer::handshaken_connections() const {
 
 std::size_t TcpServer::pending_connections() const {
   return impl_->pending.load();
+}
+
+bool TcpServer::backlog_waiting() const {
+  const int fd = impl_->listen_fd.load();
+  if (fd < 0) return false;
+  // A listening socket is readable while its accept queue holds a connection.
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
 }
 
 }  // namespace traceml::transport

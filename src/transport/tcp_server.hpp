@@ -109,6 +109,9 @@ class TcpServer {
   [[nodiscard]] std::size_t handshaken_connections() const;
   /// Open connections still waiting for their Hello (at most max_pending).
   [[nodiscard]] std::size_t pending_connections() const;
+  /// Whether a connection waits in the listen backlog, not yet accepted (the
+  /// I/O thread has not got to it). Callable from any thread.
+  [[nodiscard]] bool backlog_waiting() const;
 
  private:
   struct Impl;
