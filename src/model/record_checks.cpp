@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <string_view>
+#include <type_traits>
 
 namespace traceml::model {
 
@@ -13,6 +14,14 @@ std::string number_text(double v) {
   char buf[32];
   const auto r = std::to_chars(buf, buf + sizeof buf, v);
   return std::string(buf, r.ptr);
+}
+
+template <class T>
+std::string text_of(T v) {
+  if constexpr (std::is_integral_v<T>)
+    return std::to_string(v);
+  else
+    return number_text(v);
 }
 
 /// Collects the first problem of one record. Every test is cheap and builds
@@ -45,8 +54,16 @@ class Checker {
   void at_least(std::string_view key, const std::optional<std::int64_t>& v, std::int64_t min) {
     if (v) at_least(key, *v, min);
   }
-  void set(std::string message) {
-    if (!problem_) problem_ = std::move(message);
+  /// `key` exceeds `other_key` of the same record, which bounds it.
+  template <class T>
+  void not_above(std::string_view key, T v, std::string_view other_key, T other) {
+    if (!problem_)
+      problem_ = "'" + label(key) + "' (" + text_of(v) + ") must not exceed '" + label(other_key) +
+                 "' (" + text_of(other) + ")";
+  }
+  /// Takes the problem of a checker of a nested record, if this one has none.
+  void adopt(const Checker& inner) {
+    if (!problem_) problem_ = inner.problem_;
   }
   [[nodiscard]] const std::optional<std::string>& problem() const { return problem_; }
 
@@ -72,60 +89,81 @@ class Checker {
   std::optional<std::string> problem_;
 };
 
-std::optional<std::string> check_gpu_activity(const StepGpuActivity& a) {
-  Checker c("gpu_activity");
-  c.amount("h2d_ms", a.h2d_ms);
-  c.amount("h2d_bytes", a.h2d_bytes);
-  c.at_least("h2d_copies", a.h2d_copies, 0);
-  c.at_least("h2d_pageable_copies", a.h2d_pageable_copies, 0);
-  c.amount("h2d_pageable_bytes", a.h2d_pageable_bytes);
-  c.amount("collective_ms", a.collective_ms);
-  c.amount("busy_ms", a.busy_ms);
-  // Pageable copies are some of the copies; more would make every share
-  // computed from them exceed 1.
-  if (a.h2d_pageable_copies > a.h2d_copies)
-    c.set("'gpu_activity.h2d_pageable_copies' (" + std::to_string(a.h2d_pageable_copies) +
-          ") must not exceed 'gpu_activity.h2d_copies' (" + std::to_string(a.h2d_copies) + ")");
-  if (a.h2d_pageable_bytes > a.h2d_bytes)
-    c.set("'gpu_activity.h2d_pageable_bytes' must not exceed 'gpu_activity.h2d_bytes'");
-  return c.problem();
+template <class R>
+void check_values(const R& r, Checker& c);
+template <class R>
+void check_nested(const R& r, Checker& c);
+
+/// One field by its rule; text is repaired by the readers, never refused.
+template <class R, class M>
+void check_value(const schema::Field<R, M>& f, const R& r, Checker& c) {
+  using V = schema::value_type_t<M>;
+  const M& v = r.*(f.member);
+  if constexpr (std::is_floating_point_v<V>) {
+    if (f.rule == schema::Rule::Reading)
+      c.finite(f.name, v);
+    else
+      c.amount(f.name, v);
+  } else if constexpr (std::is_integral_v<V>) {
+    c.at_least(f.name, v, f.rule == schema::Rule::Positive ? 1 : 0);
+  }
+  if constexpr (std::is_arithmetic_v<M>) {
+    if (f.at_most != nullptr && v > r.*(f.at_most))
+      c.not_above(f.name, v, f.at_most_name, r.*(f.at_most));
+  }
 }
 
-std::optional<std::string> check_gpu(const GpuSample& g, Checker c) {
-  c.at_least("index", g.index, 0);
-  c.amount("util_percent", g.util_percent);
-  c.amount("mem_used_bytes", g.mem_used_bytes);
-  c.amount("mem_total_bytes", g.mem_total_bytes);
-  // A temperature may be below zero in principle; it only has to be a number.
-  c.finite("temperature_c", g.temperature_c);
-  c.amount("power_w", g.power_w);
-  c.amount("power_limit_w", g.power_limit_w);
+/// A nested record or list, its fields named `name.key` / `name[i].key`.
+template <class R, class M>
+void check_record_field(const schema::Field<R, M>& f, const R& r, Checker& c) {
+  const M& v = r.*(f.member);
+  if constexpr (schema::is_vector_v<M>) {
+    for (std::size_t i = 0; i < v.size() && !c.problem(); ++i) {
+      Checker element(f.name, i);
+      check_values(v[i], element);
+      check_nested(v[i], element);
+      c.adopt(element);
+    }
+  } else {
+    if (!v) return;
+    Checker inner(f.name);
+    check_values(*v, inner);
+    check_nested(*v, inner);
+    c.adopt(inner);
+  }
+}
+
+template <class R>
+void check_values(const R& r, Checker& c) {
+  schema::for_each_value_field<R>([&](const auto& f) { check_value(f, r, c); });
+}
+template <class R>
+void check_nested(const R& r, Checker& c) {
+  schema::for_each_nested_field<R>([&](const auto& f) { check_record_field(f, r, c); });
+}
+
+/// Every field of a record, values first, then nested records.
+template <class R>
+std::optional<std::string> check_record(const R& r) {
+  Checker c;
+  check_values(r, c);
+  check_nested(r, c);
   return c.problem();
 }
 
 }  // namespace
 
 std::optional<std::string> check_run_info(const RunInfo& r) {
-  Checker c;
-  c.at_least("world_size", r.world_size, 1);
-  return c.problem();
+  return check_record(r);
 }
 
 std::optional<std::string> check_rank_identity(const RankIdentity& r) {
-  Checker c;
-  c.at_least("global_rank", r.global_rank, 0);
-  c.at_least("local_rank", r.local_rank, 0);
-  c.at_least("node_rank", r.node_rank, 0);
-  c.at_least("local_world_size", r.local_world_size, 1);
-  c.at_least("world_size", r.world_size, 1);
-  return c.problem();
+  return check_record(r);
 }
 
 std::optional<std::string> check_step(const StepRecord& r) {
   Checker c;
-  c.at_least("global_rank", r.global_rank, 0);
-  c.at_least("step", r.step, 1);
-  c.amount("ts", r.ts);
+  check_values(r, c);
   if (c.problem()) return c.problem();
   // The bulk accessors: no optional per value on the collector's hottest path.
   const unsigned cpu = r.events.cpu_mask();
@@ -142,70 +180,28 @@ std::optional<std::string> check_step(const StepRecord& r) {
       return event.problem();
     }
   }
-  if (r.gpu_activity) return check_gpu_activity(*r.gpu_activity);
-  return std::nullopt;
-}
-
-std::optional<std::string> check_step_memory(const StepMemoryRecord& r) {
-  Checker c;
-  c.at_least("global_rank", r.global_rank, 0);
-  c.at_least("step", r.step, 1);
-  c.amount("peak_allocated_bytes", r.peak_allocated_bytes);
-  c.amount("peak_reserved_bytes", r.peak_reserved_bytes);
+  check_nested(r, c);
   return c.problem();
 }
 
+std::optional<std::string> check_step_memory(const StepMemoryRecord& r) {
+  return check_record(r);
+}
+
 std::optional<std::string> check_system(const SystemSample& s) {
-  Checker c;
-  c.at_least("node_rank", s.node_rank, 0);
-  c.amount("ts", s.ts);
-  c.amount("cpu_percent", s.cpu_percent);
-  c.amount("ram_used_bytes", s.ram_used_bytes);
-  c.amount("ram_total_bytes", s.ram_total_bytes);
-  if (c.problem()) return c.problem();
-  for (std::size_t i = 0; i < s.gpus.size(); ++i) {
-    if (auto problem = check_gpu(s.gpus[i], Checker("gpus", i))) return problem;
-  }
-  return std::nullopt;
+  return check_record(s);
 }
 
 std::optional<std::string> check_gpu_sample(const GpuSample& g) {
-  return check_gpu(g, Checker());
+  return check_record(g);
 }
 
 std::optional<std::string> check_process(const ProcessSample& s) {
-  Checker c;
-  c.at_least("global_rank", s.global_rank, 0);
-  c.amount("ts", s.ts);
-  c.amount("cpu_percent", s.cpu_percent);
-  c.at_least("cpu_cores", s.cpu_cores, 1);
-  c.amount("rss_bytes", s.rss_bytes);
-  c.amount("ram_total_bytes", s.ram_total_bytes);
-  if (c.problem() || !s.gpu) return c.problem();
-  Checker g("gpu");
-  g.at_least("device", s.gpu->device, 0);
-  g.amount("allocated_bytes", s.gpu->allocated_bytes);
-  g.amount("reserved_bytes", s.gpu->reserved_bytes);
-  g.amount("total_bytes", s.gpu->total_bytes);
-  return g.problem();
+  return check_record(s);
 }
 
 std::optional<std::string> check_tracer_stats(const TracerStats& s) {
-  Checker c;
-  c.at_least("global_rank", s.global_rank, 0);
-  c.at_least("pid", s.pid, 0);
-  c.at_least("steps_recorded", s.steps_recorded, 0);
-  c.at_least("records_sent", s.records_sent, 0);
-  c.at_least("records_dropped", s.records_dropped, 0);
-  c.amount("overhead_ns_per_step", s.overhead_ns_per_step);
-  c.at_least("activity_lost", s.activity_lost, 0);
-  if (c.problem() || !s.gpu) return c.problem();
-  Checker g("gpu");
-  g.at_least("device", s.gpu->device, 0);
-  g.at_least("steps_resolved", s.gpu->steps_resolved, 0);
-  g.at_least("steps_unresolved", s.gpu->steps_unresolved, 0);
-  g.at_least("scopes_skipped", s.gpu->scopes_skipped, 0);
-  return g.problem();
+  return check_record(s);
 }
 
 }  // namespace traceml::model

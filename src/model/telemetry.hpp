@@ -1,5 +1,7 @@
 // Plain value types for everything a rank reports: identity, per-step phase
-// timings, per-step memory peaks, and periodic system/process samples.
+// timings, per-step memory peaks, and periodic system/process samples; and,
+// at the end, each record's field list (model/schema.hpp), from which every
+// layer that checks, encodes, stores or reads records derives its code.
 // std only; no behaviour beyond accessors.
 #pragma once
 
@@ -9,6 +11,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "model/schema.hpp"
 
 namespace traceml::model {
 
@@ -200,3 +204,147 @@ struct Telemetry {
 };
 
 }  // namespace traceml::model
+
+// ---------------------------------------------------------------------------
+// The field lists. Each field once: its name (JSONL key, run-database column,
+// the name in messages), its member, the values it may hold and its unit.
+// The order of a list is the order on the wire and in files: append new
+// fields at the end of their group and bump the protocol/format version
+// (docs/transport.md, docs/telemetry-format.md) when a layout changes.
+// The StepRecord's events (a fixed table of the six Event values, each with
+// two clocks) are not a field list; each layer handles them in one place.
+
+namespace traceml::model::schema {
+
+template <>
+struct Schema<RunInfo> {
+  // `strategy` is an enum with its own names (strategy_name).
+  static constexpr auto fields =
+      std::make_tuple(field("run_name", &RunInfo::run_name, Rule::Text),
+                      field("world_size", &RunInfo::world_size, Rule::Positive, "ranks"));
+};
+
+template <>
+struct Schema<RankIdentity> {
+  static constexpr auto fields = std::make_tuple(
+      field("global_rank", &RankIdentity::global_rank, Rule::Index),
+      field("local_rank", &RankIdentity::local_rank, Rule::Index),
+      field("node_rank", &RankIdentity::node_rank, Rule::Index),
+      field("hostname", &RankIdentity::hostname, Rule::Text),
+      field("local_world_size", &RankIdentity::local_world_size, Rule::Positive, "ranks"),
+      field("world_size", &RankIdentity::world_size, Rule::Positive, "ranks"));
+};
+
+template <>
+struct Schema<StepGpuActivity> {
+  using A = StepGpuActivity;
+  static constexpr const char* example = R"({"h2d_ms":0.4,"h2d_bytes":1e6,...})";
+  static constexpr auto fields =
+      std::make_tuple(field("h2d_ms", &A::h2d_ms, Rule::Amount, "ms"),
+                      field("h2d_bytes", &A::h2d_bytes, Rule::Amount, "bytes"),
+                      field("h2d_copies", &A::h2d_copies, Rule::Index, "copies"),
+                      field("h2d_pageable_copies", &A::h2d_pageable_copies, Rule::Index, "copies")
+                          .not_above(&A::h2d_copies, "h2d_copies"),
+                      field("h2d_pageable_bytes", &A::h2d_pageable_bytes, Rule::Amount, "bytes")
+                          .not_above(&A::h2d_bytes, "h2d_bytes"),
+                      field("collective_ms", &A::collective_ms, Rule::Amount, "ms"),
+                      field("busy_ms", &A::busy_ms, Rule::Amount, "ms"));
+};
+
+template <>
+struct Schema<StepRecord> {
+  static constexpr auto fields =
+      std::make_tuple(field("global_rank", &StepRecord::global_rank, Rule::Index),
+                      field("step", &StepRecord::step, Rule::Positive),
+                      field("ts", &StepRecord::ts, Rule::Amount, "s"),
+                      field("gpu_activity", &StepRecord::gpu_activity, Rule::Record)
+                          .with_column("activity")
+                          .since_later_schema());
+};
+
+template <>
+struct Schema<StepMemoryRecord> {
+  using M = StepMemoryRecord;
+  static constexpr auto fields = std::make_tuple(
+      field("global_rank", &M::global_rank, Rule::Index), field("step", &M::step, Rule::Positive),
+      field("device", &M::device, Rule::Text),
+      field("peak_allocated_bytes", &M::peak_allocated_bytes, Rule::Amount, "bytes"),
+      field("peak_reserved_bytes", &M::peak_reserved_bytes, Rule::Amount, "bytes"));
+};
+
+template <>
+struct Schema<GpuSample> {
+  using G = GpuSample;
+  static constexpr const char* example = R"({"index":0,"util_percent":80.0})";
+  static constexpr auto fields = std::make_tuple(
+      field("index", &G::index, Rule::Index).with_column("gpu_index").omissible_in_file(),
+      field("util_percent", &G::util_percent, Rule::Amount, "%").null_when_absent(),
+      field("mem_used_bytes", &G::mem_used_bytes, Rule::Amount, "bytes").null_when_absent(),
+      field("mem_total_bytes", &G::mem_total_bytes, Rule::Amount, "bytes").null_when_absent(),
+      // A temperature may be below zero in principle; it only has to be a number.
+      field("temperature_c", &G::temperature_c, Rule::Reading, "C").null_when_absent(),
+      field("power_w", &G::power_w, Rule::Amount, "W").null_when_absent(),
+      field("power_limit_w", &G::power_limit_w, Rule::Amount, "W").null_when_absent());
+};
+
+template <>
+struct Schema<SystemSample> {
+  using S = SystemSample;
+  static constexpr auto fields = std::make_tuple(
+      field("node_rank", &S::node_rank, Rule::Index), field("ts", &S::ts, Rule::Amount, "s"),
+      field("cpu_percent", &S::cpu_percent, Rule::Amount, "%"),
+      field("ram_used_bytes", &S::ram_used_bytes, Rule::Amount, "bytes"),
+      field("ram_total_bytes", &S::ram_total_bytes, Rule::Amount, "bytes"),
+      field("gpus", &S::gpus, Rule::Record));
+};
+
+template <>
+struct Schema<ProcessGpu> {
+  using G = ProcessGpu;
+  static constexpr const char* example = R"({"device":0,"allocated_bytes":1e9})";
+  static constexpr auto fields = std::make_tuple(
+      field("device", &G::device, Rule::Index).null_when_absent(),
+      field("allocated_bytes", &G::allocated_bytes, Rule::Amount, "bytes").null_when_absent(),
+      field("reserved_bytes", &G::reserved_bytes, Rule::Amount, "bytes").null_when_absent(),
+      field("total_bytes", &G::total_bytes, Rule::Amount, "bytes").null_when_absent());
+};
+
+template <>
+struct Schema<ProcessSample> {
+  using P = ProcessSample;
+  static constexpr auto fields = std::make_tuple(
+      field("global_rank", &P::global_rank, Rule::Index), field("ts", &P::ts, Rule::Amount, "s"),
+      field("cpu_percent", &P::cpu_percent, Rule::Amount, "%"),
+      field("cpu_cores", &P::cpu_cores, Rule::Positive, "cores"),
+      field("rss_bytes", &P::rss_bytes, Rule::Amount, "bytes"),
+      field("ram_total_bytes", &P::ram_total_bytes, Rule::Amount, "bytes"),
+      // null: the process has no GPU.
+      field("gpu", &P::gpu, Rule::Record).null_when_absent());
+};
+
+template <>
+struct Schema<TracerStats::Gpu> {
+  using G = TracerStats::Gpu;
+  static constexpr auto fields =
+      std::make_tuple(field("device", &G::device, Rule::Index),
+                      field("steps_resolved", &G::steps_resolved, Rule::Index, "steps"),
+                      field("steps_unresolved", &G::steps_unresolved, Rule::Index, "steps"),
+                      field("scopes_skipped", &G::scopes_skipped, Rule::Index, "scopes"));
+};
+
+template <>
+struct Schema<TracerStats> {
+  using T = TracerStats;
+  static constexpr auto fields = std::make_tuple(
+      // Stored beside the collector's own per-rank counts, whose rank is global_rank.
+      field("global_rank", &T::global_rank, Rule::Index).with_column("tracer_rank"),
+      field("pid", &T::pid, Rule::Index), field("strategy", &T::strategy, Rule::Text),
+      field("steps_recorded", &T::steps_recorded, Rule::Index, "steps"),
+      field("records_sent", &T::records_sent, Rule::Index, "records"),
+      field("records_dropped", &T::records_dropped, Rule::Index, "records"),
+      field("overhead_ns_per_step", &T::overhead_ns_per_step, Rule::Amount, "ns"),
+      field("gpu", &T::gpu, Rule::Record).without_presence_column().since_later_schema(),
+      field("activity_lost", &T::activity_lost, Rule::Index, "records").since_later_schema());
+};
+
+}  // namespace traceml::model::schema

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <system_error>
+#include <type_traits>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -847,6 +848,92 @@ class Importer {
     }
   }
 
+  // Records are read by their field lists (model/telemetry.hpp): each value
+  // by its type and rule, then the nested records and lists.
+
+  template <class R>
+  void read_values(const Fields& f, R& r) {
+    model::schema::for_each_value_field<R>(
+        [&](const auto& field) { read_value(f, field, r.*(field.member)); });
+  }
+
+  template <class R>
+  void read_nested(const Fields& f, R& r, std::string_view record) {
+    model::schema::for_each_nested_field<R>(
+        [&](const auto& field) { read_record_field(f, field, r.*(field.member), record); });
+  }
+
+  template <class R, class M>
+  void read_value(const Fields& f, const model::schema::Field<R, M>& field, M& v) {
+    using model::schema::Rule;
+    const char* name = field.name;
+    const int min = field.rule == Rule::Positive ? 1 : 0;
+    if constexpr (std::is_same_v<M, std::string>) {
+      v = kept(f.text(name)).value_or(std::string());
+    } else if constexpr (std::is_same_v<M, std::optional<std::string>>) {
+      v = kept(f.text(name));
+    } else if constexpr (std::is_same_v<M, std::optional<double>>) {
+      v = field.rule == Rule::Reading ? f.number(name) : f.amount(name);
+    } else if constexpr (std::is_same_v<M, std::optional<int>>) {
+      v = f.small_integer(name, min);
+    } else if constexpr (std::is_same_v<M, double>) {
+      v = f.required_amount(name);
+    } else if constexpr (std::is_same_v<M, int>) {
+      v = field.file_may_omit ? f.small_integer(name, min).value_or(v)
+                              : f.required_small_integer(name, min);
+    } else {
+      static_assert(std::is_same_v<M, std::int64_t>, "a field type the reader does not know");
+      v = f.required_integer(name, min);
+    }
+  }
+
+  /// A nested record (absent or null: the record has none) or a list of them.
+  template <class R, class M>
+  void read_record_field(const Fields& f, const model::schema::Field<R, M>& field, M& v,
+                         std::string_view record) {
+    const std::size_t index = f.find_index(field.name);
+    if (index == kNone || json_.node(index).kind == Kind::Null) return;
+    const Node& node = json_.node(index);
+    if constexpr (model::schema::is_vector_v<M>) {
+      using E = typename M::value_type;
+      if (node.kind != Kind::Array) {
+        fail("'" + f.label(field.name) + "' must be an array of objects like " +
+             model::schema::Schema<E>::example + " (empty when there are none), got " +
+             describe(json_, node));
+      }
+      std::size_t position = 0;
+      for (std::size_t i = node.first_child; i != kNone;
+           i = json_.node(i).next_sibling, ++position) {
+        const Node& element = json_.node(i);
+        if (element.kind != Kind::Object) {
+          fail("'" + f.label(field.name) + "[" + std::to_string(position) +
+               "]' must be an object like " + model::schema::Schema<E>::example + ", got " +
+               describe(json_, element));
+        }
+        E e;
+        // A value a file may leave out defaults to the element's position
+        // (TraceML's GPU index is its place in the list).
+        model::schema::for_each_value_field<E>([&](const auto& x) {
+          using X = typename std::decay_t<decltype(x)>::Member;
+          if constexpr (std::is_same_v<X, int>) {
+            if (x.file_may_omit) e.*(x.member) = static_cast<int>(position);
+          }
+        });
+        const Fields g(json_, i, record, Scope{field.name, position, {}});
+        read_values(g, e);
+        v.push_back(std::move(e));
+      }
+    } else {
+      using E = typename M::value_type;
+      if (node.kind != Kind::Object) {
+        fail("'" + f.label(field.name) + "' must be an object like " +
+             model::schema::Schema<E>::example + " or null, got " + describe(json_, node));
+      }
+      const Fields g(json_, index, record, Scope{field.name, std::nullopt, {}});
+      read_values(g, v.emplace());
+    }
+  }
+
   void read_run(const Fields& f) {
     const Node* format = f.find("format");
     if (format == nullptr) {
@@ -863,8 +950,7 @@ class Importer {
            " (this traceml reads telemetry format version 1)");
     }
     model::RunInfo& run = result_.telemetry.run;
-    run.run_name = kept(f.text("run_name")).value_or(std::string());
-    run.world_size = f.small_integer("world_size", 1);
+    read_values(f, run);
     const Node* strategy = f.find("strategy");
     if (strategy != nullptr && strategy->kind != Kind::Null) {
       if (strategy->kind != Kind::String) {
@@ -880,21 +966,14 @@ class Importer {
 
   void read_rank(const Fields& f) {
     model::RankIdentity r;
-    r.global_rank = f.required_small_integer("global_rank", 0);
-    r.local_rank = f.small_integer("local_rank", 0);
-    r.node_rank = f.small_integer("node_rank", 0);
-    r.hostname = kept(f.text("hostname"));
-    r.local_world_size = f.small_integer("local_world_size", 1);
-    r.world_size = f.small_integer("world_size", 1);
+    read_values(f, r);
     check(model::check_rank_identity(r));
     result_.telemetry.ranks.push_back(std::move(r));
   }
 
   void read_step(const Fields& f) {
     model::StepRecord s;
-    s.global_rank = f.required_small_integer("global_rank", 0);
-    s.step = f.required_integer("step", 1);
-    s.ts = f.required_amount("ts");
+    read_values(f, s);
     const Node* events = f.find("events");
     if (events == nullptr) f.missing("events");
     if (events->kind != Kind::Object) {
@@ -918,108 +997,30 @@ class Importer {
       const Fields timing(json_, i, "step", Scope{"events", std::nullopt, name});
       s.events.set(*event, model::Timing{timing.amount("cpu_ms"), timing.amount("gpu_ms")});
     }
-    read_gpu_activity(f, s);
+    read_nested(f, s, "step");
     check(model::check_step(s));
     result_.telemetry.steps.push_back(s);
   }
 
-  /// A step's optional "gpu_activity" object. Absent or null: the rank had no
-  /// activity records. Present: every member is required, since the record's
-  /// values are measurements where 0 means "none happened".
-  void read_gpu_activity(const Fields& f, model::StepRecord& s) {
-    const std::size_t index = f.find_index("gpu_activity");
-    if (index == kNone || json_.node(index).kind == Kind::Null) return;
-    const Node& node = json_.node(index);
-    if (node.kind != Kind::Object) {
-      fail(
-          "'gpu_activity' must be an object like {\"h2d_ms\":0.4,\"h2d_bytes\":1e6,...} or "
-          "null, got " +
-          describe(json_, node));
-    }
-    const Fields g(json_, index, "step", Scope{"gpu_activity", std::nullopt, {}});
-    model::StepGpuActivity a;
-    a.h2d_ms = g.required_amount("h2d_ms");
-    a.h2d_bytes = g.required_amount("h2d_bytes");
-    a.h2d_copies = g.required_count("h2d_copies");
-    a.h2d_pageable_copies = g.required_count("h2d_pageable_copies");
-    a.h2d_pageable_bytes = g.required_amount("h2d_pageable_bytes");
-    a.collective_ms = g.required_amount("collective_ms");
-    a.busy_ms = g.required_amount("busy_ms");
-    s.gpu_activity = a;
-  }
-
   void read_step_memory(const Fields& f) {
     model::StepMemoryRecord m;
-    m.global_rank = f.required_small_integer("global_rank", 0);
-    m.step = f.required_integer("step", 1);
-    m.device = kept(f.text("device")).value_or(std::string());
-    m.peak_allocated_bytes = f.amount("peak_allocated_bytes");
-    m.peak_reserved_bytes = f.amount("peak_reserved_bytes");
+    read_values(f, m);
     check(model::check_step_memory(m));
     result_.telemetry.step_memory.push_back(std::move(m));
   }
 
   void read_system(const Fields& f) {
     model::SystemSample s;
-    s.node_rank = f.required_small_integer("node_rank", 0);
-    s.ts = f.required_amount("ts");
-    s.cpu_percent = f.amount("cpu_percent");
-    s.ram_used_bytes = f.amount("ram_used_bytes");
-    s.ram_total_bytes = f.amount("ram_total_bytes");
-    const Node* gpus = f.find("gpus");
-    if (gpus != nullptr && gpus->kind != Kind::Null) {
-      if (gpus->kind != Kind::Array) {
-        fail("'gpus' must be an array of GPU objects (empty when the node has no GPU), got " +
-             describe(json_, *gpus));
-      }
-      std::size_t position = 0;
-      for (std::size_t i = gpus->first_child; i != kNone;
-           i = json_.node(i).next_sibling, ++position) {
-        const Node& element = json_.node(i);
-        if (element.kind != Kind::Object) {
-          fail("'gpus[" + std::to_string(position) + "]' must be an object like " +
-               "{\"index\":0,\"util_percent\":80.0}, got " + describe(json_, element));
-        }
-        const Fields g(json_, i, "system", Scope{"gpus", position, {}});
-        model::GpuSample gpu;
-        // TraceML's GPU index is the list position; an explicit index overrides it.
-        gpu.index = g.small_integer("index", 0).value_or(static_cast<int>(position));
-        gpu.util_percent = g.amount("util_percent");
-        gpu.mem_used_bytes = g.amount("mem_used_bytes");
-        gpu.mem_total_bytes = g.amount("mem_total_bytes");
-        gpu.temperature_c = g.number("temperature_c");
-        gpu.power_w = g.amount("power_w");
-        gpu.power_limit_w = g.amount("power_limit_w");
-        s.gpus.push_back(gpu);
-      }
-    }
+    read_values(f, s);
+    read_nested(f, s, "system");
     check(model::check_system(s));
     result_.telemetry.system.push_back(std::move(s));
   }
 
   void read_process(const Fields& f) {
     model::ProcessSample p;
-    p.global_rank = f.required_small_integer("global_rank", 0);
-    p.ts = f.required_amount("ts");
-    p.cpu_percent = f.amount("cpu_percent");
-    p.cpu_cores = f.small_integer("cpu_cores", 1);
-    p.rss_bytes = f.amount("rss_bytes");
-    p.ram_total_bytes = f.amount("ram_total_bytes");
-    const std::size_t gpu_index = f.find_index("gpu");
-    const Node* gpu = gpu_index == kNone ? nullptr : &json_.node(gpu_index);
-    if (gpu != nullptr && gpu->kind != Kind::Null) {
-      if (gpu->kind != Kind::Object) {
-        fail("'gpu' must be an object like {\"device\":0,\"allocated_bytes\":1e9} or null, got " +
-             describe(json_, *gpu));
-      }
-      const Fields g(json_, gpu_index, "process", Scope{"gpu", std::nullopt, {}});
-      model::ProcessGpu pg;
-      pg.device = g.small_integer("device", 0);
-      pg.allocated_bytes = g.amount("allocated_bytes");
-      pg.reserved_bytes = g.amount("reserved_bytes");
-      pg.total_bytes = g.amount("total_bytes");
-      p.gpu = pg;
-    }
+    read_values(f, p);
+    read_nested(f, p, "process");
     check(model::check_process(p));
     result_.telemetry.process.push_back(std::move(p));
   }

@@ -7,7 +7,9 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <type_traits>
 
+#include "model/record_checks.hpp"
 #include "store/jsonl_reader.hpp"
 
 namespace traceml::store {
@@ -21,135 +23,43 @@ using model::Event;
 constexpr std::size_t kFlushBytes = std::size_t{1} << 16;
 
 // ---------------------------------------------------------------------------
-// Validation: everything is checked before the first byte is written, so a bad
-// value never leaves a half-written file behind.
+// Validation: every record is checked by the rule every reader applies
+// (model/record_checks) before the first byte is written, so a bad value
+// never leaves a half-written file behind, and a file this writes always
+// reads back.
 
-[[noreturn]] void reject(const std::string& where, std::string_view field, const std::string& value,
-                         std::string_view rule) {
-  throw std::invalid_argument("write_telemetry_jsonl: " + where + ": " + std::string(field) +
-                              " is " + value + " (" + std::string(rule) + ")");
-}
-
-std::string text_of(double v) {
-  char buffer[32];
-  const auto r = std::to_chars(buffer, buffer + sizeof buffer, v);
-  return std::string(buffer, r.ptr);
-}
-
-// The checks take `where` as a callable: a run holds millions of step records, so
-// the record's description is composed only when it is about to be reported.
-
+/// Throws for the first record a reader would refuse. `where` is a callable:
+/// a run holds millions of step records, so the record's description is
+/// composed only when it is about to be reported.
 template <class Where>
-void check_amount(const Where& where, std::string_view field, double v) {
-  // -0.0 passes: the reader accepts it (it compares equal to 0).
-  if (!std::isfinite(v) || v < 0.0) reject(where(), field, text_of(v), "must be finite and >= 0");
-}
-
-template <class Where>
-void check_amount(const Where& where, std::string_view field, const std::optional<double>& v) {
-  if (v) check_amount(where, field, *v);
-}
-
-template <class Where>
-void check_at_least(const Where& where, std::string_view field, std::int64_t v, std::int64_t min) {
-  if (v < min) reject(where(), field, std::to_string(v), "must be >= " + std::to_string(min));
-}
-
-template <class Where>
-void check_at_least(const Where& where, std::string_view field, const std::optional<int>& v,
-                    std::int64_t min) {
-  if (v) check_at_least(where, field, *v, min);
+void require(const std::optional<std::string>& problem, const Where& where) {
+  if (problem) throw std::invalid_argument("write_telemetry_jsonl: " + where() + ": " + *problem);
 }
 
 void validate(const model::Telemetry& t) {
-  check_at_least([] { return std::string("run"); }, "world_size", t.run.world_size, 1);
+  require(model::check_run_info(t.run), [] { return std::string("run"); });
   for (const auto& r : t.ranks) {
-    const auto where = [&r] { return "rank line of global_rank " + std::to_string(r.global_rank); };
-    check_at_least(where, "global_rank", r.global_rank, 0);
-    check_at_least(where, "local_rank", r.local_rank, 0);
-    check_at_least(where, "node_rank", r.node_rank, 0);
-    check_at_least(where, "local_world_size", r.local_world_size, 1);
-    check_at_least(where, "world_size", r.world_size, 1);
+    require(model::check_rank_identity(r),
+            [&r] { return "rank line of global_rank " + std::to_string(r.global_rank); });
   }
   for (const auto& s : t.steps) {
-    const auto where = [&s] {
+    require(model::check_step(s), [&s] {
       return "step " + std::to_string(s.step) + " of rank " + std::to_string(s.global_rank);
-    };
-    check_at_least(where, "global_rank", s.global_rank, 0);
-    check_at_least(where, "step", s.step, 1);
-    check_amount(where, "ts", s.ts);
-    for (std::size_t i = 0; i < model::kEventCount; ++i) {
-      const auto e = static_cast<Event>(i);
-      const std::string_view name = model::event_name(e);
-      if (const auto cpu = s.events.cpu_ms(e); cpu && (!std::isfinite(*cpu) || *cpu < 0.0)) {
-        check_amount(where, "events." + std::string(name) + ".cpu_ms", cpu);
-      }
-      if (const auto gpu = s.events.gpu_ms(e); gpu && (!std::isfinite(*gpu) || *gpu < 0.0)) {
-        check_amount(where, "events." + std::string(name) + ".gpu_ms", gpu);
-      }
-    }
-    if (const auto& a = s.gpu_activity) {
-      check_amount(where, "gpu_activity.h2d_ms", a->h2d_ms);
-      check_amount(where, "gpu_activity.h2d_bytes", a->h2d_bytes);
-      check_at_least(where, "gpu_activity.h2d_copies", a->h2d_copies, 0);
-      check_at_least(where, "gpu_activity.h2d_pageable_copies", a->h2d_pageable_copies, 0);
-      check_amount(where, "gpu_activity.h2d_pageable_bytes", a->h2d_pageable_bytes);
-      check_amount(where, "gpu_activity.collective_ms", a->collective_ms);
-      check_amount(where, "gpu_activity.busy_ms", a->busy_ms);
-      // The pageable copies are some of the copies (the reader checks the same).
-      if (a->h2d_pageable_copies > a->h2d_copies) {
-        reject(where(), "gpu_activity.h2d_pageable_copies", std::to_string(a->h2d_pageable_copies),
-               "must be <= h2d_copies, " + std::to_string(a->h2d_copies));
-      }
-      if (a->h2d_pageable_bytes > a->h2d_bytes) {
-        reject(where(), "gpu_activity.h2d_pageable_bytes", text_of(a->h2d_pageable_bytes),
-               "must be <= h2d_bytes, " + text_of(a->h2d_bytes));
-      }
-    }
+    });
   }
   for (const auto& m : t.step_memory) {
-    const auto where = [&m] {
+    require(model::check_step_memory(m), [&m] {
       return "step_memory of step " + std::to_string(m.step) + " of rank " +
              std::to_string(m.global_rank);
-    };
-    check_at_least(where, "global_rank", m.global_rank, 0);
-    check_at_least(where, "step", m.step, 1);
-    check_amount(where, "peak_allocated_bytes", m.peak_allocated_bytes);
-    check_amount(where, "peak_reserved_bytes", m.peak_reserved_bytes);
+    });
   }
   for (const auto& s : t.system) {
-    const auto where = [&s] { return "system sample of node " + std::to_string(s.node_rank); };
-    check_at_least(where, "node_rank", s.node_rank, 0);
-    check_amount(where, "ts", s.ts);
-    check_amount(where, "cpu_percent", s.cpu_percent);
-    check_amount(where, "ram_used_bytes", s.ram_used_bytes);
-    check_amount(where, "ram_total_bytes", s.ram_total_bytes);
-    for (std::size_t i = 0; i < s.gpus.size(); ++i) {
-      const auto& g = s.gpus[i];
-      const std::string gpu = "gpus[" + std::to_string(i) + "].";
-      check_at_least(where, gpu + "index", g.index, 0);
-      check_amount(where, gpu + "util_percent", g.util_percent);
-      check_amount(where, gpu + "mem_used_bytes", g.mem_used_bytes);
-      check_amount(where, gpu + "mem_total_bytes", g.mem_total_bytes);
-      check_amount(where, gpu + "temperature_c", g.temperature_c);
-      check_amount(where, gpu + "power_w", g.power_w);
-      check_amount(where, gpu + "power_limit_w", g.power_limit_w);
-    }
+    require(model::check_system(s),
+            [&s] { return "system sample of node " + std::to_string(s.node_rank); });
   }
   for (const auto& p : t.process) {
-    const auto where = [&p] { return "process sample of rank " + std::to_string(p.global_rank); };
-    check_at_least(where, "global_rank", p.global_rank, 0);
-    check_amount(where, "ts", p.ts);
-    check_amount(where, "cpu_percent", p.cpu_percent);
-    check_at_least(where, "cpu_cores", p.cpu_cores, 1);
-    check_amount(where, "rss_bytes", p.rss_bytes);
-    check_amount(where, "ram_total_bytes", p.ram_total_bytes);
-    if (p.gpu) {
-      check_at_least(where, "gpu.device", p.gpu->device, 0);
-      check_amount(where, "gpu.allocated_bytes", p.gpu->allocated_bytes);
-      check_amount(where, "gpu.reserved_bytes", p.gpu->reserved_bytes);
-      check_amount(where, "gpu.total_bytes", p.gpu->total_bytes);
-    }
+    require(model::check_process(p),
+            [&p] { return "process sample of rank " + std::to_string(p.global_rank); });
   }
 }
 
@@ -202,8 +112,6 @@ class JsonlBuffer {
     buffer_.append(digits, r.ptr);
   }
   void null() { buffer_ += "null"; }
-  void number_or_null(const std::optional<double>& v) { v ? number(*v) : null(); }
-  void integer_or_null(const std::optional<int>& v) { v ? integer(*v) : null(); }
 
   void string(std::string_view s) {
     buffer_ += '"';
@@ -238,18 +146,6 @@ class JsonlBuffer {
     buffer_ += '"';
   }
 
-  // Optional members: left out when absent.
-  void optional_number(std::string_view name, const std::optional<double>& v) {
-    if (!v) return;
-    key(name);
-    number(*v);
-  }
-  void optional_integer(std::string_view name, const std::optional<int>& v) {
-    if (!v) return;
-    key(name);
-    integer(*v);
-  }
-
   void flush() {
     out_.write(buffer_.data(), static_cast<std::streamsize>(buffer_.size()));
     buffer_.clear();
@@ -261,51 +157,106 @@ class JsonlBuffer {
   std::string buffer_;
 };
 
+// Records are written from their field lists (model/telemetry.hpp): the
+// values in list order (an absent one left out, or null where the list says
+// so), then the nested records and lists.
+
+template <class R>
+void write_object(JsonlBuffer& w, const R& r);
+
+template <class V>
+void write_value(JsonlBuffer& w, const V& v) {
+  if constexpr (std::is_same_v<V, double>) {
+    w.number(v);
+  } else if constexpr (std::is_integral_v<V>) {
+    w.integer(v);
+  } else if constexpr (std::is_same_v<V, std::string>) {
+    w.string(v);
+  } else if constexpr (model::schema::is_vector_v<V>) {
+    w.raw("[");
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      if (i > 0) w.raw(",");
+      write_object(w, v[i]);
+    }
+    w.raw("]");
+  } else {
+    write_object(w, v);
+  }
+}
+
+/// One member; `first` is true until an object's first member is written.
+template <class R, class M>
+void write_member(JsonlBuffer& w, const model::schema::Field<R, M>& f, const R& r, bool& first) {
+  const M& v = r.*(f.member);
+  if constexpr (model::schema::is_optional_v<M>) {
+    if (!v && f.absent == model::schema::Absent::Omitted) return;
+  }
+  first ? w.first_key(f.name) : w.key(f.name);
+  first = false;
+  if constexpr (model::schema::is_optional_v<M>) {
+    if (!v) {
+      w.null();
+      return;
+    }
+    write_value(w, *v);
+  } else {
+    write_value(w, v);
+  }
+}
+
+template <class R>
+void write_values(JsonlBuffer& w, const R& r, bool& first) {
+  model::schema::for_each_value_field<R>([&](const auto& f) { write_member(w, f, r, first); });
+}
+template <class R>
+void write_nested(JsonlBuffer& w, const R& r, bool& first) {
+  model::schema::for_each_nested_field<R>([&](const auto& f) { write_member(w, f, r, first); });
+}
+
+template <class R>
+void write_object(JsonlBuffer& w, const R& r) {
+  w.raw("{");
+  bool first = true;
+  write_values(w, r, first);
+  write_nested(w, r, first);
+  w.raw("}");
+}
+
+/// A record line: `{"type":"<type>"` and the record's members.
+template <class R>
+void write_line(JsonlBuffer& w, std::string_view type, const R& r) {
+  w.begin(type);
+  bool first = false;
+  write_values(w, r, first);
+  write_nested(w, r, first);
+  w.end();
+}
+
 void write_run(JsonlBuffer& w, const model::RunInfo& run) {
   w.begin("run");
   w.key("format");
   w.string(kTelemetryFormatName);
   w.key("version");
   w.integer(kTelemetryFormatVersion);
-  w.key("run_name");
-  w.string(run.run_name);
-  w.optional_integer("world_size", run.world_size);
+  bool first = false;
+  write_values(w, run, first);
   w.key("strategy");
   w.string(model::strategy_name(run.strategy));
   w.end();
 }
 
-void write_rank(JsonlBuffer& w, const model::RankIdentity& r) {
-  w.begin("rank");
-  w.key("global_rank");
-  w.integer(r.global_rank);
-  w.optional_integer("local_rank", r.local_rank);
-  w.optional_integer("node_rank", r.node_rank);
-  if (r.hostname) {
-    w.key("hostname");
-    w.string(*r.hostname);
-  }
-  w.optional_integer("local_world_size", r.local_world_size);
-  w.optional_integer("world_size", r.world_size);
-  w.end();
-}
-
 void write_step(JsonlBuffer& w, const model::StepRecord& s) {
   w.begin("step");
-  w.key("global_rank");
-  w.integer(s.global_rank);
-  w.key("step");
-  w.integer(s.step);
-  w.key("ts");
-  w.number(s.ts);
+  bool first = false;
+  write_values(w, s, first);
   w.key("events");
   w.raw("{");
-  bool first = true;
+  bool first_event = true;
   for (std::size_t i = 0; i < model::kEventCount; ++i) {
     const auto e = static_cast<Event>(i);
     if (!s.events.has(e)) continue;  // absent: not measured on this step
-    if (!first) w.raw(",");
-    first = false;
+    if (!first_event) w.raw(",");
+    first_event = false;
     w.first_key(model::event_name(e));
     w.raw("{");
     const auto cpu = s.events.cpu_ms(e);
@@ -325,102 +276,7 @@ void write_step(JsonlBuffer& w, const model::StepRecord& s) {
     w.raw("}");
   }
   w.raw("}");
-  if (const auto& a = s.gpu_activity) {
-    w.key("gpu_activity");
-    w.raw("{");
-    w.first_key("h2d_ms");
-    w.number(a->h2d_ms);
-    w.key("h2d_bytes");
-    w.number(a->h2d_bytes);
-    w.key("h2d_copies");
-    w.integer(a->h2d_copies);
-    w.key("h2d_pageable_copies");
-    w.integer(a->h2d_pageable_copies);
-    w.key("h2d_pageable_bytes");
-    w.number(a->h2d_pageable_bytes);
-    w.key("collective_ms");
-    w.number(a->collective_ms);
-    w.key("busy_ms");
-    w.number(a->busy_ms);
-    w.raw("}");
-  }
-  w.end();
-}
-
-void write_step_memory(JsonlBuffer& w, const model::StepMemoryRecord& m) {
-  w.begin("step_memory");
-  w.key("global_rank");
-  w.integer(m.global_rank);
-  w.key("step");
-  w.integer(m.step);
-  w.key("device");
-  w.string(m.device);
-  w.optional_number("peak_allocated_bytes", m.peak_allocated_bytes);
-  w.optional_number("peak_reserved_bytes", m.peak_reserved_bytes);
-  w.end();
-}
-
-void write_system(JsonlBuffer& w, const model::SystemSample& s) {
-  w.begin("system");
-  w.key("node_rank");
-  w.integer(s.node_rank);
-  w.key("ts");
-  w.number(s.ts);
-  w.optional_number("cpu_percent", s.cpu_percent);
-  w.optional_number("ram_used_bytes", s.ram_used_bytes);
-  w.optional_number("ram_total_bytes", s.ram_total_bytes);
-  w.key("gpus");
-  w.raw("[");
-  bool first = true;
-  for (const auto& g : s.gpus) {
-    if (!first) w.raw(",");
-    first = false;
-    w.raw("{");
-    w.first_key("index");
-    w.integer(g.index);
-    w.key("util_percent");
-    w.number_or_null(g.util_percent);
-    w.key("mem_used_bytes");
-    w.number_or_null(g.mem_used_bytes);
-    w.key("mem_total_bytes");
-    w.number_or_null(g.mem_total_bytes);
-    w.key("temperature_c");
-    w.number_or_null(g.temperature_c);
-    w.key("power_w");
-    w.number_or_null(g.power_w);
-    w.key("power_limit_w");
-    w.number_or_null(g.power_limit_w);
-    w.raw("}");
-  }
-  w.raw("]");
-  w.end();
-}
-
-void write_process(JsonlBuffer& w, const model::ProcessSample& p) {
-  w.begin("process");
-  w.key("global_rank");
-  w.integer(p.global_rank);
-  w.key("ts");
-  w.number(p.ts);
-  w.optional_number("cpu_percent", p.cpu_percent);
-  w.optional_integer("cpu_cores", p.cpu_cores);
-  w.optional_number("rss_bytes", p.rss_bytes);
-  w.optional_number("ram_total_bytes", p.ram_total_bytes);
-  w.key("gpu");
-  if (!p.gpu) {
-    w.null();  // the process has no GPU
-  } else {
-    w.raw("{");
-    w.first_key("device");
-    w.integer_or_null(p.gpu->device);
-    w.key("allocated_bytes");
-    w.number_or_null(p.gpu->allocated_bytes);
-    w.key("reserved_bytes");
-    w.number_or_null(p.gpu->reserved_bytes);
-    w.key("total_bytes");
-    w.number_or_null(p.gpu->total_bytes);
-    w.raw("}");
-  }
+  write_nested(w, s, first);
   w.end();
 }
 
@@ -431,15 +287,15 @@ void write_telemetry_jsonl(const model::Telemetry& telemetry, std::ostream& out)
   JsonlBuffer w(out);
   write_run(w, telemetry.run);
   for (const auto& r : telemetry.ranks)
-    write_rank(w, r);
+    write_line(w, "rank", r);
   for (const auto& s : telemetry.steps)
     write_step(w, s);
   for (const auto& m : telemetry.step_memory)
-    write_step_memory(w, m);
+    write_line(w, "step_memory", m);
   for (const auto& s : telemetry.system)
-    write_system(w, s);
+    write_line(w, "system", s);
   for (const auto& p : telemetry.process)
-    write_process(w, p);
+    write_line(w, "process", p);
   w.flush();
 }
 

@@ -82,7 +82,7 @@ TEST(RecordChecks, StepGpuActivity) {
   EXPECT_EQ(check_step(r), std::nullopt);
   r.gpu_activity->h2d_pageable_bytes = 1.0;
   EXPECT_EQ(check_step(r),
-            "'gpu_activity.h2d_pageable_bytes' must not exceed 'gpu_activity.h2d_bytes'");
+            "'gpu_activity.h2d_pageable_bytes' (1) must not exceed 'gpu_activity.h2d_bytes' (0)");
 }
 
 TEST(RecordChecks, RanksSizesAndCounts) {

@@ -845,8 +845,8 @@ TEST(JsonlReaderErrorTest, WrongShapes) {
       "got an array");
   EXPECT_EQ(
       error_of(with_run(R"({"type":"system","node_rank":0,"ts":1,"gpus":{}})")),
-      "t.jsonl:2: 'gpus' must be an array of GPU objects (empty when the node has no GPU), got "
-      "an object");
+      "t.jsonl:2: 'gpus' must be an array of objects like {\"index\":0,\"util_percent\":80.0} "
+      "(empty when there are none), got an object");
   EXPECT_EQ(
       error_of(with_run(R"({"type":"system","node_rank":0,"ts":1,"gpus":[{},7]})")),
       "t.jsonl:2: 'gpus[1]' must be an object like {\"index\":0,\"util_percent\":80.0}, got 7");
@@ -887,7 +887,7 @@ TEST(JsonlReaderErrorTest, GpuActivity) {
       {R"("gpu_activity":{)" + full + R"(,"h2d_pageable_copies":3})",
        "'gpu_activity.h2d_pageable_copies' (3) must not exceed 'gpu_activity.h2d_copies' (2)"},
       {R"("gpu_activity":{)" + full + R"(,"h2d_pageable_bytes":101})",
-       "'gpu_activity.h2d_pageable_bytes' must not exceed 'gpu_activity.h2d_bytes'"},
+       "'gpu_activity.h2d_pageable_bytes' (101) must not exceed 'gpu_activity.h2d_bytes' (100)"},
   };
   for (const auto& [member, message] : cases) {
     EXPECT_EQ(error_of(with_run(head + member + "}")), "t.jsonl:2: " + message) << member;

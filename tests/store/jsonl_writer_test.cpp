@@ -9,6 +9,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "../support/telemetry_compare.hpp"
 #include "store/jsonl_reader.hpp"
 
 namespace traceml::store {
@@ -17,6 +18,7 @@ namespace {
 using model::Event;
 using model::Strategy;
 using model::Telemetry;
+using testing::expect_same;
 
 std::string write(const Telemetry& t) {
   std::ostringstream out;
@@ -29,108 +31,6 @@ Telemetry read_back(const std::string& text) {
   EXPECT_TRUE(r.warnings.empty());
   return r.telemetry;
 }
-
-// ---------------------------------------------------------------------------
-// Field-by-field equality of the model types, with a message naming the field.
-
-#define TRACEML_EXPECT_FIELD(a, b, field) EXPECT_EQ((a).field, (b).field) << where << " ." #field
-
-void expect_same(const model::StepEvents& a, const model::StepEvents& b, const std::string& where) {
-  for (std::size_t i = 0; i < model::kEventCount; ++i) {
-    const auto e = static_cast<Event>(i);
-    EXPECT_EQ(a.has(e), b.has(e)) << where << " " << model::event_name(e);
-    EXPECT_EQ(a.cpu_ms(e), b.cpu_ms(e)) << where << " " << model::event_name(e);
-    EXPECT_EQ(a.gpu_ms(e), b.gpu_ms(e)) << where << " " << model::event_name(e);
-  }
-}
-
-void expect_same(const Telemetry& a, const Telemetry& b) {
-  {
-    const std::string where = "run";
-    TRACEML_EXPECT_FIELD(a.run, b.run, run_name);
-    TRACEML_EXPECT_FIELD(a.run, b.run, world_size);
-    TRACEML_EXPECT_FIELD(a.run, b.run, strategy);
-  }
-  ASSERT_EQ(a.ranks.size(), b.ranks.size());
-  for (std::size_t i = 0; i < a.ranks.size(); ++i) {
-    const std::string where = "ranks[" + std::to_string(i) + "]";
-    TRACEML_EXPECT_FIELD(a.ranks[i], b.ranks[i], global_rank);
-    TRACEML_EXPECT_FIELD(a.ranks[i], b.ranks[i], local_rank);
-    TRACEML_EXPECT_FIELD(a.ranks[i], b.ranks[i], node_rank);
-    TRACEML_EXPECT_FIELD(a.ranks[i], b.ranks[i], hostname);
-    TRACEML_EXPECT_FIELD(a.ranks[i], b.ranks[i], local_world_size);
-    TRACEML_EXPECT_FIELD(a.ranks[i], b.ranks[i], world_size);
-  }
-  ASSERT_EQ(a.steps.size(), b.steps.size());
-  for (std::size_t i = 0; i < a.steps.size(); ++i) {
-    const std::string where = "steps[" + std::to_string(i) + "]";
-    TRACEML_EXPECT_FIELD(a.steps[i], b.steps[i], global_rank);
-    TRACEML_EXPECT_FIELD(a.steps[i], b.steps[i], step);
-    TRACEML_EXPECT_FIELD(a.steps[i], b.steps[i], ts);
-    expect_same(a.steps[i].events, b.steps[i].events, where);
-    ASSERT_EQ(a.steps[i].gpu_activity.has_value(), b.steps[i].gpu_activity.has_value()) << where;
-    if (a.steps[i].gpu_activity) {
-      const auto& x = *a.steps[i].gpu_activity;
-      const auto& y = *b.steps[i].gpu_activity;
-      TRACEML_EXPECT_FIELD(x, y, h2d_ms);
-      TRACEML_EXPECT_FIELD(x, y, h2d_bytes);
-      TRACEML_EXPECT_FIELD(x, y, h2d_copies);
-      TRACEML_EXPECT_FIELD(x, y, h2d_pageable_copies);
-      TRACEML_EXPECT_FIELD(x, y, h2d_pageable_bytes);
-      TRACEML_EXPECT_FIELD(x, y, collective_ms);
-      TRACEML_EXPECT_FIELD(x, y, busy_ms);
-    }
-  }
-  ASSERT_EQ(a.step_memory.size(), b.step_memory.size());
-  for (std::size_t i = 0; i < a.step_memory.size(); ++i) {
-    const std::string where = "step_memory[" + std::to_string(i) + "]";
-    TRACEML_EXPECT_FIELD(a.step_memory[i], b.step_memory[i], global_rank);
-    TRACEML_EXPECT_FIELD(a.step_memory[i], b.step_memory[i], step);
-    TRACEML_EXPECT_FIELD(a.step_memory[i], b.step_memory[i], device);
-    TRACEML_EXPECT_FIELD(a.step_memory[i], b.step_memory[i], peak_allocated_bytes);
-    TRACEML_EXPECT_FIELD(a.step_memory[i], b.step_memory[i], peak_reserved_bytes);
-  }
-  ASSERT_EQ(a.system.size(), b.system.size());
-  for (std::size_t i = 0; i < a.system.size(); ++i) {
-    const std::string where = "system[" + std::to_string(i) + "]";
-    TRACEML_EXPECT_FIELD(a.system[i], b.system[i], node_rank);
-    TRACEML_EXPECT_FIELD(a.system[i], b.system[i], ts);
-    TRACEML_EXPECT_FIELD(a.system[i], b.system[i], cpu_percent);
-    TRACEML_EXPECT_FIELD(a.system[i], b.system[i], ram_used_bytes);
-    TRACEML_EXPECT_FIELD(a.system[i], b.system[i], ram_total_bytes);
-    ASSERT_EQ(a.system[i].gpus.size(), b.system[i].gpus.size()) << where;
-    for (std::size_t g = 0; g < a.system[i].gpus.size(); ++g) {
-      const auto& x = a.system[i].gpus[g];
-      const auto& y = b.system[i].gpus[g];
-      TRACEML_EXPECT_FIELD(x, y, index);
-      TRACEML_EXPECT_FIELD(x, y, util_percent);
-      TRACEML_EXPECT_FIELD(x, y, mem_used_bytes);
-      TRACEML_EXPECT_FIELD(x, y, mem_total_bytes);
-      TRACEML_EXPECT_FIELD(x, y, temperature_c);
-      TRACEML_EXPECT_FIELD(x, y, power_w);
-      TRACEML_EXPECT_FIELD(x, y, power_limit_w);
-    }
-  }
-  ASSERT_EQ(a.process.size(), b.process.size());
-  for (std::size_t i = 0; i < a.process.size(); ++i) {
-    const std::string where = "process[" + std::to_string(i) + "]";
-    TRACEML_EXPECT_FIELD(a.process[i], b.process[i], global_rank);
-    TRACEML_EXPECT_FIELD(a.process[i], b.process[i], ts);
-    TRACEML_EXPECT_FIELD(a.process[i], b.process[i], cpu_percent);
-    TRACEML_EXPECT_FIELD(a.process[i], b.process[i], cpu_cores);
-    TRACEML_EXPECT_FIELD(a.process[i], b.process[i], rss_bytes);
-    TRACEML_EXPECT_FIELD(a.process[i], b.process[i], ram_total_bytes);
-    ASSERT_EQ(a.process[i].gpu.has_value(), b.process[i].gpu.has_value()) << where;
-    if (a.process[i].gpu) {
-      TRACEML_EXPECT_FIELD(*a.process[i].gpu, *b.process[i].gpu, device);
-      TRACEML_EXPECT_FIELD(*a.process[i].gpu, *b.process[i].gpu, allocated_bytes);
-      TRACEML_EXPECT_FIELD(*a.process[i].gpu, *b.process[i].gpu, reserved_bytes);
-      TRACEML_EXPECT_FIELD(*a.process[i].gpu, *b.process[i].gpu, total_bytes);
-    }
-  }
-}
-
-#undef TRACEML_EXPECT_FIELD
 
 // ---------------------------------------------------------------------------
 // A run that uses every record type, every optional in both states, and
@@ -496,102 +396,72 @@ std::string rejection_of(const Telemetry& t) {
   return "";
 }
 
+// The writer refuses what the readers refuse, in the readers' words
+// (model/record_checks): a file it writes always reads back.
 TEST(JsonlWriterTest, RejectsValuesTheReaderWouldRefuse) {
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const double inf = std::numeric_limits<double>::infinity();
-  {
+  const auto rejected = [](auto change) {
     Telemetry t = rich_telemetry();
-    t.steps[3].events.set(Event::Forward, {-1.5, std::nullopt});
-    // steps[3] is step 4 of rank 4 % 3 = 1.
-    EXPECT_EQ(rejection_of(t),
-              "write_telemetry_jsonl: step 4 of rank 1: events.forward.cpu_ms is -1.5 (must be "
-              "finite and >= 0)");
-  }
-  {
-    Telemetry t = rich_telemetry();
-    t.steps[0].events.set(Event::H2D, {std::nullopt, nan});
-    EXPECT_EQ(rejection_of(t),
-              "write_telemetry_jsonl: step 1 of rank 1: events.h2d.gpu_ms is nan (must be finite "
-              "and >= 0)");
-  }
-  {
-    Telemetry t = rich_telemetry();
-    t.steps[0].ts = inf;
-    EXPECT_EQ(rejection_of(t),
-              "write_telemetry_jsonl: step 1 of rank 1: ts is inf (must be finite and >= 0)");
-  }
-  {
-    Telemetry t = rich_telemetry();
-    t.steps[0].step = 0;
-    EXPECT_EQ(rejection_of(t), "write_telemetry_jsonl: step 0 of rank 1: step is 0 (must be >= 1)");
-  }
-  {
-    Telemetry t = rich_telemetry();
-    t.steps[2].gpu_activity->busy_ms = -2.0;  // steps[2] is step 3 of rank 0
-    EXPECT_EQ(rejection_of(t),
-              "write_telemetry_jsonl: step 3 of rank 0: gpu_activity.busy_ms is -2 (must be "
-              "finite and >= 0)");
-  }
-  {
-    Telemetry t = rich_telemetry();
-    t.steps[2].gpu_activity->h2d_copies = -1;
-    EXPECT_EQ(rejection_of(t),
-              "write_telemetry_jsonl: step 3 of rank 0: gpu_activity.h2d_copies is -1 (must be "
-              ">= 0)");
-  }
-  {
-    Telemetry t = rich_telemetry();
-    t.steps[2].gpu_activity->h2d_pageable_copies = 3000000022;  // h2d_copies + 1
-    EXPECT_EQ(rejection_of(t),
-              "write_telemetry_jsonl: step 3 of rank 0: gpu_activity.h2d_pageable_copies is "
-              "3000000022 (must be <= h2d_copies, 3000000021)");
-  }
-  {
-    Telemetry t = rich_telemetry();
-    t.steps[2].gpu_activity->h2d_pageable_bytes = 1e9;
-    EXPECT_NE(rejection_of(t).find("gpu_activity.h2d_pageable_bytes is 1e+09 (must be <= "
-                                   "h2d_bytes"),
-              std::string::npos);
-  }
-  {
-    Telemetry t = rich_telemetry();
-    t.ranks[1].global_rank = -1;
-    EXPECT_EQ(
-        rejection_of(t),
-        "write_telemetry_jsonl: rank line of global_rank -1: global_rank is -1 (must be >= 0)");
-  }
-  {
-    Telemetry t = rich_telemetry();
-    t.run.world_size = 0;
-    EXPECT_EQ(rejection_of(t), "write_telemetry_jsonl: run: world_size is 0 (must be >= 1)");
-  }
-  {
-    Telemetry t = rich_telemetry();
-    t.step_memory[0].peak_reserved_bytes = -1.0;
-    EXPECT_EQ(rejection_of(t),
-              "write_telemetry_jsonl: step_memory of step 1 of rank 0: peak_reserved_bytes is -1 "
-              "(must be finite and >= 0)");
-  }
-  {
-    Telemetry t = rich_telemetry();
-    t.system[0].gpus[1].util_percent = -inf;
-    EXPECT_EQ(rejection_of(t),
-              "write_telemetry_jsonl: system sample of node 0: gpus[1].util_percent is -inf (must "
-              "be finite and >= 0)");
-  }
-  {
-    Telemetry t = rich_telemetry();
-    t.process[0].cpu_cores = 0;
-    EXPECT_EQ(rejection_of(t),
-              "write_telemetry_jsonl: process sample of rank 0: cpu_cores is 0 (must be >= 1)");
-  }
-  {
-    Telemetry t = rich_telemetry();
-    t.process[0].gpu->reserved_bytes = nan;
-    EXPECT_EQ(rejection_of(t),
-              "write_telemetry_jsonl: process sample of rank 0: gpu.reserved_bytes is nan (must "
-              "be finite and >= 0)");
-  }
+    change(t);
+    return rejection_of(t);
+  };
+  const std::string w = "write_telemetry_jsonl: ";
+  // steps[3] is step 4 of rank 4 % 3 = 1.
+  EXPECT_EQ(rejected([](Telemetry& t) {
+              t.steps[3].events.set(Event::Forward, {-1.5, {}});
+            }),
+            w + "step 4 of rank 1: 'events.forward.cpu_ms' must be a finite number >= 0, got -1.5");
+  EXPECT_EQ(rejected([&](Telemetry& t) {
+              t.steps[0].events.set(Event::H2D, {{}, nan});
+            }),
+            w + "step 1 of rank 1: 'events.h2d.gpu_ms' must be a finite number >= 0, got nan");
+  EXPECT_EQ(rejected([&](Telemetry& t) { t.steps[0].ts = inf; }),
+            w + "step 1 of rank 1: 'ts' must be a finite number >= 0, got inf");
+  EXPECT_EQ(rejected([](Telemetry& t) { t.steps[0].step = 0; }),
+            w + "step 0 of rank 1: 'step' must be an integer >= 1, got 0");
+  // steps[2] is step 3 of rank 0.
+  EXPECT_EQ(rejected([](Telemetry& t) { t.steps[2].gpu_activity->busy_ms = -2.0; }),
+            w + "step 3 of rank 0: 'gpu_activity.busy_ms' must be a finite number >= 0, got -2");
+  EXPECT_EQ(rejected([](Telemetry& t) { t.steps[2].gpu_activity->h2d_copies = -1; }),
+            w + "step 3 of rank 0: 'gpu_activity.h2d_copies' must be an integer >= 0, got -1");
+  EXPECT_EQ(
+      rejected([](Telemetry& t) { t.steps[2].gpu_activity->h2d_pageable_copies = 3000000022; }),
+      w + "step 3 of rank 0: 'gpu_activity.h2d_pageable_copies' (3000000022) must not exceed "
+          "'gpu_activity.h2d_copies' (3000000021)");
+  EXPECT_NE(rejected([](Telemetry& t) {
+              t.steps[2].gpu_activity->h2d_pageable_bytes = 1e9;
+            }).find("'gpu_activity.h2d_pageable_bytes' (1e+09) must not exceed"),
+            std::string::npos);
+  EXPECT_EQ(rejected([](Telemetry& t) { t.ranks[1].global_rank = -1; }),
+            w + "rank line of global_rank -1: 'global_rank' must be an integer >= 0, got -1");
+  EXPECT_EQ(rejected([](Telemetry& t) { t.run.world_size = 0; }),
+            w + "run: 'world_size' must be an integer >= 1, got 0");
+  EXPECT_EQ(rejected([](Telemetry& t) { t.step_memory[0].peak_reserved_bytes = -1.0; }),
+            w + "step_memory of step 1 of rank 0: 'peak_reserved_bytes' must be a finite number "
+                ">= 0, got -1");
+  EXPECT_EQ(rejected([&](Telemetry& t) { t.system[0].gpus[1].util_percent = -inf; }),
+            w + "system sample of node 0: 'gpus[1].util_percent' must be a finite number >= 0, "
+                "got -inf");
+  EXPECT_EQ(rejected([](Telemetry& t) { t.process[0].cpu_cores = 0; }),
+            w + "process sample of rank 0: 'cpu_cores' must be an integer >= 1, got 0");
+  EXPECT_EQ(rejected([&](Telemetry& t) { t.process[0].gpu->reserved_bytes = nan; }),
+            w + "process sample of rank 0: 'gpu.reserved_bytes' must be a finite number >= 0, "
+                "got nan");
+}
+
+// A GPU below 0 °C is possible: the collector stores it, so export must write
+// it and the reader read it back (the writer used to refuse it, and `traceml
+// export` failed on a run the collector had stored).
+TEST(JsonlWriterTest, BelowZeroTemperatureRoundTrips) {
+  Telemetry t = rich_telemetry();
+  t.system[0].gpus[1].temperature_c = -4.5;
+  std::ostringstream out;
+  write_telemetry_jsonl(t, out);
+  EXPECT_NE(out.str().find("\"temperature_c\":-4.5"), std::string::npos);
+  std::istringstream in(out.str());
+  const ReadResult back = read_telemetry_jsonl(in, "t.jsonl");
+  EXPECT_EQ(back.telemetry.system[0].gpus[1].temperature_c, -4.5);
 }
 
 TEST(JsonlWriterTest, StreamFailureIsReported) {

@@ -582,8 +582,8 @@ TEST(RunDbCorrupt, ValuesTheCollectorWouldRefuseAreRefused) {
       {"UPDATE steps SET step = 0 WHERE id = 2",
        "table steps, row 2: 'step' must be an integer >= 1, got 0"},
       {"UPDATE steps SET activity_h2d_pageable_bytes = 2e8 WHERE id = 1",
-       "table steps, row 1: 'gpu_activity.h2d_pageable_bytes' must not exceed "
-       "'gpu_activity.h2d_bytes'"},
+       "table steps, row 1: 'gpu_activity.h2d_pageable_bytes' (2e+08) must not exceed "
+       "'gpu_activity.h2d_bytes' (1.28e+08)"},
       {"UPDATE ranks SET global_rank = -7 WHERE global_rank = 2",
        "table ranks, row -7: 'global_rank' must be an integer >= 0, got -7"},
       {"UPDATE ranks SET local_world_size = 0 WHERE global_rank = 0",

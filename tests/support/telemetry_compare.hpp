@@ -1,5 +1,6 @@
 // Field-by-field gtest equality of the model types (absent stays distinct from
-// 0), with a message naming the record and field that differ. Shared by the
+// 0), from the records' field lists, with a message naming the record and
+// field that differ. Shared by the
 // run database and collector tests, which both check "read back == written".
 #pragma once
 
@@ -7,12 +8,39 @@
 
 #include <optional>
 #include <string>
+#include <type_traits>
 
 #include "model/telemetry.hpp"
 
 namespace traceml::testing {
 
-#define TRACEML_EXPECT_FIELD(a, b, field) EXPECT_EQ((a).field, (b).field) << where << " ." #field
+template <class R>
+void expect_same_fields(const R& a, const R& b, const std::string& where);
+
+/// One member of two records: values compared as they are (absent stays
+/// distinct from 0), nested records and lists field by field.
+template <class V>
+void expect_same_value(const V& a, const V& b, const std::string& where) {
+  if constexpr (model::schema::is_vector_v<V>) {
+    ASSERT_EQ(a.size(), b.size()) << where;
+    for (std::size_t i = 0; i < a.size(); ++i)
+      expect_same_fields(a[i], b[i], where + "[" + std::to_string(i) + "]");
+  } else if constexpr (model::schema::has_schema_v<model::schema::value_type_t<V>> &&
+                       model::schema::is_optional_v<V>) {
+    ASSERT_EQ(a.has_value(), b.has_value()) << where;
+    if (a) expect_same_fields(*a, *b, where);
+  } else {
+    EXPECT_EQ(a, b) << where;
+  }
+}
+
+/// Every field of two records, from the record's field list.
+template <class R>
+void expect_same_fields(const R& a, const R& b, const std::string& where) {
+  model::schema::for_each_field<R>([&](const auto& f) {
+    expect_same_value(a.*(f.member), b.*(f.member), where + " ." + f.name);
+  });
+}
 
 inline void expect_same(const model::StepEvents& a, const model::StepEvents& b,
                         const std::string& where) {
@@ -24,102 +52,10 @@ inline void expect_same(const model::StepEvents& a, const model::StepEvents& b,
   }
 }
 
-inline void expect_same(const std::optional<model::StepGpuActivity>& a,
-                        const std::optional<model::StepGpuActivity>& b, const std::string& where) {
-  ASSERT_EQ(a.has_value(), b.has_value()) << where << " .gpu_activity";
-  if (!a) return;
-  TRACEML_EXPECT_FIELD(*a, *b, h2d_ms);
-  TRACEML_EXPECT_FIELD(*a, *b, h2d_bytes);
-  TRACEML_EXPECT_FIELD(*a, *b, h2d_copies);
-  TRACEML_EXPECT_FIELD(*a, *b, h2d_pageable_copies);
-  TRACEML_EXPECT_FIELD(*a, *b, h2d_pageable_bytes);
-  TRACEML_EXPECT_FIELD(*a, *b, collective_ms);
-  TRACEML_EXPECT_FIELD(*a, *b, busy_ms);
-}
-
-inline void expect_same(const model::StepRecord& a, const model::StepRecord& b,
-                        const std::string& where) {
-  TRACEML_EXPECT_FIELD(a, b, global_rank);
-  TRACEML_EXPECT_FIELD(a, b, step);
-  TRACEML_EXPECT_FIELD(a, b, ts);
-  expect_same(a.events, b.events, where);
-  expect_same(a.gpu_activity, b.gpu_activity, where);
-}
-
-inline void expect_same(const model::RankIdentity& a, const model::RankIdentity& b,
-                        const std::string& where) {
-  TRACEML_EXPECT_FIELD(a, b, global_rank);
-  TRACEML_EXPECT_FIELD(a, b, local_rank);
-  TRACEML_EXPECT_FIELD(a, b, node_rank);
-  TRACEML_EXPECT_FIELD(a, b, hostname);
-  TRACEML_EXPECT_FIELD(a, b, local_world_size);
-  TRACEML_EXPECT_FIELD(a, b, world_size);
-}
-
-inline void expect_same(const model::StepMemoryRecord& a, const model::StepMemoryRecord& b,
-                        const std::string& where) {
-  TRACEML_EXPECT_FIELD(a, b, global_rank);
-  TRACEML_EXPECT_FIELD(a, b, step);
-  TRACEML_EXPECT_FIELD(a, b, device);
-  TRACEML_EXPECT_FIELD(a, b, peak_allocated_bytes);
-  TRACEML_EXPECT_FIELD(a, b, peak_reserved_bytes);
-}
-
-inline void expect_same(const model::SystemSample& a, const model::SystemSample& b,
-                        const std::string& where) {
-  TRACEML_EXPECT_FIELD(a, b, node_rank);
-  TRACEML_EXPECT_FIELD(a, b, ts);
-  TRACEML_EXPECT_FIELD(a, b, cpu_percent);
-  TRACEML_EXPECT_FIELD(a, b, ram_used_bytes);
-  TRACEML_EXPECT_FIELD(a, b, ram_total_bytes);
-  ASSERT_EQ(a.gpus.size(), b.gpus.size()) << where;
-  for (std::size_t g = 0; g < a.gpus.size(); ++g) {
-    const auto& x = a.gpus[g];
-    const auto& y = b.gpus[g];
-    TRACEML_EXPECT_FIELD(x, y, index);
-    TRACEML_EXPECT_FIELD(x, y, util_percent);
-    TRACEML_EXPECT_FIELD(x, y, mem_used_bytes);
-    TRACEML_EXPECT_FIELD(x, y, mem_total_bytes);
-    TRACEML_EXPECT_FIELD(x, y, temperature_c);
-    TRACEML_EXPECT_FIELD(x, y, power_w);
-    TRACEML_EXPECT_FIELD(x, y, power_limit_w);
-  }
-}
-
-inline void expect_same(const model::ProcessSample& a, const model::ProcessSample& b,
-                        const std::string& where) {
-  TRACEML_EXPECT_FIELD(a, b, global_rank);
-  TRACEML_EXPECT_FIELD(a, b, ts);
-  TRACEML_EXPECT_FIELD(a, b, cpu_percent);
-  TRACEML_EXPECT_FIELD(a, b, cpu_cores);
-  TRACEML_EXPECT_FIELD(a, b, rss_bytes);
-  TRACEML_EXPECT_FIELD(a, b, ram_total_bytes);
-  ASSERT_EQ(a.gpu.has_value(), b.gpu.has_value()) << where;
-  if (a.gpu) {
-    TRACEML_EXPECT_FIELD(*a.gpu, *b.gpu, device);
-    TRACEML_EXPECT_FIELD(*a.gpu, *b.gpu, allocated_bytes);
-    TRACEML_EXPECT_FIELD(*a.gpu, *b.gpu, reserved_bytes);
-    TRACEML_EXPECT_FIELD(*a.gpu, *b.gpu, total_bytes);
-  }
-}
-
-inline void expect_same(const model::TracerStats& a, const model::TracerStats& b,
-                        const std::string& where) {
-  TRACEML_EXPECT_FIELD(a, b, global_rank);
-  TRACEML_EXPECT_FIELD(a, b, pid);
-  TRACEML_EXPECT_FIELD(a, b, strategy);
-  TRACEML_EXPECT_FIELD(a, b, steps_recorded);
-  TRACEML_EXPECT_FIELD(a, b, records_sent);
-  TRACEML_EXPECT_FIELD(a, b, records_dropped);
-  TRACEML_EXPECT_FIELD(a, b, overhead_ns_per_step);
-  ASSERT_EQ(a.gpu.has_value(), b.gpu.has_value()) << where;
-  if (a.gpu) {
-    EXPECT_EQ(a.gpu->device, b.gpu->device) << where;
-    EXPECT_EQ(a.gpu->steps_resolved, b.gpu->steps_resolved) << where;
-    EXPECT_EQ(a.gpu->steps_unresolved, b.gpu->steps_unresolved) << where;
-    EXPECT_EQ(a.gpu->scopes_skipped, b.gpu->scopes_skipped) << where;
-  }
-  TRACEML_EXPECT_FIELD(a, b, activity_lost);
+template <class R>
+void expect_same(const R& a, const R& b, const std::string& where) {
+  expect_same_fields(a, b, where);
+  if constexpr (std::is_same_v<R, model::StepRecord>) expect_same(a.events, b.events, where);
 }
 
 /// Every element of two record lists, in order.
@@ -132,19 +68,13 @@ void expect_same_list(const std::vector<T>& a, const std::vector<T>& b, const st
 
 /// Two whole telemetries: run info, then every record list in order.
 inline void expect_same(const model::Telemetry& a, const model::Telemetry& b) {
-  {
-    const std::string where = "run";
-    TRACEML_EXPECT_FIELD(a.run, b.run, run_name);
-    TRACEML_EXPECT_FIELD(a.run, b.run, world_size);
-    TRACEML_EXPECT_FIELD(a.run, b.run, strategy);
-  }
+  expect_same_fields(a.run, b.run, "run");
+  EXPECT_EQ(a.run.strategy, b.run.strategy) << "run .strategy";
   expect_same_list(a.ranks, b.ranks, "ranks");
   expect_same_list(a.steps, b.steps, "steps");
   expect_same_list(a.step_memory, b.step_memory, "step_memory");
   expect_same_list(a.system, b.system, "system");
   expect_same_list(a.process, b.process, "process");
 }
-
-#undef TRACEML_EXPECT_FIELD
 
 }  // namespace traceml::testing

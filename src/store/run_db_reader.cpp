@@ -1,0 +1,480 @@
+// The run database's reader (docs/run-database.md): every table read in one
+// snapshot, every row checked like a frame from a rank. The columns come from
+// the records' field lists (store/run_db_sql).
+#include <sqlite3.h>
+
+#include <charconv>
+#include <climits>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "model/record_checks.hpp"
+#include "model/text.hpp"
+#include "store/run_db.hpp"
+#include "store/run_db_sql.hpp"
+
+namespace traceml::store {
+
+namespace {
+
+using sql::col_bytes;
+using sql::Column;
+using sql::Later;
+using sql::Part;
+using sql::Stmt;
+
+/// What to do when a file is not a run database, appended to every such message.
+constexpr const char* kRunDirHint =
+    "no telemetry.db found? pass the run directory written by traceml run";
+
+/// A read-only connection that closes itself.
+class ReadDb {
+ public:
+  explicit ReadDb(const std::string& path) : path_(path) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec))
+      throw RunDbError(path + ": is a directory, not a run database (pass " +
+                       (std::filesystem::path(path) / kRunDbFileName).string() + ")");
+    if (!std::filesystem::exists(path, ec))
+      throw RunDbError(path + ": no such file (" + kRunDirHint + ")");
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX, nullptr) !=
+        SQLITE_OK) {
+      const std::string why = db_ != nullptr ? sqlite3_errmsg(db_) : "no memory";
+      sqlite3_close_v2(db_);
+      throw RunDbError(path + ": cannot open the run database: " + why);
+    }
+  }
+  ~ReadDb() { sqlite3_close_v2(db_); }
+  ReadDb(const ReadDb&) = delete;
+  ReadDb& operator=(const ReadDb&) = delete;
+
+  /// Prepares `sql`; std::nullopt when SQLite refuses it (not a database, no such table).
+  std::optional<Stmt> try_prepare(const std::string& sql) {
+    sqlite3_stmt* s = nullptr;
+    if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &s, nullptr) !=
+        SQLITE_OK) {
+      sqlite3_finalize(s);
+      return std::nullopt;
+    }
+    return Stmt(s);
+  }
+
+  /// Starts a read transaction: every table is read from one snapshot even
+  /// while a collector is still writing.
+  void begin_snapshot() {
+    if (sqlite3_exec(db_, "BEGIN", nullptr, nullptr, nullptr) != SQLITE_OK)
+      throw RunDbError(path_ + ": cannot read the run database: " + sqlite3_errmsg(db_));
+  }
+
+  Stmt prepare(const std::string& sql) {
+    auto s = try_prepare(sql);
+    if (!s) throw not_a_run_db();
+    return std::move(*s);
+  }
+
+  /// Steps a query: true for a row, false at the end; throws on errors.
+  bool next(const Stmt& s) {
+    const int rc = sqlite3_step(s.get());
+    if (rc == SQLITE_ROW) return true;
+    if (rc == SQLITE_DONE) return false;
+    throw RunDbError(path_ + ": cannot read the run database: " + sqlite3_errmsg(db_));
+  }
+
+  [[nodiscard]] RunDbError not_a_run_db() const {
+    return RunDbError(path_ + ": not a traceml run database (" + kRunDirHint + ")");
+  }
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+void check_meta(ReadDb& db) {
+  auto q = db.try_prepare("SELECT key, value FROM meta");
+  if (!q) throw db.not_a_run_db();
+  std::optional<std::string> format, version;
+  while (db.next(*q)) {
+    const std::string key = col_bytes(q->get(), 0);
+    if (key == "format") format = col_bytes(q->get(), 1);
+    if (key == "schema_version") version = col_bytes(q->get(), 1);
+  }
+  if (format != sql::kFormatName || !version) throw db.not_a_run_db();
+  if (*version != std::to_string(kRunDbSchemaVersion))
+    throw RunDbError(db.path() + ": run database schema version " +
+                     model::escape_for_terminal(model::sanitize_utf8(*version, 60)) +
+                     ", this traceml reads version " + std::to_string(kRunDbSchemaVersion) +
+                     " (use the traceml release that wrote it)");
+}
+
+/// Shortest text that reads back to `v`.
+std::string number_text(double v) {
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+/// One row of a query (its column 0 the rowid), read as a value from outside:
+/// SQLite lets any column hold any storage class, and a file can be edited.
+/// Numbers must be stored as numbers and fit their C++ type; the record is
+/// then checked by model::check_* like a frame or a JSONL line. Text is
+/// repaired, never refused: ill-formed UTF-8 or more than model::kMaxTextBytes
+/// is cut and replaced as by model::sanitize_utf8, and counted.
+class Row {
+ public:
+  Row(const ReadDb& db, const char* table, sqlite3_stmt* s, std::int64_t& strings_repaired)
+      : db_(db), table_(table), s_(s), strings_repaired_(strings_repaired) {}
+
+  /// "PATH: table T, row N: problem", N the rowid (`id`; `global_rank` in ranks
+  /// and deliveries), so that `SELECT * FROM T WHERE rowid = N` shows it.
+  [[noreturn]] void fail(const std::string& problem) const {
+    throw RunDbError(db_.path() + ": table " + table_ + ", row " +
+                     std::to_string(sqlite3_column_int64(s_, 0)) + ": " + problem);
+  }
+  /// Fails with the shared record check's verdict, if there is one.
+  void check(const std::optional<std::string>& problem) const {
+    if (problem) fail(*problem);
+  }
+
+  [[nodiscard]] std::optional<double> opt_real(int i) const {
+    switch (sqlite3_column_type(s_, i)) {
+      case SQLITE_NULL:
+        return std::nullopt;
+      case SQLITE_INTEGER:
+      case SQLITE_FLOAT:
+        return sqlite3_column_double(s_, i);
+      default:
+        fail(column(i) + " holds " + stored(i) + ", not a number");
+    }
+  }
+  [[nodiscard]] double real(int i) const {
+    const auto v = opt_real(i);
+    if (!v) fail(column(i) + " is NULL, not a number");
+    return *v;
+  }
+
+  /// An integer; an integral REAL counts, as 3.0 does in JSONL.
+  [[nodiscard]] std::optional<std::int64_t> opt_int64(int i) const {
+    switch (sqlite3_column_type(s_, i)) {
+      case SQLITE_NULL:
+        return std::nullopt;
+      case SQLITE_INTEGER:
+        return sqlite3_column_int64(s_, i);
+      case SQLITE_FLOAT: {
+        const double v = sqlite3_column_double(s_, i);
+        // 2^63 is exactly representable, so the range test is exact.
+        if (std::trunc(v) == v && v >= -9223372036854775808.0 && v < 9223372036854775808.0)
+          return static_cast<std::int64_t>(v);
+        fail(column(i) + " holds " + number_text(v) + ", not an integer");
+      }
+      default:
+        fail(column(i) + " holds " + stored(i) + ", not an integer");
+    }
+  }
+  [[nodiscard]] std::int64_t int64(int i) const {
+    const auto v = opt_int64(i);
+    if (!v) fail(column(i) + " is NULL, not an integer");
+    return *v;
+  }
+  [[nodiscard]] std::optional<int> opt_int(int i) const {
+    const auto v = opt_int64(i);
+    if (!v) return std::nullopt;
+    if (*v < INT_MIN || *v > INT_MAX)
+      fail(column(i) + " holds " + std::to_string(*v) + ", beyond the range of a 32-bit integer");
+    return static_cast<int>(*v);
+  }
+  [[nodiscard]] int integer(int i) const {
+    const auto v = opt_int(i);
+    if (!v) fail(column(i) + " is NULL, not an integer");
+    return *v;
+  }
+  [[nodiscard]] bool is_null(int i) const { return sqlite3_column_type(s_, i) == SQLITE_NULL; }
+  /// A 0/1 flag (has_gpu, clean_end, ...): any integer, nonzero is true.
+  [[nodiscard]] bool flag(int i) const { return int64(i) != 0; }
+
+  [[nodiscard]] std::optional<std::string> opt_text(int i) const {
+    if (sqlite3_column_type(s_, i) == SQLITE_NULL) return std::nullopt;
+    std::string t = col_bytes(s_, i);
+    if (t.size() > model::kMaxTextBytes || !model::valid_utf8(t)) {
+      ++strings_repaired_;
+      t = model::sanitize_utf8(t, model::kMaxTextBytes);
+    }
+    return t;
+  }
+  [[nodiscard]] std::string text(int i) const { return opt_text(i).value_or(std::string()); }
+
+ private:
+  [[nodiscard]] std::string column(int i) const {
+    const char* name = sqlite3_column_name(s_, i);
+    return std::string("column '") + (name != nullptr ? name : "?") + "'";
+  }
+  /// What a column holds instead of a number, for messages.
+  [[nodiscard]] std::string stored(int i) const {
+    if (sqlite3_column_type(s_, i) == SQLITE_BLOB)
+      return "a blob of " + std::to_string(sqlite3_column_bytes(s_, i)) + " bytes";
+    // Cut, and escaped so that a file cannot drive the terminal showing the error.
+    constexpr std::size_t kShownBytes = 60;
+    const std::string t = col_bytes(s_, i);
+    return "text \"" + model::escape_for_terminal(std::string_view(t).substr(0, kShownBytes)) +
+           (t.size() > kShownBytes ? "...\"" : "\"");
+  }
+
+  const ReadDb& db_;
+  const char* table_;
+  sqlite3_stmt* s_;
+  std::int64_t& strings_repaired_;
+};
+
+// ---- records read by their field lists ----
+
+template <class R>
+int stored_columns(Later later) {
+  static const int included = static_cast<int>(sql::columns<R>(Part::All, Later::Included).size());
+  static const int left = static_cast<int>(sql::columns<R>(Part::All, Later::Left).size());
+  return later == Later::Included ? included : left;
+}
+
+template <class V>
+void read_value(const Row& row, int i, V& v) {
+  if constexpr (std::is_same_v<V, std::optional<double>>) {
+    v = row.opt_real(i);
+  } else if constexpr (std::is_same_v<V, std::optional<int>>) {
+    v = row.opt_int(i);
+  } else if constexpr (std::is_same_v<V, std::optional<std::int64_t>>) {
+    v = row.opt_int64(i);
+  } else if constexpr (std::is_same_v<V, std::optional<std::string>>) {
+    v = row.opt_text(i);
+  } else if constexpr (std::is_same_v<V, double>) {
+    v = row.real(i);
+  } else if constexpr (std::is_same_v<V, int>) {
+    v = row.integer(i);
+  } else if constexpr (std::is_same_v<V, std::int64_t>) {
+    v = row.int64(i);
+  } else {
+    static_assert(std::is_same_v<V, std::string>, "a field type the reader does not know");
+    v = row.text(i);
+  }
+}
+
+/// Reads R's columns in `part` from column `col` on, advancing it. A nested
+/// record is present when its has_ column says so (or, without one, when its
+/// first column is not NULL); present, its values were all measured, so
+/// none may be NULL.
+template <class R>
+void read_fields(const Row& row, int& col, R& r, Part part, Later later) {
+  sql::for_each_stored_field<R>(part, later, [&](const auto& field) {
+    using M = typename std::decay_t<decltype(field)>::Member;
+    if constexpr (model::schema::is_nested_v<M>) {
+      using E = typename M::value_type;
+      const bool present = field.presence_column ? row.flag(col++) : !row.is_null(col);
+      if (present) {
+        read_fields(row, col, (r.*(field.member)).emplace(), Part::All, later);
+      } else {
+        col += stored_columns<E>(later);
+      }
+    } else {
+      read_value(row, col++, r.*(field.member));
+    }
+  });
+}
+
+/// "SELECT rowid, <columns> FROM <table>...".
+std::string select_sql(const std::vector<Column>& cols, const std::string& rest) {
+  return "SELECT rowid, " + sql::names(cols) + " FROM " + rest;
+}
+
+void read_run_info(ReadDb& db, model::RunInfo& run, std::int64_t& repaired) {
+  std::vector<Column> cols = sql::columns<model::RunInfo>(Part::All);
+  cols.push_back({"strategy", "TEXT", true});
+  const Stmt q = db.prepare(select_sql(cols, "run_info WHERE id = 1"));
+  if (!db.next(q)) return;
+  const Row row(db, "run_info", q.get(), repaired);
+  int col = 1;
+  read_fields(row, col, run, Part::All, Later::Included);
+  run.strategy = model::strategy_from_string(row.text(col));
+  row.check(model::check_run_info(run));
+}
+
+void read_ranks(ReadDb& db, std::vector<model::RankIdentity>& out, std::int64_t& repaired) {
+  const Stmt q = db.prepare(
+      select_sql(sql::columns<model::RankIdentity>(Part::All), "ranks ORDER BY global_rank"));
+  while (db.next(q)) {
+    const Row row(db, "ranks", q.get(), repaired);
+    model::RankIdentity id;
+    int col = 1;
+    read_fields(row, col, id, Part::All, Later::Included);
+    row.check(model::check_rank_identity(id));
+    out.push_back(std::move(id));
+  }
+}
+
+/// The step query; Later::Left for files written before the GPU activity
+/// columns existed.
+std::string steps_select_sql(Later later) {
+  std::vector<Column> cols = sql::columns<model::StepRecord>(Part::Values, later);
+  cols.push_back({"event_mask", "INTEGER", true});
+  for (auto& c : sql::event_columns())
+    cols.push_back(std::move(c));
+  for (auto& c : sql::columns<model::StepRecord>(Part::Nested, later))
+    cols.push_back(std::move(c));
+  return select_sql(cols, "steps ORDER BY id");
+}
+
+void read_steps(ReadDb& db, std::vector<model::StepRecord>& out, std::int64_t& repaired) {
+  // A file from before the GPU activity columns has the same schema version:
+  // the columns were added, no column changed meaning.
+  auto with_later = db.try_prepare(steps_select_sql(Later::Included));
+  const Later later = with_later ? Later::Included : Later::Left;
+  const Stmt q = with_later ? std::move(*with_later) : db.prepare(steps_select_sql(later));
+  constexpr std::int64_t kAllEvents = (std::int64_t{1} << model::kEventCount) - 1;
+  while (db.next(q)) {
+    const Row row(db, "steps", q.get(), repaired);
+    model::StepRecord r;
+    int col = 1;
+    read_fields(row, col, r, Part::Values, later);
+    const std::int64_t mask = row.int64(col++);
+    if ((mask & ~kAllEvents) != 0)
+      row.fail("column 'event_mask' holds " + std::to_string(mask) +
+               ", which sets bits beyond the " + std::to_string(model::kEventCount) + " events");
+    for (std::size_t e = 0; e < model::kEventCount; ++e, col += 2) {
+      if (((mask >> e) & 1) == 0) continue;
+      r.events.set(static_cast<model::Event>(e),
+                   model::Timing{row.opt_real(col), row.opt_real(col + 1)});
+    }
+    read_fields(row, col, r, Part::Nested, later);
+    row.check(model::check_step(r));
+    out.push_back(std::move(r));
+  }
+}
+
+void read_step_memory(ReadDb& db, std::vector<model::StepMemoryRecord>& out,
+                      std::int64_t& repaired) {
+  const Stmt q = db.prepare(
+      select_sql(sql::columns<model::StepMemoryRecord>(Part::All), "step_memory ORDER BY id"));
+  while (db.next(q)) {
+    const Row row(db, "step_memory", q.get(), repaired);
+    model::StepMemoryRecord r;
+    int col = 1;
+    read_fields(row, col, r, Part::All, Later::Included);
+    row.check(model::check_step_memory(r));
+    out.push_back(std::move(r));
+  }
+}
+
+void read_system(ReadDb& db, std::vector<model::SystemSample>& out, std::int64_t& repaired) {
+  std::unordered_map<std::int64_t, std::size_t> index_of;  // sample id -> position in out
+  const Stmt q = db.prepare(
+      select_sql(sql::columns<model::SystemSample>(Part::All), "system_samples ORDER BY id"));
+  while (db.next(q)) {
+    const Row row(db, "system_samples", q.get(), repaired);
+    model::SystemSample x;
+    int col = 1;
+    read_fields(row, col, x, Part::All, Later::Included);
+    row.check(model::check_system(x));
+    index_of.emplace(row.int64(0), out.size());
+    out.push_back(std::move(x));
+  }
+  std::vector<Column> gpu_cols = {{"sample_id", "INTEGER", true}};
+  for (auto& c : sql::columns<model::GpuSample>(Part::All))
+    gpu_cols.push_back(std::move(c));
+  const Stmt g = db.prepare(select_sql(gpu_cols, "system_gpus ORDER BY id"));
+  while (db.next(g)) {
+    const Row row(db, "system_gpus", g.get(), repaired);
+    const auto it = index_of.find(row.int64(1));
+    if (it == index_of.end()) continue;  // an orphan row cannot come from RunDbWriter
+    model::GpuSample gpu;
+    int col = 2;
+    read_fields(row, col, gpu, Part::All, Later::Included);
+    row.check(model::check_gpu_sample(gpu));
+    out[it->second].gpus.push_back(gpu);
+  }
+}
+
+void read_process(ReadDb& db, std::vector<model::ProcessSample>& out, std::int64_t& repaired) {
+  const Stmt q = db.prepare(
+      select_sql(sql::columns<model::ProcessSample>(Part::All), "process_samples ORDER BY id"));
+  while (db.next(q)) {
+    const Row row(db, "process_samples", q.get(), repaired);
+    model::ProcessSample x;
+    int col = 1;
+    read_fields(row, col, x, Part::All, Later::Included);
+    row.check(model::check_process(x));
+    out.push_back(std::move(x));
+  }
+}
+
+/// The deliveries query; Later::Left for files written before the tracer's
+/// GPU columns existed.
+std::string deliveries_select_sql(Later later) {
+  std::vector<Column> cols = {{"global_rank", "INTEGER", true},
+                              {"records_received", "INTEGER", true},
+                              {"clean_end", "INTEGER", true},
+                              {"has_tracer", "INTEGER", true}};
+  sql::add_columns<model::TracerStats>(cols, Part::All, later, {}, true);
+  return select_sql(cols, "deliveries ORDER BY global_rank");
+}
+
+void read_deliveries(ReadDb& db, std::vector<RankDelivery>& out, std::int64_t& repaired) {
+  // Files written before the GPU columns lack them, and their ranks read as
+  // never having timed on a GPU.
+  auto with_later = db.try_prepare(deliveries_select_sql(Later::Included));
+  const Later later = with_later ? Later::Included : Later::Left;
+  const Stmt q = with_later ? std::move(*with_later) : db.prepare(deliveries_select_sql(later));
+  while (db.next(q)) {
+    const Row row(db, "deliveries", q.get(), repaired);
+    RankDelivery d;
+    d.global_rank = row.integer(1);
+    d.records_received = row.int64(2);
+    d.clean_end = row.flag(3);
+    // Not a record of the wire: the collector's own counts, held to the same rules.
+    if (d.global_rank < 0)
+      row.fail("'global_rank' must be an integer >= 0, got " + std::to_string(d.global_rank));
+    if (d.records_received < 0)
+      row.fail("'records_received' must be an integer >= 0, got " +
+               std::to_string(d.records_received));
+    if (row.flag(4)) {
+      model::TracerStats t;
+      int col = 5;
+      read_fields(row, col, t, Part::All, later);
+      row.check(model::check_tracer_stats(t));
+      d.tracer = std::move(t);
+    }
+    out.push_back(std::move(d));
+  }
+}
+
+void read_rejected(ReadDb& db, std::vector<RejectedConnection>& out, std::int64_t& repaired) {
+  const Stmt q = db.prepare("SELECT rowid, ts, peer, reason FROM rejected_connections ORDER BY id");
+  while (db.next(q)) {
+    const Row row(db, "rejected_connections", q.get(), repaired);
+    out.push_back(RejectedConnection{row.real(1), row.text(2), row.text(3)});
+  }
+}
+
+}  // namespace
+
+RunData read_run_db(const std::string& path) {
+  ReadDb db(path);
+  db.begin_snapshot();
+  check_meta(db);
+  RunData d;
+  std::int64_t& repaired = d.strings_repaired;
+  read_run_info(db, d.telemetry.run, repaired);
+  read_ranks(db, d.telemetry.ranks, repaired);
+  read_steps(db, d.telemetry.steps, repaired);
+  read_step_memory(db, d.telemetry.step_memory, repaired);
+  read_system(db, d.telemetry.system, repaired);
+  read_process(db, d.telemetry.process, repaired);
+  read_deliveries(db, d.deliveries, repaired);
+  read_rejected(db, d.rejected, repaired);
+  return d;
+}
+
+}  // namespace traceml::store

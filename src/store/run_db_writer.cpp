@@ -1,0 +1,440 @@
+// The run database's writer (docs/run-database.md). One writer, batched
+// transactions, prepared statements; absent values are SQL NULL, never 0.
+// The tables' columns come from the records' field lists (store/run_db_sql).
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "store/run_db.hpp"
+#include "store/run_db_sql.hpp"
+
+namespace traceml::store {
+
+namespace {
+
+using sql::Column;
+using sql::Part;
+using sql::Stmt;
+
+/// Records per transaction: large enough that commits (one WAL sync each at
+/// synchronous=NORMAL only on checkpoint) cost little per record, small enough
+/// that a crash loses at most a fraction of a second of telemetry.
+constexpr std::int64_t kBatchRecords = 10000;
+
+/// Steps written by one INSERT statement. A statement's fixed cost (setup,
+/// cursor, halt) is about as large as binding a row; sharing it among 32 rows
+/// makes the step insert about a third cheaper. The rows wait in the writer
+/// until the statement is full or flush() runs.
+constexpr std::size_t kStepsPerInsert = 32;
+
+// ---- the tables ----
+
+/// A step row: the step's values, its event mask and two clocks per event,
+/// then its nested records (the GPU activity).
+std::vector<Column> step_columns() {
+  std::vector<Column> cols = sql::columns<model::StepRecord>(Part::Values);
+  cols.push_back({"event_mask", "INTEGER", true});
+  for (auto& c : sql::event_columns())
+    cols.push_back(std::move(c));
+  for (auto& c : sql::columns<model::StepRecord>(Part::Nested))
+    cols.push_back(std::move(c));
+  return cols;
+}
+
+/// Parameters of one step row.
+int step_params() {
+  static const int n = static_cast<int>(step_columns().size());
+  return n;
+}
+
+/// A GPU of a system sample: the sample's id, then the GPU's values.
+std::vector<Column> system_gpu_columns() {
+  std::vector<Column> cols = {{"sample_id", "INTEGER", true}};
+  for (auto& c : sql::columns<model::GpuSample>(Part::All))
+    cols.push_back(std::move(c));
+  return cols;
+}
+
+/// The collector's own counts of a rank, then what its tracer said (absent:
+/// every tracer column NULL).
+std::vector<Column> delivery_columns() {
+  std::vector<Column> cols = {{"global_rank", "INTEGER", true},
+                              {"records_received", "INTEGER", true},
+                              {"clean_end", "INTEGER", true},
+                              {"has_tracer", "INTEGER", true}};
+  std::vector<Column> tracer;
+  sql::add_columns<model::TracerStats>(tracer, Part::All, sql::Later::Included, {}, true);
+  for (auto& c : tracer)
+    cols.push_back(std::move(c));
+  return cols;
+}
+
+std::string run_info_columns() {
+  return sql::names(sql::columns<model::RunInfo>(Part::All));
+}
+std::size_t run_info_count() {
+  return sql::columns<model::RunInfo>(Part::All).size();
+}
+
+std::string schema_sql() {
+  using sql::columns;
+  using sql::definitions;
+  return "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+         "CREATE TABLE run_info (id INTEGER PRIMARY KEY CHECK (id = 1), " +
+         definitions(columns<model::RunInfo>(Part::All)) +
+         ", strategy TEXT NOT NULL);"
+         "CREATE TABLE ranks (" +
+         definitions(columns<model::RankIdentity>(Part::All), "global_rank") +
+         ");"
+         "CREATE TABLE steps (id INTEGER PRIMARY KEY, " +
+         definitions(step_columns()) +
+         ");"
+         "CREATE TABLE step_memory (id INTEGER PRIMARY KEY, " +
+         definitions(columns<model::StepMemoryRecord>(Part::All)) +
+         ");"
+         "CREATE TABLE system_samples (id INTEGER PRIMARY KEY, " +
+         definitions(columns<model::SystemSample>(Part::All)) +
+         ");"
+         "CREATE TABLE system_gpus (id INTEGER PRIMARY KEY, sample_id INTEGER NOT NULL REFERENCES "
+         "system_samples(id), " +
+         definitions(columns<model::GpuSample>(Part::All)) +
+         ");"
+         "CREATE TABLE process_samples (id INTEGER PRIMARY KEY, " +
+         definitions(columns<model::ProcessSample>(Part::All)) +
+         ");"
+         "CREATE TABLE deliveries (" +
+         definitions(delivery_columns(), "global_rank") +
+         ");"
+         "CREATE TABLE rejected_connections (id INTEGER PRIMARY KEY, ts REAL NOT NULL, peer TEXT "
+         "NOT NULL, reason TEXT NOT NULL);";
+}
+
+/// "INSERT INTO table (a, b) VALUES (?, ?)".
+std::string insert_sql(const std::string& table, const std::vector<Column>& cols,
+                       const std::string& verb = "INSERT") {
+  return verb + " INTO " + table + " (" + sql::names(cols) + ") VALUES (" +
+         sql::placeholders(cols.size()) + ")";
+}
+
+/// "INSERT INTO steps (...) VALUES (?, ...), ..." for `rows` rows.
+std::string steps_insert_sql(std::size_t rows) {
+  const std::vector<Column> cols = step_columns();
+  const std::string row = "(" + sql::placeholders(cols.size()) + ")";
+  std::string s = "INSERT INTO steps (" + sql::names(cols) + ") VALUES " + row;
+  for (std::size_t i = 1; i < rows; ++i)
+    s += ", " + row;
+  return s;
+}
+
+// ---- binding; NULL stands for an absent value ----
+
+void bind_double(sqlite3_stmt* s, int i, double v) {
+  sqlite3_bind_double(s, i, v);
+}
+void bind_int(sqlite3_stmt* s, int i, std::int64_t v) {
+  sqlite3_bind_int64(s, i, v);
+}
+
+template <class V>
+void bind_value(sqlite3_stmt* s, int i, const V& v) {
+  if constexpr (model::schema::is_optional_v<V>) {
+    if (v)
+      bind_value(s, i, *v);
+    else
+      sqlite3_bind_null(s, i);
+  } else if constexpr (std::is_same_v<V, double>) {
+    bind_double(s, i, v);
+  } else if constexpr (std::is_same_v<V, std::string>) {
+    // SQLITE_STATIC: the string outlives the statement's step.
+    sqlite3_bind_text(s, i, v.data(), static_cast<int>(v.size()), SQLITE_STATIC);
+  } else {
+    bind_int(s, i, v);
+  }
+}
+
+/// Binds R's columns in `part` from parameter `col` on, advancing it; a null
+/// `r` (an absent nested record) binds NULL to every one.
+template <class R>
+void bind_fields(sqlite3_stmt* s, int& col, const R* r, Part part) {
+  sql::for_each_stored_field<R>(part, sql::Later::Included, [&](const auto& field) {
+    using M = typename std::decay_t<decltype(field)>::Member;
+    if constexpr (model::schema::is_nested_v<M>) {
+      using E = typename M::value_type;
+      const E* inner = (r != nullptr && (r->*(field.member))) ? &*(r->*(field.member)) : nullptr;
+      if (field.presence_column) bind_int(s, col++, inner != nullptr ? 1 : 0);
+      bind_fields(s, col, inner, Part::All);
+    } else if (r == nullptr) {
+      sqlite3_bind_null(s, col++);
+    } else {
+      bind_value(s, col++, r->*(field.member));
+    }
+  });
+}
+
+// ---- running statements ----
+
+[[noreturn]] void throw_db(sqlite3* db, const std::string& path, const std::string& what) {
+  throw RunDbError(path + ": " + what + ": " + (db != nullptr ? sqlite3_errmsg(db) : "no memory"));
+}
+
+Stmt prepare(sqlite3* db, const std::string& text, const std::string& path) {
+  sqlite3_stmt* s = nullptr;
+  if (sqlite3_prepare_v3(db, text.c_str(), static_cast<int>(text.size()), SQLITE_PREPARE_PERSISTENT,
+                         &s, nullptr) != SQLITE_OK) {
+    sqlite3_finalize(s);
+    throw RunDbError(path + ": cannot prepare a statement: " + sqlite3_errmsg(db));
+  }
+  return Stmt(s);
+}
+
+void exec(sqlite3* db, const std::string& text, const std::string& path, const char* what) {
+  if (sqlite3_exec(db, text.c_str(), nullptr, nullptr, nullptr) != SQLITE_OK)
+    throw_db(db, path, what);
+}
+
+/// Steps a write statement to completion and makes it ready for the next binds.
+void run(sqlite3* db, sqlite3_stmt* s, const std::string& path, const char* what) {
+  const int rc = sqlite3_step(s);
+  sqlite3_reset(s);
+  if (rc != SQLITE_DONE) throw_db(db, path, what);
+}
+
+}  // namespace
+
+struct RunDbWriter::Statements {
+  Stmt begin, commit;
+  Stmt run_info, rank, step, step_memory, system, system_gpu, process, delivery, rejected;
+  /// Inserts kStepsPerInsert steps at once, and the steps waiting for it.
+  Stmt steps_multi;
+  std::vector<model::StepRecord> step_buffer;
+};
+
+RunDbWriter::RunDbWriter(const std::string& path) : path_(path) {
+  // O_EXCL: creating the file ourselves is the only race-free way to refuse an
+  // existing one; SQLite turns the empty file into a fresh database.
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    if (errno == EEXIST)
+      throw RunDbError(path +
+                       ": a run database already exists there (a run directory is never "
+                       "overwritten; choose a new run name or directory)");
+    throw RunDbError(path + ": cannot create the run database: " + std::strerror(errno));
+  }
+  ::close(fd);
+  try {
+    if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+        SQLITE_OK)
+      throw_db(db_, path, "cannot open the run database");
+    // WAL + NORMAL: commits do not fsync (only checkpoints do); a power cut can
+    // lose the last batches but never corrupt the file.
+    exec(db_, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA temp_store=MEMORY;", path,
+         "cannot configure the run database");
+    exec(db_,
+         "BEGIN;" + schema_sql() + "INSERT INTO meta VALUES ('format', '" + sql::kFormatName +
+             "'), ('schema_version', '" + std::to_string(kRunDbSchemaVersion) + "');COMMIT;",
+         path, "cannot create the schema");
+    stmts_ = std::make_unique<Statements>();
+    auto& s = *stmts_;
+    s.begin = prepare(db_, "BEGIN", path);
+    s.commit = prepare(db_, "COMMIT", path);
+    s.run_info =
+        prepare(db_,
+                "INSERT OR REPLACE INTO run_info (id, " + run_info_columns() +
+                    ", strategy) VALUES (1, " + sql::placeholders(run_info_count() + 1) + ")",
+                path);
+    s.rank = prepare(
+        db_, insert_sql("ranks", sql::columns<model::RankIdentity>(Part::All), "INSERT OR REPLACE"),
+        path);
+    s.step = prepare(db_, steps_insert_sql(1), path);
+    s.steps_multi = prepare(db_, steps_insert_sql(kStepsPerInsert), path);
+    s.step_buffer.reserve(kStepsPerInsert);
+    s.step_memory = prepare(
+        db_, insert_sql("step_memory", sql::columns<model::StepMemoryRecord>(Part::All)), path);
+    s.system = prepare(
+        db_, insert_sql("system_samples", sql::columns<model::SystemSample>(Part::All)), path);
+    s.system_gpu = prepare(db_, insert_sql("system_gpus", system_gpu_columns()), path);
+    s.process = prepare(
+        db_, insert_sql("process_samples", sql::columns<model::ProcessSample>(Part::All)), path);
+    s.delivery =
+        prepare(db_, insert_sql("deliveries", delivery_columns(), "INSERT OR REPLACE"), path);
+    s.rejected =
+        prepare(db_, "INSERT INTO rejected_connections (ts, peer, reason) VALUES (?, ?, ?)", path);
+  } catch (...) {
+    stmts_.reset();
+    sqlite3_close_v2(db_);
+    db_ = nullptr;
+    // A half-created database would make the retry fail with "already exists".
+    std::error_code ec;
+    for (const char* suffix : {"", "-wal", "-shm"})
+      std::filesystem::remove(path + suffix, ec);
+    throw;
+  }
+}
+
+RunDbWriter::~RunDbWriter() {
+  try {
+    flush();
+  } catch (const RunDbError&) {
+    // A destructor cannot report; callers that care call flush() first.
+  }
+  stmts_.reset();
+  // The run is over: leave one self-contained file. WAL let readers look in
+  // while the collector wrote; at rest it would leave -wal/-shm beside the
+  // database, which read-only readers (report, export) cannot clean up.
+  sqlite3_exec(db_, "PRAGMA journal_mode=DELETE", nullptr, nullptr, nullptr);
+  sqlite3_close_v2(db_);
+}
+
+void RunDbWriter::begin_if_needed() {
+  if (in_transaction_) return;
+  run(db_, stmts_->begin.get(), path_, "cannot begin a transaction");
+  in_transaction_ = true;
+}
+
+void RunDbWriter::after_record() {
+  ++records_;
+  if (++pending_ >= kBatchRecords) flush();
+}
+
+void RunDbWriter::flush() {
+  if (!in_transaction_) return;
+  write_buffered_steps();
+  run(db_, stmts_->commit.get(), path_, "cannot commit to the run database");
+  in_transaction_ = false;
+  pending_ = 0;
+}
+
+void RunDbWriter::set_run_info(const model::RunInfo& info) {
+  begin_if_needed();
+  sqlite3_stmt* s = stmts_->run_info.get();
+  int col = 1;
+  bind_fields(s, col, &info, Part::All);
+  const std::string strategy = model::strategy_name(info.strategy);
+  bind_value(s, col, strategy);
+  run(db_, s, path_, "cannot write the run info");
+}
+
+void RunDbWriter::add_rank(const model::RankIdentity& id) {
+  begin_if_needed();
+  sqlite3_stmt* s = stmts_->rank.get();
+  int col = 1;
+  bind_fields(s, col, &id, Part::All);
+  run(db_, s, path_, "cannot write a rank");
+}
+
+namespace {
+
+/// Binds one step row at parameters first..first + step_params() - 1.
+void bind_step(sqlite3_stmt* s, int first, const model::StepRecord& r) {
+  int col = first;
+  bind_fields(s, col, &r, Part::Values);
+  bind_int(s, col++, r.events.event_mask());
+  // The bulk accessors avoid building an optional per value: this is the
+  // collector's hottest loop.
+  const auto& cpu = r.events.cpu_values();
+  const auto& gpu = r.events.gpu_values();
+  const unsigned cpu_mask = r.events.cpu_mask();
+  const unsigned gpu_mask = r.events.gpu_mask();
+  for (std::size_t e = 0; e < model::kEventCount; ++e, col += 2) {
+    if ((cpu_mask >> e) & 1u)
+      bind_double(s, col, cpu[e]);
+    else
+      sqlite3_bind_null(s, col);
+    if ((gpu_mask >> e) & 1u)
+      bind_double(s, col + 1, gpu[e]);
+    else
+      sqlite3_bind_null(s, col + 1);
+  }
+  bind_fields(s, col, &r, Part::Nested);
+}
+
+}  // namespace
+
+void RunDbWriter::add_step(const model::StepRecord& r) {
+  begin_if_needed();
+  auto& buffer = stmts_->step_buffer;
+  buffer.push_back(r);
+  if (buffer.size() == kStepsPerInsert) {
+    sqlite3_stmt* s = stmts_->steps_multi.get();
+    for (std::size_t i = 0; i < buffer.size(); ++i)
+      bind_step(s, 1 + static_cast<int>(i) * step_params(), buffer[i]);
+    buffer.clear();
+    run(db_, s, path_, "cannot write step records");
+  }
+  after_record();
+}
+
+void RunDbWriter::write_buffered_steps() {
+  auto& buffer = stmts_->step_buffer;
+  sqlite3_stmt* s = stmts_->step.get();
+  for (const auto& r : buffer) {
+    bind_step(s, 1, r);
+    run(db_, s, path_, "cannot write a step record");
+  }
+  buffer.clear();
+}
+
+void RunDbWriter::add_step_memory(const model::StepMemoryRecord& r) {
+  begin_if_needed();
+  sqlite3_stmt* s = stmts_->step_memory.get();
+  int col = 1;
+  bind_fields(s, col, &r, Part::All);
+  run(db_, s, path_, "cannot write a step memory record");
+  after_record();
+}
+
+void RunDbWriter::add_system(const model::SystemSample& x) {
+  begin_if_needed();
+  sqlite3_stmt* s = stmts_->system.get();
+  int col = 1;
+  bind_fields(s, col, &x, Part::All);
+  run(db_, s, path_, "cannot write a system sample");
+  const sqlite3_int64 sample_id = sqlite3_last_insert_rowid(db_);
+  sqlite3_stmt* g = stmts_->system_gpu.get();
+  for (const auto& gpu : x.gpus) {
+    int gcol = 1;
+    bind_int(g, gcol++, sample_id);
+    bind_fields(g, gcol, &gpu, Part::All);
+    run(db_, g, path_, "cannot write a system GPU sample");
+  }
+  after_record();
+}
+
+void RunDbWriter::add_process(const model::ProcessSample& x) {
+  begin_if_needed();
+  sqlite3_stmt* s = stmts_->process.get();
+  int col = 1;
+  bind_fields(s, col, &x, Part::All);
+  run(db_, s, path_, "cannot write a process sample");
+  after_record();
+}
+
+void RunDbWriter::set_delivery(const RankDelivery& d) {
+  begin_if_needed();
+  sqlite3_stmt* s = stmts_->delivery.get();
+  int col = 1;
+  bind_int(s, col++, d.global_rank);
+  bind_int(s, col++, d.records_received);
+  bind_int(s, col++, d.clean_end ? 1 : 0);
+  bind_int(s, col++, d.tracer ? 1 : 0);
+  bind_fields(s, col, d.tracer ? &*d.tracer : nullptr, Part::All);
+  run(db_, s, path_, "cannot write a delivery");
+}
+
+void RunDbWriter::add_rejected(const RejectedConnection& c) {
+  begin_if_needed();
+  sqlite3_stmt* s = stmts_->rejected.get();
+  bind_double(s, 1, c.ts);
+  bind_value(s, 2, c.peer);
+  bind_value(s, 3, c.reason);
+  run(db_, s, path_, "cannot write a rejected connection");
+}
+
+}  // namespace traceml::store
