@@ -16,6 +16,9 @@
 #include "analysis/thresholds.hpp"
 #include "report/compare_noise.hpp"
 #include "report/json_read.hpp"
+#include "report/summary_view.hpp"
+#include "report/text_format.hpp"
+#include "report/text_layout.hpp"
 
 namespace traceml::report {
 
@@ -29,25 +32,13 @@ constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
 /// (step_time_cpu_ms / step_time_gpu_ms) and dataloader_fetch_cpu_ms.
 constexpr double kPerClockSchema = 1.7;
 
-using json_read::child;
-using json_read::number;
-using json_read::object_child;
-using json_read::opt_json;
-
-std::optional<std::string> trimmed_text(const Json* j) {
-  if (j == nullptr || !j->is_string()) return std::nullopt;
-  const std::string& s = j->get_ref<const std::string&>();
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return std::nullopt;
-  const auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
+using namespace json_read;
 
 /// schema_version as a number: stored as a number, or as a numeric string.
 std::optional<double> schema_number(const Json& summary) {
   const Json* v = child(&summary, "schema_version");
   if (const auto n = number(v)) return n;
-  if (const auto s = trimmed_text(v)) {
+  if (const auto s = text(v)) {
     char* end = nullptr;
     const double d = std::strtod(s->c_str(), &end);
     if (end != s->c_str() && *end == '\0' && std::isfinite(d)) return d;
@@ -72,22 +63,12 @@ const Json* section(const Json& summary, const char* name) {
   return object_child(&summary, name);
 }
 
-std::optional<double> average(const Json* sec, const char* metric) {
-  return number(child(object_child(object_child(sec, "global"), "average"), metric));
-}
-
-std::optional<double> point(const Json* sec, const char* stat, const char* metric) {
-  return number(
-      child(object_child(object_child(object_child(sec, "global"), stat), metric), "value"));
-}
-
 std::optional<std::string> diagnosis_status(const Json* sec) {
-  return trimmed_text(child(object_child(sec, "diagnosis"), "status"));
+  return text(path(sec, {"diagnosis", "status"}));
 }
 
 std::optional<std::string> diagnosis_clock(const Json* sec) {
-  const auto c =
-      trimmed_text(child(object_child(object_child(sec, "global"), "window"), "diagnosis_clock"));
+  const auto c = text(path(sec, {"global", "window", "diagnosis_clock"}));
   if (c && (*c == "cpu" || *c == "gpu")) return c;
   return std::nullopt;
 }
@@ -139,13 +120,20 @@ Json diagnosis_json(const Json* lhs, const Json* rhs) {
   return Json{{"lhs", opt_json(a)}, {"rhs", opt_json(b)}, {"changed", a != b}};
 }
 
-Json section_envelope(const Json* lhs, const Json* rhs) {
-  Json s;
-  s["available"] = lhs != nullptr || rhs != nullptr;
-  s["diagnosis"] = diagnosis_json(lhs, rhs);
-  s["metrics"] = Json::object();
-  s["notes"] = Json::array();
-  return s;
+/// A section of both summaries and the envelope of its compare section.
+struct SectionPair {
+  const Json* lhs;
+  const Json* rhs;
+  Json out;  ///< available, diagnosis, metrics (empty), notes (empty)
+};
+
+SectionPair open_section(const Json& lhs_sum, const Json& rhs_sum, const char* name) {
+  SectionPair p{section(lhs_sum, name), section(rhs_sum, name), Json()};
+  p.out["available"] = p.lhs != nullptr || p.rhs != nullptr;
+  p.out["diagnosis"] = diagnosis_json(p.lhs, p.rhs);
+  p.out["metrics"] = Json::object();
+  p.out["notes"] = Json::array();
+  return p;
 }
 
 // ---- step time ------------------------------------------------------------
@@ -183,9 +171,7 @@ std::optional<std::string> dominant_phase(const Json* sec) {
 }
 
 Json step_time_section(const Json& lhs_sum, const Json& rhs_sum) {
-  const Json* lhs = section(lhs_sum, "step_time");
-  const Json* rhs = section(rhs_sum, "step_time");
-  Json s = section_envelope(lhs, rhs);
+  auto [lhs, rhs, s] = open_section(lhs_sum, rhs_sum, "step_time");
   Json& metrics = s["metrics"];
   Json& notes = s["notes"];
 
@@ -210,8 +196,9 @@ Json step_time_section(const Json& lhs_sum, const Json& rhs_sum) {
   const auto ca = diagnosis_clock(lhs);
   const auto cb = diagnosis_clock(rhs);
   const bool same_clock = ca && cb && *ca == *cb;
-  auto gated = [&](const char* key) {
-    return same_clock ? Pair{average(lhs, key), average(rhs, key)} : Pair{};
+  // Init-captures: a C++17 lambda cannot capture a structured binding itself.
+  auto gated = [same_clock, a_sec = lhs, b_sec = rhs](const char* key) {
+    return same_clock ? Pair{average(a_sec, key), average(b_sec, key)} : Pair{};
   };
   metrics["input_ms"] =
       numeric_metric("Input", "ms", gated("input_wait_ms"), "ms", "higher_is_worse");
@@ -263,21 +250,19 @@ Json step_time_section(const Json& lhs_sum, const Json& rhs_sum) {
 std::string metric_state(const Json& m);
 
 std::optional<double> memory_skew_pct(const Json* sec) {
-  const auto worst = point(sec, "worst", "peak_reserved_bytes");
-  const auto median = point(sec, "median", "peak_reserved_bytes");
+  const auto worst = point(sec, "worst", "peak_reserved_bytes").value;
+  const auto median = point(sec, "median", "peak_reserved_bytes").value;
   if (!worst || !median || *median <= th::kComparePctBaselineEps) return std::nullopt;
   return 100.0 * (*worst - *median) / *median;
 }
 
 Json step_memory_section(const Json& lhs_sum, const Json& rhs_sum, const Json& step_time_metric) {
-  const Json* lhs = section(lhs_sum, "step_memory");
-  const Json* rhs = section(rhs_sum, "step_memory");
-  Json s = section_envelope(lhs, rhs);
+  auto [lhs, rhs, s] = open_section(lhs_sum, rhs_sum, "step_memory");
   Json& m = s["metrics"];
-  m["peak_reserved_bytes"] = numeric_metric(
-      "Peak reserved", "bytes",
-      Pair{point(lhs, "worst", "peak_reserved_bytes"), point(rhs, "worst", "peak_reserved_bytes")},
-      "bytes", "higher_is_worse");
+  m["peak_reserved_bytes"] = numeric_metric("Peak reserved", "bytes",
+                                            Pair{point(lhs, "worst", "peak_reserved_bytes").value,
+                                                 point(rhs, "worst", "peak_reserved_bytes").value},
+                                            "bytes", "higher_is_worse");
   m["memory_skew_pct"] =
       numeric_metric("Memory skew", "percent", Pair{memory_skew_pct(lhs), memory_skew_pct(rhs)},
                      "percentage_point", "higher_is_worse");
@@ -298,9 +283,7 @@ std::optional<double> gib(const std::optional<double>& bytes) {
 }
 
 Json process_section(const Json& lhs_sum, const Json& rhs_sum) {
-  const Json* lhs = section(lhs_sum, "process");
-  const Json* rhs = section(rhs_sum, "process");
-  Json s = section_envelope(lhs, rhs);
+  auto [lhs, rhs, s] = open_section(lhs_sum, rhs_sum, "process");
   Json& m = s["metrics"];
   // cpu_percent is TraceML's (100 = one core busy); the summary's text shows
   // cpu_capacity_percent (100 = every core busy), added here so that both
@@ -319,11 +302,11 @@ Json process_section(const Json& lhs_sum, const Json& rhs_sum) {
 }
 
 Json system_section(const Json& lhs_sum, const Json& rhs_sum) {
-  const Json* lhs = section(lhs_sum, "system");
-  const Json* rhs = section(rhs_sum, "system");
-  Json s = section_envelope(lhs, rhs);
+  auto [lhs, rhs, s] = open_section(lhs_sum, rhs_sum, "system");
   Json& m = s["metrics"];
-  auto avg = [&](const char* key) { return Pair{average(lhs, key), average(rhs, key)}; };
+  auto avg = [a_sec = lhs, b_sec = rhs](const char* key) {
+    return Pair{average(a_sec, key), average(b_sec, key)};
+  };
   m["cpu_avg_percent"] = numeric_metric("System CPU avg", "percent", avg("cpu_percent"),
                                         "percentage_point", "context");
   m["ram_avg_gb"] = numeric_metric(
@@ -377,7 +360,7 @@ std::string metric_state(const Json& m) {
 }
 
 std::optional<std::string> text_of(const Json& j, const char* key) {
-  return trimmed_text(child(&j, key));
+  return text(child(&j, key));
 }
 
 std::string title_case(const std::string& status) {
@@ -486,9 +469,8 @@ Json verdict_json(const Json& sections, const CompareOptions& options) {
     add("REGRESSION", 10, "step_memory", "diagnosis", "warning",
         "Step memory diagnosis worsened from " + *ma + " to " + *mb + ".");
   if (step_in_noise) {
-    const std::string sign = *step_pct >= 0 ? "+" : "";
     add("EQUIVALENT", 11, "step_time", "step_time_ms", "info",
-        label + " changed by " + sign + fixed(*step_pct, 1) + "%, within run-to-run noise (" +
+        label + " changed by " + signed_fixed(*step_pct) + "%, within run-to-run noise (" +
             noise_evidence(noise) + ").");
   } else if (availability != "insufficient") {
     add("EQUIVALENT", 11, "compare", kNull, "info",
@@ -572,17 +554,11 @@ Json side_json(const CompareSide& side, const Json& summary) {
 /// The newer of the two `generated_at` stamps. Both tools write the same
 /// ISO-8601 UTC form ("…+00:00", microseconds), which sorts as text.
 std::string newer_generated_at(const Json& lhs, const Json& rhs) {
-  const auto a = trimmed_text(child(&lhs, "generated_at"));
-  const auto b = trimmed_text(child(&rhs, "generated_at"));
+  const auto a = text(child(&lhs, "generated_at"));
+  const auto b = text(child(&rhs, "generated_at"));
   if (a && b) return std::max(*a, *b);
   if (a || b) return a ? *a : *b;
   return "1970-01-01T00:00:00.000000+00:00";
-}
-
-std::string lower(std::string s) {
-  for (char& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
 }
 
 }  // namespace
@@ -616,8 +592,8 @@ CompareResult compare_summaries(const Json& lhs, const Json& rhs, const CompareI
     availability[name] = sections[name]["available"];
   out["sections"] = sections;
   out["availability"] = availability;
-  const auto pa = trimmed_text(child(object_child(&lhs, "primary_diagnosis"), "status"));
-  const auto pb = trimmed_text(child(object_child(&rhs, "primary_diagnosis"), "status"));
+  const auto pa = text(child(object_child(&lhs, "primary_diagnosis"), "status"));
+  const auto pb = text(child(object_child(&rhs, "primary_diagnosis"), "status"));
   out["overview"] = Json{
       {"duration_s", Json{{"lhs", out["lhs"]["duration_s"]}, {"rhs", out["rhs"]["duration_s"]}}},
       {"primary_diagnosis",
@@ -632,10 +608,7 @@ CompareResult compare_summaries(const Json& lhs, const Json& rhs, const CompareI
 }
 
 std::string sanitize_label(const std::string& raw) {
-  const auto b = raw.find_first_not_of(" \t\r\n");
-  const std::string s = b == std::string::npos
-                            ? std::string()
-                            : raw.substr(b, raw.find_last_not_of(" \t\r\n") - b + 1);
+  const std::string s = json_read::trimmed(raw);
   std::string out;
   for (char c : s) {
     const auto u = static_cast<unsigned char>(c);

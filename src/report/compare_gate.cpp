@@ -1,9 +1,12 @@
 #include "report/compare_gate.hpp"
 
 #include <cmath>
+#include <utility>
 
 #include "analysis/number_format.hpp"
 #include "report/compare_noise.hpp"
+#include "report/json_read.hpp"
+#include "report/text_format.hpp"
 
 namespace traceml::report {
 
@@ -11,36 +14,19 @@ namespace {
 
 using analysis::fixed;
 
-/// The value at a JSON pointer, or nullptr when any step is missing.
-const Json* at(const Json& j, const std::string& pointer) {
-  const Json::json_pointer p(pointer);
-  return j.contains(p) ? &j[p] : nullptr;
-}
+using namespace json_read;
 
 std::optional<double> pct_change(const Json& compare, const char* section, const char* metric) {
-  const Json* v =
-      at(compare, std::string("/sections/") + section + "/metrics/" + metric + "/pct_change");
-  if (v == nullptr || !v->is_number()) return std::nullopt;
-  return v->get<double>();
+  return number(path(&compare, {"sections", section, "metrics", metric, "pct_change"}));
 }
 
-std::string text_at(const Json& compare, const std::string& pointer, const std::string& fallback) {
-  const Json* v = at(compare, pointer);
-  return v != nullptr && v->is_string() ? v->get<std::string>() : fallback;
-}
-
-bool changed(const Json& compare, const std::string& pointer) {
-  const Json* v = at(compare, pointer);
-  return v != nullptr && v->is_boolean() && v->get<bool>();
-}
-
-std::string status_pair(const Json& compare, const std::string& pointer) {
-  return text_at(compare, pointer + "/lhs", "n/a") + " -> " +
-         text_at(compare, pointer + "/rhs", "n/a");
+/// "A -> B" of a {lhs, rhs} pair of statuses.
+std::string status_pair(const Json* pair) {
+  return text_or(child(pair, "lhs"), "n/a") + " -> " + text_or(child(pair, "rhs"), "n/a");
 }
 
 std::string signed_pct(double pct) {
-  return (pct >= 0 ? "+" : "") + fixed(pct, 1) + "%";
+  return signed_fixed(pct) + "%";
 }
 
 /// The change of a metric against a limit; a missing number fails.
@@ -65,8 +51,8 @@ GateCheck threshold_gate(const Json& compare, const char* name, const char* sect
 GateCheck step_time_gate(const Json& compare, double limit, bool strict) {
   GateCheck c = threshold_gate(compare, "max-step-time-regression", "step_time", "step_time_ms",
                                "step time", limit);
-  const Json* noise = at(compare, "/sections/step_time/noise");
-  const bool has_noise = noise != nullptr && noise->is_object() && noise->value("available", false);
+  const Json* noise = path(&compare, {"sections", "step_time", "noise"});
+  const bool has_noise = flag(child(noise, "available")).value_or(false);
   c.statistics["strict"] = strict;
   c.statistics["noise"] = has_noise ? *noise : Json(nullptr);
   const auto pct = pct_change(compare, "step_time", "step_time_ms");
@@ -92,9 +78,8 @@ GateCheck step_time_gate(const Json& compare, double limit, bool strict) {
 GateCheck memory_gate(const Json& compare, double limit, bool require_memory) {
   GateCheck c = threshold_gate(compare, "max-memory-regression", "step_memory",
                                "peak_reserved_bytes", "peak reserved memory", limit);
-  const Json* lhs = at(compare, "/sections/step_memory/metrics/peak_reserved_bytes/lhs");
-  const Json* rhs = at(compare, "/sections/step_memory/metrics/peak_reserved_bytes/rhs");
-  const bool none = (lhs == nullptr || !lhs->is_number()) && (rhs == nullptr || !rhs->is_number());
+  const Json* peak = path(&compare, {"sections", "step_memory", "metrics", "peak_reserved_bytes"});
+  const bool none = !number(child(peak, "lhs")) && !number(child(peak, "rhs"));
   if (!none) return c;
   c.statistics["measured"] = false;
   if (require_memory) {
@@ -114,21 +99,20 @@ GateCheck memory_gate(const Json& compare, double limit, bool require_memory) {
 std::vector<GateCheck> evaluate_gates(const Json& compare, const GateOptions& options) {
   std::vector<GateCheck> out;
   if (options.fail_on_regression) {
-    const std::string status = text_at(compare, "/verdict/status", "n/a");
-    const std::string why = text_at(compare, "/verdict/why", "");
+    const Json* verdict = child(&compare, "verdict");
+    const std::string status = text_or(child(verdict, "status"), "n/a");
+    const std::string why = text_or(child(verdict, "why"));
     GateCheck c{"fail-on-regression", status != "REGRESSION" && status != "MIXED", ""};
     c.message = "verdict " + status + (why.empty() ? "" : ": " + why);
-    const Json* noise = at(compare, "/sections/step_time/noise");
-    const Json* aware = at(compare, "/verdict/noise_aware");
+    const Json* noise = path(&compare, {"sections", "step_time", "noise"});
     // An EQUIVALENT whose primary finding is the step time is a change over
     // 3 % that the noise test kept out (compare.cpp): said on the gate line.
-    if (status == "EQUIVALENT" && text_at(compare, "/verdict/primary_metric", "") == "step_time_ms")
+    if (status == "EQUIVALENT" && text_or(child(verdict, "primary_metric")) == "step_time_ms")
       c.pass_note =
           "passed: " + (!why.empty() && why.back() == '.' ? why.substr(0, why.size() - 1) : why);
-    c.statistics =
-        Json{{"status", status},
-             {"noise_aware", aware != nullptr && aware->is_boolean() && aware->get<bool>()},
-             {"noise", noise != nullptr ? *noise : Json(nullptr)}};
+    c.statistics = Json{{"status", status},
+                        {"noise_aware", flag(child(verdict, "noise_aware")).value_or(false)},
+                        {"noise", noise != nullptr ? *noise : Json(nullptr)}};
     out.push_back(c);
   }
   if (options.max_step_time_regression_pct) {
@@ -139,14 +123,13 @@ std::vector<GateCheck> evaluate_gates(const Json& compare, const GateOptions& op
   }
   if (options.fail_on_diagnosis_change) {
     std::vector<std::string> what;
-    if (changed(compare, "/overview/primary_diagnosis/changed"))
-      what.push_back("primary diagnosis " + status_pair(compare, "/overview/primary_diagnosis"));
-    if (changed(compare, "/sections/step_time/diagnosis/changed"))
-      what.push_back("step time diagnosis " +
-                     status_pair(compare, "/sections/step_time/diagnosis"));
-    if (changed(compare, "/sections/step_memory/diagnosis/changed"))
-      what.push_back("step memory diagnosis " +
-                     status_pair(compare, "/sections/step_memory/diagnosis"));
+    const std::pair<const char*, const Json*> kPairs[] = {
+        {"primary diagnosis ", path(&compare, {"overview", "primary_diagnosis"})},
+        {"step time diagnosis ", path(&compare, {"sections", "step_time", "diagnosis"})},
+        {"step memory diagnosis ", path(&compare, {"sections", "step_memory", "diagnosis"})}};
+    for (const auto& [name, pair] : kPairs) {
+      if (flag(child(pair, "changed")).value_or(false)) what.push_back(name + status_pair(pair));
+    }
     GateCheck c{"fail-on-diagnosis-change", what.empty(), ""};
     if (what.empty()) {
       c.message = "diagnoses unchanged";

@@ -1,12 +1,12 @@
 #include "report/compare_noise.hpp"
 
 #include <cmath>
-#include <cstdio>
 
 #include "analysis/distribution.hpp"
 #include "analysis/number_format.hpp"
 #include "analysis/thresholds.hpp"
 #include "report/json_read.hpp"
+#include "report/text_format.hpp"
 
 namespace traceml::report {
 
@@ -14,10 +14,7 @@ namespace {
 
 namespace th = analysis::thresholds;
 using analysis::fixed;
-using json_read::child;
-using json_read::number;
-using json_read::object_child;
-using json_read::opt_json;
+using namespace json_read;
 
 /// The spread entry that describes `clock`: the per-clock entry, or the
 /// selected-clock `step_time_ms` when the run's diagnosis clock is `clock`.
@@ -25,8 +22,7 @@ const Json* spread_entry(const Json* sec, const std::string& clock) {
   const Json* spread = object_child(object_child(sec, "global"), "spread");
   const std::string per_clock = "step_time_" + clock + "_ms";
   if (const Json* e = object_child(spread, per_clock.c_str())) return e;
-  const auto c = json_read::text(
-      child(object_child(object_child(sec, "global"), "window"), "diagnosis_clock"));
+  const auto c = json_read::text(json_read::path(sec, {"global", "window", "diagnosis_clock"}));
   return c == clock ? object_child(spread, "step_time_ms") : nullptr;
 }
 
@@ -69,9 +65,7 @@ std::optional<analysis::DistributionSketch> sketch_in(const Json* entry) {
 }
 
 std::string signed_ms(double x) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%+.1f ms", x);
-  return buf;
+  return signed_fixed(x) + " ms";
 }
 
 std::string p_text(double p) {
@@ -151,17 +145,18 @@ Json step_time_noise(const Json* lhs, const Json* rhs, const std::optional<std::
 }
 
 bool change_counts(const Json& noise, bool slower) {
-  if (!noise.is_object() || !noise.value("available", false)) return true;
+  if (!flag(child(&noise, "available")).value_or(false)) return true;
   const auto d = json_read::text(child(&noise, "direction"));
   return d == (slower ? "slower" : "faster");
 }
 
 std::string noise_evidence(const Json& noise) {
-  if (!noise.is_object() || !noise.value("available", false)) return "";
+  if (!flag(child(&noise, "available")).value_or(false)) return "";
   const auto md = number(child(&noise, "median_delta_ms"));
   const auto d = number(child(&noise, "delta_ms"));
   const auto band = number(child(&noise, "threshold_ms"));
-  const bool beyond_band = noise.value("beyond_band", noise.value("beyond_noise", false));
+  const bool beyond_noise = flag(child(&noise, "beyond_noise")).value_or(false);
+  const bool beyond_band = flag(child(&noise, "beyond_band")).value_or(beyond_noise);
   const std::string basis = json_read::text(child(&noise, "basis")).value_or("iqr");
   std::string band_clause =
       md ? "median shift " + signed_ms(*md) : "mean shift " + signed_ms(d.value_or(0.0));
@@ -175,13 +170,12 @@ std::string noise_evidence(const Json& noise) {
   if (t != nullptr && t->is_object()) {
     const double p = number(child(t, "p_value")).value_or(1.0);
     const double alpha = number(child(t, "alpha")).value_or(th::kCompareAlpha);
-    const bool significant = t->value("significant", false);
+    const bool significant = flag(child(t, "significant")).value_or(false);
     test_clause = "Mann-Whitney U " + p_text(p) + (significant ? " < " : " >= ") + "alpha " +
                   fixed(alpha, 2) + ", n=" + count_text(child(t, "n_lhs")) + "/" +
                   count_text(child(t, "n_rhs")) + " steps";
-    const bool beyond = noise.value("beyond_noise", false);
-    if (significant && beyond_band && !beyond) test_clause += ", ranks shifted the other way";
-    test_blocks = beyond_band && !beyond;
+    if (significant && beyond_band && !beyond_noise) test_clause += ", ranks shifted the other way";
+    test_blocks = beyond_band && !beyond_noise;
   } else {
     test_clause = "no rank test: " +
                   json_read::text(child(&noise, "rank_test_unavailable")).value_or("no data");

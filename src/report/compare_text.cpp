@@ -1,7 +1,6 @@
 // The compare text (spec §6.4): an 88-column box rendered from the compare
 // JSON alone, so that a stored compare result always renders the same way.
 #include <algorithm>
-#include <cstdio>
 #include <optional>
 #include <vector>
 
@@ -10,6 +9,8 @@
 #include "report/compare_noise.hpp"
 #include "report/json_read.hpp"
 #include "report/summary_json.hpp"
+#include "report/text_format.hpp"
+#include "report/text_layout.hpp"
 
 namespace traceml::report {
 
@@ -22,60 +23,18 @@ constexpr std::size_t kWidth = 88;
 /// Inside "|  " and "|".
 constexpr std::size_t kContent = kWidth - 4;
 
-using json_read::child;
-using json_read::number;
-using json_read::text;
+using namespace json_read;
 
-std::string str_or(const Json* j, const std::string& fallback) {
-  return text(j).value_or(fallback);
-}
-
-std::string pad(const std::string& s, std::size_t w) {
-  return s.size() >= w ? s : s + std::string(w - s.size(), ' ');
-}
-
-std::string rstrip(std::string s) {
-  while (!s.empty() && s.back() == ' ')
-    s.pop_back();
-  return s;
-}
-
-/// Greedy word wrap at kContent; continuation lines start with `indent` spaces.
-/// A word longer than the width keeps a line of its own.
+/// Greedy word wrap at kContent (by display width, as the box pads);
+/// continuation lines start with `indent` spaces.
 void add_wrapped(std::vector<std::string>& lines, const std::string& s, std::size_t indent) {
-  if (s.size() <= kContent) {
-    lines.push_back(s);
-    return;
-  }
-  std::string line;
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const std::size_t end = std::min(s.find(' ', i), s.size());
-    const std::string word = s.substr(i, end - i);
-    i = end + 1;
-    if (word.empty()) continue;
-    if (line.empty()) {
-      line = word;
-    } else if (line.size() + 1 + word.size() <= kContent) {
-      line += " " + word;
-    } else {
-      lines.push_back(line);
-      line = std::string(indent, ' ') + word;
-    }
-  }
-  if (!line.empty()) lines.push_back(line);
-}
-
-/// Python's "{:+.1f}": always signed ("+0.0", "-0.0").
-std::string signed_fixed(double x) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, "%+.1f", x);
-  return buf;
+  append(lines, wrap("", s, kContent, indent));
 }
 
 std::string row(const std::string& metric, const std::string& a, const std::string& b,
                 const std::string& delta) {
-  return rstrip(pad(metric, 28) + " " + pad(a, 17) + " " + pad(b, 17) + " " + pad(delta, 17));
+  return rstrip(pad_right(metric, 28) + " " + pad_right(a, 17) + " " + pad_right(b, 17) + " " +
+                pad_right(delta, 17));
 }
 
 std::string value_text(const Json* v, const std::string& unit) {
@@ -90,8 +49,8 @@ std::string value_text(const Json* v, const std::string& unit) {
 }
 
 std::string delta_text(const Json& m) {
-  const std::string unit = str_or(child(&m, "unit"), "");
-  const std::string delta_unit = str_or(child(&m, "delta_unit"), "");
+  const std::string unit = text_or(child(&m, "unit"), "");
+  const std::string delta_unit = text_or(child(&m, "delta_unit"), "");
   if (unit == "text") {
     const Json* a = child(&m, "lhs");
     const Json* b = child(&m, "rhs");
@@ -146,14 +105,13 @@ std::string section_title(const char* key, const Json& sec) {
 /// with the evidence, and whether the verdict used it.
 std::optional<std::string> noise_line(const Json& sec, const Json* verdict) {
   const Json* n = child(&sec, "noise");
-  if (n == nullptr || !n->value("available", false)) return std::nullopt;
+  if (!flag(child(n, "available")).value_or(false)) return std::nullopt;
   const auto delta = number(child(n, "delta_ms"));
   if (!delta) return std::nullopt;
-  const bool beyond = n->value("beyond_noise", false);
+  const bool beyond = flag(child(n, "beyond_noise")).value_or(false);
   std::string line = "Noise: " + signed_fixed(*delta) + " ms is " + (beyond ? "beyond" : "within") +
                      " run-to-run noise (" + noise_evidence(*n) + ").";
-  const Json* aware = child(verdict, "noise_aware");
-  if (aware != nullptr && aware->is_boolean() && !aware->get<bool>())
+  if (!flag(child(verdict, "noise_aware")).value_or(true))
     line += " The verdict ignores noise (--strict).";
   return line;
 }
@@ -168,8 +126,8 @@ std::string render_compare_text(const Json& untrusted) {
   lines.emplace_back("TraceML Compare");
   const std::size_t header_end = lines.size();
   lines.emplace_back("");
-  lines.push_back("A: " + str_or(child(child(&compare, "lhs"), "label"), "A"));
-  lines.push_back("B: " + str_or(child(child(&compare, "rhs"), "label"), "B"));
+  lines.push_back("A: " + text_or(child(child(&compare, "lhs"), "label"), "A"));
+  lines.push_back("B: " + text_or(child(child(&compare, "rhs"), "label"), "B"));
   lines.emplace_back("Delta: B - A");
   const Json* primary = child(child(&compare, "overview"), "primary_diagnosis");
   const auto pa = text(child(primary, "lhs"));
@@ -180,8 +138,8 @@ std::string render_compare_text(const Json& untrusted) {
   }
   const Json* verdict = child(&compare, "verdict");
   lines.emplace_back("");
-  lines.push_back("Verdict: " + str_or(child(verdict, "status"), "INCONCLUSIVE"));
-  add_wrapped(lines, "Why: " + str_or(child(verdict, "why"), "n/a"), 5);
+  lines.push_back("Verdict: " + text_or(child(verdict, "status"), "INCONCLUSIVE"));
+  add_wrapped(lines, "Why: " + text_or(child(verdict, "why"), "n/a"), 5);
 
   static const SectionSpec kSections[] = {
       {"step_time",
@@ -196,7 +154,7 @@ std::string render_compare_text(const Json& untrusted) {
   const Json* sections = child(&compare, "sections");
   for (const SectionSpec& spec : kSections) {
     const Json* sec = child(sections, spec.key);
-    if (sec == nullptr || !sec->is_object() || !sec->value("available", false)) continue;
+    if (!flag(child(sec, "available")).value_or(false)) continue;
     lines.emplace_back("");
     lines.push_back(section_title(spec.key, *sec));
     lines.push_back(row("Metric", "A", "B", "Delta"));
@@ -212,13 +170,14 @@ std::string render_compare_text(const Json& untrusted) {
       const Json* a = child(m, "lhs");
       const Json* b = child(m, "rhs");
       if ((a == nullptr || a->is_null()) && (b == nullptr || b->is_null())) continue;
-      const std::string unit = str_or(child(m, "unit"), "");
+      const std::string unit = text_or(child(m, "unit"), "");
       // TraceML's label "Process CPU avg" hides that 100% is one core; the
       // summary's text shows CPU capacity (100% = every core) instead.
       const bool per_core =
           std::string(spec.key) == "process" && std::string(key) == "cpu_avg_percent";
-      lines.push_back(row(per_core ? "Process CPU (1 core = 100%)" : str_or(child(m, "label"), key),
-                          value_text(a, unit), value_text(b, unit), delta_text(*m)));
+      lines.push_back(
+          row(per_core ? "Process CPU (1 core = 100%)" : text_or(child(m, "label"), key),
+              value_text(a, unit), value_text(b, unit), delta_text(*m)));
     }
     if (const auto n = noise_line(*sec, verdict)) add_wrapped(lines, *n, 2);
   }
@@ -236,9 +195,9 @@ std::string render_compare_text(const Json& untrusted) {
       if (x.is_string()) notes.push_back(x.get<std::string>());
   }
   const Json* overall = child(child(verdict, "comparability"), "overall");
-  const std::string state = str_or(child(overall, "state"), "");
+  const std::string state = text_or(child(overall, "state"), "");
   if (state == "partial" || state == "insufficient")
-    notes.push_back(str_or(child(overall, "reason"), "Some primary compare signals are missing."));
+    notes.push_back(text_or(child(overall, "reason"), "Some primary compare signals are missing."));
   if (!notes.empty()) {
     lines.emplace_back("");
     lines.emplace_back("Notes");
@@ -249,7 +208,7 @@ std::string render_compare_text(const Json& untrusted) {
   const std::string border = "+" + std::string(kWidth - 2, '-') + "+";
   std::string out = border + "\n";
   for (std::size_t i = 0; i < lines.size(); ++i) {
-    out += "|  " + pad(lines[i], kContent) + "|\n";
+    out += "|  " + pad_right(lines[i], kContent) + "|\n";
     if (i + 1 == header_end) out += border + "\n";
   }
   out += border;

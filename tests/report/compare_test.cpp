@@ -417,6 +417,20 @@ TEST(CompareText, PrimaryDiagnosisLineAndWrapping) {
   EXPECT_TRUE(wrapped);
 }
 
+TEST(CompareText, BoxIsAlignedWithNonAsciiStatuses) {
+  // The box pads by display columns, as the report does: before, it padded
+  // by bytes and each "É" pulled the right border one column in.
+  const Json c = compare(summary(100, 1000, "ÉQUILIBRÉ"), summary(100, 1000));
+  const std::string text = c["text"].get<std::string>();
+  ASSERT_NE(text.find("ÉQUILIBRÉ -> BALANCED"), std::string::npos);
+  for (const std::string& l : lines_of(text)) {
+    std::size_t columns = 0;
+    for (const char ch : l)
+      columns += (static_cast<unsigned char>(ch) & 0xC0) != 0x80 ? 1 : 0;
+    EXPECT_EQ(columns, 88u) << l;
+  }
+}
+
 // ---- noise ----------------------------------------------------------------
 
 Json with_spread(Json s, double p25, double p75) {
@@ -744,6 +758,30 @@ TEST(CompareGate, UncomparableMetricFailsAndReasonsJoin) {
             "gate: FAIL (step time is not comparable between A and B, so the 5.0% limit cannot "
             "be checked; peak reserved memory is not comparable between A and B, so the 10.0% "
             "limit cannot be checked)");
+}
+
+// Drift found when the report was split: the gate read a number as "any
+// JSON number" while compare and the text read it as a finite one, and wrote
+// its own sign ("+-0.0%").
+TEST(CompareGate, AnOverflowingChangeReadsAsTheFileHoldsIt) {
+  // 1e-6 ms -> 1e306 ms: the delta is finite, its percentage is not.
+  const Json c = compare(summary(1e-6, 1000), summary(1e306, 1000));
+  EXPECT_TRUE(c["sections"]["step_time"]["metrics"]["step_time_ms"]["pct_change"].is_null());
+  GateOptions o;
+  o.max_step_time_regression_pct = 5.0;
+  EXPECT_EQ(gate_line(evaluate_gates(c, o)),
+            "gate: FAIL (step time is not comparable between A and B, so the 5.0% limit cannot "
+            "be checked)");
+}
+
+TEST(CompareGate, NegativeZeroChangeIsSignedOnce) {
+  Json c;
+  c["sections"]["step_time"]["metrics"]["step_time_ms"]["pct_change"] = -0.0;
+  GateOptions o;
+  o.max_step_time_regression_pct = 5.0;
+  const auto checks = evaluate_gates(c, o);
+  ASSERT_EQ(checks.size(), 1u);
+  EXPECT_EQ(checks[0].message, "step time changed by -0.0% (limit +5.0%)");
 }
 
 TEST(CompareGate, JunitEscapesAndCounts) {

@@ -914,6 +914,18 @@ TEST(TextReportVerdict, NoPrimaryDiagnosis) {
   EXPECT_EQ(tree_row(text, "├─ Input Wait"), "├─ Input Wait        128.0 ms   64%");
 }
 
+TEST(TextReportVerdict, KindIsReadTrimmedAsCompareReadsIt) {
+  // One definition of a text for the report and compare (json_read.hpp):
+  // white space around a kind does not make it unknown. Before, the report
+  // fell back to the kind's label and the section's own sentence.
+  const Json s = with_primary(bert_summary(), " INPUT_BOUND\n", "", "warning",
+                              Json{{"score", 0.64}, {"diagnosis_clock", "gpu"}});
+  const std::string text = plain(s);
+  EXPECT_EQ(line_starting(text, "Verdict:"), "Verdict: INPUT-BOUND  (WARNING)");
+  EXPECT_EQ(line_starting(text, "Why:").rfind("Why: input wait is 64% of the typical step", 0), 0u)
+      << text;
+}
+
 TEST(TextReportVerdict, LongWhyWrapsUnderItsText) {
   // 5 + 115 = 120 columns exactly fit on the first line; " so" would not.
   Json s =

@@ -1,0 +1,104 @@
+#include "report/text_format.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "analysis/number_format.hpp"
+#include "report/summary_view.hpp"
+#include "report/text_layout.hpp"
+
+namespace traceml::report {
+
+namespace {
+
+using analysis::fixed;
+
+/// Bytes under 0.1 GB print in MB, or they would read "0.0 GB".
+constexpr double kMegabyteCutoff = 1e8;
+
+}  // namespace
+
+std::string fmt_ms(double v) {
+  return fixed(v, 1) + " ms";
+}
+
+std::string fmt_pct(double v) {
+  return fixed(v, 0) + "%";
+}
+
+std::string fmt_bytes(double b) {
+  if (std::fabs(b) < kMegabyteCutoff) return fixed(b / 1e6, 1) + " MB";
+  return fixed(b / 1e9, 1) + " GB";
+}
+
+std::string fmt_duration(double s) {
+  if (s < 60.0) return fixed(s, 1) + "s";
+  // Beyond any real run (a corrupt value): whole hours, without an integer
+  // conversion that would overflow.
+  if (s >= 1e15) return fixed(s / 3600.0, 0) + "h";
+  const long long total = analysis::round_half_even(s);
+  if (total < 3600) return std::to_string(total / 60) + "m " + std::to_string(total % 60) + "s";
+  return std::to_string(total / 3600) + "h " + std::to_string((total % 3600) / 60) + "m";
+}
+
+std::string percent_of_step(double pct) {
+  if (!(pct > 0.0)) return "0%";
+  if (pct >= 1.0) return fixed(pct, 1) + "%";
+  if (pct < 1e-6) return "<0.000001%";
+  const int digits = std::min(7, int(std::ceil(-std::log10(pct))) + 1);
+  return fixed(pct, digits) + "%";
+}
+
+std::string signed_fixed(double x, int digits) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%+.*f", digits, x);
+  return buf;
+}
+
+std::string status_label(const std::string& s) {
+  std::string out;
+  bool gap = false;
+  for (const char c : upper(s)) {
+    if (c == '_' || c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      gap = !out.empty();
+      continue;
+    }
+    if (gap) out += ' ';
+    gap = false;
+    out += c;
+  }
+  return out;
+}
+
+std::string severity_word(const std::string& s) {
+  switch (severity_of(s)) {
+    case Severity::Critical:
+      return "CRITICAL";
+    case Severity::Warning:
+      return "WARNING";
+    case Severity::Info:
+      break;
+  }
+  const std::string u = upper(json_read::trimmed(s));
+  if (u == "INFO") return {};
+  return u;
+}
+
+std::optional<std::string> rank_label(const json_read::Json* row,
+                                      const std::optional<std::string>& key) {
+  const auto r = row_rank(row, key);
+  if (!r) return std::nullopt;
+  std::string s = "R" + std::to_string(*r);
+  if (const auto n = row_node(row)) s += "/N" + std::to_string(*n);
+  return s;
+}
+
+std::optional<std::string> node_label(const json_read::Json* row,
+                                      const std::optional<std::string>& key) {
+  const auto n = row_node_or_key(row, key);
+  if (!n) return std::nullopt;
+  return "N" + std::to_string(*n);
+}
+
+}  // namespace traceml::report

@@ -1,0 +1,142 @@
+#include "report/text_run_context.hpp"
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "analysis/number_format.hpp"
+#include "report/text_format.hpp"
+
+namespace traceml::report {
+
+namespace {
+
+using namespace json_read;
+
+/// The Also block lists at most this many findings.
+constexpr std::size_t kAlsoMax = 2;
+
+}  // namespace
+
+std::vector<std::string> meta_lines(const SummaryView& run) {
+  std::vector<std::string> parts;
+  if (const auto name = text(child(run.meta, "run_name"))) parts.push_back(*name);
+  std::optional<long long> g = run.gpus;
+  if (run.gpus && run.world && *run.gpus > 0 && *run.world > 0) g = std::min(*run.gpus, *run.world);
+  if (g && *g == 0) {
+    parts.emplace_back("CPU only (no GPU detected)");
+  } else if (g) {
+    parts.push_back(*g == 1 ? std::string("1 GPU") : std::to_string(*g) + " GPUs");
+  }
+  if (run.multi) {
+    if (const auto n = integer(child(run.meta, "nodes_observed")))
+      parts.push_back(*n == 1 ? std::string("1 node") : std::to_string(*n) + " nodes");
+  }
+  if (const auto s = steps_analyzed(run))
+    parts.push_back(std::to_string(*s) + (*s == 1 ? " step analyzed" : " steps analyzed"));
+  if (const auto d = number(child(run.root, "duration_s"))) parts.push_back(fmt_duration(*d));
+  return wrap("", join(parts, " · "), kProseWidth, 0);
+}
+
+std::vector<std::string> also_lines(const SummaryView& run, const Painter& p) {
+  struct Finding {
+    Severity severity;
+    std::string summary, raw_severity;
+  };
+  std::vector<Finding> found;
+  for (const Json* s : {run.system, run.process, run.step_memory}) {
+    const Json* issues = json_read::array_child(s, "issues");
+    if (issues == nullptr) continue;
+    for (const auto& issue : *issues) {
+      const std::string sev = text_or(child(&issue, "severity"));
+      const std::string summary = text_or(child(&issue, "summary"));
+      const Severity severity = severity_of(sev);
+      if (severity != Severity::Info && !summary.empty()) found.push_back({severity, summary, sev});
+    }
+  }
+  std::stable_sort(found.begin(), found.end(),
+                   [](const Finding& a, const Finding& b) { return a.severity > b.severity; });
+  if (found.size() > kAlsoMax) found.resize(kAlsoMax);
+  if (found.empty()) return {};
+  std::vector<std::string> out{"Also, not the cause of slow steps:"};
+  for (const auto& f : found) {
+    append(out, wrap("! ",
+                     f.summary + "  " +
+                         p.by_severity("(" + severity_word(f.raw_severity) + ")", f.severity),
+                     kProseWidth, 2));
+  }
+  return out;
+}
+
+std::vector<std::string> run_lines(const SummaryView& run) {
+  std::vector<std::string> out;
+  if (const Json* r = object_child(run.root, "run")) {
+    const std::string status = text_or(child(r, "status"));
+    if (!status.empty() && status != "completed") {
+      std::string line = "Run: " + upper(status);
+      const auto failed = integer(child(r, "failed_rank"));
+      const auto code = integer(child(r, "exit_code"));
+      if (failed) line += " · rank " + std::to_string(*failed) + " failed";
+      if (code) line += " · exit code " + std::to_string(*code);
+      line += " · the summary covers what was recorded before it ended";
+      out.push_back(line);
+    }
+  }
+  if (const Json* t = object_child(run.root, "tracer")) {
+    std::optional<double> cost;
+    std::optional<double> share;
+    int rank_count = 0;
+    std::vector<std::string> cpu_only;  // ranks without a GPU clock, when some have one
+    int gpu_ranks = 0;
+    std::int64_t unresolved = 0;
+    std::int64_t activity_lost = 0;
+    if (const Json* ranks = json_read::array_child(t, "ranks")) {
+      for (const Json& rank : *ranks) {
+        ++rank_count;
+        if (const auto c = number(child(&rank, "overhead_ns_per_step")))
+          cost = std::max(cost.value_or(0.0), *c);
+        if (const auto f = number(child(&rank, "overhead_pct_of_step")))
+          share = std::max(share.value_or(0.0), *f);
+        if (const Json* g = object_child(&rank, "gpu_clock")) {
+          ++gpu_ranks;
+          unresolved += integer(child(g, "steps_unresolved")).value_or(0);
+        } else if (const auto r = integer(child(&rank, "rank"))) {
+          cpu_only.push_back("r" + std::to_string(*r));
+        }
+        activity_lost += integer(child(&rank, "activity_records_lost")).value_or(0);
+      }
+    }
+    const auto received = integer(child(t, "records_received"));
+    const auto dropped = integer(child(t, "records_dropped"));
+    std::vector<std::string> parts;
+    if (cost) {
+      std::string c = analysis::fixed(*cost / 1000.0, 2) + " us per step on the training thread";
+      if (share) c += " (" + percent_of_step(*share) + " of a step)";
+      parts.push_back(c);
+    }
+    if (received && dropped)
+      parts.push_back(std::to_string(*dropped) + " of " + std::to_string(*received + *dropped) +
+                      " records dropped");
+    if (gpu_ranks > 0) {
+      // Why a window can read the CPU clock on a GPU run: a rank without GPU
+      // times (spec §4.1.3 takes the GPU clock only when every row has one).
+      std::string g = "GPU clock on " + std::to_string(gpu_ranks) + " of " +
+                      std::to_string(rank_count) + " ranks";
+      if (!cpu_only.empty()) g += " (CPU only: " + join(cpu_only, ", ") + ")";
+      if (unresolved > 0) g += ", " + std::to_string(unresolved) + " steps without GPU times";
+      parts.push_back(g);
+    }
+    if (activity_lost > 0)
+      parts.push_back(std::to_string(activity_lost) + " GPU activity records lost");
+    if (const auto repaired = integer(child(t, "strings_repaired")); repaired && *repaired > 0)
+      parts.push_back(std::to_string(*repaired) +
+                      " strings repaired (invalid UTF-8 or over 1024 bytes)");
+    if (!parts.empty()) out.push_back("Tracer: " + join(parts, " · "));
+  }
+  return out;
+}
+
+}  // namespace traceml::report

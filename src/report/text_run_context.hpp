@@ -1,0 +1,25 @@
+// The lines of the text report around its blocks: the meta line under the
+// title, the Also block (findings that are not the cause of slow steps), and
+// the Run / Tracer lines (how the traced program ended, what tracing cost).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "report/summary_view.hpp"
+#include "report/text_layout.hpp"
+
+namespace traceml::report {
+
+/// "run1 · 2 GPUs · 1 node · 100 steps analyzed · 1m 5s", wrapped.
+std::vector<std::string> meta_lines(const SummaryView& run);
+
+/// "Also, not the cause of slow steps:" and up to two warning/critical
+/// findings of System, Process and Step Memory; empty when there are none.
+std::vector<std::string> also_lines(const SummaryView& run, const Painter& p);
+
+/// One line each for the `run` block `traceml run` adds (unless it
+/// completed) and the `tracer` block, only when present.
+std::vector<std::string> run_lines(const SummaryView& run);
+
+}  // namespace traceml::report

@@ -1,0 +1,298 @@
+#include "report/text_verdict.hpp"
+
+#include <string>
+#include <vector>
+
+#include "analysis/h2d_advice.hpp"
+#include "analysis/number_format.hpp"
+#include "analysis/thresholds.hpp"
+#include "report/text_format.hpp"
+#include "report/text_layout.hpp"
+
+namespace traceml::report {
+
+namespace {
+
+using analysis::fixed;
+using namespace json_read;
+
+// Presentation thresholds (spec §5.8): they decide what the card shows, never
+// a diagnosis, so they live with the card rather than in analysis/thresholds.hpp.
+/// Below 2x the worst/median ratio says little; the marker then reads "cause".
+constexpr double kRatioMarkerMin = 2.0;
+/// GPU util under this supports an input/straggler verdict (the GPU idles).
+constexpr double kSupportingUtilMax = 50.0;
+
+std::string verdict_display(const SummaryView& run) {
+  const std::string& k = run.kind;
+  if (k == "INPUT_BOUND") return "INPUT-BOUND";
+  if (k == "H2D_BOUND") return "H2D-BOUND";
+  if (k == "COMPUTE_BOUND") return "COMPUTE-BOUND";
+  if (k == "RESIDUAL_HEAVY") return "RESIDUAL-HEAVY";
+  if (k == "INPUT_STRAGGLER") return "INPUT STRAGGLER";
+  if (k == "COMPUTE_STRAGGLER") return "COMPUTE STRAGGLER";
+  if (k == "H2D_STRAGGLER") return "H2D STRAGGLER";
+  if (k == "STRAGGLER") return "RANK STRAGGLER";
+  if (k == "LOW_GPU_UTILIZATION_UNEXPLAINED") return "LOW GPU UTILIZATION -- cause unclear";
+  if (k == "NO_CLEAR_PERFORMANCE_BOTTLENECK") return "NO CLEAR BOTTLENECK";
+  if (k == "INSUFFICIENT_STEP_TIME_DATA") {
+    return text_or(child(run.evidence, "step_time_status")) == "INCOMPLETE DATA"
+               ? "STEP TIMING INCOMPLETE"
+               : "NOT ENOUGH STEP DATA";
+  }
+  const std::string status = status_label(text_or(child(run.primary, "status")));
+  if (!status.empty()) return status;
+  if (!k.empty()) return status_label(k);
+  return "n/a";
+}
+
+/// The pin-memory advice from a finding's H2D activity evidence, if its
+/// copies come mostly from pageable memory.
+std::optional<std::string> evidence_pageable_advice(const Json* evidence) {
+  const auto copies = number(child(evidence, "h2d_copies_per_step"));
+  const auto pageable_copies = number(child(evidence, "h2d_pageable_copies_per_step"));
+  const auto bytes = number(child(evidence, "h2d_bytes_per_step"));
+  const auto pageable_bytes = number(child(evidence, "h2d_pageable_bytes_per_step"));
+  if (!copies || !pageable_copies || !bytes || !pageable_bytes) return std::nullopt;
+  return analysis::pageable_advice({*copies, *pageable_copies, *bytes, *pageable_bytes});
+}
+
+std::string default_straggler_metric(const std::string& kind) {
+  if (kind == "H2D_STRAGGLER") return "h2d_ms";
+  if (kind == "COMPUTE_STRAGGLER") return "compute_ms";
+  return "input_wait_ms";  // INPUT_STRAGGLER, and STRAGGLER whose first comparison is input
+}
+
+void straggler_verdict(const SummaryView& run, Verdict& v) {
+  const Json* cmp = straggler_comparison(run);
+  const std::string metric =
+      text(child(cmp, "metric")).value_or(default_straggler_metric(run.kind));
+  v.culprit_metric = metric;
+  const auto ratio = number(child(cmp, "ratio"));
+  v.marker = ratio && *ratio >= kRatioMarkerMin ? "◀ " + fixed(*ratio, 0) + "x" : "◀ cause";
+
+  const auto rank = integer(path(cmp, {"worst", "rank"}));
+  std::string who = "the slow rank";
+  if (rank) {
+    const std::optional<std::string> key = std::to_string(*rank);
+    const Json* row = group_row(run.step_time, key);
+    if (path(row, {"identity", "node_rank"}) == nullptr)
+      row = group_row(run.step_time, point(run.step_time, "worst", metric.c_str()).idx);
+    // The rank is the comparison's own; only the node comes from the row.
+    who = "R" + std::to_string(*rank);
+    if (const auto n = row_node(row)) who += "/N" + std::to_string(*n);
+  }
+  const auto worst = number(path(cmp, {"worst", "value_ms"}));
+  const auto median = number(path(cmp, {"median", "value_ms"}));
+  const std::string w = worst ? fmt_ms(*worst) : "? ms";
+  const std::string m = median ? fmt_ms(*median) : "? ms";
+  const std::string pace = run.world && rank
+                               ? " All " + std::to_string(*run.world) + " ranks then advance at R" +
+                                     std::to_string(*rank) + "'s pace."
+                               : "";
+  std::string phase = text(child(cmp, "phase")).value_or("");
+  if (phase.empty()) {
+    phase = metric.size() > 3 && metric.compare(metric.size() - 3, 3, "_ms") == 0
+                ? metric.substr(0, metric.size() - 3)
+                : metric;
+  }
+  if (run.kind == "INPUT_STRAGGLER") {
+    v.why = who + " waits " + w + " per step for input; the median rank waits " + m + "." + pace;
+    v.next =
+        "inspect the data loader's workers, the dataset's get() and transforms, and storage on " +
+        who + ".";
+  } else if (run.kind == "H2D_STRAGGLER") {
+    v.why = who + " spends " + w + " per step in host-to-device copies; the median rank spends " +
+            m + "." + pace;
+    v.next = "inspect PCIe topology / transfer path on " + who + ".";
+    if (const auto advice = evidence_pageable_advice(issue_evidence(run, run.kind)))
+      v.next = "on " + who + ", " + *advice;
+  } else if (run.kind == "STRAGGLER" && phase == "residual") {
+    v.why = who + " spends " + w +
+            " per step outside the traced phases (residual); the median rank spends " + m + "." +
+            pace;
+    v.next = "inspect untraced work on " + who +
+             ": synchronisation, logging, checkpointing, validation or CPU stalls between phases.";
+  } else {
+    v.why = who + " spends " + w + " per step in " + phase + "; the median rank spends " + m + "." +
+            pace;
+    v.next =
+        run.kind == "COMPUTE_STRAGGLER"
+            ? "inspect " + who + ": thermal/clock throttling, imbalanced work, or a slow device."
+            : "inspect " + who + " end-to-end; multiple phases are slow on it.";
+  }
+  // Issue 5: the ranks that wait for the slow one wait inside the collective.
+  if (run.kind == "STRAGGLER") {
+    const Json* ev = issue_evidence(run, run.kind);
+    const auto share = number(child(ev, "collective_share_of_wait"));
+    const auto wait = number(child(ev, "collective_wait_ms"));
+    const auto victim = integer(child(ev, "victim_rank"));
+    if (share && wait && victim && *share >= analysis::thresholds::kCollectiveExplainsShare) {
+      v.why += " Collective (NCCL) time explains " + fixed(*share * 100.0, 0) + "% of the wait: R" +
+               std::to_string(*victim) + " spends " + fmt_ms(*wait) +
+               " more per step in collectives.";
+    }
+  }
+}
+
+}  // namespace
+
+bool is_straggler_kind(const std::string& k) {
+  return k == "INPUT_STRAGGLER" || k == "H2D_STRAGGLER" || k == "COMPUTE_STRAGGLER" ||
+         k == "STRAGGLER";
+}
+
+bool is_phase_share_kind(const std::string& k) {
+  return k == "INPUT_BOUND" || k == "H2D_BOUND" || k == "RESIDUAL_HEAVY" || k == "COMPUTE_BOUND";
+}
+
+Verdict read_verdict(const SummaryView& run) {
+  Verdict v;
+  v.display = verdict_display(run);
+  const std::string summary = text_or(child(run.primary, "summary"));
+  const std::string action = text_or(child(run.primary, "action"));
+  v.why = summary;
+  v.next = action;
+  const std::string& k = run.kind;
+
+  if (is_straggler_kind(k)) {
+    straggler_verdict(run, v);
+  } else if (is_phase_share_kind(k)) {
+    if (k == "INPUT_BOUND") v.culprit_metric = "input_wait_ms";
+    if (k == "H2D_BOUND") v.culprit_metric = "h2d_ms";
+    if (k == "RESIDUAL_HEAVY") v.culprit_metric = "residual_ms";
+    if (k == "COMPUTE_BOUND") v.culprit_metric = "compute_ms";
+    v.marker = "◀ cause";
+    // COMPUTE_BOUND has no score, so it keeps the section's own wording (§8.2 #11).
+    if (const auto score = number(child(run.evidence, "score"))) {
+      const std::string s = fixed(*score * 100.0, 0) + "%";
+      if (k == "INPUT_BOUND") {
+        std::string clock = text_or(child(run.evidence, "diagnosis_clock"));
+        if (clock.empty())
+          clock = text_or(path(run.step_time, {"global", "window", "diagnosis_clock"}));
+        v.why = clock == "cpu"
+                    ? "input wait is " + s + " of the typical step (CPU clock)."
+                    : "input wait is " + s +
+                          " of the typical step; the GPU sits idle while batches arrive.";
+        // LibTorch's knobs, not Python's (DECISIONS 13).
+        v.next = cpu_only(run) ? "add loader workers (DataLoaderOptions().workers(N)) or prefetch "
+                                 "(max_jobs), or check storage read throughput."
+                               : "add loader workers (DataLoaderOptions().workers(N)), pin batches "
+                                 "(tensor.pin_memory()), or check storage reads.";
+      } else if (k == "H2D_BOUND") {
+        v.why = "host-to-device copies take " + s + " of the typical step.";
+        v.next =
+            "pin host batches (tensor.pin_memory()), copy with .to(device, "
+            "/*non_blocking=*/true), or batch transfers.";
+        if (const auto advice = evidence_pageable_advice(issue_evidence(run, k))) v.next = *advice;
+      } else if (k == "RESIDUAL_HEAVY") {
+        v.why = s + " of the typical step is time outside the traced phases.";
+        v.next = "look for untraced work between steps -- validation, checkpointing, logging.";
+        const Json* ev = issue_evidence(run, k);
+        const auto share = number(child(ev, "collective_share_of_residual"));
+        const auto coll = number(child(ev, "collective_ms"));
+        if (share && coll && *share >= analysis::thresholds::kCollectiveExplainsShare) {
+          v.why += " Collective (NCCL) kernels ran " + fmt_ms(*coll) + " per step, up to " +
+                   fixed(*share * 100.0, 0) + "% of it.";
+          v.next =
+              "look for collectives outside the traced phases -- metric or loss all-reduces, "
+              "barriers -- then validation, checkpointing, logging.";
+        }
+      }
+    }
+  } else if (k == "LOW_GPU_UTILIZATION_UNEXPLAINED") {
+    if (const auto u = primary_util(run)) {
+      v.why = "step timing is balanced, but GPU util averaged " + fixed(*u, 0) +
+              "%. The idle time is not explained by " +
+              (run.multi ? "input, transfer, or timing skew." : "input or transfer.");
+      v.next =
+          "look for untraced work between steps -- validation, checkpointing, logging -- or "
+          "inefficient kernels (torch.profiler).";
+    }
+  } else if (k == "NO_CLEAR_PERFORMANCE_BOTTLENECK") {
+    const auto med = point(run.step_time, "median", "step_time_ms").value;
+    const auto worst = point(run.step_time, "worst", "step_time_ms").value;
+    if (run.multi && med && worst && *med > 0) {
+      v.why = "step timing is balanced and ranks are even (worst step time +" +
+              fixed(100.0 * (*worst - *med) / *med, 1) + "% vs median).";
+    } else {
+      v.why = "step timing is balanced -- no input, transfer, or residual issue.";
+    }
+    v.next =
+        "training is compute-dominated; for more speed profile kernels (torch.profiler / Nsight).";
+  } else if (k == "INSUFFICIENT_STEP_TIME_DATA") {
+    v.degraded = true;
+    if (text_or(child(run.evidence, "step_time_status")) == "INCOMPLETE DATA") {
+      std::vector<std::string> names;
+      const Json* missing = path(run.step_time, {"diagnosis", "evidence", "missing_signals"});
+      if (missing != nullptr && missing->is_array()) {
+        for (const auto& n : *missing) {
+          if (n.is_string()) names.push_back(n.get<std::string>());
+        }
+      }
+      v.why = names.empty()
+                  ? "some timing signals were never measured, so phases don't add up to "
+                    "a reliable step time."
+                  : "some timing signals were never measured (missing: " + join(names, ", ") +
+                        "), so phases don't add up to a reliable step time.";
+      v.next =
+          "check the integration wiring for the missing phases; per-signal coverage is listed in "
+          "the JSON step_time section.";
+    } else {
+      const auto steps = steps_analyzed(run);
+      v.why = steps && *steps != 0 ? "only " + std::to_string(*steps) +
+                                         " completed steps were captured; a stable diagnosis "
+                                         "needs a larger sample."
+                                   : "no completed steps were captured.";
+      v.next =
+          "run more steps, or check that traceml::StepScope marks each step of the training loop.";
+    }
+  }
+  return v;
+}
+
+/// §5.8 "after Next": the Supporting line, or the all-normal line.
+std::vector<std::string> after_next_lines(const SummaryView& run) {
+  const auto u = primary_util(run);
+  std::string line;
+  if ((is_straggler_kind(run.kind) || is_phase_share_kind(run.kind)) && u &&
+      *u < kSupportingUtilMax) {
+    const std::string pct = fixed(*u, 0) + "%";
+    if (is_straggler_kind(run.kind) && run.multi) {
+      line = "Supporting: GPU util median " + pct + " -- ranks idle at the step barrier.";
+    } else if (run.kind == "INPUT_BOUND") {
+      line = "Supporting: GPU util " + pct + " avg -- consistent with input starvation.";
+    } else {
+      line = "Supporting: GPU util " + pct + " avg.";
+    }
+  } else if (run.kind == "NO_CLEAR_PERFORMANCE_BOTTLENECK") {
+    bool all_info = true;
+    for (const Json* s : {run.system, run.process, run.step_time, run.step_memory}) {
+      if (severity_of(diagnosis_field(s, "severity")) != Severity::Info) all_info = false;
+    }
+    if (all_info) {
+      line = std::string("System, process, and memory: all normal") +
+             (run.multi ? " on every rank" : "") + ".";
+      if (u) line += " GPU util " + fixed(*u, 0) + "% avg.";
+    }
+  }
+  return line.empty() ? std::vector<std::string>{} : wrap("", line, kProseWidth, 0);
+}
+
+/// §5.8 degraded line: what the host showed even without a step diagnosis.
+std::vector<std::string> observed_anyway_lines(const SummaryView& run) {
+  std::vector<std::string> parts;
+  if (cpu_only(run)) {
+    parts.emplace_back("no GPU detected");
+  } else {
+    auto u = number(path(run.system, {"global", "average", "gpu_util_percent"}));
+    if (!u) u = primary_util(run);
+    if (u) parts.push_back("GPU util " + fixed(*u, 0) + "% avg");
+  }
+  if (const auto c = number(path(run.system, {"global", "average", "cpu_percent"})))
+    parts.push_back("CPU util " + fixed(*c, 0) + "% avg");
+  if (parts.empty()) return {};
+  return wrap("Observed anyway: ", join(parts, " · "), kProseWidth, 17);
+}
+
+}  // namespace traceml::report

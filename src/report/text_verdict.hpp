@@ -1,0 +1,36 @@
+// The report's verdict in words (Verdict / Why / Next, the §5.8 line after
+// Next, the degraded "Observed anyway" line): the one place that turns a
+// primary diagnosis kind into sentences.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/summary_view.hpp"
+
+namespace traceml::report {
+
+/// The kinds that name a slow rank, and the kinds that name a phase's share
+/// of the step. (To be replaced by analysis/diagnosis_kind.hpp's predicates.)
+bool is_straggler_kind(const std::string& kind);
+bool is_phase_share_kind(const std::string& kind);
+
+struct Verdict {
+  std::string display;  ///< "INPUT STRAGGLER"; "n/a" without a primary diagnosis
+  std::string why;
+  std::string next;
+  std::optional<std::string> culprit_metric;  ///< tree row the marker goes on
+  std::string marker;                         ///< "◀ cause" / "◀ 67x"
+  bool degraded = false;                      ///< no step diagnosis (INSUFFICIENT_STEP_TIME_DATA)
+};
+
+Verdict read_verdict(const SummaryView& run);
+
+/// §5.8 "after Next": the Supporting line, or the all-normal line.
+std::vector<std::string> after_next_lines(const SummaryView& run);
+
+/// §5.8 degraded line: what the host showed even without a step diagnosis.
+std::vector<std::string> observed_anyway_lines(const SummaryView& run);
+
+}  // namespace traceml::report
