@@ -24,6 +24,7 @@ namespace traceml::analysis {
 namespace {
 
 namespace th = thresholds;
+using K = DiagnosisKind;
 
 // Each rank keeps this many windows of its latest steps before the ranks are
 // intersected: enough history to still find W common steps when one rank
@@ -658,11 +659,10 @@ std::string creep_note(const Creep& c) {
   return note;
 }
 
-Issue metric_issue(const MetricSignals& s, const char* kind, const char* status, Severity sev,
-                   std::string summary, const char* action, double score, Json evidence) {
+Issue metric_issue(const MetricSignals& s, K kind, Severity sev, std::string summary,
+                   const char* action, double score, Json evidence) {
   Issue i;
-  i.kind = kind;
-  i.status = status;
+  i.set_kind(kind);
   i.severity = sev;
   i.summary = std::move(summary);
   i.action = action;
@@ -692,7 +692,7 @@ std::vector<Issue> run_rules(const MetricSignals& s) {
 
   if (s.pressure && *s.pressure >= th::kMemoryPressureWarn) {
     const double p = *s.pressure;
-    out.push_back(metric_issue(s, "HIGH_PRESSURE", "HIGH PRESSURE",
+    out.push_back(metric_issue(s, K::HighPressure,
                                p >= th::kMemoryPressureCrit ? Severity::Crit : Severity::Warn,
                                label + " is near device capacity (~" + percent0(p) + "%).",
                                "Reduce memory load.", p, Json{{"pressure_frac", p}}));
@@ -710,7 +710,7 @@ std::vector<Issue> run_rules(const MetricSignals& s) {
     }
     if (sev) {
       out.push_back(metric_issue(
-          s, "IMBALANCE", "IMBALANCE", *sev,
+          s, K::Imbalance, *sev,
           label + " shows +" + fixed(s.skew * 100.0, 1) + "% cross-rank skew at ~" + percent0(p) +
               "% of device capacity.",
           "Inspect per-rank workload.", s.skew, Json{{"skew_pct", s.skew}, {"pressure_frac", p}}));
@@ -718,29 +718,28 @@ std::vector<Issue> run_rules(const MetricSignals& s) {
   }
 
   if (s.creep && s.creep->confirmed) {
-    out.push_back(metric_issue(s, "CREEP_CONFIRMED", "MEMORY CREEP", Severity::Warn,
-                               label + " is rising across the window.",
-                               "Check retained tensors or caches.", s.creep->score,
-                               creep_evidence(*s.creep)));
+    out.push_back(metric_issue(
+        s, K::CreepConfirmed, Severity::Warn, label + " is rising across the window.",
+        "Check retained tensors or caches.", s.creep->score, creep_evidence(*s.creep)));
   } else if (s.creep && s.creep->early) {
-    out.push_back(metric_issue(s, "CREEP_EARLY", "MEMORY RISING", Severity::Info,
+    out.push_back(metric_issue(s, K::CreepEarly, Severity::Info,
                                label + " is rising from early to recent steps.",
                                "Watch the next window.", s.creep->score, creep_evidence(*s.creep)));
   }
   return out;
 }
 
-int rule_priority(const std::string& kind) {
-  if (kind == "HIGH_PRESSURE") return 0;
-  if (kind == "IMBALANCE") return 1;
-  if (kind == "CREEP_CONFIRMED") return 2;
+int rule_priority(const Issue& issue) {
+  if (issue.is(K::HighPressure)) return 0;
+  if (issue.is(K::Imbalance)) return 1;
+  if (issue.is(K::CreepConfirmed)) return 2;
   return 3;  // CREEP_EARLY
 }
 
 /// (priority, -severity, -score, metric name), stable.
 void sort_issues(std::vector<Issue>& issues) {
   std::stable_sort(issues.begin(), issues.end(), [](const Issue& a, const Issue& b) {
-    const int pa = rule_priority(a.kind), pb = rule_priority(b.kind);
+    const int pa = rule_priority(a), pb = rule_priority(b);
     if (pa != pb) return pa < pb;
     if (a.severity != b.severity) return severity_rank(a.severity) > severity_rank(b.severity);
     const double sa = a.score.value_or(0.0), sb = b.score.value_or(0.0);
@@ -759,8 +758,7 @@ const MetricSignals* find_metric(const std::vector<MetricSignals>& metrics,
 
 StepMemoryPrimary primary_from_issue(const Issue& issue, const MetricSignals& m) {
   StepMemoryPrimary p;
-  p.kind = issue.kind;
-  p.status = issue.status;
+  p.kind = kind_from_name(issue.kind).value_or(K::NoData);  // the rules' kinds are all known
   p.severity = issue.severity;
   p.reason = issue.summary;
   p.action = issue.action;
@@ -768,11 +766,11 @@ StepMemoryPrimary primary_from_issue(const Issue& issue, const MetricSignals& m)
   p.steps_used = m.steps_used;
   p.worst_rank = m.worst_rank;
   const bool crit = issue.severity == Severity::Crit;
-  if (issue.kind == "HIGH_PRESSURE") {
+  if (p.kind == K::HighPressure) {
     p.confidence = crit ? kConfidencePressureCrit : kConfidencePressureWarn;
-  } else if (issue.kind == "IMBALANCE") {
+  } else if (p.kind == K::Imbalance) {
     p.confidence = crit ? kConfidenceImbalanceCrit : kConfidenceImbalanceWarn;
-  } else if (issue.kind == "CREEP_CONFIRMED") {
+  } else if (p.kind == K::CreepConfirmed) {
     p.confidence = kConfidenceCreepConfirmed;
   } else {
     p.confidence = kConfidenceCreepEarly;
@@ -782,11 +780,10 @@ StepMemoryPrimary primary_from_issue(const Issue& issue, const MetricSignals& m)
   return p;
 }
 
-StepMemoryPrimary neutral(const char* kind, const char* status, std::string reason,
-                          const char* action, std::string metric, double confidence) {
+StepMemoryPrimary neutral(K kind, std::string reason, const char* action, std::string metric,
+                          double confidence) {
   StepMemoryPrimary p;
   p.kind = kind;
-  p.status = status;
   p.reason = std::move(reason);
   p.action = action;
   p.metric = std::move(metric);
@@ -798,13 +795,12 @@ StepMemoryPrimary neutral(const char* kind, const char* status, std::string reas
 StepMemoryPrimary choose_primary(bool no_gpu, const std::vector<MetricSignals>& metrics,
                                  const std::vector<Issue>& issues) {
   if (no_gpu) {
-    return neutral("NO_GPU", "NO GPU",
-                   "No GPU detected. Step memory uses torch-based GPU memory telemetry.",
+    return neutral(K::NoGpu, "No GPU detected. Step memory uses torch-based GPU memory telemetry.",
                    "Step memory is not applicable for this run.", kReserved, kConfidenceNoGpu);
   }
   if (metrics.empty()) {
-    return neutral("NO_DATA", "NO DATA", "No step-memory data yet.",
-                   "Wait for more completed steps.", kReserved, kConfidenceNoData);
+    return neutral(K::NoData, "No step-memory data yet.", "Wait for more completed steps.",
+                   kReserved, kConfidenceNoData);
   }
   if (!issues.empty()) {
     return primary_from_issue(issues.front(), *find_metric(metrics, *issues.front().metric));
@@ -818,17 +814,16 @@ StepMemoryPrimary choose_primary(bool no_gpu, const std::vector<MetricSignals>& 
     for (const auto& m : metrics) {
       if (m.steps_used > best->steps_used) best = &m;
     }
-    auto p =
-        neutral("NO_DATA", "NO DATA",
-                "Need at least " + std::to_string(th::kStepMemoryMinSteps) + " completed steps.",
-                "Keep monitoring.", best->name, kConfidenceNoData);
+    auto p = neutral(
+        K::NoData, "Need at least " + std::to_string(th::kStepMemoryMinSteps) + " completed steps.",
+        "Keep monitoring.", best->name, kConfidenceNoData);
     p.steps_used = best->steps_used;
     p.worst_rank = best->worst_rank;
     return p;
   }
   const MetricSignals* m = find_metric(metrics, kReserved);
   if (!m) m = find_metric(metrics, kAllocated);
-  auto p = neutral("BALANCED", "BALANCED", "No clear pressure, imbalance, or creep signal.",
+  auto p = neutral(K::Balanced, "No clear pressure, imbalance, or creep signal.",
                    "Keep monitoring.", m->name, kConfidenceBalanced);
   p.steps_used = m->steps_used;
   p.worst_rank = m->worst_rank;
@@ -842,7 +837,7 @@ Issue issue_from_primary(const StepMemoryPrimary& p) {
   fields["worst_rank"] = p.worst_rank ? Json(*p.worst_rank) : Json();
   fields["note"] = p.note ? Json(*p.note) : Json();
   fields["confidence"] = p.confidence;
-  Issue i = neutral_issue(p.kind, p.status, p.reason, p.action, fields);
+  Issue i = neutral_issue(p.kind, p.reason, p.action, fields);
   i.severity = p.severity;
   i.metric = p.metric;
   if (p.worst_rank) i.ranks = {*p.worst_rank};
