@@ -90,7 +90,7 @@ struct Context {
   double input_total = 0, traced_total = 0, step_total = 0;
   std::optional<int> input_worst_rank;
   std::optional<double> input_skew, compute_skew;
-  std::string largest_compute = "Compute";
+  std::string largest_compute = "compute";  ///< the phase word, lower case (spec §4.1.11)
   std::optional<int> overall_worst_rank;
   std::optional<double> input_share, h2d_share, compute_share, residual_share;
   std::vector<const RankFacts*> straggler_cohort;
@@ -131,8 +131,8 @@ Context build_context(const StepWindow& w) {
   c.input_skew = cohort_skew(in);
   c.compute_skew = cohort_skew(cohort_stat(compute_cohort, SM::Compute));
   double best = 0.0;
-  for (auto [m, label] : {std::pair{SM::Forward, "Forward"}, std::pair{SM::Backward, "Backward"},
-                          std::pair{SM::OptimizerStep, "Optimizer"}}) {
+  for (auto [m, label] : {std::pair{SM::Forward, "forward"}, std::pair{SM::Backward, "backward"},
+                          std::pair{SM::OptimizerStep, "optimizer"}}) {
     if (compute_cohort.empty()) break;
     const double med = cohort_stat(compute_cohort, m).median;
     if (med > best) {  // strictly greater: the first wins ties
@@ -420,10 +420,7 @@ std::vector<Issue> run_rules(const StepWindow& w, const Context& c,
     i.summary = "Compute-bound; " + c.largest_compute + " is the largest phase.";
     i.action = "Optimize model compute or reduce step cost.";
     i.metric = "compute";
-    std::string phase = c.largest_compute;
-    std::transform(phase.begin(), phase.end(), phase.begin(),
-                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    i.phase = phase;
+    i.phase = c.largest_compute;
     i.share_pct = c.compute_share;
     i.skew_pct = c.compute_skew;
     if (c.overall_worst_rank) i.ranks = {*c.overall_worst_rank};

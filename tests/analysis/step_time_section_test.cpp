@@ -65,7 +65,7 @@ TEST(StepTimeRules, InputJustBelowWarnIsComputeBound) {
   EXPECT_EQ(i.severity, Severity::Info);
   EXPECT_FALSE(i.score.has_value());  // COMPUTE_BOUND never has a score
   EXPECT_NEAR(*i.share_pct, 90.0 / 99.99, 1e-12);
-  EXPECT_EQ(i.summary, "Compute-bound; Backward is the largest phase.");
+  EXPECT_EQ(i.summary, "Compute-bound; backward is the largest phase.");  // spec §4.1.11
   EXPECT_EQ(i.phase, "backward");
   EXPECT_EQ(i.metric, "compute");
   EXPECT_EQ(i.ranks, std::vector<int>{0});  // the rule names the overall worst rank
@@ -212,7 +212,7 @@ TEST(StepTimeRules, ComputeBoundJustBelowShareIsBalanced) {
 
 TEST(StepTimeRules, ComputeBoundLargestPhaseTieGoesToTheFirst) {
   const Section s = analyze(one_rank(30, {0, 0, 45, 45, 10, 100}));
-  EXPECT_EQ(s.diagnosis().summary, "Compute-bound; Forward is the largest phase.");
+  EXPECT_EQ(s.diagnosis().summary, "Compute-bound; forward is the largest phase.");
 }
 
 TEST(StepTimeRules, FsdpCapsSeverityAndUsesForwardPlusBackward) {
