@@ -438,7 +438,7 @@ struct Missing {
 Missing missing_signals(const StepWindow& w, const Context& c,
                         const std::optional<Straggler>& straggler) {
   Missing out;
-  const std::size_t ranks = w.expected_ranks.size();
+  const std::size_t ranks = w.expected_ranks;
   if (ranks == 0) return out;
   const std::array<SM, 5> order = {SM::InputWait, SM::Forward, SM::Backward, SM::OptimizerStep,
                                    SM::TracedStepTime};
@@ -780,7 +780,7 @@ Section analyze_step_time(const model::Telemetry& t, const Options& o) {
   for (const auto& f : w.facts)
     ids.push_back(identity_of(t, f.rank));
   s.metadata.mode = mode_of(ids);
-  s.metadata.global_ranks_seen = std::int64_t(w.expected_ranks.size());
+  s.metadata.global_ranks_seen = std::int64_t(w.expected_ranks);
   s.metadata.global_ranks_used = std::int64_t(w.facts.size());
   // DECISIONS 7 (quirk 4): the number of steps seen, not latest + 1.
   s.metadata.training_total_steps = w.distinct_steps;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
 
 namespace traceml::analysis {
@@ -350,6 +351,22 @@ std::optional<MetricStat> stat_of(const std::vector<std::pair<int, double>>& val
   return s;
 }
 
+namespace {
+
+/// |reporting ∪ declared|, where the run declares each `rank` record's rank
+/// and 0..world_size-1. Counted, not listed: a world size is only bounded by
+/// the protocol, and the window needs no more than the number.
+std::size_t expected_rank_count(const model::Telemetry& t, const std::vector<int>& reporting) {
+  const int world = std::max(0, t.run.world_size.value_or(0));
+  std::set<int> outside_world(reporting.begin(), reporting.end());
+  for (const auto& r : t.ranks)
+    outside_world.insert(r.global_rank);
+  outside_world.erase(outside_world.lower_bound(0), outside_world.lower_bound(world));
+  return std::size_t(world) + outside_world.size();
+}
+
+}  // namespace
+
 const char* step_metric_name(StepMetric m) {
   return kMetricNames[idx(m)];
 }
@@ -397,9 +414,10 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
   w.distinct_steps = distinct + count_distinct(other_steps);
 
   std::vector<std::vector<StepRow>> per_rank;
+  std::vector<int> reporting;  // the rank of each per_rank list
   auto take = [&](int rank, std::vector<StepRow>& rows) {
     if (rows.empty()) return;
-    w.expected_ranks.push_back(rank);
+    reporting.push_back(rank);
     normalise_rank_steps(rows, window > 0 ? window * kRankLookback : 0);
     per_rank.push_back(std::move(rows));
   };
@@ -408,7 +426,8 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
   for (auto& [rank, rows] : sparse_ranks)
     take(rank, rows);
   w.ranks_present = per_rank.size();
-  if (per_rank.empty()) return w;
+  if (per_rank.empty()) return w;  // no rank stepped: no data, not missing signals
+  w.expected_ranks = expected_rank_count(t, reporting);
 
   // Intersection of every rank's steps (spec §4.1.2), then the latest `window`.
   std::vector<std::int64_t> common;
@@ -464,7 +483,7 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
     gpu = gpu && scan.gpu_complete;
   w.clock = gpu ? Clock::Gpu : Clock::Cpu;  // one GPU-less row forces the CPU clock for all
   for (std::size_t k = 0; k < n_ranks; ++k) {
-    w.facts.push_back(rank_facts(w.expected_ranks[k], scans[k], w.clock));
+    w.facts.push_back(rank_facts(reporting[k], scans[k], w.clock));
     w.availability.push_back(availability(scans[k], w.clock).ok);
   }
   for (std::size_t m = 0; m < kStepMetricCount; ++m) {

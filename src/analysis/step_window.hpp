@@ -83,7 +83,11 @@ struct MetricStat {
 
 struct StepWindow {
   model::Strategy strategy = model::Strategy::Ddp;
-  std::vector<int> expected_ranks;  ///< every rank with step rows, ascending
+  /// Ranks the window should hear from (spec §4.1.13): every rank with step
+  /// rows and, once some rank has them, every rank the run declared (a `rank`
+  /// record, or 0..world_size-1) — a declared rank that sent no step leaves
+  /// the window incomplete instead of unseen.
+  std::size_t expected_ranks = 0;
   std::size_t ranks_present = 0;    ///< ranks with rows
   std::vector<std::int64_t> steps;  ///< aligned step ids, ascending
   Clock clock = Clock::Cpu;
@@ -105,9 +109,7 @@ struct StepWindow {
     return stats[static_cast<std::size_t>(m)];
   }
   [[nodiscard]] std::int64_t steps_used() const { return std::int64_t(steps.size()); }
-  [[nodiscard]] bool single_rank() const {
-    return expected_ranks.size() <= 1 || ranks_present <= 1;
-  }
+  [[nodiscard]] bool single_rank() const { return expected_ranks <= 1 || ranks_present <= 1; }
 };
 
 /// Builds the window from step records: latest `window` distinct steps per
