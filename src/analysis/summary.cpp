@@ -97,10 +97,6 @@ Json rank_comparison(const Section& st, const Issue& d, const Json& util) {
       if (auto c = comparison(st, metric, phase)) list.push_back(*c);
     }
     e[ev::kComparisons] = list;
-    e[ev::kScore] = d.score ? Json(*d.score) : Json();
-    e[ev::kScoreBasis] = "visible_cost_ms / victim_step_time_ms";
-    e[ev::kScoreNumeratorMs] = d.evidence.value(ev::kVisibleCostMs, Json());
-    e[ev::kScoreDenominatorMs] = d.evidence.value(ev::kStepTimeMs, Json());
     return e;
   }
   const auto kind = kind_from_name(d.kind);
@@ -137,6 +133,13 @@ Primary primary_diagnosis(const Section& system, const Section& /*process*/,
     p.action = d.action;
     if (straggler) {
       p.evidence = rank_comparison(step_time, d, util);
+      // Every rank comparison ends with its score and the two times it divides.
+      if (d.score) {
+        p.evidence[ev::kScore] = *d.score;
+        p.evidence[ev::kScoreBasis] = "visible_cost_ms / victim_step_time_ms";
+        p.evidence[ev::kScoreNumeratorMs] = d.evidence.value(ev::kVisibleCostMs, Json());
+        p.evidence[ev::kScoreDenominatorMs] = d.evidence.value(ev::kStepTimeMs, Json());
+      }
     } else {
       p.evidence = phase_share(step_time, util);
       if (d.score) {
