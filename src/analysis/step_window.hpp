@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/order_statistics.hpp"  // median_of, for the window's users
 #include "model/telemetry.hpp"
 
 namespace traceml::analysis {
@@ -128,9 +129,6 @@ std::vector<double> step_series(const StepWindow& w, StepMetric m, bool worst);
 /// step_series(w, StepTime, ...) (those ranks measured both events on every
 /// aligned row).
 std::array<std::vector<double>, 2> clock_step_series(const StepWindow& w);
-
-/// Arithmetic median (mean of the middle two for an even count). `v` non-empty.
-double median_of(std::vector<double> v);
 
 /// Spec §4.1.7 statistics of (rank, value) pairs in ascending rank order;
 /// nullopt when there are none. Used for the added per-rank metrics too.
