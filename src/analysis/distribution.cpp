@@ -53,13 +53,6 @@ bool valid(const DistributionSketch& s) {
 
 }  // namespace
 
-double quantile_of_sorted(const std::vector<double>& sorted, double q) {
-  const double pos = std::clamp(q, 0.0, 1.0) * double(sorted.size() - 1);
-  const auto lo = std::size_t(std::floor(pos));
-  const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - double(lo));
-}
-
 std::optional<double> lag1_autocorrelation(const std::vector<double>& series) {
   const std::size_t n = series.size();
   if (n < 3) return std::nullopt;

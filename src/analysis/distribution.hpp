@@ -13,6 +13,8 @@
 #include <optional>
 #include <vector>
 
+#include "analysis/order_statistics.hpp"  // quantile_of_sorted
+
 namespace traceml::analysis {
 
 /// Quantiles a sketch carries: at 0, 1/20, ..., 20/20 (so index 5, 10 and 15
@@ -24,10 +26,6 @@ struct DistributionSketch {
   std::vector<double> quantiles;  ///< kSketchQuantiles values, non-decreasing
   std::optional<double> lag1;     ///< lag-1 autocorrelation; absent below 3 values
 };
-
-/// Quantile `q` in [0, 1] of an ascending, non-empty vector, interpolating
-/// linearly between closest ranks (numpy's default percentile).
-double quantile_of_sorted(const std::vector<double>& sorted, double q);
 
 /// Lag-1 autocorrelation of a series in its order, in [-1, 1]; absent for
 /// fewer than 3 values or a constant series.

@@ -16,11 +16,10 @@ namespace traceml::analysis {
 /// scope; Process: samples_used). Those that are null or an empty object are
 /// dropped and the rest become the evidence with keys sorted alphabetically,
 /// as TraceML's conversion does. Score, share and skew stay null.
-inline Issue neutral_issue(std::string kind, std::string status, std::string summary,
-                           std::string action, const Json& primary_fields) {
+inline Issue neutral_issue(DiagnosisKind kind, std::string summary, std::string action,
+                           const Json& primary_fields) {
   Issue issue;
-  issue.kind = std::move(kind);
-  issue.status = std::move(status);
+  issue.set_kind(kind);
   issue.severity = Severity::Info;
   issue.summary = std::move(summary);
   issue.action = std::move(action);

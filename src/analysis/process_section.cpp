@@ -17,6 +17,7 @@ namespace traceml::analysis {
 namespace {
 
 namespace th = thresholds;
+using K = DiagnosisKind;
 using model::ProcessSample;
 using model::Telemetry;
 
@@ -173,12 +174,10 @@ Json opt_json(const std::optional<int>& v) {
   return v ? Json(*v) : Json(nullptr);
 }
 
-Issue make_issue(const char* kind, const char* status, Severity sev, std::string summary,
-                 const char* action, std::string metric, const char* phase, double score,
-                 std::vector<int> ranks, Json evidence) {
+Issue make_issue(K kind, Severity sev, std::string summary, const char* action, std::string metric,
+                 const char* phase, double score, std::vector<int> ranks, Json evidence) {
   Issue i;
-  i.kind = kind;
-  i.status = status;
+  i.set_kind(kind);
   i.severity = sev;
   i.summary = std::move(summary);
   i.action = action;
@@ -242,7 +241,7 @@ std::optional<Issue> imbalance_rule(const ProcessSignals& s, const RankWindows& 
       {"highest_reserved_rank", opt_json(s.highest_reserved_rank)},
       {"least_headroom_rank", opt_json(s.least_headroom_rank)}};
   return make_issue(
-      "RANK_GPU_MEMORY_IMBALANCE", "RANK GPU MEMORY IMBALANCE", sev,
+      K::RankGpuMemoryImbalance, sev,
       "Process GPU memory differed by " + fixed(*imb, 1) + "% across ranks; worst rank reached " +
           fixed(*pressure, 1) + "% of device capacity.",
       "Inspect per-rank workload and memory behavior.",
@@ -269,13 +268,13 @@ std::vector<Issue> process_rules(const ProcessSignals& s, const RankWindows& ran
       {"rank", opt_json(p_rank)}};
   if (p && *p >= th::kProcessGpuMemVeryHigh) {
     out.push_back(make_issue(
-        "VERY_HIGH_PROCESS_GPU_MEMORY", "VERY HIGH PROCESS GPU MEMORY", Severity::Crit,
+        K::VeryHighProcessGpuMemory, Severity::Crit,
         "Process GPU memory was very high, peaking at " + fixed(*p, 1) + "%" + on_rank + ".",
         "Reduce traced process GPU memory pressure.", p_metric, "gpu_memory", *p, present({p_rank}),
         p_evidence));
   } else if (p && *p >= th::kProcessGpuMemHigh) {
     out.push_back(
-        make_issue("HIGH_PROCESS_GPU_MEMORY", "HIGH PROCESS GPU MEMORY", Severity::Warn,
+        make_issue(K::HighProcessGpuMemory, Severity::Warn,
                    "Process GPU memory was high, peaking at " + fixed(*p, 1) + "%" + on_rank + ".",
                    "Watch traced process GPU memory headroom.", p_metric, "gpu_memory", *p,
                    present({p_rank}), p_evidence));
@@ -285,8 +284,7 @@ std::vector<Issue> process_rules(const ProcessSignals& s, const RankWindows& ran
       s.gpu_mem_reserved_peak_percent &&
       *s.gpu_mem_reserved_peak_percent >= th::kOverhangReservedPercentMin) {
     out.push_back(make_issue(
-        "GPU_MEMORY_RESERVED_OVERHANG", "HIGH CUDA ALLOCATOR RESERVED/ALLOCATED RATIO",
-        Severity::Warn,
+        K::GpuMemoryReservedOverhang, Severity::Warn,
         "PyTorch CUDA allocator reserved memory was " + fixed(*s.overhang_ratio, 2) +
             "x allocated tensor memory.",
         "Inspect CUDA allocator caching, fragmentation, variable tensor shapes, or retained "
@@ -300,14 +298,14 @@ std::vector<Issue> process_rules(const ProcessSignals& s, const RankWindows& ran
   if (auto imbalance = imbalance_rule(s, ranks)) out.push_back(std::move(*imbalance));
   if (const auto& pct = s.ram_peak_percent; pct && *pct >= th::kProcessRssHigh) {
     out.push_back(make_issue(
-        "HIGH_PROCESS_RSS", "HIGH PROCESS RSS", Severity::Warn,
+        K::HighProcessRss, Severity::Warn,
         "Process RSS was high, peaking at " + fixed(*pct, 1) + "%.",
         "Reduce traced process host memory pressure.", "ram_peak_percent", "ram", *pct,
         present({s.highest_rss_rank}),
         Json{{"ram_peak_percent", *pct}, {"highest_rss_rank", opt_json(s.highest_rss_rank)}}));
   }
   if (const auto& pct = s.cpu_capacity_percent; pct && *pct >= th::kProcessCpuCapacityHigh) {
-    out.push_back(make_issue("HIGH_PROCESS_CPU", "HIGH PROCESS CPU", Severity::Warn,
+    out.push_back(make_issue(K::HighProcessCpu, Severity::Warn,
                              "Process CPU averaged " + fixed(*pct, 1) + "% of capacity.",
                              "Inspect data loading, preprocessing, or host contention.",
                              "cpu_capacity_percent", "cpu", *pct, {},
@@ -319,10 +317,11 @@ std::vector<Issue> process_rules(const ProcessSignals& s, const RankWindows& ran
 }
 
 int process_priority(const std::string& kind) {
-  static const std::vector<std::string> order = {
-      "VERY_HIGH_PROCESS_GPU_MEMORY", "HIGH_PROCESS_GPU_MEMORY", "GPU_MEMORY_RESERVED_OVERHANG",
-      "RANK_GPU_MEMORY_IMBALANCE",    "HIGH_PROCESS_RSS",        "HIGH_PROCESS_CPU"};
-  const auto it = std::find(order.begin(), order.end(), kind);
+  static const std::vector<K> order = {
+      K::VeryHighProcessGpuMemory, K::HighProcessGpuMemory, K::GpuMemoryReservedOverhang,
+      K::RankGpuMemoryImbalance,   K::HighProcessRss,       K::HighProcessCpu};
+  const auto k = kind_from_name(kind);
+  const auto it = k ? std::find(order.begin(), order.end(), *k) : order.end();
   return it == order.end() ? 999 : static_cast<int>(it - order.begin());
 }
 
@@ -430,12 +429,12 @@ Section analyze_process(const Telemetry& t, const Options& o) {
   if (s.issues.empty()) {
     const Json fields = {{"samples_used", all.samples}};
     if (all.samples <= 0) {
-      s.issues.push_back(
-          neutral_issue("NO_DATA", "NO DATA", "No traced process telemetry was recorded.",
-                        "Collect process telemetry for workload-local context.", fields));
+      s.issues.push_back(neutral_issue(K::NoData, "No traced process telemetry was recorded.",
+                                       "Collect process telemetry for workload-local context.",
+                                       fields));
     } else {
       const bool gpu = signals.gpu_mem_used_peak_percent || signals.gpu_mem_reserved_peak_percent;
-      s.issues.push_back(neutral_issue("NORMAL", "NORMAL",
+      s.issues.push_back(neutral_issue(K::Normal,
                                        gpu ? "Process CPU, RSS, and GPU memory showed no pressure."
                                            : "Process CPU and RSS showed no pressure.",
                                        "Use training diagnostics for model-level bottlenecks.",

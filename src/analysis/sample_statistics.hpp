@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/order_statistics.hpp"
 #include "analysis/section.hpp"
 
 namespace traceml::analysis {
@@ -101,13 +102,11 @@ inline RowStatistics row_statistics(const std::vector<GroupRow>& rows, std::size
     sum += v.value;
   out.average = sum / static_cast<double>(values.size());
 
-  std::vector<double> sorted;
+  std::vector<double> all;
+  all.reserve(values.size());
   for (const auto& v : values)
-    sorted.push_back(v.value);
-  std::sort(sorted.begin(), sorted.end());
-  const std::size_t mid = sorted.size() / 2;
-  const double median_value =
-      sorted.size() % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2.0;
+    all.push_back(v.value);
+  const double median_value = median_in_place(all);
   const auto* med = &values.front();
   for (const auto& v : values) {
     const double d = std::fabs(v.value - median_value);

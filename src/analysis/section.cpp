@@ -35,8 +35,7 @@ Section fallback_section(const std::string& name) {
   s.metadata.mode = "no_data";
   s.metadata.samples = 0;
   Issue i;
-  i.kind = "NO_DATA";
-  i.status = "NO DATA";
+  i.set_kind(DiagnosisKind::NoData);
   i.summary = "Section summary unavailable.";
   i.action = "Check final-report logs for this section.";
   s.issues.push_back(i);

@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/diagnosis_kind.hpp"
+
 namespace traceml::analysis {
 
 /// Insertion-ordered JSON, used for the free-form `evidence` of an issue. The
@@ -40,6 +42,13 @@ struct Issue {
   std::optional<double> skew_pct;   ///< a fraction as well
   std::vector<int> ranks;
   Json evidence = Json::object();
+
+  /// Sets `kind` and `status` from the vocabulary (they always go together).
+  void set_kind(DiagnosisKind k) {
+    kind = to_string(k);
+    status = status_of(k);
+  }
+  [[nodiscard]] bool is(DiagnosisKind k) const { return kind == to_string(k); }
 };
 
 /// Identity of a group row (a rank or a node).

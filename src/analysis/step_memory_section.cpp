@@ -15,7 +15,9 @@
 
 #include "analysis/neutral_issue.hpp"
 #include "analysis/number_format.hpp"
+#include "analysis/order_statistics.hpp"
 #include "analysis/rank_identity.hpp"
+#include "analysis/step_alignment.hpp"
 #include "analysis/thresholds.hpp"
 #include "analysis/trend.hpp"
 
@@ -24,6 +26,7 @@ namespace traceml::analysis {
 namespace {
 
 namespace th = thresholds;
+using K = DiagnosisKind;
 
 // Each rank keeps this many windows of its latest steps before the ranks are
 // intersected: enough history to still find W common steps when one rank
@@ -152,24 +155,6 @@ struct MetricSignals {
   std::optional<double> pressure;  ///< worst_peak / device total
   std::optional<Creep> creep;
 };
-
-/// The statistical median of a multiset of `total` values, given `count` of
-/// them at v (reordered) that hold the sorted positions [first, first +
-/// count) of the whole, the middle ones among them: the middle value, or the
-/// mean of the two middle values. nth_element leaves the upper middle in
-/// place with only smaller-or-equal values before it, whose maximum is the
-/// lower middle: the values a full sort gives, without the sort.
-double select_median(std::vector<double>::iterator v, std::size_t count, std::size_t first,
-                     std::size_t total) {
-  const auto at = v + static_cast<std::ptrdiff_t>(total / 2 - first);
-  std::nth_element(v, at, v + static_cast<std::ptrdiff_t>(count));
-  if (total % 2) return *at;
-  return (*std::max_element(v, at) + *at) / 2.0;
-}
-
-double statistical_median(std::vector<double> v) {
-  return select_median(v.begin(), v.size(), 0, v.size());
-}
 
 /// The per-step medians of one metric over every rank. Consecutive steps have
 /// nearly the same spread of values, so the values ranked just below and above
@@ -315,87 +300,6 @@ struct RankRows {
   std::unordered_map<int, std::size_t> sparse_;
 };
 
-/// A row of one rank, by step.
-struct StepRow {
-  std::int64_t step = 0;
-  RowIndex row = 0;
-};
-
-/// Sorts one rank's rows by step, keeping arrival order among equal steps,
-/// then keeps only the last arrival of each step (a resent step replaces the
-/// earlier one).
-void sort_and_dedupe(std::vector<StepRow>& out) {
-  const auto by_step = [](const StepRow& a, const StepRow& b) { return a.step < b.step; };
-  // Rows arrive mostly in step order: only the tail from the first step out of
-  // order is sorted, then merged in. Both are stable, so the whole keeps
-  // arrival order among equal steps, as one stable_sort would.
-  const auto unsorted = std::is_sorted_until(out.begin(), out.end(), by_step);
-  if (unsorted != out.end()) {
-    std::stable_sort(unsorted, out.end(), by_step);
-    std::inplace_merge(out.begin(), unsorted, out.end(), by_step);
-  }
-  std::size_t kept = 0;
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    if (kept > 0 && out[kept - 1].step == out[i].step) {
-      out[kept - 1] = out[i];
-    } else {
-      out[kept++] = out[i];
-    }
-  }
-  out.resize(kept);
-}
-
-/// How many distinct steps the (sorted, deduplicated) ranks reported in all.
-std::int64_t distinct_steps(const std::vector<std::vector<StepRow>>& by_slot) {
-  std::int64_t min_step = by_slot.front().front().step;
-  std::int64_t max_step = min_step;
-  for (const auto& rows : by_slot) {
-    min_step = std::min(min_step, rows.front().step);
-    max_step = std::max(max_step, rows.back().step);
-  }
-  // A mark per step id when the ids span a range not much larger than the
-  // rows (the usual 1..N); otherwise sort them all.
-  const std::uint64_t span =
-      static_cast<std::uint64_t>(max_step) - static_cast<std::uint64_t>(min_step);
-  std::size_t total = 0;
-  for (const auto& rows : by_slot)
-    total += rows.size();
-  if (span < 4 * static_cast<std::uint64_t>(total) + 1024) {
-    std::vector<unsigned char> seen(static_cast<std::size_t>(span) + 1, 0);
-    std::int64_t count = 0;
-    for (const auto& rows : by_slot) {
-      for (const auto& r : rows) {
-        auto& mark = seen[static_cast<std::size_t>(static_cast<std::uint64_t>(r.step) -
-                                                   static_cast<std::uint64_t>(min_step))];
-        count += mark == 0;
-        mark = 1;
-      }
-    }
-    return count;
-  }
-  std::vector<std::int64_t> all;
-  all.reserve(total);
-  for (const auto& rows : by_slot) {
-    for (const auto& r : rows)
-      all.push_back(r.step);
-  }
-  std::sort(all.begin(), all.end());
-  return static_cast<std::int64_t>(std::unique(all.begin(), all.end()) - all.begin());
-}
-
-/// Keeps the steps of `common` that `rows[first..]` (sorted by step) also holds.
-void intersect(std::vector<std::int64_t>& common, const std::vector<StepRow>& rows,
-               std::size_t first) {
-  std::size_t kept = 0;
-  std::size_t j = first;
-  for (std::size_t i = 0; i < common.size() && j < rows.size(); ++i) {
-    while (j < rows.size() && rows[j].step < common[i])
-      ++j;
-    if (j < rows.size() && rows[j].step == common[i]) common[kept++] = common[i];
-  }
-  common.resize(kept);
-}
-
 /// How many of its latest steps each rank keeps before the intersection.
 std::int64_t history_cap(std::int64_t window) {
   return window > std::numeric_limits<std::int64_t>::max() / kRankHistoryWindows
@@ -476,21 +380,10 @@ void align_lists(const model::Telemetry& t, RankRows& b, const std::vector<std::
   const std::int64_t keep = history_cap(window);
   // Each rank's history starts at first[slot]: only its latest `keep` steps.
   std::vector<std::size_t> first(by_slot.size(), 0);
-  for (std::size_t slot = 0; slot < by_slot.size(); ++slot) {
-    const auto n = static_cast<std::int64_t>(by_slot[slot].size());
-    if (n > keep) first[slot] = static_cast<std::size_t>(n - keep);
-  }
-  const auto& head = by_slot[order.front()];
-  std::vector<std::int64_t> common;
-  common.reserve(head.size() - first[order.front()]);
-  for (std::size_t j = first[order.front()]; j < head.size(); ++j)
-    common.push_back(head[j].step);
-  for (std::size_t k = 1; k < order.size() && !common.empty(); ++k) {
-    intersect(common, by_slot[order[k]], first[order[k]]);
-  }
-  if (static_cast<std::int64_t>(common.size()) > window) {
-    common.erase(common.begin(), common.end() - static_cast<std::ptrdiff_t>(window));
-  }
+  for (std::size_t slot = 0; slot < by_slot.size(); ++slot)
+    first[slot] = latest_start(by_slot[slot].size(), keep);
+  std::vector<std::int64_t> common = common_steps(by_slot, first, order);
+  keep_latest(common, static_cast<std::size_t>(std::max<std::int64_t>(0, window)));
   if (common.empty()) return;
 
   // Every rank holds every common step by construction, so none is dropped.
@@ -633,7 +526,7 @@ MetricSignals assess_metric(const char* name, const AlignedWindow& w, MetricSeri
   }
   s.worst_rank = w.ranks[worst];
   s.worst_peak = s.rank_peaks[worst];
-  s.median_peak = statistical_median(s.rank_peaks);
+  s.median_peak = median_of(s.rank_peaks);
   s.skew = s.median_peak > 0.0 ? (s.worst_peak - s.median_peak) / s.median_peak : 0.0;
   if (gpu_total) s.pressure = s.worst_peak / *gpu_total;
   if (s.steps_used >= th::kStepMemoryMinSteps) s.creep = assess_creep(series.worst, series.median);
@@ -658,11 +551,10 @@ std::string creep_note(const Creep& c) {
   return note;
 }
 
-Issue metric_issue(const MetricSignals& s, const char* kind, const char* status, Severity sev,
-                   std::string summary, const char* action, double score, Json evidence) {
+Issue metric_issue(const MetricSignals& s, K kind, Severity sev, std::string summary,
+                   const char* action, double score, Json evidence) {
   Issue i;
-  i.kind = kind;
-  i.status = status;
+  i.set_kind(kind);
   i.severity = sev;
   i.summary = std::move(summary);
   i.action = action;
@@ -692,7 +584,7 @@ std::vector<Issue> run_rules(const MetricSignals& s) {
 
   if (s.pressure && *s.pressure >= th::kMemoryPressureWarn) {
     const double p = *s.pressure;
-    out.push_back(metric_issue(s, "HIGH_PRESSURE", "HIGH PRESSURE",
+    out.push_back(metric_issue(s, K::HighPressure,
                                p >= th::kMemoryPressureCrit ? Severity::Crit : Severity::Warn,
                                label + " is near device capacity (~" + percent0(p) + "%).",
                                "Reduce memory load.", p, Json{{"pressure_frac", p}}));
@@ -710,7 +602,7 @@ std::vector<Issue> run_rules(const MetricSignals& s) {
     }
     if (sev) {
       out.push_back(metric_issue(
-          s, "IMBALANCE", "IMBALANCE", *sev,
+          s, K::Imbalance, *sev,
           label + " shows +" + fixed(s.skew * 100.0, 1) + "% cross-rank skew at ~" + percent0(p) +
               "% of device capacity.",
           "Inspect per-rank workload.", s.skew, Json{{"skew_pct", s.skew}, {"pressure_frac", p}}));
@@ -718,29 +610,28 @@ std::vector<Issue> run_rules(const MetricSignals& s) {
   }
 
   if (s.creep && s.creep->confirmed) {
-    out.push_back(metric_issue(s, "CREEP_CONFIRMED", "MEMORY CREEP", Severity::Warn,
-                               label + " is rising across the window.",
-                               "Check retained tensors or caches.", s.creep->score,
-                               creep_evidence(*s.creep)));
+    out.push_back(metric_issue(
+        s, K::CreepConfirmed, Severity::Warn, label + " is rising across the window.",
+        "Check retained tensors or caches.", s.creep->score, creep_evidence(*s.creep)));
   } else if (s.creep && s.creep->early) {
-    out.push_back(metric_issue(s, "CREEP_EARLY", "MEMORY RISING", Severity::Info,
+    out.push_back(metric_issue(s, K::CreepEarly, Severity::Info,
                                label + " is rising from early to recent steps.",
                                "Watch the next window.", s.creep->score, creep_evidence(*s.creep)));
   }
   return out;
 }
 
-int rule_priority(const std::string& kind) {
-  if (kind == "HIGH_PRESSURE") return 0;
-  if (kind == "IMBALANCE") return 1;
-  if (kind == "CREEP_CONFIRMED") return 2;
+int rule_priority(const Issue& issue) {
+  if (issue.is(K::HighPressure)) return 0;
+  if (issue.is(K::Imbalance)) return 1;
+  if (issue.is(K::CreepConfirmed)) return 2;
   return 3;  // CREEP_EARLY
 }
 
 /// (priority, -severity, -score, metric name), stable.
 void sort_issues(std::vector<Issue>& issues) {
   std::stable_sort(issues.begin(), issues.end(), [](const Issue& a, const Issue& b) {
-    const int pa = rule_priority(a.kind), pb = rule_priority(b.kind);
+    const int pa = rule_priority(a), pb = rule_priority(b);
     if (pa != pb) return pa < pb;
     if (a.severity != b.severity) return severity_rank(a.severity) > severity_rank(b.severity);
     const double sa = a.score.value_or(0.0), sb = b.score.value_or(0.0);
@@ -759,8 +650,7 @@ const MetricSignals* find_metric(const std::vector<MetricSignals>& metrics,
 
 StepMemoryPrimary primary_from_issue(const Issue& issue, const MetricSignals& m) {
   StepMemoryPrimary p;
-  p.kind = issue.kind;
-  p.status = issue.status;
+  p.kind = kind_from_name(issue.kind).value_or(K::NoData);  // the rules' kinds are all known
   p.severity = issue.severity;
   p.reason = issue.summary;
   p.action = issue.action;
@@ -768,11 +658,11 @@ StepMemoryPrimary primary_from_issue(const Issue& issue, const MetricSignals& m)
   p.steps_used = m.steps_used;
   p.worst_rank = m.worst_rank;
   const bool crit = issue.severity == Severity::Crit;
-  if (issue.kind == "HIGH_PRESSURE") {
+  if (p.kind == K::HighPressure) {
     p.confidence = crit ? kConfidencePressureCrit : kConfidencePressureWarn;
-  } else if (issue.kind == "IMBALANCE") {
+  } else if (p.kind == K::Imbalance) {
     p.confidence = crit ? kConfidenceImbalanceCrit : kConfidenceImbalanceWarn;
-  } else if (issue.kind == "CREEP_CONFIRMED") {
+  } else if (p.kind == K::CreepConfirmed) {
     p.confidence = kConfidenceCreepConfirmed;
   } else {
     p.confidence = kConfidenceCreepEarly;
@@ -782,11 +672,10 @@ StepMemoryPrimary primary_from_issue(const Issue& issue, const MetricSignals& m)
   return p;
 }
 
-StepMemoryPrimary neutral(const char* kind, const char* status, std::string reason,
-                          const char* action, std::string metric, double confidence) {
+StepMemoryPrimary neutral(K kind, std::string reason, const char* action, std::string metric,
+                          double confidence) {
   StepMemoryPrimary p;
   p.kind = kind;
-  p.status = status;
   p.reason = std::move(reason);
   p.action = action;
   p.metric = std::move(metric);
@@ -798,13 +687,12 @@ StepMemoryPrimary neutral(const char* kind, const char* status, std::string reas
 StepMemoryPrimary choose_primary(bool no_gpu, const std::vector<MetricSignals>& metrics,
                                  const std::vector<Issue>& issues) {
   if (no_gpu) {
-    return neutral("NO_GPU", "NO GPU",
-                   "No GPU detected. Step memory uses torch-based GPU memory telemetry.",
+    return neutral(K::NoGpu, "No GPU detected. Step memory uses torch-based GPU memory telemetry.",
                    "Step memory is not applicable for this run.", kReserved, kConfidenceNoGpu);
   }
   if (metrics.empty()) {
-    return neutral("NO_DATA", "NO DATA", "No step-memory data yet.",
-                   "Wait for more completed steps.", kReserved, kConfidenceNoData);
+    return neutral(K::NoData, "No step-memory data yet.", "Wait for more completed steps.",
+                   kReserved, kConfidenceNoData);
   }
   if (!issues.empty()) {
     return primary_from_issue(issues.front(), *find_metric(metrics, *issues.front().metric));
@@ -818,17 +706,16 @@ StepMemoryPrimary choose_primary(bool no_gpu, const std::vector<MetricSignals>& 
     for (const auto& m : metrics) {
       if (m.steps_used > best->steps_used) best = &m;
     }
-    auto p =
-        neutral("NO_DATA", "NO DATA",
-                "Need at least " + std::to_string(th::kStepMemoryMinSteps) + " completed steps.",
-                "Keep monitoring.", best->name, kConfidenceNoData);
+    auto p = neutral(
+        K::NoData, "Need at least " + std::to_string(th::kStepMemoryMinSteps) + " completed steps.",
+        "Keep monitoring.", best->name, kConfidenceNoData);
     p.steps_used = best->steps_used;
     p.worst_rank = best->worst_rank;
     return p;
   }
   const MetricSignals* m = find_metric(metrics, kReserved);
   if (!m) m = find_metric(metrics, kAllocated);
-  auto p = neutral("BALANCED", "BALANCED", "No clear pressure, imbalance, or creep signal.",
+  auto p = neutral(K::Balanced, "No clear pressure, imbalance, or creep signal.",
                    "Keep monitoring.", m->name, kConfidenceBalanced);
   p.steps_used = m->steps_used;
   p.worst_rank = m->worst_rank;
@@ -842,7 +729,7 @@ Issue issue_from_primary(const StepMemoryPrimary& p) {
   fields["worst_rank"] = p.worst_rank ? Json(*p.worst_rank) : Json();
   fields["note"] = p.note ? Json(*p.note) : Json();
   fields["confidence"] = p.confidence;
-  Issue i = neutral_issue(p.kind, p.status, p.reason, p.action, fields);
+  Issue i = neutral_issue(p.kind, p.reason, p.action, fields);
   i.severity = p.severity;
   i.metric = p.metric;
   if (p.worst_rank) i.ranks = {*p.worst_rank};
@@ -935,7 +822,7 @@ void fill_statistics(Section& s) {
       plain.push_back(v.first);
     }
     s.average.emplace_back(sum / static_cast<double>(values.size()));
-    const double target = statistical_median(plain);
+    const double target = median_of(plain);
     const auto* med = &values.front();
     const auto* worst = &values.front();
     for (const auto& v : values) {

@@ -18,8 +18,7 @@ namespace traceml::analysis {
 /// TraceML's StepMemoryDiagnosis: the first issue, or a neutral state
 /// (NO_GPU, NO_DATA, BALANCED) when no rule fired.
 struct StepMemoryPrimary {
-  std::string kind;
-  std::string status;
+  DiagnosisKind kind = DiagnosisKind::NoData;  ///< its status is status_of(kind)
   Severity severity = Severity::Info;
   std::string reason;
   std::string action;

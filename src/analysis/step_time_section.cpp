@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "analysis/diagnosis_kind.hpp"
 #include "analysis/distribution.hpp"
 #include "analysis/h2d_advice.hpp"
 #include "analysis/number_format.hpp"
@@ -18,7 +19,9 @@
 namespace traceml::analysis {
 
 namespace th = thresholds;
+namespace ev = evidence;
 using SM = StepMetric;
+using K = DiagnosisKind;
 
 namespace {
 
@@ -73,11 +76,11 @@ H2dCopies h2d_copies(const ActivityFacts& a) {
 /// Issue 5: the H2D copies of the rank an H2D finding names, per step, from
 /// its GPU activity records (appended to the finding's evidence).
 void add_h2d_activity(Json& evidence, const ActivityFacts& a) {
-  evidence["h2d_copies_per_step"] = a.h2d_copies;
-  evidence["h2d_pageable_copies_per_step"] = a.h2d_pageable_copies;
-  evidence["h2d_bytes_per_step"] = a.h2d_bytes;
-  evidence["h2d_pageable_bytes_per_step"] = a.h2d_pageable_bytes;
-  evidence["h2d_pageable_share"] =
+  evidence[ev::kH2dCopiesPerStep] = a.h2d_copies;
+  evidence[ev::kH2dPageableCopiesPerStep] = a.h2d_pageable_copies;
+  evidence[ev::kH2dBytesPerStep] = a.h2d_bytes;
+  evidence[ev::kH2dPageableBytesPerStep] = a.h2d_pageable_bytes;
+  evidence[ev::kH2dPageableShare] =
       a.h2d_pageable_share ? Json(*a.h2d_pageable_share) : Json(nullptr);
 }
 
@@ -87,7 +90,7 @@ struct Context {
   double input_total = 0, traced_total = 0, step_total = 0;
   std::optional<int> input_worst_rank;
   std::optional<double> input_skew, compute_skew;
-  std::string largest_compute = "Compute";
+  std::string largest_compute = "compute";  ///< the phase word, lower case (spec §4.1.11)
   std::optional<int> overall_worst_rank;
   std::optional<double> input_share, h2d_share, compute_share, residual_share;
   std::vector<const RankFacts*> straggler_cohort;
@@ -128,8 +131,8 @@ Context build_context(const StepWindow& w) {
   c.input_skew = cohort_skew(in);
   c.compute_skew = cohort_skew(cohort_stat(compute_cohort, SM::Compute));
   double best = 0.0;
-  for (auto [m, label] : {std::pair{SM::Forward, "Forward"}, std::pair{SM::Backward, "Backward"},
-                          std::pair{SM::OptimizerStep, "Optimizer"}}) {
+  for (auto [m, label] : {std::pair{SM::Forward, "forward"}, std::pair{SM::Backward, "backward"},
+                          std::pair{SM::OptimizerStep, "optimizer"}}) {
     if (compute_cohort.empty()) break;
     const double med = cohort_stat(compute_cohort, m).median;
     if (med > best) {  // strictly greater: the first wins ties
@@ -220,26 +223,22 @@ Issue straggler_issue(const Straggler& s) {
   }
   std::string label;
   if (s.component == "input") {
-    i.kind = "INPUT_STRAGGLER";
-    i.status = "INPUT STRAGGLER";
+    i.set_kind(K::InputStraggler);
     i.metric = "input_wait";
     i.phase = "input";
     label = "input wait";
   } else if (s.component == "h2d") {
-    i.kind = "H2D_STRAGGLER";
-    i.status = "H2D STRAGGLER";
+    i.set_kind(K::H2dStraggler);
     i.metric = "h2d";
     i.phase = "h2d";
     label = "H2D";
   } else if (s.component == "compute") {
-    i.kind = "COMPUTE_STRAGGLER";
-    i.status = "COMPUTE STRAGGLER";
+    i.set_kind(K::ComputeStraggler);
     i.metric = "forward";
     i.phase = "forward";
     label = "forward compute";
   } else {
-    i.kind = "STRAGGLER";
-    i.status = "STRAGGLER";
+    i.set_kind(K::Straggler);
     i.metric = s.visible_metric;
     i.phase = "sync";
   }
@@ -264,16 +263,16 @@ Issue straggler_issue(const Straggler& s) {
     ex[n] = x;
   for (const auto& [n, x] : s.coverage)
     cv[n] = x;
-  i.evidence = Json{{"component", s.component},
-                    {"culprit_rank", s.culprit},
-                    {"victim_rank", s.victim},
-                    {"visible_metric", s.visible_metric},
-                    {"visible_culprit_ms", s.visible_culprit},
-                    {"visible_victim_ms", s.visible_victim},
-                    {"visible_cost_ms", s.cost},
-                    {"step_time_ms", s.victim_step},
-                    {"component_excesses_ms", ex},
-                    {"component_coverage", cv}};
+  i.evidence = Json{{ev::kComponent, s.component},
+                    {ev::kCulpritRank, s.culprit},
+                    {ev::kVictimRank, s.victim},
+                    {ev::kVisibleMetric, s.visible_metric},
+                    {ev::kVisibleCulpritMs, s.visible_culprit},
+                    {ev::kVisibleVictimMs, s.visible_victim},
+                    {ev::kVisibleCostMs, s.cost},
+                    {ev::kStepTimeMs, s.victim_step},
+                    {ev::kComponentExcessesMs, ex},
+                    {ev::kComponentCoverage, cv}};
   // Issue 5: ranks that wait for a late one wait inside the collective, so the
   // victim's extra collective (NCCL) time over the culprit's is the measured
   // part of the visible wait cost.
@@ -281,11 +280,11 @@ Issue straggler_issue(const Straggler& s) {
     const double wait =
         std::max(0.0, s.victim_activity->collective_ms - s.culprit_activity->collective_ms);
     const double share = std::min(1.0, wait / s.cost);  // cost > 0: the score passed its gate
-    i.evidence["collective_culprit_ms"] = s.culprit_activity->collective_ms;
-    i.evidence["collective_victim_ms"] = s.victim_activity->collective_ms;
-    i.evidence["collective_wait_ms"] = wait;
-    i.evidence["collective_share_of_wait"] = share;
-    if (label.empty() && share >= th::kCollectiveExplainsShare) {
+    i.evidence[ev::kCollectiveCulpritMs] = s.culprit_activity->collective_ms;
+    i.evidence[ev::kCollectiveVictimMs] = s.victim_activity->collective_ms;
+    i.evidence[ev::kCollectiveWaitMs] = wait;
+    i.evidence[ev::kCollectiveShareOfWait] = share;
+    if (label.empty() && collective_explains(share)) {
       i.summary += " Collective (NCCL) time explains ~" + percent_text(share) +
                    " of that cost: " + v + " spends " + fixed(wait, 1) +
                    " ms more per step in collectives than " + c + ".";
@@ -327,25 +326,20 @@ void add_residual_collectives(const StepWindow& w, const Context& c, Issue& i) {
   if (collective.empty()) return;
   const double typical = c.single_rank ? *std::max_element(collective.begin(), collective.end())
                                        : median_of(collective);
-  i.evidence["collective_ms"] = typical;
+  i.evidence[ev::kCollectiveMs] = typical;
   if (shares.empty()) {
-    i.evidence["collective_share_of_residual"] = nullptr;
+    i.evidence[ev::kCollectiveShareOfResidual] = nullptr;
     return;
   }
   const double share = median_of(shares);
-  i.evidence["collective_share_of_residual"] = share;
-  if (share >= th::kCollectiveExplainsShare) {
+  i.evidence[ev::kCollectiveShareOfResidual] = share;
+  if (collective_explains(share)) {
     i.summary += " Collective (NCCL) kernels ran " + fixed(typical, 1) + " ms per step, up to ~" +
                  percent_text(share) + " of the residual.";
     i.action =
         "Inspect collectives outside the traced phases (metric or loss all-reduces, barriers), "
         "then logging, checkpointing, validation, or unobserved transfers.";
   }
-}
-
-bool is_straggler_kind(const std::string& k) {
-  return k == "INPUT_STRAGGLER" || k == "H2D_STRAGGLER" || k == "COMPUTE_STRAGGLER" ||
-         k == "STRAGGLER";
 }
 
 /// The five rules of spec §4.1.11, in order.
@@ -356,8 +350,7 @@ std::vector<Issue> run_rules(const StepWindow& w, const Context& c,
 
   if (c.input_share && *c.input_share >= th::kOverheadShareWarn) {
     Issue i;
-    i.kind = "INPUT_BOUND";
-    i.status = "INPUT-BOUND";
+    i.set_kind(K::InputBound);
     i.severity = share_severity(*c.input_share);
     i.summary = "Input wait is " + percent_text(*c.input_share) + " of the typical " +
                 clock_label(w.clock) + " Step Time.";
@@ -367,19 +360,18 @@ std::vector<Issue> run_rules(const StepWindow& w, const Context& c,
     i.score = i.share_pct = c.input_share;
     i.skew_pct = c.input_skew;
     if (c.input_worst_rank) i.ranks = {*c.input_worst_rank};
-    i.evidence = Json{{"input_wait_ms", c.input_total},
-                      {"traced_step_time_ms", c.traced_total},
-                      {"step_time_ms", c.step_total},
-                      {"input_bound_share", *c.input_share},
-                      {"diagnosis_clock", clock_name(w.clock)}};
+    i.evidence = Json{{ev::kInputWaitMs, c.input_total},
+                      {ev::kTracedStepTimeMs, c.traced_total},
+                      {ev::kStepTimeMs, c.step_total},
+                      {ev::kInputBoundShare, *c.input_share},
+                      {ev::kDiagnosisClock, clock_name(w.clock)}};
     out.push_back(std::move(i));
   }
 
   const auto& h2d = w.stat(SM::H2D);
   if (w.clock == Clock::Gpu && c.h2d_share && *c.h2d_share >= th::kOverheadShareWarn && h2d) {
     Issue i;
-    i.kind = "H2D_BOUND";
-    i.status = "H2D-BOUND";
+    i.set_kind(K::H2dBound);
     i.severity = share_severity(*c.h2d_share);
     i.summary = "H2D transfer is " + percent_text(*c.h2d_share) + " of the typical GPU Step Time.";
     i.action = "Inspect pinned memory, batch transfer, and host-to-device copies.";
@@ -388,9 +380,9 @@ std::vector<Issue> run_rules(const StepWindow& w, const Context& c,
     i.score = i.share_pct = c.h2d_share;
     if (!c.single_rank) i.skew_pct = h2d->skew;
     i.ranks = {h2d->worst_rank};
-    i.evidence = Json{{"h2d_ms", c.single_rank ? h2d->worst : h2d->median},
-                      {"h2d_share", *c.h2d_share},
-                      {"diagnosis_clock", clock_name(w.clock)}};
+    i.evidence = Json{{ev::kH2dMs, c.single_rank ? h2d->worst : h2d->median},
+                      {ev::kH2dShare, *c.h2d_share},
+                      {ev::kDiagnosisClock, clock_name(w.clock)}};
     if (const RankFacts* f = facts_of(w, h2d->worst_rank); f && f->activity) {
       add_h2d_activity(i.evidence, *f->activity);
       if (const auto advice = pageable_advice(h2d_copies(*f->activity))) i.action = *advice;
@@ -400,8 +392,7 @@ std::vector<Issue> run_rules(const StepWindow& w, const Context& c,
 
   if (c.residual_share && *c.residual_share >= th::kOverheadShareWarn) {
     Issue i;
-    i.kind = "RESIDUAL_HEAVY";
-    i.status = "RESIDUAL-HEAVY";
+    i.set_kind(K::ResidualHeavy);
     i.severity = share_severity(*c.residual_share);
     i.summary = "Residual time is " + percent_text(*c.residual_share) + " of the typical " +
                 clock_label(w.clock) + " Step Time.";
@@ -424,16 +415,12 @@ std::vector<Issue> run_rules(const StepWindow& w, const Context& c,
   if (c.compute_share && *c.compute_share >= th::kComputeBoundShareWarn && input_low && h2d_low &&
       residual_low) {
     Issue i;
-    i.kind = "COMPUTE_BOUND";
-    i.status = "COMPUTE-BOUND";
+    i.set_kind(K::ComputeBound);
     i.severity = Severity::Info;
     i.summary = "Compute-bound; " + c.largest_compute + " is the largest phase.";
     i.action = "Optimize model compute or reduce step cost.";
     i.metric = "compute";
-    std::string phase = c.largest_compute;
-    std::transform(phase.begin(), phase.end(), phase.begin(),
-                   [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
-    i.phase = phase;
+    i.phase = c.largest_compute;
     i.share_pct = c.compute_share;
     i.skew_pct = c.compute_skew;
     if (c.overall_worst_rank) i.ranks = {*c.overall_worst_rank};
@@ -451,7 +438,7 @@ struct Missing {
 Missing missing_signals(const StepWindow& w, const Context& c,
                         const std::optional<Straggler>& straggler) {
   Missing out;
-  const std::size_t ranks = w.expected_ranks.size();
+  const std::size_t ranks = w.expected_ranks;
   if (ranks == 0) return out;
   const std::array<SM, 5> order = {SM::InputWait, SM::Forward, SM::Backward, SM::OptimizerStep,
                                    SM::TracedStepTime};
@@ -502,30 +489,30 @@ std::optional<std::string> trend_note(const StepWindow& w, const Context& c, con
                                       SeriesCache& series) {
   if (w.steps_used() < th::kTrendMinAlignedSteps) return std::nullopt;
   auto evaluate = [&](SM m) { return compute_trend(series.get(m)); };
-  const std::string& k = primary.kind;
-  if ((k == "INPUT_BOUND" || k == "INPUT_STRAGGLER") && c.input_share) {
+  const std::optional<K> k = kind_from_name(primary.kind);
+  if ((k == K::InputBound || k == K::InputStraggler) && c.input_share) {
     const auto t = evaluate(SM::InputWait);
     if (const auto st = t ? trend_state(t->pct) : std::nullopt) {
       return "Trend: input wait is " + *st + " (" + format_trend_pct(*t->pct) + ").";
     }
     return std::nullopt;
   }
-  if (k == "COMPUTE_BOUND" || k == "COMPUTE_STRAGGLER" || k == "H2D_STRAGGLER" ||
-      k == "STRAGGLER") {
+  if (k == K::ComputeBound || k == K::ComputeStraggler || k == K::H2dStraggler ||
+      k == K::Straggler) {
     const auto t = evaluate(SM::StepTime);
     if (const auto st = t ? trend_state(t->pct) : std::nullopt) {
       return "Trend: step time is " + *st + " (" + format_trend_pct(*t->pct) + ").";
     }
     return std::nullopt;
   }
-  if (k == "RESIDUAL_HEAVY" && c.residual_share) {
+  if (k == K::ResidualHeavy && c.residual_share) {
     const auto t = evaluate(SM::Residual);
     if (const auto st = t ? trend_state(t->pct) : std::nullopt) {
       return "Trend: residual time is " + *st + " (" + format_trend_pct(*t->pct) + ").";
     }
     return std::nullopt;
   }
-  if (k == "BALANCED") {
+  if (k == K::Balanced) {
     const bool near = (c.residual_share && *c.residual_share >= th::kTrendBalancedShareHint) ||
                       (c.input_share && *c.input_share >= th::kTrendBalancedShareHint);
     if (!near) return std::nullopt;
@@ -537,11 +524,9 @@ std::optional<std::string> trend_note(const StepWindow& w, const Context& c, con
   return std::nullopt;
 }
 
-Issue neutral(const std::string& kind, const std::string& status, const std::string& summary,
-              const std::string& action) {
+Issue neutral(K kind, const std::string& summary, const std::string& action) {
   Issue i;
-  i.kind = kind;
-  i.status = status;
+  i.set_kind(kind);
   i.summary = summary;
   i.action = action;
   return i;
@@ -551,9 +536,9 @@ Issue neutral(const std::string& kind, const std::string& status, const std::str
 /// other non-null fields as evidence, keys sorted (steps_used, worst_rank).
 Issue generic_neutral(Issue i, std::int64_t steps_used, std::optional<int> worst_rank) {
   i.evidence = Json::object();
-  i.evidence["steps_used"] = steps_used;
+  i.evidence[ev::kStepsUsed] = steps_used;
   if (worst_rank) {
-    i.evidence["worst_rank"] = *worst_rank;
+    i.evidence[ev::kWorstRank] = *worst_rank;
     i.ranks = {*worst_rank};
   }
   return i;
@@ -570,7 +555,7 @@ std::vector<Issue> diagnose(const StepWindow& w, SeriesCache& series) {
     const Missing miss = missing_signals(w, c, straggler);
     if (!miss.names.empty()) {
       Issue i = neutral(
-          "INCOMPLETE_DATA", "INCOMPLETE DATA",
+          K::IncompleteData,
           "Missing timing signals prevent a reliable diagnosis: " +
               [&] {
                 std::string s;
@@ -582,23 +567,22 @@ std::vector<Issue> diagnose(const StepWindow& w, SeriesCache& series) {
           "Instrument the missing phases (auto mode or the matching wrap_* "
           "helpers) to restore "
           "coverage.");
-      i.evidence = Json{{"missing_signals", miss.names}, {"signal_coverage", miss.coverage}};
+      i.evidence = Json{{ev::kMissingSignals, miss.names}, {ev::kSignalCoverage, miss.coverage}};
       return {i};
     }
-    Issue i = neutral("NO_DATA", "NO DATA", "Step Time metric is missing.", kWaitAction);
-    i.evidence = Json{{"steps_used", 0}};
+    Issue i = neutral(K::NoData, "Step Time metric is missing.", kWaitAction);
+    i.evidence = Json{{ev::kStepsUsed, 0}};
     return {i};
   }
   const double step_total =
       c.single_rank ? finite_or_zero(step_stat->worst) : finite_or_zero(step_stat->median);
   if (step_total <= 0) {
-    return {
-        generic_neutral(neutral("NO_DATA", "NO DATA", "No usable step-time data yet.", kWaitAction),
-                        steps, step_stat->worst_rank)};
+    return {generic_neutral(neutral(K::NoData, "No usable step-time data yet.", kWaitAction), steps,
+                            step_stat->worst_rank)};
   }
   if (steps < th::kMinStepsForWarningDiag) {
     const std::string unit = steps == 1 ? "step" : "steps";
-    return {generic_neutral(neutral("WARMUP", "WARMUP",
+    return {generic_neutral(neutral(K::Warmup,
                                     "Only " + std::to_string(steps) + " " + unit +
                                         " per rank available; diagnosis "
                                         "requires " +
@@ -615,7 +599,7 @@ std::vector<Issue> diagnose(const StepWindow& w, SeriesCache& series) {
   std::stable_sort(issues.begin(), issues.end(), [](const Issue& a, const Issue& b) {
     auto key = [](const Issue& i) {
       return std::make_tuple(severity_rank(i.severity), i.score.value_or(0.0),
-                             is_straggler_kind(i.kind));
+                             is_straggler(i.kind));
     };
     return key(a) > key(b);
   });
@@ -628,21 +612,21 @@ std::vector<Issue> diagnose(const StepWindow& w, SeriesCache& series) {
       std::string names;
       for (const auto& n : miss.names)
         names += (names.empty() ? "" : ", ") + n;
-      i = neutral("INCOMPLETE_DATA", "INCOMPLETE DATA",
+      i = neutral(K::IncompleteData,
                   "Missing timing signals prevent a reliable diagnosis: " + names + ".",
                   "Instrument the missing phases (auto mode or the matching wrap_* "
                   "helpers) to "
                   "restore coverage.");
-      i.evidence = Json{{"missing_signals", miss.names}, {"signal_coverage", miss.coverage}};
+      i.evidence = Json{{ev::kMissingSignals, miss.names}, {ev::kSignalCoverage, miss.coverage}};
     } else {
-      i = neutral("BALANCED", "BALANCED", "No dominant bottleneck is visible in this window.",
+      i = neutral(K::Balanced, "No dominant bottleneck is visible in this window.",
                   "Focus on throughput only if overall speed is still low.");
     }
     if (neutral_rank) i.ranks = {*neutral_rank};
     issues.push_back(std::move(i));
   }
   if (auto note = trend_note(w, c, issues.front(), series))
-    issues.front().evidence["trend"] = *note;
+    issues.front().evidence[ev::kTrend] = *note;
   return issues;
 }
 
@@ -796,7 +780,7 @@ Section analyze_step_time(const model::Telemetry& t, const Options& o) {
   for (const auto& f : w.facts)
     ids.push_back(identity_of(t, f.rank));
   s.metadata.mode = mode_of(ids);
-  s.metadata.global_ranks_seen = std::int64_t(w.expected_ranks.size());
+  s.metadata.global_ranks_seen = std::int64_t(w.expected_ranks);
   s.metadata.global_ranks_used = std::int64_t(w.facts.size());
   // DECISIONS 7 (quirk 4): the number of steps seen, not latest + 1.
   s.metadata.training_total_steps = w.distinct_steps;

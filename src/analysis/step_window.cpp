@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 #include <tuple>
+
+#include "analysis/step_alignment.hpp"
 
 namespace traceml::analysis {
 
@@ -39,17 +42,6 @@ constexpr std::size_t idx(StepMetric m) {
 
 constexpr std::size_t idx_clock(Clock c) {
   return static_cast<std::size_t>(c);
-}
-
-/// median_of() without the copy: reorders `v` (non-empty).
-double median_in_place(std::vector<double>& v) {
-  const std::size_t n = v.size();
-  const auto mid = v.begin() + std::ptrdiff_t(n / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (n % 2 == 1) return *mid;
-  const double hi = *mid;
-  const double lo = *std::max_element(v.begin(), mid);
-  return (lo + hi) / 2.0;
 }
 
 /// A clock's value of an event: non-finite is "not measured", negative is 0
@@ -274,37 +266,6 @@ std::optional<MetricStat> metric_stat(const std::vector<RankFacts>& facts, StepM
   return stat_of(vals);
 }
 
-using StepRow = std::pair<std::int64_t, const StepRecord*>;
-
-/// A rank's (step, row) list made ascending and unique, the latest arrival
-/// winning, limited to its latest `limit` steps. Works on (step, pointer)
-/// pairs so that no record is touched out of memory order.
-void normalise_rank_steps(std::vector<StepRow>& rows, std::int64_t limit) {
-  const auto by_step = [](const StepRow& a, const StepRow& b) { return a.first < b.first; };
-  // Records usually arrive in step order; sort only when they do not.
-  if (!std::is_sorted(rows.begin(), rows.end(), by_step)) {
-    std::stable_sort(rows.begin(), rows.end(), by_step);
-  }
-  std::size_t out = 0;
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    if (out > 0 && rows[out - 1].first == rows[i].first) {
-      rows[out - 1] = rows[i];  // stable order: a later arrival replaces an earlier one
-    } else {
-      rows[out++] = rows[i];
-    }
-  }
-  rows.resize(out);
-  if (limit > 0 && std::int64_t(rows.size()) > limit) {
-    rows.erase(rows.begin(), rows.end() - limit);
-  }
-}
-
-/// Number of distinct values (sorts `v`).
-std::int64_t count_distinct(std::vector<std::int64_t>& v) {
-  std::sort(v.begin(), v.end());
-  return std::int64_t(std::unique(v.begin(), v.end()) - v.begin());
-}
-
 }  // namespace
 
 std::optional<MetricStat> stat_of(const std::vector<std::pair<int, double>>& vals) {
@@ -350,12 +311,24 @@ std::optional<MetricStat> stat_of(const std::vector<std::pair<int, double>>& val
   return s;
 }
 
-const char* step_metric_name(StepMetric m) {
-  return kMetricNames[idx(m)];
+namespace {
+
+/// |reporting ∪ declared|, where the run declares each `rank` record's rank
+/// and 0..world_size-1. Counted, not listed: a world size is only bounded by
+/// the protocol, and the window needs no more than the number.
+std::size_t expected_rank_count(const model::Telemetry& t, const std::vector<int>& reporting) {
+  const int world = std::max(0, t.run.world_size.value_or(0));
+  std::set<int> outside_world(reporting.begin(), reporting.end());
+  for (const auto& r : t.ranks)
+    outside_world.insert(r.global_rank);
+  outside_world.erase(outside_world.lower_bound(0), outside_world.lower_bound(world));
+  return std::size_t(world) + outside_world.size();
 }
 
-double median_of(std::vector<double> v) {
-  return median_in_place(v);
+}  // namespace
+
+const char* step_metric_name(StepMetric m) {
+  return kMetricNames[idx(m)];
 }
 
 StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
@@ -367,12 +340,8 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
   constexpr int kDenseRanks = 1 << 20;
   std::vector<std::vector<StepRow>> dense_ranks;
   std::map<int, std::vector<StepRow>> sparse_ranks;
-  // Distinct step ids: a bitmap for the usual small positive ids, a list for the rest.
-  constexpr std::int64_t kDenseSteps = std::int64_t(1) << 26;
-  std::vector<bool> seen_steps;
-  std::vector<std::int64_t> other_steps;
-  std::int64_t distinct = 0;
-  for (const auto& r : t.steps) {
+  for (std::size_t i = 0; i < t.steps.size(); ++i) {
+    const StepRecord& r = t.steps[i];
     if (!has_any_event(r)) continue;  // an empty events object is not a row
     std::vector<StepRow>* rows = nullptr;
     if (r.global_rank >= 0 && r.global_rank < kDenseRanks) {
@@ -381,26 +350,15 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
     } else {
       rows = &sparse_ranks[r.global_rank];
     }
-    rows->emplace_back(r.step, &r);
-    if (r.step >= 0 && r.step < kDenseSteps) {
-      const auto at = std::size_t(r.step);
-      if (at >= seen_steps.size()) seen_steps.resize(std::max(at + 1, 2 * seen_steps.size()));
-      if (!seen_steps[at]) {
-        seen_steps[at] = true;
-        ++distinct;
-      }
-    } else {
-      other_steps.push_back(r.step);
-    }
-    w.latest_step = w.latest_step ? std::max(*w.latest_step, r.step) : r.step;
+    rows->push_back({r.step, i});
   }
-  w.distinct_steps = distinct + count_distinct(other_steps);
 
   std::vector<std::vector<StepRow>> per_rank;
+  std::vector<int> reporting;  // the rank of each per_rank list
   auto take = [&](int rank, std::vector<StepRow>& rows) {
     if (rows.empty()) return;
-    w.expected_ranks.push_back(rank);
-    normalise_rank_steps(rows, window > 0 ? window * kRankLookback : 0);
+    reporting.push_back(rank);
+    sort_and_dedupe(rows);
     per_rank.push_back(std::move(rows));
   };
   for (std::size_t r = 0; r < dense_ranks.size(); ++r)
@@ -408,26 +366,21 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
   for (auto& [rank, rows] : sparse_ranks)
     take(rank, rows);
   w.ranks_present = per_rank.size();
-  if (per_rank.empty()) return w;
+  if (per_rank.empty()) return w;  // no rank stepped: no data, not missing signals
+  w.expected_ranks = expected_rank_count(t, reporting);
+  w.distinct_steps = distinct_steps(per_rank);
+  for (const auto& rows : per_rank)
+    w.latest_step = std::max(w.latest_step.value_or(rows.back().step), rows.back().step);
 
-  // Intersection of every rank's steps (spec §4.1.2), then the latest `window`.
-  std::vector<std::int64_t> common;
-  common.reserve(per_rank.front().size());
-  for (const auto& p : per_rank.front())
-    common.push_back(p.first);
-  for (std::size_t i = 1; i < per_rank.size() && !common.empty(); ++i) {
-    std::size_t kept = 0;
-    auto it = per_rank[i].begin();
-    for (std::int64_t s : common) {
-      while (it != per_rank[i].end() && it->first < s)
-        ++it;
-      if (it != per_rank[i].end() && it->first == s) common[kept++] = s;
-    }
-    common.resize(kept);
+  // Intersection of every rank's latest steps (spec §4.1.2), then the latest `window`.
+  std::vector<std::size_t> first(per_rank.size(), 0);
+  std::vector<std::size_t> order(per_rank.size());
+  for (std::size_t k = 0; k < per_rank.size(); ++k) {
+    first[k] = latest_start(per_rank[k].size(), window > 0 ? window * kRankLookback : -1);
+    order[k] = k;
   }
-  if (window > 0 && std::int64_t(common.size()) > window) {
-    common.erase(common.begin(), common.end() - window);
-  }
+  std::vector<std::int64_t> common = common_steps(per_rank, first, order);
+  if (window > 0) keep_latest(common, std::size_t(window));
   if (common.empty()) return w;
   w.steps = std::move(common);
 
@@ -438,16 +391,16 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
   const std::size_t n_steps = w.steps.size();
   constexpr std::size_t kTile = 64;
   w.table.resize(n_steps * n_ranks);
-  std::vector<std::size_t> cursor(n_ranks, 0);
+  std::vector<std::size_t> cursor = first;
   for (std::size_t s0 = 0; s0 < n_steps; s0 += kTile) {
     const std::size_t s1 = std::min(n_steps, s0 + kTile);
     for (std::size_t k = 0; k < n_ranks; ++k) {
       const auto& rows = per_rank[k];
       std::size_t c = cursor[k];
       for (std::size_t s = s0; s < s1; ++s) {
-        while (rows[c].first < w.steps[s])
+        while (rows[c].step < w.steps[s])
           ++c;  // every aligned step is in every list
-        w.table[s * n_ranks + k] = rows[c].second;
+        w.table[s * n_ranks + k] = &t.steps[rows[c].row];
       }
       cursor[k] = c;
     }
@@ -464,7 +417,7 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
     gpu = gpu && scan.gpu_complete;
   w.clock = gpu ? Clock::Gpu : Clock::Cpu;  // one GPU-less row forces the CPU clock for all
   for (std::size_t k = 0; k < n_ranks; ++k) {
-    w.facts.push_back(rank_facts(w.expected_ranks[k], scans[k], w.clock));
+    w.facts.push_back(rank_facts(reporting[k], scans[k], w.clock));
     w.availability.push_back(availability(scans[k], w.clock).ok);
   }
   for (std::size_t m = 0; m < kStepMetricCount; ++m) {

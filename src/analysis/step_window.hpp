@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/order_statistics.hpp"  // median_of, for the window's users
 #include "model/telemetry.hpp"
 
 namespace traceml::analysis {
@@ -83,7 +84,11 @@ struct MetricStat {
 
 struct StepWindow {
   model::Strategy strategy = model::Strategy::Ddp;
-  std::vector<int> expected_ranks;  ///< every rank with step rows, ascending
+  /// Ranks the window should hear from (spec §4.1.13): every rank with step
+  /// rows and, once some rank has them, every rank the run declared (a `rank`
+  /// record, or 0..world_size-1) — a declared rank that sent no step leaves
+  /// the window incomplete instead of unseen.
+  std::size_t expected_ranks = 0;
   std::size_t ranks_present = 0;    ///< ranks with rows
   std::vector<std::int64_t> steps;  ///< aligned step ids, ascending
   Clock clock = Clock::Cpu;
@@ -105,9 +110,7 @@ struct StepWindow {
     return stats[static_cast<std::size_t>(m)];
   }
   [[nodiscard]] std::int64_t steps_used() const { return std::int64_t(steps.size()); }
-  [[nodiscard]] bool single_rank() const {
-    return expected_ranks.size() <= 1 || ranks_present <= 1;
-  }
+  [[nodiscard]] bool single_rank() const { return expected_ranks <= 1 || ranks_present <= 1; }
 };
 
 /// Builds the window from step records: latest `window` distinct steps per
@@ -126,9 +129,6 @@ std::vector<double> step_series(const StepWindow& w, StepMetric m, bool worst);
 /// step_series(w, StepTime, ...) (those ranks measured both events on every
 /// aligned row).
 std::array<std::vector<double>, 2> clock_step_series(const StepWindow& w);
-
-/// Arithmetic median (mean of the middle two for an even count). `v` non-empty.
-double median_of(std::vector<double> v);
 
 /// Spec §4.1.7 statistics of (rank, value) pairs in ascending rank order;
 /// nullopt when there are none. Used for the added per-rank metrics too.

@@ -5,11 +5,15 @@
 #include <algorithm>
 #include <set>
 
+#include "analysis/diagnosis_kind.hpp"
 #include "analysis/number_format.hpp"
 #include "analysis/rank_identity.hpp"
 #include "analysis/sample_statistics.hpp"
 
 namespace traceml::analysis {
+
+namespace ev = evidence;
+using K = DiagnosisKind;
 
 namespace {
 
@@ -44,18 +48,17 @@ Json steps_analyzed(const Section& st) {
 /// `type: phase_share` evidence: the average step decomposition.
 Json phase_share(const Section& st, const Json& util) {
   Json e = Json::object();
-  e["type"] = "phase_share";
-  e["basis"] = "average";
-  e["steps_analyzed"] = steps_analyzed(st);
-  e["step_time_ms"] = r3(average_of(st, "step_time_ms"));
-  e["traced_step_time_ms"] = r3(average_of(st, "traced_step_time_ms"));
-  e["diagnosis_clock"] = st.window.diagnosis_clock ? Json(*st.window.diagnosis_clock) : Json();
-  e["dataloader_fetch_cpu_ms"] = r3(average_of(st, "dataloader_fetch_cpu_ms"));
-  e["input_wait_ms"] = r3(average_of(st, "input_wait_ms"));
-  e["h2d_ms"] = r3(average_of(st, "h2d_ms"));
-  e["compute_ms"] = r3(average_of(st, "compute_ms"));
-  e["residual_ms"] = r3(average_of(st, "residual_ms"));
-  e["gpu_util_avg_percent"] = util;
+  e[ev::kType] = "phase_share";
+  e[ev::kBasis] = "average";
+  e[ev::kStepsAnalyzed] = steps_analyzed(st);
+  // The phase metrics under their step-time payload names.
+  for (const char* m : {"step_time_ms", "traced_step_time_ms"})
+    e[m] = r3(average_of(st, m));
+  e[ev::kDiagnosisClock] = st.window.diagnosis_clock ? Json(*st.window.diagnosis_clock) : Json();
+  for (const char* m :
+       {"dataloader_fetch_cpu_ms", "input_wait_ms", "h2d_ms", "compute_ms", "residual_ms"})
+    e[m] = r3(average_of(st, m));
+  e[ev::kGpuUtilAvgPercent] = util;
   return e;
 }
 
@@ -66,12 +69,12 @@ std::optional<Json> comparison(const Section& st, const std::string& metric,
   const Point* wor = point_of(st.worst, st, metric);
   if (!med || !wor || !med->value || !wor->value || !med->idx || !wor->idx) return std::nullopt;
   Json c = Json::object();
-  c["metric"] = metric;
-  c["phase"] = phase;
-  c["median"] = Json{{"rank", std::stoi(*med->idx)}, {"value_ms", r3(med->value)}};
-  c["worst"] = Json{{"rank", std::stoi(*wor->idx)}, {"value_ms", r3(wor->value)}};
-  c["delta_ms"] = r3(*wor->value - *med->value);
-  c["ratio"] = *med->value > 0 ? r3(*wor->value / *med->value) : Json();
+  c[ev::kMetric] = metric;
+  c[ev::kPhase] = phase;
+  c[ev::kMedian] = Json{{ev::kRank, std::stoi(*med->idx)}, {ev::kValueMs, r3(med->value)}};
+  c[ev::kWorst] = Json{{ev::kRank, std::stoi(*wor->idx)}, {ev::kValueMs, r3(wor->value)}};
+  c[ev::kDeltaMs] = r3(*wor->value - *med->value);
+  c[ev::kRatio] = *med->value > 0 ? r3(*wor->value / *med->value) : Json();
   return c;
 }
 
@@ -83,28 +86,25 @@ std::string without_ms(const std::string& metric) {
 
 Json rank_comparison(const Section& st, const Issue& d, const Json& util) {
   Json e = Json::object();
-  e["type"] = "rank_comparison";
-  e["steps_analyzed"] = steps_analyzed(st);
-  e["gpu_util_avg_percent"] = util;
-  if (d.kind == "STRAGGLER") {
+  e[ev::kType] = "rank_comparison";
+  e[ev::kStepsAnalyzed] = steps_analyzed(st);
+  e[ev::kGpuUtilAvgPercent] = util;
+  if (d.is(K::Straggler)) {
     Json list = Json::array();
     for (auto [metric, phase] :
          {std::pair{"input_wait_ms", "input"}, std::pair{"compute_ms", "compute"},
           std::pair{"h2d_ms", "h2d"}, std::pair{"residual_ms", "residual"}}) {
       if (auto c = comparison(st, metric, phase)) list.push_back(*c);
     }
-    e["comparisons"] = list;
-    e["score"] = d.score ? Json(*d.score) : Json();
-    e["score_basis"] = "visible_cost_ms / victim_step_time_ms";
-    e["score_numerator_ms"] = d.evidence.value("visible_cost_ms", Json());
-    e["score_denominator_ms"] = d.evidence.value("step_time_ms", Json());
+    e[ev::kComparisons] = list;
     return e;
   }
-  std::string metric = "input_wait_ms";
-  if (d.kind == "H2D_STRAGGLER") metric = "h2d_ms";
-  if (d.kind == "COMPUTE_STRAGGLER") {
+  const auto kind = kind_from_name(d.kind);
+  const char* named = kind ? culprit_metric(*kind) : nullptr;
+  std::string metric = named != nullptr ? named : "input_wait_ms";
+  if (kind == K::ComputeStraggler) {
     const std::string p = d.phase.value_or("");
-    metric = in(p, {"forward", "backward", "optimizer"}) ? p + "_ms" : "compute_ms";
+    if (in(p, {"forward", "backward", "optimizer"})) metric = p + "_ms";
   }
   if (auto c = comparison(st, metric, d.phase.value_or(without_ms(metric)))) {
     for (auto& [k, v] : c->items())
@@ -118,34 +118,39 @@ Json rank_comparison(const Section& st, const Issue& d, const Json& util) {
 Primary primary_diagnosis(const Section& system, const Section& /*process*/,
                           const Section& step_time, const Section& /*step_memory*/) {
   const Issue& d = step_time.diagnosis();
-  const std::string& k = d.kind;
+  const std::optional<K> k = kind_from_name(d.kind);
   const Json util = r3(average_of(system, "gpu_util_percent"));
   Primary p;
   p.section = "step_time";
   p.severity = Severity::Info;
-  const bool straggler =
-      in(k, {"INPUT_STRAGGLER", "COMPUTE_STRAGGLER", "H2D_STRAGGLER", "STRAGGLER"});
-  const bool phase_kind = in(k, {"INPUT_BOUND", "H2D_BOUND", "RESIDUAL_HEAVY", "COMPUTE_BOUND"});
+  const bool straggler = k && is_straggler(*k);
+  const bool phase_kind = k && is_phase_share(*k);
   if (straggler || phase_kind) {
-    p.kind = k;
+    p.kind = d.kind;
     p.status = d.status;
     p.severity = d.severity;
     p.summary = d.summary;
     p.action = d.action;
     if (straggler) {
       p.evidence = rank_comparison(step_time, d, util);
+      // Every rank comparison ends with its score and the two times it divides.
+      if (d.score) {
+        p.evidence[ev::kScore] = *d.score;
+        p.evidence[ev::kScoreBasis] = "visible_cost_ms / victim_step_time_ms";
+        p.evidence[ev::kScoreNumeratorMs] = d.evidence.value(ev::kVisibleCostMs, Json());
+        p.evidence[ev::kScoreDenominatorMs] = d.evidence.value(ev::kStepTimeMs, Json());
+      }
     } else {
       p.evidence = phase_share(step_time, util);
       if (d.score) {
-        p.evidence["score"] = *d.score;
-        p.evidence["score_basis"] = "median_per_rank_step_time_share";
-        p.evidence["score_denominator"] = "selected-clock Step Time per rank";
+        p.evidence[ev::kScore] = *d.score;
+        p.evidence[ev::kScoreBasis] = "median_per_rank_step_time_share";
+        p.evidence[ev::kScoreDenominator] = "selected-clock Step Time per rank";
       }
     }
-  } else if (in(k, {"NO_DATA", "WARMUP", "INCOMPLETE_DATA"})) {
-    p.kind = "INSUFFICIENT_STEP_TIME_DATA";
-    p.status = "INSUFFICIENT STEP-TIME DATA";
-    if (k == "INCOMPLETE_DATA") {
+  } else if (k && is_insufficient_step_time(*k)) {
+    p.set_kind(K::InsufficientStepTimeData);
+    if (k == K::IncompleteData) {
       p.summary =
           "Step timing is missing phase signals, so no reliable performance diagnosis is "
           "available.";
@@ -158,14 +163,15 @@ Primary primary_diagnosis(const Section& system, const Section& /*process*/,
           "diagnosis.";
       p.action = "Run for more steps or ensure step timing is recorded.";
     }
-    p.evidence = Json{{"type", "insufficient_data"},
-                      {"step_time_status", d.status.empty() ? "NO DATA" : d.status},
-                      {"steps_analyzed", steps_analyzed(step_time)},
-                      {"gpu_util_avg_percent", util}};
-  } else if (k == "BALANCED" &&
-             in(system.diagnosis().kind, {"LOW_GPU_UTILIZATION", "MODERATE_GPU_UTILIZATION"})) {
-    p.kind = "LOW_GPU_UTILIZATION_UNEXPLAINED";
-    p.status = "LOW GPU UTILIZATION";
+    p.evidence = Json{{ev::kType, "insufficient_data"},
+                      {ev::kStepTimeStatus, d.status.empty() ? status_of(K::NoData) : d.status},
+                      {ev::kStepsAnalyzed, steps_analyzed(step_time)},
+                      {ev::kGpuUtilAvgPercent, util}};
+  } else if (k == K::Balanced && [&] {
+               const auto sys = kind_from_name(system.diagnosis().kind);
+               return sys && is_gpu_utilization(*sys);
+             }()) {
+    p.set_kind(K::LowGpuUtilizationUnexplained);
     p.section = "system";
     p.summary =
         "GPU utilization was low, but step timing did not identify input, residual time, "
@@ -173,13 +179,12 @@ Primary primary_diagnosis(const Section& system, const Section& /*process*/,
     p.action =
         "Inspect untraced work, validation/checkpointing, kernel efficiency, or missing "
         "instrumentation.";
-    p.evidence = Json{{"type", "utilization_fallback"},
-                      {"gpu_util_avg_percent", util},
-                      {"step_time_status", d.status},
-                      {"steps_analyzed", steps_analyzed(step_time)}};
+    p.evidence = Json{{ev::kType, "utilization_fallback"},
+                      {ev::kGpuUtilAvgPercent, util},
+                      {ev::kStepTimeStatus, d.status},
+                      {ev::kStepsAnalyzed, steps_analyzed(step_time)}};
   } else {
-    p.kind = "NO_CLEAR_PERFORMANCE_BOTTLENECK";
-    p.status = "NO CLEAR PERFORMANCE BOTTLENECK";
+    p.set_kind(K::NoClearPerformanceBottleneck);
     p.summary =
         "Step timing did not show material input, residual time, compute-skew, or rank-skew "
         "bottlenecks.";
@@ -187,8 +192,8 @@ Primary primary_diagnosis(const Section& system, const Section& /*process*/,
         "No data-pipeline or rank-skew bottleneck was detected; use model/kernel-level profiling "
         "if more speed is needed.";
     p.evidence = phase_share(step_time, util);
-    p.evidence["type"] = "no_clear_bottleneck";
-    p.evidence["step_time_status"] = d.status;
+    p.evidence[ev::kType] = "no_clear_bottleneck";
+    p.evidence[ev::kStepTimeStatus] = d.status;
   }
   return p;
 }

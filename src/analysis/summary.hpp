@@ -26,6 +26,12 @@ struct Primary {
   std::string summary;
   std::string action;
   Json evidence = Json::object();
+
+  /// Sets `kind` and `status` from the vocabulary.
+  void set_kind(DiagnosisKind k) {
+    kind = to_string(k);
+    status = status_of(k);
+  }
 };
 
 struct Meta {

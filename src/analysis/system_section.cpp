@@ -20,6 +20,7 @@ namespace traceml::analysis {
 namespace {
 
 namespace th = thresholds;
+using K = DiagnosisKind;
 using model::SystemSample;
 using model::Telemetry;
 
@@ -184,12 +185,11 @@ std::string gpu_suffix(const std::optional<int>& idx) {
   return idx ? " on gpu" + std::to_string(*idx) : std::string();
 }
 
-Issue make_issue(const char* kind, const char* status, Severity sev, std::string summary,
-                 const char* action, const char* metric, const char* phase, double score,
-                 const std::optional<int>& gpu_idx, Json evidence) {
+Issue make_issue(K kind, Severity sev, std::string summary, const char* action, const char* metric,
+                 const char* phase, double score, const std::optional<int>& gpu_idx,
+                 Json evidence) {
   Issue i;
-  i.kind = kind;
-  i.status = status;
+  i.set_kind(kind);
   i.severity = sev;
   i.summary = std::move(summary);
   i.action = action;
@@ -209,7 +209,7 @@ std::vector<Issue> node_rules(const NodeSignals& s) {
     const Json ev = {{"gpu_mem_peak_percent", *pct}, {"gpu_idx", opt_json(idx)}};
     if (*pct >= th::kSystemGpuMemVeryHigh) {
       out.push_back(make_issue(
-          "VERY_HIGH_GPU_MEMORY", "VERY HIGH GPU MEM", Severity::Crit,
+          K::VeryHighGpuMemory, Severity::Crit,
           "GPU memory was very high, peaking at " + fixed(*pct, 1) + "%" + gpu_suffix(idx) + ".",
           "Reduce GPU memory pressure before scaling this run.", "gpu_mem_peak_percent",
           "gpu_memory", *pct, idx, ev));
@@ -218,7 +218,7 @@ std::vector<Issue> node_rules(const NodeSignals& s) {
   if (const auto& temp = s.gpu_temp_peak_c; temp && *temp >= th::kSystemGpuTempHigh) {
     const auto& idx = s.highest_temp_gpu_idx;
     out.push_back(make_issue(
-        "HIGH_GPU_TEMPERATURE", "HIGH GPU TEMP", Severity::Crit,
+        K::HighGpuTemperature, Severity::Crit,
         "GPU temperature was high, peaking at " + fixed(*temp, 1) + " C" + gpu_suffix(idx) + ".",
         "Check cooling and thermal throttling risk.", "gpu_temp_peak_c", "gpu_temperature", *temp,
         idx, Json{{"gpu_temp_peak_c", *temp}, {"gpu_idx", opt_json(idx)}}));
@@ -227,7 +227,7 @@ std::vector<Issue> node_rules(const NodeSignals& s) {
       pct && *pct >= th::kSystemGpuMemHigh && *pct < th::kSystemGpuMemVeryHigh) {
     const auto& idx = s.highest_mem_pressure_gpu_idx;
     out.push_back(make_issue(
-        "HIGH_GPU_MEMORY", "HIGH GPU MEM", Severity::Warn,
+        K::HighGpuMemory, Severity::Warn,
         "GPU memory was high, peaking at " + fixed(*pct, 1) + "%" + gpu_suffix(idx) + ".",
         "Watch GPU memory headroom for larger batches or models.", "gpu_mem_peak_percent",
         "gpu_memory", *pct, idx, Json{{"gpu_mem_peak_percent", *pct}, {"gpu_idx", opt_json(idx)}}));
@@ -235,7 +235,7 @@ std::vector<Issue> node_rules(const NodeSignals& s) {
   if (const auto& pct = s.gpu_power_avg_limit_percent; pct && *pct >= th::kSystemGpuPowerHigh) {
     const auto& idx = s.highest_power_gpu_idx;
     out.push_back(make_issue(
-        "HIGH_GPU_POWER", "HIGH GPU PWR", Severity::Warn,
+        K::HighGpuPower, Severity::Warn,
         "GPU power was high, averaging " + fixed(*pct, 1) + "% of limit" + gpu_suffix(idx) + ".",
         "Review power headroom if this run is unstable.", "gpu_power_avg_limit_percent",
         "gpu_power", *pct, idx,
@@ -243,17 +243,16 @@ std::vector<Issue> node_rules(const NodeSignals& s) {
   }
   if (const auto& pct = s.ram_peak_percent; pct && *pct >= th::kSystemRamHigh) {
     out.push_back(
-        make_issue("HIGH_HOST_MEMORY", "HIGH RAM", Severity::Warn,
+        make_issue(K::HighHostMemory, Severity::Warn,
                    "Host RAM usage was high, peaking at " + fixed(*pct, 1) + "% of total.",
                    "Reduce host memory pressure or inspect data workers.", "ram_peak_percent",
                    "ram", *pct, std::nullopt, Json{{"ram_peak_percent", *pct}}));
   }
   if (const auto& pct = s.cpu_avg_percent; pct && *pct >= th::kSystemCpuHigh) {
-    out.push_back(make_issue("HIGH_CPU", "HIGH CPU", Severity::Warn,
-                             "CPU usage was high, averaging " + fixed(*pct, 1) + "%.",
-                             "Inspect CPU-side preprocessing or host contention.",
-                             "cpu_avg_percent", "cpu", *pct, std::nullopt,
-                             Json{{"cpu_avg_percent", *pct}}));
+    out.push_back(make_issue(
+        K::HighCpu, Severity::Warn, "CPU usage was high, averaging " + fixed(*pct, 1) + "%.",
+        "Inspect CPU-side preprocessing or host contention.", "cpu_avg_percent", "cpu", *pct,
+        std::nullopt, Json{{"cpu_avg_percent", *pct}}));
   }
   if (const auto& util = s.gpu_util_avg_percent) {
     // Below 30 % the GPU mostly idled; up to and including 70 % it was only partly used.
@@ -262,8 +261,7 @@ std::vector<Issue> node_rules(const NodeSignals& s) {
       const char* band = low ? "low" : "moderate";
       // The util rules carry no GPU in `ranks`: the finding is the node's average.
       out.push_back(make_issue(
-          low ? "LOW_GPU_UTILIZATION" : "MODERATE_GPU_UTILIZATION",
-          low ? "LOW GPU UTIL" : "MODERATE GPU UTIL", Severity::Info,
+          low ? K::LowGpuUtilization : K::ModerateGpuUtilization, Severity::Info,
           std::string("GPU utilization was ") + band + ", averaging " + fixed(*util, 1) + "%.",
           "Use training diagnostics to identify why the GPU was not fully utilized.",
           "gpu_util_avg_percent", "gpu_utilization", 100.0 - *util, std::nullopt,
@@ -305,11 +303,12 @@ void scope_to_node(Issue& i, const NodeWindow& n) {
 }
 
 int system_priority(const std::string& kind) {
-  static const std::vector<std::string> order = {
-      "VERY_HIGH_GPU_MEMORY", "HIGH_GPU_TEMPERATURE",    "HIGH_GPU_MEMORY",
-      "HIGH_GPU_POWER",       "HIGH_HOST_MEMORY",        "HIGH_CPU",
-      "LOW_GPU_UTILIZATION",  "MODERATE_GPU_UTILIZATION"};
-  const auto it = std::find(order.begin(), order.end(), kind);
+  static const std::vector<K> order = {K::VeryHighGpuMemory, K::HighGpuTemperature,
+                                       K::HighGpuMemory,     K::HighGpuPower,
+                                       K::HighHostMemory,    K::HighCpu,
+                                       K::LowGpuUtilization, K::ModerateGpuUtilization};
+  const auto k = kind_from_name(kind);
+  const auto it = k ? std::find(order.begin(), order.end(), *k) : order.end();
   return it == order.end() ? 999 : static_cast<int>(it - order.begin());
 }
 
@@ -496,12 +495,12 @@ Section analyze_system(const Telemetry& t, const Options& o) {
   if (s.issues.empty()) {
     const Json cluster = {{"samples_used", samples}, {"scope", {{"level", "cluster"}}}};
     if (samples <= 0) {
-      s.issues.push_back(neutral_issue("NO_DATA", "NO DATA", "No system telemetry was recorded.",
+      s.issues.push_back(neutral_issue(K::NoData, "No system telemetry was recorded.",
                                        "Collect system telemetry for host-level context.",
                                        cluster));
     } else {
       s.issues.push_back(
-          neutral_issue("NORMAL", "NORMAL",
+          neutral_issue(K::Normal,
                         cluster_gpu_signal ? "CPU, RAM, and GPU showed no system pressure."
                                            : "CPU and RAM showed no system pressure.",
                         "Use training diagnostics for model-level bottlenecks.", cluster));

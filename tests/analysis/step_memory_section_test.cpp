@@ -465,7 +465,7 @@ TEST(StepMemorySectionTest, CreepConfirmedAtExactlyOneGiB) {
   EXPECT_EQ(i.evidence.dump(), std::string(R"({"overall_abs_delta_bytes":1073741824.0,)") +
                                    R"("overall_worst_growth_pct":0.25,)" +
                                    R"("overall_median_growth_pct":0.25,"note":")" + note + R"("})");
-  EXPECT_EQ(a.primary.kind, "CREEP_CONFIRMED");
+  EXPECT_EQ(a.primary.kind, DiagnosisKind::CreepConfirmed);
   EXPECT_DOUBLE_EQ(a.primary.confidence, 0.88);
   EXPECT_EQ(a.primary.note, std::optional<std::string>(note));
   EXPECT_EQ(a.primary.steps_used, 50);
@@ -595,7 +595,7 @@ TEST(StepMemorySectionTest, RulePriorityBeatsSeverity) {
   EXPECT_EQ(kinds_of(a.section),
             (std::vector<std::string>{"HIGH_PRESSURE/peak_reserved", "IMBALANCE/peak_reserved"}));
   EXPECT_EQ(a.section.issues[1].severity, Severity::Crit);
-  EXPECT_EQ(a.primary.kind, "HIGH_PRESSURE");
+  EXPECT_EQ(a.primary.kind, DiagnosisKind::HighPressure);
   EXPECT_EQ(a.primary.severity, Severity::Warn);
   EXPECT_DOUBLE_EQ(a.primary.confidence, 0.80);
   EXPECT_FALSE(a.primary.note);

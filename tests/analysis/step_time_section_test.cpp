@@ -65,7 +65,7 @@ TEST(StepTimeRules, InputJustBelowWarnIsComputeBound) {
   EXPECT_EQ(i.severity, Severity::Info);
   EXPECT_FALSE(i.score.has_value());  // COMPUTE_BOUND never has a score
   EXPECT_NEAR(*i.share_pct, 90.0 / 99.99, 1e-12);
-  EXPECT_EQ(i.summary, "Compute-bound; Backward is the largest phase.");
+  EXPECT_EQ(i.summary, "Compute-bound; backward is the largest phase.");  // spec §4.1.11
   EXPECT_EQ(i.phase, "backward");
   EXPECT_EQ(i.metric, "compute");
   EXPECT_EQ(i.ranks, std::vector<int>{0});  // the rule names the overall worst rank
@@ -202,6 +202,74 @@ TEST(StepTimeRules, BalancedMultiRankNamesTheWorstRank) {
   EXPECT_EQ(s.diagnosis().ranks, std::vector<int>{0});  // tie -> lowest rank
 }
 
+// ---- Expected ranks that sent no step (spec §4.1.13) --------------------
+
+/// Rank 0 balanced on its own: input 5 %, compute 86 %, residual 9 % of 100 ms.
+model::Telemetry balanced_rank0() {
+  model::Telemetry t;
+  add_steps(t, 0, 1, 30, {5, 0, 40, 40, 6, 95});
+  return t;
+}
+
+void expect_every_signal_missing_of_two(const Section& s) {
+  const Issue& i = s.diagnosis();
+  EXPECT_EQ(i.kind, "INCOMPLETE_DATA");
+  EXPECT_EQ(i.status, "INCOMPLETE DATA");
+  EXPECT_EQ(i.severity, Severity::Info);
+  EXPECT_EQ(i.summary,
+            "Missing timing signals prevent a reliable diagnosis: input_wait, forward, backward, "
+            "optimizer_step, traced_step_time.");
+  EXPECT_TRUE(i.ranks.empty());  // one rank reported: single_rank, no worst rank
+  EXPECT_EQ(i.evidence.dump(),
+            R"({"missing_signals":["input_wait","forward","backward","optimizer_step",)"
+            R"("traced_step_time"],"signal_coverage":{"input_wait":"1/2","forward":"1/2",)"
+            R"("backward":"1/2","optimizer_step":"1/2","traced_step_time":"1/2"}})");
+  EXPECT_EQ(s.metadata.global_ranks_seen, 2);
+  EXPECT_EQ(s.metadata.global_ranks_used, 1);
+}
+
+TEST(StepTimeExpectedRanks, ControlOneRankAloneIsBalanced) {
+  EXPECT_EQ(analyze(balanced_rank0()).diagnosis().kind, "BALANCED");
+}
+
+TEST(StepTimeExpectedRanks, DeclaredRankWithoutStepsIsIncompleteData) {
+  model::Telemetry t = balanced_rank0();
+  t.ranks.push_back({0, 0, 0, "n0", 2, std::nullopt});
+  t.ranks.push_back({1, 1, 0, "n0", 2, std::nullopt});  // connected, never stepped
+  expect_every_signal_missing_of_two(analyze(t));
+}
+
+TEST(StepTimeExpectedRanks, WorldSizeRankWithoutStepsIsIncompleteData) {
+  model::Telemetry t = balanced_rank0();
+  t.run.world_size = 2;  // rank 1 never even connected
+  expect_every_signal_missing_of_two(analyze(t));
+}
+
+TEST(StepTimeExpectedRanks, EveryDeclaredRankReportingStaysBalanced) {
+  model::Telemetry t = balanced_rank0();
+  add_steps(t, 1, 1, 30, {5, 0, 40, 40, 6, 95});
+  t.run.world_size = 2;
+  t.ranks.push_back({1, 1, 0, "n0", 2, 2});
+  EXPECT_EQ(analyze(t).diagnosis().kind, "BALANCED");
+}
+
+TEST(StepTimeExpectedRanks, ARuleFindingStillWins) {
+  // Spec §4.1.13: missing signals matter only when no rule fires.
+  model::Telemetry t;
+  add_steps(t, 0, 1, 30, {20, 0, 30, 40, 10, 80});
+  t.run.world_size = 2;
+  EXPECT_EQ(analyze(t).diagnosis().kind, "INPUT_BOUND");
+}
+
+TEST(StepTimeExpectedRanks, NoStepAtAllStaysNoData) {
+  model::Telemetry t;
+  t.run.world_size = 2;
+  t.ranks.push_back({0, 0, 0, "n0", 2, 2});
+  const Section s = analyze(t);
+  EXPECT_EQ(s.diagnosis().kind, "NO_DATA");
+  EXPECT_EQ(s.diagnosis().summary, "Step Time metric is missing.");
+}
+
 TEST(StepTimeRules, ComputeBoundJustBelowShareIsBalanced) {
   // compute 89 of 100, residual 6, input 5.
   const Section s = analyze(one_rank(30, {5, 0, 40, 40, 9, 95}));
@@ -212,7 +280,7 @@ TEST(StepTimeRules, ComputeBoundJustBelowShareIsBalanced) {
 
 TEST(StepTimeRules, ComputeBoundLargestPhaseTieGoesToTheFirst) {
   const Section s = analyze(one_rank(30, {0, 0, 45, 45, 10, 100}));
-  EXPECT_EQ(s.diagnosis().summary, "Compute-bound; Forward is the largest phase.");
+  EXPECT_EQ(s.diagnosis().summary, "Compute-bound; forward is the largest phase.");
 }
 
 TEST(StepTimeRules, FsdpCapsSeverityAndUsesForwardPlusBackward) {

@@ -61,10 +61,32 @@ TEST(PrimaryDiagnosis, StragglerComparesMedianAndWorstRank) {
   const Primary p = summarize(t).primary;
   EXPECT_EQ(p.kind, "INPUT_STRAGGLER");
   // input: r0 100, r1 0, r2 0 -> median 0 (r1, the lower rank), worst 100 (r0).
+  // Then the score and its parts (spec §4.5): visible backward r0 20 against
+  // the victim r1's 120 is a cost of 100 ms over the victim's 140 ms step.
   EXPECT_EQ(p.evidence.dump(),
             R"({"type":"rank_comparison","steps_analyzed":24,"gpu_util_avg_percent":null,)"
             R"("metric":"input_wait_ms","phase":"input","median":{"rank":1,"value_ms":0.0},)"
-            R"("worst":{"rank":0,"value_ms":100.0},"delta_ms":100.0,"ratio":null})");
+            R"("worst":{"rank":0,"value_ms":100.0},"delta_ms":100.0,"ratio":null,)"
+            R"("score":)" +
+                Json(100.0 / 140.0).dump() +
+                R"(,"score_basis":"visible_cost_ms / victim_step_time_ms",)"
+                R"("score_numerator_ms":100.0,"score_denominator_ms":140.0})");
+}
+
+TEST(PrimaryDiagnosis, ComputeStragglerCarriesTheScoreAndItsParts) {
+  model::Telemetry t;
+  // r0's forward is 100 ms longer: it reaches backward's all-reduce last, so
+  // the others wait there (visible backward 20 vs 120 -> cost 100 of 240).
+  add_steps(t, 0, 1, 30, {0, 0, 120, 20, 0, 140});
+  add_steps(t, 1, 1, 30, {0, 0, 20, 120, 0, 140});
+  const Primary p = summarize(t).primary;
+  ASSERT_EQ(p.kind, "COMPUTE_STRAGGLER");
+  const auto& e = p.evidence;
+  EXPECT_EQ(e["metric"], "forward_ms");
+  EXPECT_EQ(e["score_basis"], "visible_cost_ms / victim_step_time_ms");
+  EXPECT_DOUBLE_EQ(e["score_numerator_ms"].get<double>(), 100.0);
+  EXPECT_DOUBLE_EQ(e["score_denominator_ms"].get<double>(), 140.0);
+  EXPECT_NEAR(e["score"].get<double>(), 100.0 / 140.0, 1e-15);  // unrounded
 }
 
 TEST(PrimaryDiagnosis, PlainStragglerListsComparisonsAndScoreParts) {
