@@ -4,6 +4,7 @@
 #include <optional>
 #include <string>
 
+#include "analysis/diagnosis_kind.hpp"
 #include "analysis/number_format.hpp"
 #include "report/text_format.hpp"
 
@@ -135,9 +136,9 @@ std::vector<std::string> step_memory_block(const SummaryView& run, const Painter
   const Json* sm = run.step_memory;
   std::vector<std::string> out;
   out.push_back(title_line("STEP MEMORY", sm, p, Where::Rank));
-  const std::string kind = diagnosis_field(sm, "kind");
+  const auto kind = analysis::kind_from_name(diagnosis_field(sm, "kind"));
   std::vector<std::string> table;
-  if (kind != "NO_GPU" && kind != "NO_DATA") {
+  if (kind != analysis::DiagnosisKind::NoGpu && kind != analysis::DiagnosisKind::NoData) {
     table = metric_table(sm,
                          {{"Allocated", "peak_allocated_bytes", Unit::Bytes, nullptr},
                           {"Reserved", "peak_reserved_bytes", Unit::Bytes, nullptr}},
@@ -158,9 +159,9 @@ Block system_block(const SummaryView& run, const Painter& p, std::size_t wrap_wi
   const Json* sys = run.system;
   Block b;
   b.head.push_back(title_line("SYSTEM METRICS", sys, p, Where::Node));
-  const std::string kind = diagnosis_field(sys, "kind");
+  const auto kind = analysis::kind_from_name(diagnosis_field(sys, "kind"));
   std::string evidence = diagnosis_field(sys, "summary");
-  if (kind == "LOW_GPU_UTILIZATION" || kind == "MODERATE_GPU_UTILIZATION") {
+  if (kind && analysis::is_gpu_utilization(*kind)) {
     auto u = number(path(sys, {"diagnosis", "evidence", "gpu_util_avg_percent"}));
     if (!u) u = number(path(sys, {"global", "average", "gpu_util_percent"}));
     if (u) evidence = "GPU utilization averaged " + fixed(*u, 0) + "%.";

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/diagnosis_kind.hpp"
+
 #include "analysis/h2d_advice.hpp"
 #include "analysis/number_format.hpp"
 #include "report/text_format.hpp"
@@ -45,7 +47,7 @@ std::vector<std::string> step_timing_block(const SummaryView& run, const Verdict
   std::string scope = "Average";
   if (run.multi) {
     auto rep = point(st, "median", "step_time_ms").idx;
-    if (is_straggler_kind(run.kind)) {
+    if (analysis::is_straggler(run.kind)) {
       // Every rank advances at the straggler's pace, so step times are all but
       // equal and the step-time median may land on the culprit itself (with
       // two ranks it is one of them by a hair). The tree shows a typical rank
@@ -104,7 +106,7 @@ std::vector<std::string> step_timing_block(const SummaryView& run, const Verdict
       return pad_right(label, kTreeLabelWidth) + pad_left(fixed(v, 1), kTreeValueWidth) + " ms  " +
              pad_left(share(v), kTreeShareWidth);
     };
-    const bool straggler = is_straggler_kind(run.kind);
+    const bool straggler = analysis::is_straggler(run.kind);
     auto worst_cell = [&](const char* m, double shown, bool always) -> std::optional<std::string> {
       if (!run.multi) return std::nullopt;
       const auto w = point(st, "worst", m);

@@ -3,9 +3,9 @@
 #include <string>
 #include <vector>
 
+#include "analysis/diagnosis_kind.hpp"
 #include "analysis/h2d_advice.hpp"
 #include "analysis/number_format.hpp"
-#include "analysis/thresholds.hpp"
 #include "report/text_format.hpp"
 #include "report/text_layout.hpp"
 
@@ -14,6 +14,8 @@ namespace traceml::report {
 namespace {
 
 using analysis::fixed;
+using Kind = analysis::DiagnosisKind;
+namespace ev = analysis::evidence;
 using namespace json_read;
 
 // Presentation thresholds (spec §5.8): they decide what the card shows, never
@@ -23,26 +25,22 @@ constexpr double kRatioMarkerMin = 2.0;
 /// GPU util under this supports an input/straggler verdict (the GPU idles).
 constexpr double kSupportingUtilMax = 50.0;
 
+/// Whether the primary diagnosis was decided on an INCOMPLETE_DATA Step Time.
+bool step_time_incomplete(const SummaryView& run) {
+  return text_or(child(run.evidence, ev::kStepTimeStatus)) ==
+         analysis::status_of(Kind::IncompleteData);
+}
+
 std::string verdict_display(const SummaryView& run) {
-  const std::string& k = run.kind;
-  if (k == "INPUT_BOUND") return "INPUT-BOUND";
-  if (k == "H2D_BOUND") return "H2D-BOUND";
-  if (k == "COMPUTE_BOUND") return "COMPUTE-BOUND";
-  if (k == "RESIDUAL_HEAVY") return "RESIDUAL-HEAVY";
-  if (k == "INPUT_STRAGGLER") return "INPUT STRAGGLER";
-  if (k == "COMPUTE_STRAGGLER") return "COMPUTE STRAGGLER";
-  if (k == "H2D_STRAGGLER") return "H2D STRAGGLER";
-  if (k == "STRAGGLER") return "RANK STRAGGLER";
-  if (k == "LOW_GPU_UTILIZATION_UNEXPLAINED") return "LOW GPU UTILIZATION -- cause unclear";
-  if (k == "NO_CLEAR_PERFORMANCE_BOTTLENECK") return "NO CLEAR BOTTLENECK";
-  if (k == "INSUFFICIENT_STEP_TIME_DATA") {
-    return text_or(child(run.evidence, "step_time_status")) == "INCOMPLETE DATA"
-               ? "STEP TIMING INCOMPLETE"
-               : "NOT ENOUGH STEP DATA";
+  if (const auto id = analysis::kind_from_name(run.kind)) {
+    // The primary's evidence names the Step Time status it was decided on.
+    const bool incomplete = step_time_incomplete(run);
+    return analysis::verdict_label(
+        *id, incomplete ? std::optional<Kind>(Kind::IncompleteData) : std::nullopt);
   }
   const std::string status = status_label(text_or(child(run.primary, "status")));
   if (!status.empty()) return status;
-  if (!k.empty()) return status_label(k);
+  if (!run.kind.empty()) return status_label(run.kind);
   return "n/a";
 }
 
@@ -57,16 +55,15 @@ std::optional<std::string> evidence_pageable_advice(const Json* evidence) {
   return analysis::pageable_advice({*copies, *pageable_copies, *bytes, *pageable_bytes});
 }
 
-std::string default_straggler_metric(const std::string& kind) {
-  if (kind == "H2D_STRAGGLER") return "h2d_ms";
-  if (kind == "COMPUTE_STRAGGLER") return "compute_ms";
-  return "input_wait_ms";  // INPUT_STRAGGLER, and STRAGGLER whose first comparison is input
+std::string default_straggler_metric(Kind kind) {
+  // STRAGGLER names its cause in its comparisons; its first is input.
+  const char* metric = analysis::culprit_metric(kind);
+  return metric != nullptr ? metric : "input_wait_ms";
 }
 
-void straggler_verdict(const SummaryView& run, Verdict& v) {
+void straggler_verdict(const SummaryView& run, Kind kind, Verdict& v) {
   const Json* cmp = straggler_comparison(run);
-  const std::string metric =
-      text(child(cmp, "metric")).value_or(default_straggler_metric(run.kind));
+  const std::string metric = text(child(cmp, ev::kMetric)).value_or(default_straggler_metric(kind));
   v.culprit_metric = metric;
   const auto ratio = number(child(cmp, "ratio"));
   v.marker = ratio && *ratio >= kRatioMarkerMin ? "◀ " + fixed(*ratio, 0) + "x" : "◀ cause";
@@ -96,18 +93,18 @@ void straggler_verdict(const SummaryView& run, Verdict& v) {
                 ? metric.substr(0, metric.size() - 3)
                 : metric;
   }
-  if (run.kind == "INPUT_STRAGGLER") {
+  if (kind == Kind::InputStraggler) {
     v.why = who + " waits " + w + " per step for input; the median rank waits " + m + "." + pace;
     v.next =
         "inspect the data loader's workers, the dataset's get() and transforms, and storage on " +
         who + ".";
-  } else if (run.kind == "H2D_STRAGGLER") {
+  } else if (kind == Kind::H2dStraggler) {
     v.why = who + " spends " + w + " per step in host-to-device copies; the median rank spends " +
             m + "." + pace;
     v.next = "inspect PCIe topology / transfer path on " + who + ".";
     if (const auto advice = evidence_pageable_advice(issue_evidence(run, run.kind)))
       v.next = "on " + who + ", " + *advice;
-  } else if (run.kind == "STRAGGLER" && phase == "residual") {
+  } else if (kind == Kind::Straggler && phase == "residual") {
     v.why = who + " spends " + w +
             " per step outside the traced phases (residual); the median rank spends " + m + "." +
             pace;
@@ -117,17 +114,17 @@ void straggler_verdict(const SummaryView& run, Verdict& v) {
     v.why = who + " spends " + w + " per step in " + phase + "; the median rank spends " + m + "." +
             pace;
     v.next =
-        run.kind == "COMPUTE_STRAGGLER"
+        kind == Kind::ComputeStraggler
             ? "inspect " + who + ": thermal/clock throttling, imbalanced work, or a slow device."
             : "inspect " + who + " end-to-end; multiple phases are slow on it.";
   }
   // Issue 5: the ranks that wait for the slow one wait inside the collective.
-  if (run.kind == "STRAGGLER") {
+  if (kind == Kind::Straggler) {
     const Json* ev = issue_evidence(run, run.kind);
     const auto share = number(child(ev, "collective_share_of_wait"));
     const auto wait = number(child(ev, "collective_wait_ms"));
     const auto victim = integer(child(ev, "victim_rank"));
-    if (share && wait && victim && *share >= analysis::thresholds::kCollectiveExplainsShare) {
+    if (share && wait && victim && analysis::collective_explains(*share)) {
       v.why += " Collective (NCCL) time explains " + fixed(*share * 100.0, 0) + "% of the wait: R" +
                std::to_string(*victim) + " spends " + fmt_ms(*wait) +
                " more per step in collectives.";
@@ -137,15 +134,6 @@ void straggler_verdict(const SummaryView& run, Verdict& v) {
 
 }  // namespace
 
-bool is_straggler_kind(const std::string& k) {
-  return k == "INPUT_STRAGGLER" || k == "H2D_STRAGGLER" || k == "COMPUTE_STRAGGLER" ||
-         k == "STRAGGLER";
-}
-
-bool is_phase_share_kind(const std::string& k) {
-  return k == "INPUT_BOUND" || k == "H2D_BOUND" || k == "RESIDUAL_HEAVY" || k == "COMPUTE_BOUND";
-}
-
 Verdict read_verdict(const SummaryView& run) {
   Verdict v;
   v.display = verdict_display(run);
@@ -153,20 +141,19 @@ Verdict read_verdict(const SummaryView& run) {
   const std::string action = text_or(child(run.primary, "action"));
   v.why = summary;
   v.next = action;
-  const std::string& k = run.kind;
+  const auto id = analysis::kind_from_name(run.kind);
+  if (!id) return v;
+  const Kind k = *id;
 
-  if (is_straggler_kind(k)) {
-    straggler_verdict(run, v);
-  } else if (is_phase_share_kind(k)) {
-    if (k == "INPUT_BOUND") v.culprit_metric = "input_wait_ms";
-    if (k == "H2D_BOUND") v.culprit_metric = "h2d_ms";
-    if (k == "RESIDUAL_HEAVY") v.culprit_metric = "residual_ms";
-    if (k == "COMPUTE_BOUND") v.culprit_metric = "compute_ms";
+  if (analysis::is_straggler(k)) {
+    straggler_verdict(run, k, v);
+  } else if (analysis::is_phase_share(k)) {
+    v.culprit_metric = analysis::culprit_metric(k);
     v.marker = "◀ cause";
     // COMPUTE_BOUND has no score, so it keeps the section's own wording (§8.2 #11).
     if (const auto score = number(child(run.evidence, "score"))) {
       const std::string s = fixed(*score * 100.0, 0) + "%";
-      if (k == "INPUT_BOUND") {
+      if (k == Kind::InputBound) {
         std::string clock = text_or(child(run.evidence, "diagnosis_clock"));
         if (clock.empty())
           clock = text_or(path(run.step_time, {"global", "window", "diagnosis_clock"}));
@@ -179,19 +166,20 @@ Verdict read_verdict(const SummaryView& run) {
                                  "(max_jobs), or check storage read throughput."
                                : "add loader workers (DataLoaderOptions().workers(N)), pin batches "
                                  "(tensor.pin_memory()), or check storage reads.";
-      } else if (k == "H2D_BOUND") {
+      } else if (k == Kind::H2dBound) {
         v.why = "host-to-device copies take " + s + " of the typical step.";
         v.next =
             "pin host batches (tensor.pin_memory()), copy with .to(device, "
             "/*non_blocking=*/true), or batch transfers.";
-        if (const auto advice = evidence_pageable_advice(issue_evidence(run, k))) v.next = *advice;
-      } else if (k == "RESIDUAL_HEAVY") {
+        if (const auto advice = evidence_pageable_advice(issue_evidence(run, run.kind)))
+          v.next = *advice;
+      } else if (k == Kind::ResidualHeavy) {
         v.why = s + " of the typical step is time outside the traced phases.";
         v.next = "look for untraced work between steps -- validation, checkpointing, logging.";
-        const Json* ev = issue_evidence(run, k);
+        const Json* ev = issue_evidence(run, run.kind);
         const auto share = number(child(ev, "collective_share_of_residual"));
         const auto coll = number(child(ev, "collective_ms"));
-        if (share && coll && *share >= analysis::thresholds::kCollectiveExplainsShare) {
+        if (share && coll && analysis::collective_explains(*share)) {
           v.why += " Collective (NCCL) kernels ran " + fmt_ms(*coll) + " per step, up to " +
                    fixed(*share * 100.0, 0) + "% of it.";
           v.next =
@@ -200,7 +188,7 @@ Verdict read_verdict(const SummaryView& run) {
         }
       }
     }
-  } else if (k == "LOW_GPU_UTILIZATION_UNEXPLAINED") {
+  } else if (k == Kind::LowGpuUtilizationUnexplained) {
     if (const auto u = primary_util(run)) {
       v.why = "step timing is balanced, but GPU util averaged " + fixed(*u, 0) +
               "%. The idle time is not explained by " +
@@ -209,7 +197,7 @@ Verdict read_verdict(const SummaryView& run) {
           "look for untraced work between steps -- validation, checkpointing, logging -- or "
           "inefficient kernels (torch.profiler).";
     }
-  } else if (k == "NO_CLEAR_PERFORMANCE_BOTTLENECK") {
+  } else if (k == Kind::NoClearPerformanceBottleneck) {
     const auto med = point(run.step_time, "median", "step_time_ms").value;
     const auto worst = point(run.step_time, "worst", "step_time_ms").value;
     if (run.multi && med && worst && *med > 0) {
@@ -220,9 +208,9 @@ Verdict read_verdict(const SummaryView& run) {
     }
     v.next =
         "training is compute-dominated; for more speed profile kernels (torch.profiler / Nsight).";
-  } else if (k == "INSUFFICIENT_STEP_TIME_DATA") {
+  } else if (k == Kind::InsufficientStepTimeData) {
     v.degraded = true;
-    if (text_or(child(run.evidence, "step_time_status")) == "INCOMPLETE DATA") {
+    if (step_time_incomplete(run)) {
       std::vector<std::string> names;
       const Json* missing = path(run.step_time, {"diagnosis", "evidence", "missing_signals"});
       if (missing != nullptr && missing->is_array()) {
@@ -255,17 +243,17 @@ Verdict read_verdict(const SummaryView& run) {
 std::vector<std::string> after_next_lines(const SummaryView& run) {
   const auto u = primary_util(run);
   std::string line;
-  if ((is_straggler_kind(run.kind) || is_phase_share_kind(run.kind)) && u &&
+  if ((analysis::is_straggler(run.kind) || analysis::is_phase_share(run.kind)) && u &&
       *u < kSupportingUtilMax) {
     const std::string pct = fixed(*u, 0) + "%";
-    if (is_straggler_kind(run.kind) && run.multi) {
+    if (analysis::is_straggler(run.kind) && run.multi) {
       line = "Supporting: GPU util median " + pct + " -- ranks idle at the step barrier.";
-    } else if (run.kind == "INPUT_BOUND") {
+    } else if (run.kind == analysis::to_string(Kind::InputBound)) {
       line = "Supporting: GPU util " + pct + " avg -- consistent with input starvation.";
     } else {
       line = "Supporting: GPU util " + pct + " avg.";
     }
-  } else if (run.kind == "NO_CLEAR_PERFORMANCE_BOTTLENECK") {
+  } else if (run.kind == analysis::to_string(Kind::NoClearPerformanceBottleneck)) {
     bool all_info = true;
     for (const Json* s : {run.system, run.process, run.step_time, run.step_memory}) {
       if (severity_of(diagnosis_field(s, "severity")) != Severity::Info) all_info = false;

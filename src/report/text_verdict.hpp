@@ -11,11 +11,6 @@
 
 namespace traceml::report {
 
-/// The kinds that name a slow rank, and the kinds that name a phase's share
-/// of the step. (To be replaced by analysis/diagnosis_kind.hpp's predicates.)
-bool is_straggler_kind(const std::string& kind);
-bool is_phase_share_kind(const std::string& kind);
-
 struct Verdict {
   std::string display;  ///< "INPUT STRAGGLER"; "n/a" without a primary diagnosis
   std::string why;
