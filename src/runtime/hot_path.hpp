@@ -33,10 +33,10 @@ constexpr std::optional<model::Event> to_event(Phase p) noexcept {
   static_assert(int(Phase::H2D) == int(model::Event::H2D) &&
                     int(Phase::Forward) == int(model::Event::Forward) &&
                     int(Phase::Backward) == int(model::Event::Backward) &&
-                    int(Phase::Optimizer) == int(model::Event::OptimizerStep),
+                    int(Phase::OptimizerStep) == int(model::Event::OptimizerStep),
                 "traceml::Phase and model::Event must keep the same values");
   const int v = int(p);
-  if (v < int(Phase::H2D) || v > int(Phase::Optimizer)) return std::nullopt;
+  if (v < int(Phase::H2D) || v > int(Phase::OptimizerStep)) return std::nullopt;
   return model::Event(v);
 }
 
