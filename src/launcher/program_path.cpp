@@ -6,8 +6,6 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "launcher/launch.hpp"
-
 namespace traceml::launcher {
 namespace {
 

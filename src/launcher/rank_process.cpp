@@ -11,8 +11,6 @@
 #include <csignal>
 #include <cstring>
 
-#include "launcher/launch.hpp"
-
 namespace traceml::launcher {
 namespace {
 
