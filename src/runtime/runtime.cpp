@@ -279,7 +279,7 @@ class Runtime {
       // gets its process and system figures, and the last stretch is covered.
       lock.unlock();
       try {
-        const double ts = wall_seconds();
+        const double ts = timing::wall_seconds();
         model::ProcessSample process = sampler.sample_process(config_.identity.global_rank, ts);
         process.gpu = process_gpu_memory();
         if (!process.gpu && nvml) process.gpu = nvml_process_gpu(*nvml);
@@ -309,7 +309,7 @@ class Runtime {
   }
 
   Config config_;
-  WallMapping wall_;
+  timing::WallMapping wall_;
   SampleQueue samples_;
   std::unique_ptr<Standalone> standalone_;
   std::unique_ptr<CuptiStage> cupti_;       // outlives the sender, which uses it
@@ -424,7 +424,7 @@ std::int64_t step_begin() noexcept {
   auto* r = runtime::recorder();
   if (r == nullptr) return 0;
   const bool outermost = r->enter_step();
-  const std::int64_t start = runtime::now_ns();
+  const std::int64_t start = timing::now_ns();
   if (outermost)
     if (auto* g = runtime::gpu_thread(start)) g->builder.scope_begin(start);
   return start;
