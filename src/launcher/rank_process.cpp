@@ -11,6 +11,8 @@
 #include <csignal>
 #include <cstring>
 
+#include "model/env_contract.hpp"
+
 namespace traceml::launcher {
 namespace {
 
@@ -94,7 +96,7 @@ RankProcess spawn_rank(const std::string& path, const std::vector<std::string>& 
   // The rank's runtime guards exactly these pipes: if the launcher dies, it
   // points them at /dev/null before the program's next write raises SIGPIPE
   // (runtime/pipe_safety.hpp).
-  const std::string key = "TRACEML_LAUNCHER_PIPES=";
+  const std::string key = std::string(model::env::kLauncherPipes) + "=";
   env_copy.erase(std::remove_if(env_copy.begin(), env_copy.end(),
                                 [&](const std::string& e) { return e.rfind(key, 0) == 0; }),
                  env_copy.end());
