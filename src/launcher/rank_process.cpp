@@ -103,10 +103,12 @@ RankProcess spawn_rank(const std::string& path, const std::vector<std::string>& 
   env_copy.push_back(key + std::to_string(inode_of(out.write_end.get())) + "," +
                      std::to_string(inode_of(err.write_end.get())));
   std::vector<char*> argv_ptrs;
+  argv_ptrs.reserve(argv_copy.size() + 1);
   for (auto& a : argv_copy)
     argv_ptrs.push_back(a.data());
   argv_ptrs.push_back(nullptr);
   std::vector<char*> env_ptrs;
+  env_ptrs.reserve(env_copy.size() + 1);
   for (auto& e : env_copy)
     env_ptrs.push_back(e.data());
   env_ptrs.push_back(nullptr);
