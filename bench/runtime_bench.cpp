@@ -68,7 +68,7 @@ void BM_StepTraced(benchmark::State& state) {
         benchmark::DoNotOptimize(v);
       }
       {
-        traceml::PhaseScope p(traceml::Phase::Optimizer);
+        traceml::PhaseScope p(traceml::Phase::OptimizerStep);
         benchmark::DoNotOptimize(v);
       }
     }

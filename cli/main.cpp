@@ -6,6 +6,7 @@
 
 #include "commands.hpp"
 #include "model/text.hpp"
+#include "traceml/version.hpp"
 
 namespace traceml::cli {
 
@@ -26,7 +27,7 @@ void warn(const std::string& message) {
 int main(int argc, char** argv) {
   using namespace traceml::cli;
   CLI::App app{"traceml: find out why LibTorch training is slow.", "traceml"};
-  app.set_version_flag("--version", std::string("traceml ") + TRACEML_VERSION);
+  app.set_version_flag("--version", std::string("traceml ") + traceml::version());
   app.require_subcommand(1);
   Action action;
   add_run_command(app, action);

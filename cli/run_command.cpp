@@ -19,6 +19,7 @@
 #include "launcher/launch.hpp"
 #include "launcher/manifest.hpp"
 #include "launcher/program_path.hpp"
+#include "model/env_contract.hpp"
 #include "model/text.hpp"
 #include "report/atomic_file.hpp"
 #include "runtime/config.hpp"
@@ -157,7 +158,7 @@ launcher::LaunchPlan plan_of(const RunArgs& a) {
 }
 
 int launch_untraced(launcher::LaunchPlan plan) {
-  plan.extra_env.emplace_back("TRACEML_DISABLED", "1");
+  plan.extra_env.emplace_back(model::env::kDisabled, "1");
   try {
     return launcher::launch_and_wait(plan).exit_code;
   } catch (const launcher::LaunchError& e) {
@@ -213,11 +214,11 @@ int run(RunArgs a) {
   // other than 0 cannot be told a random one, so multi-node runs take
   // TRACEML_RUN_TOKEN from the environment, else derive it from the run name.
   std::string token;
-  if (const char* env = std::getenv("TRACEML_RUN_TOKEN"); env != nullptr && *env != '\0') {
+  if (const char* env = std::getenv(model::env::kRunToken); env != nullptr && *env != '\0') {
     token = env;
     if (token.size() > transport::kMaxStringBytes)
-      return fail("TRACEML_RUN_TOKEN is " + std::to_string(token.size()) + " bytes; at most " +
-                  std::to_string(transport::kMaxStringBytes) + " are allowed");
+      return fail(std::string(model::env::kRunToken) + " is " + std::to_string(token.size()) +
+                  " bytes; at most " + std::to_string(transport::kMaxStringBytes) + " are allowed");
   } else {
     token = a.nnodes > 1 ? "run:" + run_name : transport::random_run_token();
   }
@@ -251,20 +252,20 @@ int run(RunArgs a) {
   if (owner && (bind_host == "127.0.0.1" || bind_host == "localhost")) connect_host = "127.0.0.1";
 
   auto& env = plan.extra_env;
-  env.emplace_back("TRACEML_DISABLED", "0");
-  env.emplace_back("TRACEML_AGGREGATOR_HOST", connect_host);
-  env.emplace_back("TRACEML_AGGREGATOR_PORT", std::to_string(port));
-  env.emplace_back("TRACEML_RUN_TOKEN", token);
-  env.emplace_back("TRACEML_SESSION_ID", run_name);
-  env.emplace_back("TRACEML_LOGS_DIR", a.logs_dir);
-  env.emplace_back("TRACEML_INTERVAL", std::to_string(a.interval));
-  env.emplace_back("TRACEML_TRACE_MAX_STEPS",
+  env.emplace_back(model::env::kDisabled, "0");
+  env.emplace_back(model::env::kAggregatorHost, connect_host);
+  env.emplace_back(model::env::kAggregatorPort, std::to_string(port));
+  env.emplace_back(model::env::kRunToken, token);
+  env.emplace_back(model::env::kSessionId, run_name);
+  env.emplace_back(model::env::kLogsDir, a.logs_dir);
+  env.emplace_back(model::env::kInterval, std::to_string(a.interval));
+  env.emplace_back(model::env::kTraceMaxSteps,
                    a.trace_max_steps ? std::to_string(*a.trace_max_steps) : "");
-  env.emplace_back("TRACEML_NNODES", std::to_string(a.nnodes));
-  env.emplace_back("TRACEML_NPROC_PER_NODE", std::to_string(a.nproc_per_node));
-  env.emplace_back("TRACEML_NODE_RANK", std::to_string(a.node_rank));
-  env.emplace_back("TRACEML_EXPECTED_WORLD_SIZE", std::to_string(world));
-  if (!a.strategy.empty()) env.emplace_back("TRACEML_STRATEGY", a.strategy);
+  env.emplace_back(model::env::kNnodes, std::to_string(a.nnodes));
+  env.emplace_back(model::env::kNprocPerNode, std::to_string(a.nproc_per_node));
+  env.emplace_back(model::env::kNodeRank, std::to_string(a.node_rank));
+  env.emplace_back(model::env::kExpectedWorldSize, std::to_string(world));
+  if (!a.strategy.empty()) env.emplace_back(model::env::kStrategy, a.strategy);
 
   if (owner)
     std::cerr << "traceml: tracing " << world << " rank(s) into " << run_dir.string() << "\n";

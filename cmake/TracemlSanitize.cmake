@@ -62,7 +62,7 @@ endif()
 # CLI at -O0, which halves their compile time, and the library at -O1, since
 # the fuzzers and the sanitized tests spend their time there.
 set(TRACEML_CORE_OPTIMIZATION "" CACHE STRING
-    "Optimization flag for traceml_core only (-O0 ... -O3, -Os, -Og); empty: the build type's")
+    "Optimization flag for the library's modules only (-O0 ... -O3, -Os, -Og); empty: the build type's")
 if(TRACEML_CORE_OPTIMIZATION AND NOT TRACEML_CORE_OPTIMIZATION MATCHES "^-O[0-3sg]$")
   message(FATAL_ERROR "TRACEML_CORE_OPTIMIZATION: '${TRACEML_CORE_OPTIMIZATION}' is not an "
                       "optimization flag; use one of -O0 -O1 -O2 -O3 -Os -Og, or leave it empty")

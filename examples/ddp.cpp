@@ -265,7 +265,7 @@ int train(const Settings& settings, const Rendezvous& rendezvous, const torch::D
           averager.average_gradients(parameters);
         }
         {
-          traceml::PhaseScope phase(traceml::Phase::Optimizer);
+          traceml::PhaseScope phase(traceml::Phase::OptimizerStep);
           optimizer.step();
           optimizer.zero_grad();
         }

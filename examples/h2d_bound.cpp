@@ -149,7 +149,7 @@ int train(const Settings& settings, const torch::Device& device) {
           loss.backward();
         }
         {
-          traceml::PhaseScope phase(traceml::Phase::Optimizer);
+          traceml::PhaseScope phase(traceml::Phase::OptimizerStep);
           optimizer.step();
           optimizer.zero_grad();
         }

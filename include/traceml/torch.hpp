@@ -33,6 +33,7 @@
 #include <cstddef>
 #include <utility>
 
+#include <traceml/hooks.hpp>
 #include <traceml/traceml.hpp>
 
 // TRACEML_TORCH_CUDA (1 or 0) says whether the LibTorch build has CUDA. The

@@ -8,9 +8,9 @@
 //   traceml::init();
 //   for (auto& batch : traceml::wrap_dataloader(*loader)) {  // input wait
 //     traceml::StepScope step;                                // the traced step
-//     { traceml::PhaseScope p(traceml::Phase::Forward);   /* forward */ }
-//     { traceml::PhaseScope p(traceml::Phase::Backward);  /* backward */ }
-//     { traceml::PhaseScope p(traceml::Phase::Optimizer); /* optimizer */ }
+//     { traceml::PhaseScope p(traceml::Phase::Forward);       /* forward */ }
+//     { traceml::PhaseScope p(traceml::Phase::Backward);      /* backward */ }
+//     { traceml::PhaseScope p(traceml::Phase::OptimizerStep); /* optimizer */ }
 //   }
 //   traceml::shutdown();  // also runs at normal exit
 //
@@ -30,6 +30,8 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+
+#include <traceml/hooks.hpp>
 
 namespace traceml {
 
@@ -77,10 +79,12 @@ bool is_recording();
 /// The phases of a step that PhaseScope times. Values are stable (they are the
 /// event numbers of the telemetry format): never renumber.
 enum class Phase : std::uint8_t {
-  H2D = 1,        ///< host-to-device copies of the batch
-  Forward = 2,    ///< the forward pass
-  Backward = 3,   ///< the backward pass, gradient all-reduce included
-  Optimizer = 4,  ///< optimizer.step()
+  H2D = 1,            ///< host-to-device copies of the batch
+  Forward = 2,        ///< the forward pass
+  Backward = 3,       ///< the backward pass, gradient all-reduce included
+  OptimizerStep = 4,  ///< optimizer.step(); "optimizer_step" in the telemetry
+  /// The former name of OptimizerStep.
+  Optimizer [[deprecated("use Phase::OptimizerStep")]] = OptimizerStep,
 };
 
 namespace detail {
@@ -92,30 +96,6 @@ void fetch_end(std::int64_t start) noexcept;
 std::int64_t step_begin() noexcept;
 void step_end(std::int64_t start, bool failed) noexcept;
 
-/// GPU memory as a framework's allocator sees it on one device. Filled by a
-/// GpuMemoryReader that traceml/torch.hpp installs; the core links no framework.
-struct GpuMemoryReading {
-  int device = 0;
-  double allocated_bytes = 0.0;       ///< in use by tensors now
-  double reserved_bytes = 0.0;        ///< held by the caching allocator now
-  double peak_allocated_bytes = 0.0;  ///< highest allocated since the last reset
-  double peak_reserved_bytes = 0.0;   ///< highest reserved since the last reset
-  double total_bytes = 0.0;           ///< the device's memory; 0 when unknown
-};
-/// Fills `out` and returns true, or returns false when nothing could be read.
-/// With `reset_peaks` it restarts the peaks after reading them (the runtime
-/// does so at the end of every step, so a peak is the step's own). Called on
-/// the training thread at each step end and on the sampler thread; it must be
-/// thread-safe and must not throw.
-using GpuMemoryReader = bool (*)(GpuMemoryReading* out, bool reset_peaks) noexcept;
-/// Returns the CUDA stream (cudaStream_t) that the calling thread's GPU work
-/// on `device` goes to, so that the GPU clock's events are recorded on it;
-/// null is the legacy default stream. Called at every scope edge: cheap,
-/// never throws.
-using CurrentCudaStream = void* (*)(int device) noexcept;
-/// Installs the framework hooks (either may be null: that part is not used).
-/// Call after init(); traceml/torch.hpp's enable_torch_cuda() does it.
-void set_gpu_hooks(GpuMemoryReader memory, CurrentCudaStream stream) noexcept;
 }  // namespace detail
 
 /// Times one traced step, from construction to destruction. Phases and fetches

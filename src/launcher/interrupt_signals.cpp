@@ -8,8 +8,6 @@
 #include <cerrno>
 #include <csignal>
 
-#include "launcher/launch.hpp"
-
 namespace traceml::launcher {
 namespace {
 

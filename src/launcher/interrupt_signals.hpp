@@ -6,6 +6,7 @@
 
 #include <vector>
 
+#include "launcher/launch_error.hpp"
 #include "launcher/unique_fd.hpp"
 
 namespace traceml::launcher {

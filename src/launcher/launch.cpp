@@ -29,7 +29,7 @@ constexpr std::chrono::milliseconds kDrainAfterExit{1000};
 /// Upper bound on a wait in the loop; SIGCHLD wakes it earlier. It bounds how
 /// late an exit is noticed if the wake-up byte was lost.
 constexpr std::chrono::milliseconds kMaxPollWait{200};
-constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr std::size_t kReadChunk = std::size_t{64} * 1024;
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();

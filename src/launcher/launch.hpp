@@ -5,19 +5,13 @@
 
 #include <chrono>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace traceml::launcher {
+#include "launcher/launch_error.hpp"
 
-/// The ranks cannot be started (program not found or not executable, fork
-/// failed). what() is one line that says how to fix it.
-class LaunchError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace traceml::launcher {
 
 using EnvVars = std::vector<std::pair<std::string, std::string>>;
 

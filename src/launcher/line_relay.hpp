@@ -14,7 +14,7 @@ class LineRelay {
   /// The longest line kept back waiting for its newline; beyond it the
   /// buffered bytes are emitted as a line of their own, so a child that writes
   /// megabytes without a newline cannot grow the launcher without bound.
-  static constexpr std::size_t kMaxLineBytes = 64 * 1024;
+  static constexpr std::size_t kMaxLineBytes = std::size_t{64} * 1024;
 
   /// `emit` receives each finished line: prefix + text + '\n', in one call.
   LineRelay(std::string prefix, std::function<void(std::string_view)> emit);

@@ -6,8 +6,6 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "launcher/launch.hpp"
-
 namespace traceml::launcher {
 namespace {
 
@@ -53,7 +51,7 @@ std::string resolve_program(const std::string& program) {
     if (end == std::string_view::npos) end = search.size();
     std::string dir(search.substr(begin, end - begin));
     if (dir.empty()) dir = ".";  // an empty PATH entry means the current directory
-    const std::string candidate = dir + "/" + program;
+    std::string candidate = dir + "/" + program;
     switch (classify(candidate)) {
       case FileKind::Executable:
         return candidate;

@@ -4,6 +4,8 @@
 
 #include <string>
 
+#include "launcher/launch_error.hpp"
+
 namespace traceml::launcher {
 
 /// The path to execute for `program`: itself when it contains '/', else the

@@ -11,7 +11,7 @@
 #include <csignal>
 #include <cstring>
 
-#include "launcher/launch.hpp"
+#include "model/env_contract.hpp"
 
 namespace traceml::launcher {
 namespace {
@@ -96,17 +96,19 @@ RankProcess spawn_rank(const std::string& path, const std::vector<std::string>& 
   // The rank's runtime guards exactly these pipes: if the launcher dies, it
   // points them at /dev/null before the program's next write raises SIGPIPE
   // (runtime/pipe_safety.hpp).
-  const std::string key = "TRACEML_LAUNCHER_PIPES=";
+  const std::string key = std::string(model::env::kLauncherPipes) + "=";
   env_copy.erase(std::remove_if(env_copy.begin(), env_copy.end(),
                                 [&](const std::string& e) { return e.rfind(key, 0) == 0; }),
                  env_copy.end());
   env_copy.push_back(key + std::to_string(inode_of(out.write_end.get())) + "," +
                      std::to_string(inode_of(err.write_end.get())));
   std::vector<char*> argv_ptrs;
+  argv_ptrs.reserve(argv_copy.size() + 1);
   for (auto& a : argv_copy)
     argv_ptrs.push_back(a.data());
   argv_ptrs.push_back(nullptr);
   std::vector<char*> env_ptrs;
+  env_ptrs.reserve(env_copy.size() + 1);
   for (auto& e : env_copy)
     env_ptrs.push_back(e.data());
   env_ptrs.push_back(nullptr);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "launcher/launch_error.hpp"
 #include "launcher/unique_fd.hpp"
 
 namespace traceml::launcher {

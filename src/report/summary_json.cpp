@@ -5,6 +5,7 @@
 #include <ctime>
 
 #include "model/text.hpp"
+#include "traceml/version.hpp"
 
 namespace traceml::report {
 
@@ -132,7 +133,7 @@ Json summary_json(const analysis::Summary& s, const std::string& generated_at,
   j["schema_version"] = kSchemaVersion;
   j["generated_at"] = generated_at;
   j["duration_s"] = opt(s.duration_s);
-  j["producer"] = Json{{"name", "traceml-cpp"}, {"version", TRACEML_VERSION}};
+  j["producer"] = Json{{"name", "traceml-cpp"}, {"version", traceml::version()}};
   j["meta"] = Json{{"run_name", opt(s.meta.run_name)},
                    {"mode", s.meta.mode},
                    {"world_size", opt(s.meta.world_size)},

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "model/env_contract.hpp"
+
 namespace traceml::runtime {
 namespace {
 
@@ -97,7 +99,7 @@ Config resolve_config(const Options& options, const EnvLookup& env, const std::s
   Config c;
   Reader r(env, c.problems);
 
-  const auto disabled = r.text("TRACEML_DISABLED");
+  const auto disabled = r.text(model::env::kDisabled);
   c.enabled = options.enabled && !(disabled && truthy(*disabled));
 
   model::RankIdentity& id = c.identity;
@@ -121,7 +123,7 @@ Config resolve_config(const Options& options, const EnvLookup& env, const std::s
 
   if (options.strategy) {
     c.strategy = *options.strategy;
-  } else if (auto s = r.text("TRACEML_STRATEGY")) {
+  } else if (auto s = r.text(model::env::kStrategy)) {
     c.strategy = *s;
   } else {
     c.strategy = *id.world_size > 1 ? "ddp" : "single_process";
@@ -136,24 +138,24 @@ Config resolve_config(const Options& options, const EnvLookup& env, const std::s
       c.problems.push_back("Options::sample_interval_sec=" + format_number(*given) +
                            " is not in [" + format_number(kMinIntervalSec) + ", " +
                            format_number(kMaxIntervalSec) + "] seconds");
-    if (auto v = r.number("TRACEML_INTERVAL", kMinIntervalSec, kMaxIntervalSec))
+    if (auto v = r.number(model::env::kInterval, kMinIntervalSec, kMaxIntervalSec))
       c.interval_sec = *v;
   }
   if (options.trace_max_steps && *options.trace_max_steps > 0) {
     c.max_steps = options.trace_max_steps;
   } else {
-    c.max_steps = r.integer({"TRACEML_TRACE_MAX_STEPS"}, 1, std::int64_t(1) << 62);
+    c.max_steps = r.integer({model::env::kTraceMaxSteps}, 1, std::int64_t(1) << 62);
   }
 
-  const auto port = r.integer({"TRACEML_AGGREGATOR_PORT"}, 1, 65535);
+  const auto port = r.integer({model::env::kAggregatorPort}, 1, 65535);
   if (port) {
     c.collector_port = std::uint16_t(*port);
-    c.collector_host = r.text("TRACEML_AGGREGATOR_HOST").value_or("127.0.0.1");
+    c.collector_host = r.text(model::env::kAggregatorHost).value_or("127.0.0.1");
   }
-  c.token = r.text("TRACEML_RUN_TOKEN").value_or("");
-  c.logs_dir = options.logs_dir ? *options.logs_dir : r.text("TRACEML_LOGS_DIR").value_or("logs");
-  c.run_name = options.run_name ? options.run_name : r.text("TRACEML_SESSION_ID");
-  c.launcher_pipes = r.text("TRACEML_LAUNCHER_PIPES").value_or("");
+  c.token = r.text(model::env::kRunToken).value_or("");
+  c.logs_dir = options.logs_dir ? *options.logs_dir : r.text(model::env::kLogsDir).value_or("logs");
+  c.run_name = options.run_name ? options.run_name : r.text(model::env::kSessionId);
+  c.launcher_pipes = r.text(model::env::kLauncherPipes).value_or("");
   return c;
 }
 

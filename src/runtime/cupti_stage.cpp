@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "runtime/clock.hpp"
+#include "timing/clock.hpp"
 
 namespace traceml::runtime {
 
@@ -50,7 +50,7 @@ void CuptiStage::collect(bool final) {
 void CuptiStage::flush_idle() {
   // No step's work is on the GPU: a forced flush hands back every record of
   // work launched before now, and loses only work that no step waits for.
-  const std::int64_t now = now_ns();
+  const std::int64_t now = timing::now_ns();
   take(timing::FlushMode::Forced);
   through_ = std::max(through_.value_or(now), now);
 }

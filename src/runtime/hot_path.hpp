@@ -10,8 +10,8 @@
 
 #include <traceml/traceml.hpp>
 
-#include "runtime/clock.hpp"
 #include "runtime/thread_recorder.hpp"
+#include "timing/clock.hpp"
 
 namespace traceml::runtime {
 
@@ -24,7 +24,7 @@ struct HotState {
 };
 
 inline std::int64_t hot_scope_begin(const HotState& h) noexcept {
-  return h.state.load(std::memory_order_relaxed) == kRecording ? now_ns() : 0;
+  return h.state.load(std::memory_order_relaxed) == kRecording ? timing::now_ns() : 0;
 }
 
 /// The event a PhaseScope times, or nothing for a value outside traceml::Phase
@@ -33,19 +33,19 @@ constexpr std::optional<model::Event> to_event(Phase p) noexcept {
   static_assert(int(Phase::H2D) == int(model::Event::H2D) &&
                     int(Phase::Forward) == int(model::Event::Forward) &&
                     int(Phase::Backward) == int(model::Event::Backward) &&
-                    int(Phase::Optimizer) == int(model::Event::OptimizerStep),
+                    int(Phase::OptimizerStep) == int(model::Event::OptimizerStep),
                 "traceml::Phase and model::Event must keep the same values");
   const int v = int(p);
-  if (v < int(Phase::H2D) || v > int(Phase::Optimizer)) return std::nullopt;
+  if (v < int(Phase::H2D) || v > int(Phase::OptimizerStep)) return std::nullopt;
   return model::Event(v);
 }
 
 inline void hot_add(ThreadRecorder& r, model::Event e, std::int64_t start) noexcept {
-  r.add(e, now_ns() - start);
+  r.add(e, timing::now_ns() - start);
 }
 
 inline void hot_fetch(ThreadRecorder& r, std::int64_t start) noexcept {
-  r.add_fetch(now_ns() - start);
+  r.add_fetch(timing::now_ns() - start);
 }
 
 /// How a step scope ended.
@@ -61,7 +61,7 @@ enum class StepEnd {
 template <class BeforePublish>
 inline StepEnd hot_step_end(HotState& h, ThreadRecorder& r, std::int64_t start, bool failed,
                             BeforePublish&& before_publish) noexcept {
-  const std::int64_t end = now_ns();
+  const std::int64_t end = timing::now_ns();
   if (!r.leave_step()) return StepEnd::Nested;
   if (failed || h.state.load(std::memory_order_acquire) != kRecording) {
     r.discard();

@@ -15,7 +15,7 @@ double calibrate_ns_per_scope() {
   ThreadRecorder recorder(std::size_t{2} * kStepsPerRound);
   std::array<double, kRounds> per_scope{};
   for (int round = 0; round < kRounds; ++round) {
-    const std::int64_t t0 = now_ns();
+    const std::int64_t t0 = timing::now_ns();
     for (int i = 0; i < kStepsPerRound; ++i) {
       hot_fetch(recorder, hot_scope_begin(state));
       const std::int64_t step = hot_scope_begin(state);
@@ -25,7 +25,7 @@ double calibrate_ns_per_scope() {
       hot_add(recorder, model::Event::OptimizerStep, hot_scope_begin(state));
       hot_step_end(state, recorder, step, false);
     }
-    const std::int64_t t1 = now_ns();
+    const std::int64_t t1 = timing::now_ns();
     recorder.drain([](const RawStep&) {});
     per_scope[std::size_t(round)] = double(t1 - t0) / (double(kStepsPerRound) * kCalibrationScopes);
   }

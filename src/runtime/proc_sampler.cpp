@@ -5,7 +5,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "runtime/clock.hpp"
+#include "timing/clock.hpp"
 
 namespace traceml::runtime {
 namespace {
@@ -78,7 +78,7 @@ std::optional<double> parse_meminfo_bytes(const std::string& text, const std::st
 ProcSampler::ProcSampler()
     : ticks_per_second_(double(sysconf(_SC_CLK_TCK))), page_bytes_(double(sysconf(_SC_PAGESIZE))) {
   last_process_ticks_ = parse_pid_stat_cpu_ticks(slurp("/proc/self/stat"));
-  last_process_ns_ = now_ns();
+  last_process_ns_ = timing::now_ns();
   last_host_ = parse_proc_stat_cpu(slurp("/proc/stat"));
 }
 
@@ -87,7 +87,7 @@ model::ProcessSample ProcSampler::sample_process(int global_rank, double ts) {
   s.global_rank = global_rank;
   s.ts = ts;
   const auto ticks = parse_pid_stat_cpu_ticks(slurp("/proc/self/stat"));
-  const std::int64_t now = now_ns();
+  const std::int64_t now = timing::now_ns();
   if (ticks && last_process_ticks_ && *ticks >= *last_process_ticks_ && now > last_process_ns_ &&
       ticks_per_second_ > 0) {
     const double cpu_s = double(*ticks - *last_process_ticks_) / ticks_per_second_;

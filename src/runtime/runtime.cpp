@@ -18,6 +18,7 @@
 #include <string>
 #include <thread>
 
+#include "model/env_contract.hpp"
 #include "runtime/config.hpp"
 #include "runtime/cupti_stage.hpp"
 #include "runtime/debug_report.hpp"
@@ -200,7 +201,7 @@ class Runtime {
   /// CUPTI's activity records (copies, collectives, busy time), unless
   /// TRACEML_CUPTI=0; says once per node when they are unavailable.
   void start_activity_records() {
-    const char* env = std::getenv("TRACEML_CUPTI");
+    const char* env = std::getenv(model::env::kCupti);
     if (env != nullptr && std::string(env) == "0") {
       cupti_why_ = "TRACEML_CUPTI=0";
       return;
@@ -210,7 +211,7 @@ class Runtime {
     // stream of buffers is the default here (cupti_stage.cpp says why).
     // TRACEML_CUPTI_PER_THREAD_BUFFERS=1 asks for CUPTI's per-thread buffers,
     // =default leaves CUPTI's own choice: both for the GPU check's variants.
-    if (const char* p = std::getenv("TRACEML_CUPTI_PER_THREAD_BUFFERS")) {
+    if (const char* p = std::getenv(model::env::kCuptiPerThreadBuffers)) {
       const std::string v = p;
       if (v == "1") settings.per_thread_buffers = true;
       if (v == "default") settings.per_thread_buffers.reset();
@@ -234,7 +235,7 @@ class Runtime {
     const auto deadline = Clock::now() + kFlushBudget;
     if (sender_) sender_->stop(deadline);
     if (standalone_) standalone_->finish(deadline + kFlushBudget);
-    if (const char* debug = std::getenv("TRACEML_DEBUG");
+    if (const char* debug = std::getenv(model::env::kDebug);
         debug != nullptr && std::string(debug) == "1")
       print_debug();
   }
@@ -279,7 +280,7 @@ class Runtime {
       // gets its process and system figures, and the last stretch is covered.
       lock.unlock();
       try {
-        const double ts = wall_seconds();
+        const double ts = timing::wall_seconds();
         model::ProcessSample process = sampler.sample_process(config_.identity.global_rank, ts);
         process.gpu = process_gpu_memory();
         if (!process.gpu && nvml) process.gpu = nvml_process_gpu(*nvml);
@@ -309,7 +310,7 @@ class Runtime {
   }
 
   Config config_;
-  WallMapping wall_;
+  timing::WallMapping wall_;
   SampleQueue samples_;
   std::unique_ptr<Standalone> standalone_;
   std::unique_ptr<CuptiStage> cupti_;       // outlives the sender, which uses it
@@ -424,7 +425,7 @@ std::int64_t step_begin() noexcept {
   auto* r = runtime::recorder();
   if (r == nullptr) return 0;
   const bool outermost = r->enter_step();
-  const std::int64_t start = runtime::now_ns();
+  const std::int64_t start = timing::now_ns();
   if (outermost)
     if (auto* g = runtime::gpu_thread(start)) g->builder.scope_begin(start);
   return start;

@@ -25,7 +25,7 @@ milliseconds remaining(Clock::time_point deadline) {
 }  // namespace
 
 Sender::Sender(SenderSettings settings, RecorderRegistry& recorders, SampleQueue& samples,
-               const WallMapping& wall, StatsSource stats)
+               const timing::WallMapping& wall, StatsSource stats)
     : settings_(std::move(settings)),
       recorders_(recorders),
       samples_(samples),

@@ -17,10 +17,10 @@
 #include <vector>
 
 #include "model/telemetry.hpp"
-#include "runtime/clock.hpp"
 #include "runtime/gpu_clock.hpp"
 #include "runtime/registry.hpp"
 #include "runtime/step_pipeline.hpp"
+#include "timing/clock.hpp"
 #include "transport/frame.hpp"
 #include "transport/tcp_client.hpp"
 
@@ -60,7 +60,7 @@ using StatsSource = std::function<model::TracerStats()>;
 class Sender {
  public:
   Sender(SenderSettings settings, RecorderRegistry& recorders, SampleQueue& samples,
-         const WallMapping& wall, StatsSource stats);
+         const timing::WallMapping& wall, StatsSource stats);
   ~Sender();
   Sender(const Sender&) = delete;
   Sender& operator=(const Sender&) = delete;

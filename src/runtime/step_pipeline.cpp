@@ -6,7 +6,7 @@
 
 namespace traceml::runtime {
 
-model::StepRecord to_step_record(const RawStep& raw, int rank, const WallMapping& wall) {
+model::StepRecord to_step_record(const RawStep& raw, int rank, const timing::WallMapping& wall) {
   model::StepRecord r;
   r.global_rank = rank;
   r.step = raw.step;
@@ -34,7 +34,7 @@ void add_captured_h2d(const model::StepGpuActivity& activity, model::StepEvents&
   events.set(model::Event::H2D, model::Timing{std::nullopt, activity.h2d_ms});
 }
 
-StepPipeline::StepPipeline(int rank, const WallMapping& wall, GpuClock* gpu,
+StepPipeline::StepPipeline(int rank, const timing::WallMapping& wall, GpuClock* gpu,
                            ActivityStage* activity)
     : rank_(rank), wall_(wall), gpu_(gpu), activity_(activity) {}
 

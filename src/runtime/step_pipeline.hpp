@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "model/telemetry.hpp"
-#include "runtime/clock.hpp"
 #include "runtime/gpu_clock.hpp"
 #include "runtime/thread_recorder.hpp"
+#include "timing/clock.hpp"
 
 namespace traceml::runtime {
 
@@ -50,7 +50,7 @@ class StepPipeline {
       std::function<void(const model::StepRecord&, const std::optional<model::StepMemoryRecord>&)>;
 
   /// `gpu` and `activity` may be null (no GPU clock, no CUPTI).
-  StepPipeline(int rank, const WallMapping& wall, GpuClock* gpu, ActivityStage* activity);
+  StepPipeline(int rank, const timing::WallMapping& wall, GpuClock* gpu, ActivityStage* activity);
 
   /// Steps drained from the rings, and the GPU records drained after them.
   /// GPU records whose CPU step is not among `steps` were lost with it and
@@ -98,7 +98,7 @@ class StepPipeline {
   static constexpr int kHoldDrains = 3;
 
   int rank_;
-  const WallMapping& wall_;
+  const timing::WallMapping& wall_;
   GpuClock* gpu_;
   ActivityStage* activity_;
   std::deque<Waiting> waiting_;       // for their GPU times, in submission order
@@ -108,7 +108,7 @@ class StepPipeline {
 };
 
 /// A finished step's CPU record (durations in ms, end time as unix seconds).
-model::StepRecord to_step_record(const RawStep& raw, int rank, const WallMapping& wall);
+model::StepRecord to_step_record(const RawStep& raw, int rank, const timing::WallMapping& wall);
 /// Its memory record, when the step carried allocator peaks.
 std::optional<model::StepMemoryRecord> to_step_memory(const RawStep& raw, int rank);
 /// What a step's activity adds to its timings: the GPU time of host-to-device

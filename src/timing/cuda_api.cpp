@@ -1,10 +1,6 @@
 #include "timing/cuda_api.hpp"
 #include "timing/dynamic_library.hpp"
 
-#include <dlfcn.h>
-
-#include <cstring>
-
 namespace traceml::timing {
 namespace {
 
@@ -28,14 +24,14 @@ int primary_context_active(int ordinal, int* active) {
 /// driver API usable from this library handle.
 void load_driver_query(CudaApi& api) {
   static const bool loaded = [] {
-    void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) return false;
+    auto lib = DynamicLibrary::open_first("libcuda", {"libcuda.so.1"});
     int (*init)(unsigned) = nullptr;
     DriverApi d;
-    if (!resolve_symbol(handle, "cuInit", init) ||
-        !resolve_symbol(handle, "cuDeviceGet", d.device_get) ||
-        !resolve_symbol(handle, "cuDevicePrimaryCtxGetState", d.primary_ctx_get_state))
-      return false;
+    lib.require("cuInit", init);
+    lib.require("cuDeviceGet", d.device_get);
+    lib.require("cuDevicePrimaryCtxGetState", d.primary_ctx_get_state);
+    if (!lib.complete()) return false;
+    lib.keep();  // cuInit's state lives in this library
     if (init(0) != 0) return false;
     g_driver = d;
     return true;
@@ -45,42 +41,29 @@ void load_driver_query(CudaApi& api) {
 
 CudaApiLoad load(const std::vector<std::string>& library_names) {
   CudaApiLoad out;
-  void* handle = nullptr;
-  for (const auto& name : library_names) {
-    handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle != nullptr) {
-      out.library = name;
-      break;
-    }
-  }
-  if (handle == nullptr) {
-    out.reason = "libcudart not found (tried " + join_names(library_names) + ")";
-    return out;
-  }
-  // The handle is never closed: CUDA objects we create (events) and torch's
-  // own use of the same library outlive any point where closing would be safe.
+  auto lib = DynamicLibrary::open_first("libcudart", library_names);
+  out.library = lib.name();
   CudaApi api;
-  const char* missing = nullptr;
-  auto need = [&](const char* name, auto& fn) {
-    if (missing == nullptr && !resolve_symbol(handle, name, fn)) missing = name;
-  };
-  need("cudaGetDeviceCount", api.get_device_count);
-  need("cudaGetDevice", api.get_device);
-  need("cudaEventCreateWithFlags", api.event_create_with_flags);
-  need("cudaEventRecord", api.event_record);
-  need("cudaEventQuery", api.event_query);
-  need("cudaEventElapsedTime", api.event_elapsed_time);
-  need("cudaEventDestroy", api.event_destroy);
-  need("cudaGetErrorString", api.get_error_string);
-  // Optional: without them we cannot clear our errors or see graph capture.
-  resolve_symbol(handle, "cudaGetLastError", api.get_last_error);
-  resolve_symbol(handle, "cudaStreamIsCapturing", api.stream_is_capturing);
-  resolve_symbol(handle, "cudaThreadExchangeStreamCaptureMode", api.thread_exchange_capture_mode);
-  resolve_symbol(handle, "cudaSetDevice", api.set_device);
-  if (missing != nullptr) {
-    out.reason = out.library + " has no " + missing;
+  lib.require("cudaGetDeviceCount", api.get_device_count);
+  lib.require("cudaGetDevice", api.get_device);
+  lib.require("cudaEventCreateWithFlags", api.event_create_with_flags);
+  lib.require("cudaEventRecord", api.event_record);
+  lib.require("cudaEventQuery", api.event_query);
+  lib.require("cudaEventElapsedTime", api.event_elapsed_time);
+  lib.require("cudaEventDestroy", api.event_destroy);
+  lib.require("cudaGetErrorString", api.get_error_string);
+  if (!lib.complete()) {
+    out.reason = lib.reason();
     return out;
   }
+  // Optional: without them we cannot clear our errors or see graph capture.
+  lib.resolve("cudaGetLastError", api.get_last_error);
+  lib.resolve("cudaStreamIsCapturing", api.stream_is_capturing);
+  lib.resolve("cudaThreadExchangeStreamCaptureMode", api.thread_exchange_capture_mode);
+  lib.resolve("cudaSetDevice", api.set_device);
+  // Kept from the first call on: CUDA objects we create (events) and torch's
+  // own use of the same library outlive any point where closing would be safe.
+  lib.keep();
   int count = 0;
   const int err = api.get_device_count(&count);
   if (err == kCudaErrorInsufficientDriver) {

@@ -6,7 +6,7 @@
 #include <limits>
 #include <mutex>
 
-#include "runtime/clock.hpp"
+#include "timing/clock.hpp"
 
 #if TRACEML_HAVE_CUPTI
 #include <cupti_activity.h>
@@ -48,7 +48,7 @@ void bump(std::atomic<std::int64_t>& counter, std::int64_t by = 1) noexcept {
 #if TRACEML_HAVE_CUPTI
 /// CUPTI's clock when it takes time from us.
 std::uint64_t now_for_cupti() {
-  return static_cast<std::uint64_t>(runtime::now_ns());
+  return static_cast<std::uint64_t>(now_ns());
 }
 
 static_assert(kCuptiSuccess == CUPTI_SUCCESS);
@@ -375,9 +375,9 @@ std::optional<std::string> CuptiActivitySource::calibrate() {
   std::int64_t best_gap = std::numeric_limits<std::int64_t>::max();
   for (int i = 0; i < kSamples; ++i) {
     std::uint64_t cupti_ns = 0;
-    const std::int64_t before = runtime::now_ns();
+    const std::int64_t before = now_ns();
     const int result = api_.get_timestamp(&cupti_ns);
-    const std::int64_t after = runtime::now_ns();
+    const std::int64_t after = now_ns();
     if (result != kCuptiSuccess) return failure("cuptiGetTimestamp", result);
     if (after - before < best_gap) {
       best_gap = after - before;

@@ -1,6 +1,6 @@
 // GPU activity records from CUPTI, live: the kernels, copies and memsets the
 // process runs and the CUDA API calls that launched them, normalized into
-// timing/gpu_activity's records on runtime::now_ns()'s clock.
+// timing/gpu_activity's records on now_ns()'s clock.
 //
 // CUPTI writes records into buffers we lend it and hands each back once
 // filled or flushed; collect() flushes, reads the buffers handed back and
@@ -30,7 +30,7 @@
 
 namespace traceml::timing {
 
-/// Turns CUPTI timestamps into runtime::now_ns() readings.
+/// Turns CUPTI timestamps into now_ns() readings.
 struct TimestampMap {
   std::int64_t offset_ns = 0;  ///< now_ns() minus CUPTI's clock; 0 with the callback
   [[nodiscard]] std::int64_t to_cpu_ns(std::uint64_t cupti_ns) const noexcept {

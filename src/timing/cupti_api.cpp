@@ -1,55 +1,35 @@
 #include "timing/cupti_api.hpp"
 #include "timing/dynamic_library.hpp"
 
-#include <dlfcn.h>
-
-#include <cstring>
-
 namespace traceml::timing {
 namespace {
 
 CuptiApiLoad load(const std::vector<std::string>& library_names) {
   CuptiApiLoad out;
-  void* handle = nullptr;
   // A CUPTI already in the process first: a second, other CUPTI next to the
   // one LibTorch loaded would trace with its own state and versions.
-  for (int flags : {RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD, RTLD_NOW | RTLD_LOCAL}) {
-    for (const auto& name : library_names) {
-      handle = dlopen(name.c_str(), flags);
-      if (handle != nullptr) {
-        out.library = name;
-        break;
-      }
-    }
-    if (handle != nullptr) break;
-  }
-  if (handle == nullptr) {
-    out.reason = "libcupti not found (tried " + join_names(library_names) + ")";
-    return out;
-  }
-  // Never closed: CUPTI holds our buffer callbacks for the life of the process.
+  auto lib = DynamicLibrary::open_first(
+      "libcupti", library_names, {RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD, RTLD_NOW | RTLD_LOCAL});
+  out.library = lib.name();
   CuptiApi api;
-  const char* missing = nullptr;
-  auto need = [&](const char* name, auto& fn) {
-    if (missing == nullptr && !resolve_symbol(handle, name, fn)) missing = name;
-  };
-  need("cuptiActivityEnable", api.activity_enable);
-  need("cuptiActivityDisable", api.activity_disable);
-  need("cuptiActivityRegisterCallbacks", api.activity_register_callbacks);
-  need("cuptiActivityGetNextRecord", api.activity_get_next_record);
-  need("cuptiActivityFlushAll", api.activity_flush_all);
-  need("cuptiActivityGetNumDroppedRecords", api.activity_get_num_dropped_records);
-  need("cuptiGetTimestamp", api.get_timestamp);
-  need("cuptiGetResultString", api.get_result_string);
-  if (missing != nullptr) {
-    out.reason = out.library + " has no " + missing;
+  lib.require("cuptiActivityEnable", api.activity_enable);
+  lib.require("cuptiActivityDisable", api.activity_disable);
+  lib.require("cuptiActivityRegisterCallbacks", api.activity_register_callbacks);
+  lib.require("cuptiActivityGetNextRecord", api.activity_get_next_record);
+  lib.require("cuptiActivityFlushAll", api.activity_flush_all);
+  lib.require("cuptiActivityGetNumDroppedRecords", api.activity_get_num_dropped_records);
+  lib.require("cuptiGetTimestamp", api.get_timestamp);
+  lib.require("cuptiGetResultString", api.get_result_string);
+  if (!lib.complete()) {
+    out.reason = lib.reason();
     return out;
   }
-  resolve_symbol(handle, "cuptiActivityRegisterTimestampCallback",
-                 api.activity_register_timestamp_callback);
-  resolve_symbol(handle, "cuptiFinalize", api.finalize);
-  resolve_symbol(handle, "cuptiActivitySetAttribute", api.activity_set_attribute);
-  resolve_symbol(handle, "cuptiGetVersion", api.get_version);
+  lib.resolve("cuptiActivityRegisterTimestampCallback", api.activity_register_timestamp_callback);
+  lib.resolve("cuptiFinalize", api.finalize);
+  lib.resolve("cuptiActivitySetAttribute", api.activity_set_attribute);
+  lib.resolve("cuptiGetVersion", api.get_version);
+  // Kept: CUPTI holds our buffer callbacks for the life of the process.
+  lib.keep();
   out.api = api;
   return out;
 }

@@ -25,7 +25,7 @@ namespace traceml::timing {
 /// (cudaGetDevice, ...) launch nothing; they are records like any other.
 struct ApiLaunch {
   std::uint32_t correlation_id = 0;
-  std::int64_t cpu_ns = 0;  ///< when the call began, on runtime::now_ns()'s clock
+  std::int64_t cpu_ns = 0;  ///< when the call began, on now_ns()'s clock
 };
 
 enum class ActivityKind : std::uint8_t { Kernel, Memcpy, Memset };
@@ -38,7 +38,7 @@ enum class CopyKind : std::uint8_t { HostToDevice, DeviceToHost, DeviceToDevice,
 struct GpuActivity {
   ActivityKind kind = ActivityKind::Kernel;
   std::uint32_t correlation_id = 0;  ///< of the ApiLaunch that launched it
-  std::int64_t start_ns = 0;         ///< GPU execution, on runtime::now_ns()'s clock
+  std::int64_t start_ns = 0;         ///< GPU execution, on now_ns()'s clock
   std::int64_t end_ns = 0;
   CopyKind copy_kind = CopyKind::Other;  ///< Memcpy only
   bool from_pageable = false;  ///< Memcpy only: the source is pageable (unpinned) host memory

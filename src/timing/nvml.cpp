@@ -1,11 +1,8 @@
 #include "timing/nvml.hpp"
 #include "timing/dynamic_library.hpp"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cstddef>
-#include <cstring>
 #include <limits>
 #include <utility>
 
@@ -33,37 +30,21 @@ constexpr int kProcessQueryAttempts = 4;
 
 NvmlApiLoad load(const std::vector<std::string>& library_names) {
   NvmlApiLoad out;
-  void* handle = nullptr;
-  for (const auto& name : library_names) {
-    handle = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (handle != nullptr) {
-      out.library = name;
-      break;
-    }
-  }
-  if (handle == nullptr) {
-    out.reason = "libnvidia-ml not found (tried " + join_names(library_names) + ")";
-    return out;
-  }
-  // Never closed: a sampler may hold the api until the process ends, and
-  // closing the library under an initialised NVML is not supported.
+  auto lib = DynamicLibrary::open_first("libnvidia-ml", library_names);
+  out.library = lib.name();
   NvmlApi api;
-  const char* missing = nullptr;
-  auto need = [&](const char* name, auto& fn) {
-    if (missing == nullptr && !resolve_symbol(handle, name, fn)) missing = name;
-  };
-  need("nvmlInit_v2", api.init);
-  need("nvmlShutdown", api.shutdown);
-  need("nvmlDeviceGetCount_v2", api.device_get_count);
-  need("nvmlDeviceGetHandleByIndex_v2", api.device_get_handle_by_index);
-  if (missing != nullptr) {
-    out.reason = out.library + " has no " + missing;
+  lib.require("nvmlInit_v2", api.init);
+  lib.require("nvmlShutdown", api.shutdown);
+  lib.require("nvmlDeviceGetCount_v2", api.device_get_count);
+  lib.require("nvmlDeviceGetHandleByIndex_v2", api.device_get_handle_by_index);
+  if (!lib.complete()) {
+    out.reason = lib.reason();
     return out;
   }
   // Each reading on its own: a driver without one of them (newer drivers
   // deprecate nvmlDeviceGetTemperature) leaves that value absent, not NVML off.
   auto optional = [&](const char* name, auto& fn) {
-    if (!resolve_symbol(handle, name, fn)) out.absent.emplace_back(name);
+    if (!lib.resolve(name, fn)) out.absent.emplace_back(name);
   };
   optional("nvmlDeviceGetUtilizationRates", api.device_get_utilization_rates);
   optional("nvmlDeviceGetMemoryInfo", api.device_get_memory_info);
@@ -72,11 +53,14 @@ NvmlApiLoad load(const std::vector<std::string>& library_names) {
   optional("nvmlDeviceGetEnforcedPowerLimit", api.device_get_enforced_power_limit);
   optional("nvmlErrorString", api.error_string);
   // Drivers before R470 have neither: node metrics still work without them.
-  if (!resolve_symbol(handle, "nvmlDeviceGetComputeRunningProcesses_v3",
-                      api.device_get_compute_running_processes)) {
-    resolve_symbol(handle, "nvmlDeviceGetComputeRunningProcesses_v2",
-                   api.device_get_compute_running_processes);
+  if (!lib.resolve("nvmlDeviceGetComputeRunningProcesses_v3",
+                   api.device_get_compute_running_processes)) {
+    lib.resolve("nvmlDeviceGetComputeRunningProcesses_v2",
+                api.device_get_compute_running_processes);
   }
+  // Kept: a sampler may hold the api until the process ends, and closing the
+  // library under an initialised NVML is not supported.
+  lib.keep();
   NvmlApiLoad ready = initialize_nvml(api);
   ready.library = out.library;
   ready.absent = std::move(out.absent);

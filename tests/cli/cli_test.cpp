@@ -48,7 +48,7 @@ class Cli : public ::testing::Test {
 TEST_F(Cli, VersionAndHelp) {
   const auto v = run_process({kCli, "--version"});
   EXPECT_EQ(v.exit_code, 0);
-  EXPECT_EQ(v.out, std::string("traceml ") + TRACEML_VERSION + "\n");
+  EXPECT_EQ(v.out, std::string("traceml ") + TRACEML_TEST_PROJECT_VERSION + "\n");
   const auto h = run_process({kCli, "--help"});
   EXPECT_EQ(h.exit_code, 0);
   EXPECT_NE(h.out.find("report"), std::string::npos);

@@ -136,7 +136,7 @@ TEST(StepPipeline, GpuStepsWaitForTheirEventsThenCarryBothClocks) {
   t->builder.scope_end(Event::TracedStepTime, 10);
   ASSERT_TRUE(clock.publish(*t, 1, t->builder.finish_step()));
 
-  WallMapping wall;
+  timing::WallMapping wall;
   FixedActivity activity;
   activity.activity.h2d_copies = 2;
   activity.activity.h2d_ms = 1.25;
@@ -191,7 +191,7 @@ TEST(StepPipeline, AStepWaitsForItsActivityRecordsThenGivesUp) {
   gpu_step(clock, *t, 2);
   std::vector<GpuRawStep> gpu;
   clock.drain(gpu);
-  WallMapping wall;
+  timing::WallMapping wall;
   FixedActivity activity;
   activity.activity.collective_ms = 7.0;
   activity.through = std::nullopt;  // no record delivered yet
@@ -225,7 +225,7 @@ TEST(StepPipeline, WithTheGpuIdleTheRecordsAreFlushedOutAfterAWhile) {
   gpu_step(clock, *t, 2);
   std::vector<GpuRawStep> gpu;
   clock.drain(gpu);
-  WallMapping wall;
+  timing::WallMapping wall;
   FixedActivity activity;
   activity.through = std::nullopt;        // the next step's work never comes
   activity.through_after_flush = 100000;  // what a forced flush hands back
@@ -264,7 +264,7 @@ TEST(StepPipeline, AtTheEndTheLastRecordsAreTakenAndAttributed) {
   gpu_step(clock, *t, 1);
   std::vector<GpuRawStep> gpu;
   clock.drain(gpu);
-  WallMapping wall;
+  timing::WallMapping wall;
   FixedActivity activity;
   activity.through = std::nullopt;
   activity.activity.h2d_copies = 1;
@@ -301,7 +301,7 @@ TEST(StepPipeline, AtTheEndUnfinishedStepsGoOutWithCpuTimes) {
     gpu_step(clock, *t, step);
   std::vector<GpuRawStep> gpu;
   clock.drain(gpu);
-  WallMapping wall;
+  timing::WallMapping wall;
   StepPipeline pipeline(0, wall, &clock, nullptr);
   Sink sink;
   // Step 3's CPU record was lost (a full ring): its events go back.
@@ -323,7 +323,7 @@ TEST(StepPipeline, AGpuRecordDrainedBeforeItsCpuStepWaitsForIt) {
   gpu_step(clock, *t, 1);
   std::vector<GpuRawStep> gpu;
   clock.drain(gpu);
-  WallMapping wall;
+  timing::WallMapping wall;
   StepPipeline pipeline(0, wall, &clock, nullptr);
   Sink sink;
   // The sender drained between the GPU push and the CPU publish.
@@ -344,7 +344,7 @@ TEST(StepPipeline, ARecordWhoseCpuStepNeverComesGivesItsEventsBack) {
   gpu_step(clock, *t, 1);
   std::vector<GpuRawStep> gpu;
   clock.drain(gpu);
-  WallMapping wall;
+  timing::WallMapping wall;
   StepPipeline pipeline(0, wall, &clock, nullptr);
   Sink sink;
   pipeline.add({}, gpu, t0, sink.emit());
@@ -358,7 +358,7 @@ TEST(StepPipeline, ARecordWhoseCpuStepNeverComesGivesItsEventsBack) {
 }
 
 TEST(StepPipeline, WithoutAGpuClockEveryStepGoesOutAtOnce) {
-  WallMapping wall;
+  timing::WallMapping wall;
   StepPipeline pipeline(0, wall, nullptr, nullptr);
   Sink sink;
   pipeline.add({cpu_step(1, 10, 2.0, 1.0)}, {}, t0, sink.emit());

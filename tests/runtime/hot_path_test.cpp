@@ -67,11 +67,22 @@ TEST(HotPath, APhaseMapsToItsEventAndAValueOutsideTheEnumToNothing) {
   EXPECT_EQ(to_event(Phase::H2D), Event::H2D);
   EXPECT_EQ(to_event(Phase::Forward), Event::Forward);
   EXPECT_EQ(to_event(Phase::Backward), Event::Backward);
-  EXPECT_EQ(to_event(Phase::Optimizer), Event::OptimizerStep);
+  EXPECT_EQ(to_event(Phase::OptimizerStep), Event::OptimizerStep);
   // Casts from integers: InputWait (0) and TracedStepTime (5) are not phases,
   // and 9 or 255 would index past the recorder's arrays.
   for (const int v : {0, 5, 6, 9, 255})
     EXPECT_EQ(to_event(Phase(v)), std::nullopt) << v;
+}
+
+TEST(HotPath, TheFormerNameOfOptimizerStepIsTheSamePhase) {
+  // Programs written against Phase::Optimizer keep compiling (with a
+  // deprecation warning) and time the same event.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+  constexpr Phase former = Phase::Optimizer;
+#pragma GCC diagnostic pop
+  static_assert(former == Phase::OptimizerStep);
+  EXPECT_EQ(to_event(former), Event::OptimizerStep);
 }
 
 TEST_F(Fixture, InputWaitIsAbsentUntilAFetchWasEverTimedThenAMeasuredZero) {

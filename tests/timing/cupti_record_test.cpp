@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "runtime/clock.hpp"
 #include "runtime/cupti_stage.hpp"
+#include "timing/clock.hpp"
 #include "timing/cupti_activity_source.hpp"
 #include "timing/cupti_api.hpp"
 
@@ -500,7 +500,7 @@ struct FakeCupti {
     return timestamp_callback_result;
   }
   static int get_timestamp(std::uint64_t* ts) {
-    *ts = static_cast<std::uint64_t>(runtime::now_ns() + clock_shift_ns);
+    *ts = static_cast<std::uint64_t>(timing::now_ns() + clock_shift_ns);
     return kCuptiSuccess;
   }
   static int flush_all(std::uint32_t flag) {
@@ -589,14 +589,14 @@ TEST_F(FakeCuptiSource, StartsTheFiveKindsOnOurClockAndCollects) {
             (std::vector<int>{kCuptiActivityKindConcurrentKernel, kCuptiActivityKindMemcpy,
                               kCuptiActivityKindMemset, kCuptiActivityKindRuntime,
                               kCuptiActivityKindDriver}));
-  // CUPTI takes its time from now_ns(): no offset.
+  // CUPTI takes its time from timing::now_ns(): no offset.
   EXPECT_TRUE(source.uses_timestamp_callback());
   EXPECT_EQ(source.timestamp_map().offset_ns, 0);
   ASSERT_NE(FakeCupti::timestamp_source, nullptr);
-  const std::int64_t before = runtime::now_ns();
+  const std::int64_t before = timing::now_ns();
   const auto cupti_now = static_cast<std::int64_t>(FakeCupti::timestamp_source());
   EXPECT_GE(cupti_now, before);
-  EXPECT_LE(cupti_now, runtime::now_ns());
+  EXPECT_LE(cupti_now, timing::now_ns());
 
   FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 1, 1000));
   FakeCupti::queue(kernel_record(1, 2000, 3000, kNcclName));
@@ -942,7 +942,7 @@ TEST_F(FakeCuptiSource, RecordsThatReachNoStepCountAsLost) {
 TEST_F(FakeCuptiSource, AnIdleFlushHandsBackEverythingUpToNow) {
   runtime::CuptiStage stage(FakeCupti::api(true));
   ASSERT_EQ(stage.start_source(), std::nullopt);
-  const std::int64_t now = runtime::now_ns();
+  const std::int64_t now = timing::now_ns();
   // The step's copy came back; nothing was launched after the step.
   FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 1, std::uint64_t(now - 4000)));
   FakeCupti::queue(memcpy_record(1, std::uint64_t(now - 3900), std::uint64_t(now - 3800),

@@ -1,12 +1,14 @@
-// The runtime's clocks: a monotonic nanosecond clock for durations (one vDSO
+// The tracer's clocks: a monotonic nanosecond clock for durations (one vDSO
 // call, ~20-30 ns) and the conversion of its readings to unix seconds for
-// record timestamps, so the hot path never reads the wall clock.
+// record timestamps, so the hot path never reads the wall clock. In timing/
+// because the GPU activity source puts CUPTI's timestamps on this clock; the
+// runtime, a layer above, uses it for every scope.
 #pragma once
 
 #include <cstdint>
 #include <ctime>
 
-namespace traceml::runtime {
+namespace traceml::timing {
 
 /// Monotonic nanoseconds; never 0 (0 is the hot path's "not recording").
 inline std::int64_t now_ns() noexcept {
@@ -36,4 +38,4 @@ class WallMapping {
   double offset_s_;
 };
 
-}  // namespace traceml::runtime
+}  // namespace traceml::timing

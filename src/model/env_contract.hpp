@@ -1,0 +1,46 @@
+// The environment contract between `traceml run` and the runtime in each
+// rank: the TRACEML_* variables the launcher sets and the runtime reads, named
+// once so that the two sides cannot drift apart. docs/quickstart.md lists the
+// ones a user may set.
+#pragma once
+
+namespace traceml::model::env {
+
+// Set by `traceml run` for every rank; read by runtime/config.cpp.
+/// "1" (or true/yes/on): the rank runs untraced; `traceml run --disable` sets it.
+inline constexpr const char* kDisabled = "TRACEML_DISABLED";
+/// Where the rank's sender connects: the collector's host and TCP port.
+inline constexpr const char* kAggregatorHost = "TRACEML_AGGREGATOR_HOST";
+inline constexpr const char* kAggregatorPort = "TRACEML_AGGREGATOR_PORT";
+/// The run's token, checked by the collector's Hello. On several nodes the
+/// user may set it for `traceml run` itself, so every node agrees on it.
+inline constexpr const char* kRunToken = "TRACEML_RUN_TOKEN";
+/// The run's name (its directory under the logs directory).
+inline constexpr const char* kSessionId = "TRACEML_SESSION_ID";
+/// The directory that holds run directories.
+inline constexpr const char* kLogsDir = "TRACEML_LOGS_DIR";
+/// The sampler's period, seconds.
+inline constexpr const char* kInterval = "TRACEML_INTERVAL";
+/// Record only the first N steps (empty: all).
+inline constexpr const char* kTraceMaxSteps = "TRACEML_TRACE_MAX_STEPS";
+/// The training strategy word ("ddp", "fsdp", "single_process").
+inline constexpr const char* kStrategy = "TRACEML_STRATEGY";
+/// The launch's shape, for the rank's own use and for debugging; the runtime
+/// takes its identity from torchrun's variables (RANK, WORLD_SIZE, ...).
+inline constexpr const char* kNnodes = "TRACEML_NNODES";
+inline constexpr const char* kNprocPerNode = "TRACEML_NPROC_PER_NODE";
+inline constexpr const char* kNodeRank = "TRACEML_NODE_RANK";
+inline constexpr const char* kExpectedWorldSize = "TRACEML_EXPECTED_WORLD_SIZE";
+/// "<stdout inode>,<stderr inode>": the pipes the launcher gave the rank
+/// (set by launcher/rank_process.cpp; runtime/pipe_safety.hpp).
+inline constexpr const char* kLauncherPipes = "TRACEML_LAUNCHER_PIPES";
+
+// Set by the user only; read by the runtime.
+/// "0" turns CUPTI activity capture off.
+inline constexpr const char* kCupti = "TRACEML_CUPTI";
+/// "1" asks for CUPTI's per-thread activity buffers.
+inline constexpr const char* kCuptiPerThreadBuffers = "TRACEML_CUPTI_PER_THREAD_BUFFERS";
+/// "1": each rank prints what the GPU paths did at shutdown.
+inline constexpr const char* kDebug = "TRACEML_DEBUG";
+
+}  // namespace traceml::model::env

@@ -1,0 +1,27 @@
+// traceml/hooks.hpp stands on its own: a framework adapter includes it first,
+// without traceml.hpp, and gets the whole hook interface.
+#include <traceml/hooks.hpp>
+
+#include <gtest/gtest.h>
+
+#include <type_traits>
+
+namespace {
+
+bool read_nothing(traceml::detail::GpuMemoryReading* /*out*/, bool /*reset_peaks*/) noexcept {
+  return false;
+}
+void* no_stream(int /*device*/) noexcept {
+  return nullptr;
+}
+
+TEST(HooksHeader, DeclaresTheHookInterface) {
+  static_assert(std::is_same_v<traceml::detail::GpuMemoryReader, decltype(&read_nothing)>);
+  static_assert(std::is_same_v<traceml::detail::CurrentCudaStream, decltype(&no_stream)>);
+  const traceml::detail::GpuMemoryReading reading;
+  EXPECT_EQ(reading.total_bytes, 0.0);  // 0 is "unknown", as documented
+  // Installing no hooks is allowed before init() and does nothing.
+  traceml::detail::set_gpu_hooks(nullptr, nullptr);
+}
+
+}  // namespace
