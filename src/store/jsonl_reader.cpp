@@ -328,16 +328,18 @@ class Importer {
     }
     if (type->kind != Kind::String) fail("'type' must be a string, got " + describe(json_, *type));
     const std::string_view name = json_.text(*type);
+    model::Telemetry& t = result_.telemetry;
     if (name == "step") {
       read_step(Fields(json_, json_.root(), "step"));
     } else if (name == "step_memory") {
-      read_step_memory(Fields(json_, json_.root(), "step_memory"));
+      read_line(Fields(json_, json_.root(), "step_memory"), name, &model::check_step_memory,
+                t.step_memory);
     } else if (name == "system") {
-      read_system(Fields(json_, json_.root(), "system"));
+      read_line(Fields(json_, json_.root(), "system"), name, &model::check_system, t.system);
     } else if (name == "process") {
-      read_process(Fields(json_, json_.root(), "process"));
+      read_line(Fields(json_, json_.root(), "process"), name, &model::check_process, t.process);
     } else if (name == "rank") {
-      read_rank(Fields(json_, json_.root(), "rank"));
+      read_line(Fields(json_, json_.root(), "rank"), name, &model::check_rank_identity, t.ranks);
     } else if (name == "run") {
       fail("a second {\"type\":\"run\"} line; a file holds one run, whose header is line " +
            std::to_string(header_line_) + " (write each run to its own file)");
@@ -462,11 +464,15 @@ class Importer {
     check(model::check_run_info(run));
   }
 
-  void read_rank(const Fields& f) {
-    model::RankIdentity r;
+  /// A record line read by its field list, then checked as every reader checks it.
+  template <class R>
+  void read_line(const Fields& f, std::string_view record,
+                 std::optional<std::string> (*check_record)(const R&), std::vector<R>& out) {
+    R r;
     read_values(f, r);
-    check(model::check_rank_identity(r));
-    result_.telemetry.ranks.push_back(std::move(r));
+    read_nested(f, r, record);
+    check(check_record(r));
+    out.push_back(std::move(r));
   }
 
   void read_step(const Fields& f) {
@@ -498,29 +504,6 @@ class Importer {
     read_nested(f, s, "step");
     check(model::check_step(s));
     result_.telemetry.steps.push_back(s);
-  }
-
-  void read_step_memory(const Fields& f) {
-    model::StepMemoryRecord m;
-    read_values(f, m);
-    check(model::check_step_memory(m));
-    result_.telemetry.step_memory.push_back(std::move(m));
-  }
-
-  void read_system(const Fields& f) {
-    model::SystemSample s;
-    read_values(f, s);
-    read_nested(f, s, "system");
-    check(model::check_system(s));
-    result_.telemetry.system.push_back(std::move(s));
-  }
-
-  void read_process(const Fields& f) {
-    model::ProcessSample p;
-    read_values(f, p);
-    read_nested(f, p, "process");
-    check(model::check_process(p));
-    result_.telemetry.process.push_back(std::move(p));
   }
 
   void warn_unknown_event(std::string_view name) {
