@@ -3,6 +3,7 @@
 #include "analysis/diagnosis_kind.hpp"
 
 #include <array>
+#include <utility>
 
 #include "analysis/thresholds.hpp"
 
@@ -145,6 +146,23 @@ const char* verdict_label(DiagnosisKind primary, std::optional<DiagnosisKind> st
 
 bool collective_explains(double share) {
   return share >= thresholds::kCollectiveExplainsShare;
+}
+
+int status_rank(std::string_view status) {
+  // How much a Step Time or Step Memory status says is wrong, as compare
+  // orders two runs' statuses: none, balanced, a share of the step or an
+  // early rise, a slow rank or an imbalance, the worst findings.
+  static constexpr std::pair<K, int> kRanks[] = {
+      {K::NoData, 0},         {K::Warmup, 0},           {K::IncompleteData, 0},
+      {K::Balanced, 1},       {K::InputBound, 2},       {K::H2dBound, 2},
+      {K::ComputeBound, 2},   {K::CreepEarly, 2},       {K::ResidualHeavy, 3},
+      {K::InputStraggler, 3}, {K::ComputeStraggler, 3}, {K::H2dStraggler, 3},
+      {K::Imbalance, 3},      {K::Straggler, 4},        {K::HighPressure, 4},
+      {K::CreepConfirmed, 4}};
+  for (const auto& [kind, rank] : kRanks) {
+    if (status == status_of(kind)) return rank;
+  }
+  return 0;
 }
 
 }  // namespace traceml::analysis

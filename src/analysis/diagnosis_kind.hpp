@@ -99,6 +99,11 @@ const char* verdict_label(DiagnosisKind primary, std::optional<DiagnosisKind> st
 /// here rather than deciding it again.
 bool collective_explains(double share);
 
+/// How much a Step Time or Step Memory `status` says is wrong, 0 (no data)
+/// to 4 (a rank straggler, high pressure, memory creep), for comparing two
+/// runs' statuses (spec §6); 0 for any other string.
+int status_rank(std::string_view status);
+
 /// Keys of the `evidence` objects the analysis writes and renderers read.
 namespace evidence {
 // Step Time issues: rank straggler (spec §4.1.11 rule 1).

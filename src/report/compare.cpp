@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "analysis/diagnosis_kind.hpp"
 #include "analysis/number_format.hpp"
 #include "analysis/thresholds.hpp"
 #include "report/compare_noise.hpp"
@@ -321,26 +322,8 @@ Json system_section(const Json& lhs_sum, const Json& rhs_sum) {
 
 // ---- verdict ----------------------------------------------------------------
 
-int step_status_rank(const std::optional<std::string>& s) {
-  static const std::pair<const char*, int> kRanks[] = {
-      {"NO DATA", 0},           {"WARMUP", 0},         {"INCOMPLETE DATA", 0},
-      {"BALANCED", 1},          {"INPUT-BOUND", 2},    {"H2D-BOUND", 2},
-      {"COMPUTE-BOUND", 2},     {"RESIDUAL-HEAVY", 3}, {"INPUT STRAGGLER", 3},
-      {"COMPUTE STRAGGLER", 3}, {"H2D STRAGGLER", 3},  {"STRAGGLER", 4}};
-  if (!s) return 0;
-  for (const auto& [name, rank] : kRanks)
-    if (*s == name) return rank;
-  return 0;
-}
-
-int memory_status_rank(const std::optional<std::string>& s) {
-  static const std::pair<const char*, int> kRanks[] = {{"NO DATA", 0},       {"BALANCED", 1},
-                                                       {"MEMORY RISING", 2}, {"IMBALANCE", 3},
-                                                       {"HIGH PRESSURE", 4}, {"MEMORY CREEP", 4}};
-  if (!s) return 0;
-  for (const auto& [name, rank] : kRanks)
-    if (*s == name) return rank;
-  return 0;
+int status_rank(const std::optional<std::string>& s) {
+  return s ? analysis::status_rank(*s) : 0;
 }
 
 struct Finding {
@@ -458,14 +441,14 @@ Json verdict_json(const Json& sections, const CompareOptions& options) {
   const auto sa = text_of(step_diag, "lhs");
   const auto sb = text_of(step_diag, "rhs");
   bool step_worse = false;
-  if (sa && sb && step_status_rank(sb) > step_status_rank(sa)) {
+  if (sa && sb && status_rank(sb) > status_rank(sa)) {
     step_worse = true;
     add("REGRESSION", 9, "step_time", "diagnosis", "warning",
         "Step time diagnosis worsened from " + *sa + " to " + *sb + ".");
   }
   const auto ma = text_of(mem_diag, "lhs");
   const auto mb = text_of(mem_diag, "rhs");
-  if (!step_worse && ma && mb && memory_status_rank(mb) > memory_status_rank(ma))
+  if (!step_worse && ma && mb && status_rank(mb) > status_rank(ma))
     add("REGRESSION", 10, "step_memory", "diagnosis", "warning",
         "Step memory diagnosis worsened from " + *ma + " to " + *mb + ".");
   if (step_in_noise) {

@@ -94,5 +94,22 @@ TEST(DiagnosisKind, CollectiveExplainsFromItsThresholdOn) {
   EXPECT_FALSE(collective_explains(0.0));
 }
 
+// compare orders two runs' Step Time and Step Memory statuses by these ranks
+// (spec §6): worse statuses rank higher; a status of another section is 0.
+TEST(DiagnosisKind, StatusRankOrdersWhatCompareSees) {
+  EXPECT_EQ(status_rank("NO DATA"), 0);
+  EXPECT_EQ(status_rank("INCOMPLETE DATA"), 0);
+  EXPECT_EQ(status_rank("BALANCED"), 1);
+  EXPECT_EQ(status_rank("INPUT-BOUND"), 2);
+  EXPECT_EQ(status_rank("MEMORY RISING"), 2);
+  EXPECT_EQ(status_rank("RESIDUAL-HEAVY"), 3);
+  EXPECT_EQ(status_rank("INPUT STRAGGLER"), 3);
+  EXPECT_EQ(status_rank("IMBALANCE"), 3);
+  EXPECT_EQ(status_rank("STRAGGLER"), 4);
+  EXPECT_EQ(status_rank("MEMORY CREEP"), 4);
+  EXPECT_EQ(status_rank("HIGH CPU"), 0);
+  EXPECT_EQ(status_rank("INPUT_BOUND"), 0);  // a kind's name is not its status
+}
+
 }  // namespace
 }  // namespace traceml::analysis
