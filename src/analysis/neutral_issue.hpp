@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,20 @@ inline Issue neutral_issue(DiagnosisKind kind, std::string summary, std::string 
   for (const auto& k : keys)
     issue.evidence[k] = primary_fields.at(k);
   return issue;
+}
+
+/// The neutral primary of a sample section (System, Process) whose rules
+/// raised nothing: NO_DATA in the section's words without samples, else
+/// NORMAL saying which signals showed no pressure. `fields` as above.
+inline Issue sample_neutral_issue(std::int64_t samples, const Json& fields,
+                                  std::string no_data_summary, std::string no_data_action,
+                                  std::string normal_summary) {
+  if (samples <= 0) {
+    return neutral_issue(DiagnosisKind::NoData, std::move(no_data_summary),
+                         std::move(no_data_action), fields);
+  }
+  return neutral_issue(DiagnosisKind::Normal, std::move(normal_summary),
+                       "Use training diagnostics for model-level bottlenecks.", fields);
 }
 
 }  // namespace traceml::analysis
