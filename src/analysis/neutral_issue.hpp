@@ -19,11 +19,7 @@ namespace traceml::analysis {
 /// as TraceML's conversion does. Score, share and skew stay null.
 inline Issue neutral_issue(DiagnosisKind kind, std::string summary, std::string action,
                            const Json& primary_fields) {
-  Issue issue;
-  issue.set_kind(kind);
-  issue.severity = Severity::Info;
-  issue.summary = std::move(summary);
-  issue.action = std::move(action);
+  Issue issue = issue_of(kind, Severity::Info, std::move(summary), std::move(action));
   std::vector<std::string> keys;
   for (auto it = primary_fields.begin(); it != primary_fields.end(); ++it) {
     const Json& v = it.value();

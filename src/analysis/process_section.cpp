@@ -176,11 +176,7 @@ Json opt_json(const std::optional<int>& v) {
 
 Issue make_issue(K kind, Severity sev, std::string summary, const char* action, std::string metric,
                  const char* phase, double score, std::vector<int> ranks, Json evidence) {
-  Issue i;
-  i.set_kind(kind);
-  i.severity = sev;
-  i.summary = std::move(summary);
-  i.action = action;
+  Issue i = issue_of(kind, sev, std::move(summary), action);
   i.metric = std::move(metric);
   i.phase = phase;
   i.score = score;

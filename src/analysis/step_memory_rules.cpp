@@ -45,11 +45,7 @@ std::string creep_note(const Creep& c) {
 
 Issue metric_issue(const MetricSignals& s, K kind, Severity sev, std::string summary,
                    const char* action, double score, Json evidence) {
-  Issue i;
-  i.set_kind(kind);
-  i.severity = sev;
-  i.summary = std::move(summary);
-  i.action = action;
+  Issue i = issue_of(kind, sev, std::move(summary), action);
   i.metric = s.name;
   i.phase = "memory";
   i.score = score;

@@ -60,11 +60,7 @@ std::optional<std::string> trend_note(const StepWindow& w, const Context& c, con
 }
 
 Issue neutral(K kind, const std::string& summary, const std::string& action) {
-  Issue i;
-  i.set_kind(kind);
-  i.summary = summary;
-  i.action = action;
-  return i;
+  return issue_of(kind, Severity::Info, summary, action);
 }
 
 /// Neutral issues built by the generic conversion of spec §4.0: the primary's

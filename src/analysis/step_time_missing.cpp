@@ -42,12 +42,11 @@ Issue incomplete_data_issue(const Missing& miss) {
   std::string names;
   for (const auto& n : miss.names)
     names += (names.empty() ? "" : ", ") + n;
-  Issue i;
-  i.set_kind(DiagnosisKind::IncompleteData);
-  i.summary = "Missing timing signals prevent a reliable diagnosis: " + names + ".";
-  i.action =
+  Issue i = issue_of(
+      K::IncompleteData, Severity::Info,
+      "Missing timing signals prevent a reliable diagnosis: " + names + ".",
       "Instrument the missing phases (auto mode or the matching wrap_* helpers) to restore "
-      "coverage.";
+      "coverage.");
   i.evidence = Json{{ev::kMissingSignals, miss.names}, {ev::kSignalCoverage, miss.coverage}};
   return i;
 }

@@ -33,12 +33,11 @@ std::string clock_label(Clock c) {
 
 /// The issue of a phase-share rule: "<what> is <share> of the typical <clock>
 /// Step Time.", its severity, score and share from `share`.
-Issue share_issue(K kind, const std::string& what, double share, Clock clock) {
-  Issue i;
-  i.set_kind(kind);
-  i.severity = share_severity(share);
-  i.summary =
-      what + " is " + percent_text(share) + " of the typical " + clock_label(clock) + " Step Time.";
+Issue share_issue(K kind, const std::string& what, double share, Clock clock, std::string action) {
+  Issue i = issue_of(
+      kind, share_severity(share),
+      what + " is " + percent_text(share) + " of the typical " + clock_label(clock) + " Step Time.",
+      std::move(action));
   i.score = i.share_pct = share;
   return i;
 }
@@ -86,8 +85,8 @@ std::vector<Issue> run_rules(const StepWindow& w, const Context& c,
   if (!c.single_rank && straggler) out.push_back(straggler_issue(*straggler));
 
   if (c.input_share && *c.input_share >= th::kOverheadShareWarn) {
-    Issue i = share_issue(K::InputBound, "Input wait", *c.input_share, w.clock);
-    i.action = "Increase workers, prefetch, or storage throughput.";
+    Issue i = share_issue(K::InputBound, "Input wait", *c.input_share, w.clock,
+                          "Increase workers, prefetch, or storage throughput.");
     i.metric = "input_wait";
     i.phase = "input";
     i.skew_pct = c.input_skew;
@@ -102,8 +101,8 @@ std::vector<Issue> run_rules(const StepWindow& w, const Context& c,
 
   const auto& h2d = w.stat(SM::H2D);
   if (w.clock == Clock::Gpu && c.h2d_share && *c.h2d_share >= th::kOverheadShareWarn && h2d) {
-    Issue i = share_issue(K::H2dBound, "H2D transfer", *c.h2d_share, w.clock);  // GPU clock
-    i.action = "Inspect pinned memory, batch transfer, and host-to-device copies.";
+    Issue i = share_issue(K::H2dBound, "H2D transfer", *c.h2d_share, w.clock,  // the GPU clock
+                          "Inspect pinned memory, batch transfer, and host-to-device copies.");
     i.metric = "h2d";
     i.phase = "h2d";
     if (!c.single_rank) i.skew_pct = h2d->skew;
@@ -119,11 +118,9 @@ std::vector<Issue> run_rules(const StepWindow& w, const Context& c,
   }
 
   if (c.residual_share && *c.residual_share >= th::kOverheadShareWarn) {
-    Issue i = share_issue(K::ResidualHeavy, "Residual time", *c.residual_share, w.clock);
-    i.action =
-        "Inspect work outside traced phases, CPU stalls, logging, "
-        "checkpointing, validation, or "
-        "unobserved transfers.";
+    Issue i = share_issue(K::ResidualHeavy, "Residual time", *c.residual_share, w.clock,
+                          "Inspect work outside traced phases, CPU stalls, logging, "
+                          "checkpointing, validation, or unobserved transfers.");
     i.metric = "residual_proxy";
     i.phase = "residual";
     if (c.overall_worst_rank) i.ranks = {*c.overall_worst_rank};
@@ -137,11 +134,9 @@ std::vector<Issue> run_rules(const StepWindow& w, const Context& c,
   const bool residual_low = !c.residual_share || *c.residual_share < th::kOverheadShareWarn;
   if (c.compute_share && *c.compute_share >= th::kComputeBoundShareWarn && input_low && h2d_low &&
       residual_low) {
-    Issue i;
-    i.set_kind(K::ComputeBound);
-    i.severity = Severity::Info;
-    i.summary = "Compute-bound; " + c.largest_compute + " is the largest phase.";
-    i.action = "Optimize model compute or reduce step cost.";
+    Issue i = issue_of(K::ComputeBound, Severity::Info,
+                       "Compute-bound; " + c.largest_compute + " is the largest phase.",
+                       "Optimize model compute or reduce step cost.");
     i.metric = "compute";
     i.phase = c.largest_compute;
     i.share_pct = c.compute_share;

@@ -188,11 +188,7 @@ std::string gpu_suffix(const std::optional<int>& idx) {
 Issue make_issue(K kind, Severity sev, std::string summary, const char* action, const char* metric,
                  const char* phase, double score, const std::optional<int>& gpu_idx,
                  Json evidence) {
-  Issue i;
-  i.set_kind(kind);
-  i.severity = sev;
-  i.summary = std::move(summary);
-  i.action = action;
+  Issue i = issue_of(kind, sev, std::move(summary), action);
   i.metric = metric;
   i.phase = phase;
   i.score = score;
