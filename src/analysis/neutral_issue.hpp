@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -18,11 +19,7 @@ namespace traceml::analysis {
 /// as TraceML's conversion does. Score, share and skew stay null.
 inline Issue neutral_issue(DiagnosisKind kind, std::string summary, std::string action,
                            const Json& primary_fields) {
-  Issue issue;
-  issue.set_kind(kind);
-  issue.severity = Severity::Info;
-  issue.summary = std::move(summary);
-  issue.action = std::move(action);
+  Issue issue = issue_of(kind, Severity::Info, std::move(summary), std::move(action));
   std::vector<std::string> keys;
   for (auto it = primary_fields.begin(); it != primary_fields.end(); ++it) {
     const Json& v = it.value();
@@ -33,6 +30,20 @@ inline Issue neutral_issue(DiagnosisKind kind, std::string summary, std::string 
   for (const auto& k : keys)
     issue.evidence[k] = primary_fields.at(k);
   return issue;
+}
+
+/// The neutral primary of a sample section (System, Process) whose rules
+/// raised nothing: NO_DATA in the section's words without samples, else
+/// NORMAL saying which signals showed no pressure. `fields` as above.
+inline Issue sample_neutral_issue(std::int64_t samples, const Json& fields,
+                                  std::string no_data_summary, std::string no_data_action,
+                                  std::string normal_summary) {
+  if (samples <= 0) {
+    return neutral_issue(DiagnosisKind::NoData, std::move(no_data_summary),
+                         std::move(no_data_action), fields);
+  }
+  return neutral_issue(DiagnosisKind::Normal, std::move(normal_summary),
+                       "Use training diagnostics for model-level bottlenecks.", fields);
 }
 
 }  // namespace traceml::analysis

@@ -176,11 +176,7 @@ Json opt_json(const std::optional<int>& v) {
 
 Issue make_issue(K kind, Severity sev, std::string summary, const char* action, std::string metric,
                  const char* phase, double score, std::vector<int> ranks, Json evidence) {
-  Issue i;
-  i.set_kind(kind);
-  i.severity = sev;
-  i.summary = std::move(summary);
-  i.action = action;
+  Issue i = issue_of(kind, sev, std::move(summary), action);
   i.metric = std::move(metric);
   i.phase = phase;
   i.score = score;
@@ -427,19 +423,12 @@ Section analyze_process(const Telemetry& t, const Options& o) {
     return process_priority(a.kind) < process_priority(b.kind);
   });
   if (s.issues.empty()) {
-    const Json fields = {{"samples_used", all.samples}};
-    if (all.samples <= 0) {
-      s.issues.push_back(neutral_issue(K::NoData, "No traced process telemetry was recorded.",
-                                       "Collect process telemetry for workload-local context.",
-                                       fields));
-    } else {
-      const bool gpu = signals.gpu_mem_used_peak_percent || signals.gpu_mem_reserved_peak_percent;
-      s.issues.push_back(neutral_issue(K::Normal,
-                                       gpu ? "Process CPU, RSS, and GPU memory showed no pressure."
-                                           : "Process CPU and RSS showed no pressure.",
-                                       "Use training diagnostics for model-level bottlenecks.",
-                                       fields));
-    }
+    const bool gpu = signals.gpu_mem_used_peak_percent || signals.gpu_mem_reserved_peak_percent;
+    s.issues.push_back(sample_neutral_issue(
+        all.samples, {{"samples_used", all.samples}}, "No traced process telemetry was recorded.",
+        "Collect process telemetry for workload-local context.",
+        gpu ? "Process CPU, RSS, and GPU memory showed no pressure."
+            : "Process CPU and RSS showed no pressure."));
   }
 
   // ---- payload ----
@@ -450,18 +439,13 @@ Section analyze_process(const Telemetry& t, const Options& o) {
 
   Metadata& md = s.metadata;
   md.mode = mode_of(s.rows);
-  if (all.first_ts && all.last_ts && *all.last_ts >= *all.first_ts) {
-    md.duration_s = *all.last_ts - *all.first_ts;
-  }
+  md.duration_s = sample_span(all.first_ts, all.last_ts);
   md.samples = all.samples;
   md.global_ranks_seen = static_cast<std::int64_t>(ranks.size());
   md.global_ranks_used = static_cast<std::int64_t>(ranks.size());
-  s.window.kind = "sample_window";
-  s.window.alignment = "none";
-  s.window.samples = all.samples;
+  s.window = sample_window(all.samples);
 
-  s.card = "TraceML Process Summary | duration " +
-           (md.duration_s ? fixed(*md.duration_s, 1) + "s" : std::string("n/a")) + " | samples " +
+  s.card = "TraceML Process Summary | duration " + duration_text(md.duration_s) + " | samples " +
            std::to_string(all.samples) + "\nProcess\n- Diagnosis: " + s.diagnosis().status +
            "\n- Stats: " + card_stats(all, ranks.size(), signals) +
            "\n- Why: " + s.diagnosis().summary;

@@ -1,7 +1,8 @@
 // Window statistics of the two sample sections, System and Process (spec §4.2,
 // §4.3, §5.4): a running mean/maximum over optional readings, the bounded
-// ratio both sections use for every percent, and the cross-row average /
-// median / worst points of the payload. Private to the analysis module.
+// ratio both sections use for every percent, the cross-row average / median /
+// worst points of the payload, and the window and duration both report.
+// Private to the analysis module.
 #pragma once
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/number_format.hpp"
 #include "analysis/order_statistics.hpp"
 #include "analysis/section.hpp"
 
@@ -53,6 +55,28 @@ inline std::optional<double> bounded_percent(const std::optional<double>& num,
   const auto f = bounded_fraction(num, den);
   if (!f) return std::nullopt;
   return *f * 100.0;
+}
+
+/// A sample section's window: its samples, no step alignment (spec §5.3).
+inline Window sample_window(std::int64_t samples) {
+  Window w;
+  w.kind = "sample_window";
+  w.alignment = "none";
+  w.samples = samples;
+  return w;
+}
+
+/// Seconds from the first sample to the last; absent when either is unknown
+/// or the clock went backwards.
+inline std::optional<double> sample_span(const std::optional<double>& first_ts,
+                                         const std::optional<double>& last_ts) {
+  if (!first_ts || !last_ts || *last_ts < *first_ts) return std::nullopt;
+  return *last_ts - *first_ts;
+}
+
+/// A card's duration: "12.3s", or "n/a" when unknown.
+inline std::string duration_text(const std::optional<double>& duration_s) {
+  return duration_s ? fixed(*duration_s, 1) + "s" : std::string("n/a");
 }
 
 /// Which end of a metric is the "worst" row.

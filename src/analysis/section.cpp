@@ -34,11 +34,8 @@ Section fallback_section(const std::string& name) {
   s.name = name;
   s.metadata.mode = "no_data";
   s.metadata.samples = 0;
-  Issue i;
-  i.set_kind(DiagnosisKind::NoData);
-  i.summary = "Section summary unavailable.";
-  i.action = "Check final-report logs for this section.";
-  s.issues.push_back(i);
+  s.issues.push_back(issue_of(DiagnosisKind::NoData, Severity::Info, "Section summary unavailable.",
+                              "Check final-report logs for this section."));
   s.index_by = name == "system" ? "node_rank" : "global_rank";
   s.window.kind = "sample_window";
   s.window.alignment = "none";

@@ -51,6 +51,18 @@ struct Issue {
   [[nodiscard]] bool is(DiagnosisKind k) const { return kind == to_string(k); }
 };
 
+/// An issue of `kind` at `severity` with its words; the rule that raises it
+/// adds its metric, phase, numbers, ranks and evidence.
+inline Issue issue_of(DiagnosisKind kind, Severity severity, std::string summary,
+                      std::string action) {
+  Issue i;
+  i.set_kind(kind);
+  i.severity = severity;
+  i.summary = std::move(summary);
+  i.action = std::move(action);
+  return i;
+}
+
 /// Identity of a group row (a rank or a node).
 struct Identity {
   std::optional<int> global_rank;

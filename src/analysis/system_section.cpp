@@ -188,11 +188,7 @@ std::string gpu_suffix(const std::optional<int>& idx) {
 Issue make_issue(K kind, Severity sev, std::string summary, const char* action, const char* metric,
                  const char* phase, double score, const std::optional<int>& gpu_idx,
                  Json evidence) {
-  Issue i;
-  i.set_kind(kind);
-  i.severity = sev;
-  i.summary = std::move(summary);
-  i.action = action;
+  Issue i = issue_of(kind, sev, std::move(summary), action);
   i.metric = metric;
   i.phase = phase;
   i.score = score;
@@ -453,7 +449,7 @@ Section analyze_system(const Telemetry& t, const Options& o) {
   Metadata& md = s.metadata;
   md.mode =
       observed <= 0 ? "no_data" : (expected <= 1 && observed <= 1 ? "single_node" : "multi_node");
-  if (first_ts && last_ts && *last_ts >= *first_ts) md.duration_s = *last_ts - *first_ts;
+  md.duration_s = sample_span(first_ts, last_ts);
   md.samples = samples;
   md.nodes_expected = expected;
   md.nodes_observed = observed;
@@ -463,9 +459,7 @@ Section analyze_system(const Telemetry& t, const Options& o) {
   for (const auto& n : nodes)
     gpus += static_cast<std::int64_t>(n.gpus.size());
   md.gpus_observed = gpus;
-  s.window.kind = "sample_window";
-  s.window.alignment = "none";
-  s.window.samples = samples;
+  s.window = sample_window(samples);
 
   // ---- diagnosis ----
   struct Scoped {
@@ -493,18 +487,11 @@ Section analyze_system(const Telemetry& t, const Options& o) {
   for (auto& x : scoped)
     s.issues.push_back(std::move(x.issue));
   if (s.issues.empty()) {
-    const Json cluster = {{"samples_used", samples}, {"scope", {{"level", "cluster"}}}};
-    if (samples <= 0) {
-      s.issues.push_back(neutral_issue(K::NoData, "No system telemetry was recorded.",
-                                       "Collect system telemetry for host-level context.",
-                                       cluster));
-    } else {
-      s.issues.push_back(
-          neutral_issue(K::Normal,
-                        cluster_gpu_signal ? "CPU, RAM, and GPU showed no system pressure."
-                                           : "CPU and RAM showed no system pressure.",
-                        "Use training diagnostics for model-level bottlenecks.", cluster));
-    }
+    s.issues.push_back(sample_neutral_issue(
+        samples, {{"samples_used", samples}, {"scope", {{"level", "cluster"}}}},
+        "No system telemetry was recorded.", "Collect system telemetry for host-level context.",
+        cluster_gpu_signal ? "CPU, RAM, and GPU showed no system pressure."
+                           : "CPU and RAM showed no system pressure."));
   }
 
   // ---- payload ----
@@ -514,8 +501,7 @@ Section analyze_system(const Telemetry& t, const Options& o) {
   fill_row_statistics(s, kWorseEnds);
 
   const std::string coverage = *md.nodes_coverage;
-  s.card = "TraceML System Summary | duration " +
-           (md.duration_s ? fixed(*md.duration_s, 1) + "s" : std::string("n/a")) + " | nodes " +
+  s.card = "TraceML System Summary | duration " + duration_text(md.duration_s) + " | nodes " +
            coverage + " | samples " + std::to_string(samples) +
            "\nSystem\n- Diagnosis: " + s.diagnosis().status + "\n- Scope: nodes " + coverage +
            " | samples " + std::to_string(samples) + "\n- Stats: " + card_stats(s, nodes, signals) +
