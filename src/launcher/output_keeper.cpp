@@ -11,6 +11,8 @@
 #include <cerrno>
 #include <csignal>
 
+#include "launcher/fork_child.hpp"
+
 namespace traceml::launcher {
 namespace {
 
@@ -109,20 +111,12 @@ std::optional<OutputKeeper> OutputKeeper::start(const std::vector<int>& read_fds
   const long max = ::sysconf(_SC_OPEN_MAX);
   const int open_max = max > 0 && max < (1 << 20) ? static_cast<int>(max) : 1024;
 
-  // All signals stay blocked across fork so the child cannot run the
-  // launcher's handlers before it replaced them.
-  sigset_t all;
-  sigset_t previous;
-  sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &previous);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
+  const pid_t pid = fork_with_signals_blocked([&] {
     // The copy of the alive pipe's write end that fork gave us must go, or
     // the keeper would keep itself waiting.
     ::close(alive_write.get());
     keep(fds, polls, open_max);
-  }
-  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  });
   if (pid < 0) return std::nullopt;
   return OutputKeeper(pid, std::move(alive_write));
 }

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstring>
 
+#include "launcher/fork_child.hpp"
 #include "model/env_contract.hpp"
 
 namespace traceml::launcher {
@@ -115,20 +116,12 @@ RankProcess spawn_rank(const std::string& path, const std::vector<std::string>& 
   const std::string exec_failed = "[TraceML] ERROR: cannot execute " + path + "\n";
   const long open_max = ::sysconf(_SC_OPEN_MAX) > 0 ? ::sysconf(_SC_OPEN_MAX) : 1024;
 
-  // All signals stay blocked across fork, so that the child cannot run the
-  // launcher's handlers (which write to the launcher's self-pipe) before it
-  // reset them to the defaults.
-  sigset_t all;
-  sigset_t previous;
-  sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &previous);
-  const pid_t pid = ::fork();
-  if (pid == 0) {
+  // The child resets the launcher's handlers to the defaults before it execs.
+  const pid_t pid = fork_with_signals_blocked([&] {
     exec_child(path.c_str(), argv_ptrs.data(), env_ptrs.data(), out.write_end.get(),
                err.write_end.get(), open_max, exec_failed);
-  }
+  });
   const int fork_errno = errno;
-  ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (pid < 0) {
     throw LaunchError(std::string("cannot start a rank (fork failed: ") +
                       std::strerror(fork_errno) + ")");

@@ -430,7 +430,7 @@ class Importer {
              model::schema::Schema<E>::example + " or null, got " + describe(json_, node));
       }
       const Fields g(json_, index, record, Scope{field.name, std::nullopt, {}});
-      read_values(g, v.emplace());
+      read_values(g, v.emplace(E{}));
     }
   }
 

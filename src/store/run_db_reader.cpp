@@ -275,7 +275,7 @@ void read_fields(const Row& row, int& col, R& r, Part part, Later later) {
       using E = typename M::value_type;
       const bool present = field.presence_column ? row.flag(col++) : !row.is_null(col);
       if (present) {
-        read_fields(row, col, (r.*(field.member)).emplace(), Part::All, later);
+        read_fields(row, col, (r.*(field.member)).emplace(E{}), Part::All, later);
       } else {
         col += stored_columns<E>(later);
       }

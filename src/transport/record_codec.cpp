@@ -165,7 +165,12 @@ void get_record(Reader& r, R& out, std::size_t payload_size) {
     for_each_field<R>([&](const auto& f) {
       using M = typename std::decay_t<decltype(f)>::Member;
       if constexpr (is_optional_v<M>) {
-        if (has(bits, i++) && r.ok()) get_value(r, (out.*(f.member)).emplace(), payload_size);
+        if (has(bits, i++) && r.ok()) {
+          // emplace(V{}), not emplace(): clang sees a nested record with
+          // default member initializers (TracerStats::Gpu) as not
+          // default-constructible here.
+          get_value(r, (out.*(f.member)).emplace(value_type_t<M>{}), payload_size);
+        }
       }
     });
   }
