@@ -27,7 +27,8 @@ case $expect in
       echo "\"$header\" compiled, but this module must not see it" >&2
       exit 1
     fi
-    if ! grep -q "$header: No such file or directory" "$tmp/out"; then
+    # GCC: "HEADER: No such file or directory"; clang: "'HEADER' file not found".
+    if ! grep -qF -e "$header: No such file or directory" -e "'$header' file not found" "$tmp/out"; then
       echo "\"$header\" failed for another reason than being invisible:" >&2
       cat "$tmp/out" >&2
       exit 1
