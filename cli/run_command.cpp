@@ -240,6 +240,7 @@ int run(RunArgs a) {
     o.run.world_size = world;
     o.run.strategy = model::strategy_from_string(
         !a.strategy.empty() ? a.strategy : (world > 1 ? "ddp" : "single_process"));
+    o.window = a.window;
     try {
       collector = std::make_unique<collector::Collector>(o);
     } catch (const std::exception& e) {
@@ -298,6 +299,9 @@ int run(RunArgs a) {
                         std::chrono::milliseconds(std::int64_t(a.finalize_timeout_sec * 1000));
   const collector::CollectionReport collected =
       collector->finish(deadline, a.nnodes > 1 ? world : 0);
+  // The end of the run is diagnosed from the run held in memory, not read
+  // back from the database: `traceml report RUN_DIR` gives the same bytes.
+  const store::RunData run_data = collector->take_run();
   collector.reset();
   const std::string db = (run_dir / store::kRunDbFileName).string();
   std::vector<std::string> artifacts = {store::kRunDbFileName};
@@ -308,7 +312,7 @@ int run(RunArgs a) {
   bool summary_written = false;
   try {
     store::write_run_outcome(db, outcome_of(outcome));
-    const report::FinalSummary f = collector::finalize_run(run_dir.string(), a.window);
+    const report::FinalSummary f = collector::finalize_run(run_dir.string(), run_data, a.window);
     summary_written = true;
     std::cout << f.text << "\n" << std::flush;
     const auto& total = f.json["tracer"]["records_dropped"];

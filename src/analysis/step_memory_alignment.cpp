@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "analysis/history.hpp"
 #include "analysis/step_alignment.hpp"
 
 namespace traceml::analysis::step_memory {
@@ -109,7 +110,7 @@ std::int64_t history_cap(std::int64_t window) {
 /// Alignment when every rank's steps are a gap-free range (RankRows::consecutive):
 /// ranges are capped and intersected as ranges, and a rank's row of step s is
 /// rows[s - first].
-void align_ranges(RankRows& b, const std::vector<std::size_t>& order, std::int64_t window,
+void align_ranges(const model::Telemetry& t, RankRows& b, const std::vector<std::size_t>& order, std::int64_t window,
                   Inputs& in) {
   const auto u = [](std::int64_t x) { return static_cast<std::uint64_t>(x); };
   // Distinct steps: the size of the union of the ranges.
@@ -127,6 +128,7 @@ void align_ranges(RankRows& b, const std::vector<std::size_t>& order, std::int64
     covered = hi;
   }
   in.steps_seen = static_cast<std::int64_t>(distinct);
+  if (t.totals) in.steps_seen = t.totals->step_memory_ids;  // rows a bounded store dropped
   in.latest_step = covered;  // the highest last step
 
   const auto keep = static_cast<std::uint64_t>(history_cap(window));
@@ -171,7 +173,8 @@ void align_lists(const model::Telemetry& t, RankRows& b, const std::vector<std::
   }
   for (auto& rows : by_slot)
     sort_and_dedupe(rows);
-  in.steps_seen = distinct_steps(by_slot);
+  // A bounded store has dropped old rows: the run's own count holds for them.
+  in.steps_seen = t.totals ? t.totals->step_memory_ids : distinct_steps(by_slot);
   in.latest_step = by_slot.front().back().step;
   for (const auto& rows : by_slot)
     in.latest_step = std::max(*in.latest_step, rows.back().step);
@@ -224,7 +227,7 @@ Inputs load_inputs(const model::Telemetry& t, std::int64_t window) {
   std::sort(order.begin(), order.end(),
             [&](std::size_t x, std::size_t y) { return b.slots[x].rank < b.slots[y].rank; });
   if (b.consecutive) {
-    align_ranges(b, order, window, in);
+    align_ranges(t, b, order, window, in);
   } else {
     align_lists(t, b, order, window, in);
   }
@@ -232,3 +235,15 @@ Inputs load_inputs(const model::Telemetry& t, std::int64_t window) {
 }
 
 }  // namespace traceml::analysis::step_memory
+
+namespace traceml::analysis {
+
+bool is_step_memory_row(const model::StepMemoryRecord& r) {
+  return step_memory::usable(r);
+}
+
+std::int64_t step_memory_history(std::int64_t window) {
+  return step_memory::history_cap(window);
+}
+
+}  // namespace traceml::analysis

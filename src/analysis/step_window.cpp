@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
 
+#include "analysis/history.hpp"
 #include "analysis/step_alignment.hpp"
 
 namespace traceml::analysis {
@@ -54,6 +56,15 @@ inline std::optional<double> clock_value(const StepRecord& r, Event e, Clock c) 
 
 bool has_any_event(const StepRecord& r) {
   return r.events.event_mask() != 0;
+}
+
+/// Each rank's latest steps aligned: `window` of them times the lookback, all
+/// when the window is unbounded (<= 0).
+std::int64_t lookback_rows(std::int64_t window) {
+  if (window <= 0) return -1;
+  return window > std::numeric_limits<std::int64_t>::max() / kRankLookback
+             ? std::numeric_limits<std::int64_t>::max()
+             : window * kRankLookback;
 }
 
 /// Which events a rank reports on a clock over its aligned rows (spec §4.1.4).
@@ -327,6 +338,14 @@ std::size_t expected_rank_count(const model::Telemetry& t, const std::vector<int
 
 }  // namespace
 
+bool is_step_row(const StepRecord& r) {
+  return has_any_event(r);
+}
+
+std::int64_t step_history(std::int64_t window) {
+  return lookback_rows(window);
+}
+
 const char* step_metric_name(StepMetric m) {
   return kMetricNames[idx(m)];
 }
@@ -368,7 +387,8 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
   w.ranks_present = per_rank.size();
   if (per_rank.empty()) return w;  // no rank stepped: no data, not missing signals
   w.expected_ranks = expected_rank_count(t, reporting);
-  w.distinct_steps = distinct_steps(per_rank);
+  // A bounded store has dropped old rows: the run's own count holds for them.
+  w.distinct_steps = t.totals ? t.totals->step_ids : distinct_steps(per_rank);
   for (const auto& rows : per_rank)
     w.latest_step = std::max(w.latest_step.value_or(rows.back().step), rows.back().step);
 
@@ -376,7 +396,7 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
   std::vector<std::size_t> first(per_rank.size(), 0);
   std::vector<std::size_t> order(per_rank.size());
   for (std::size_t k = 0; k < per_rank.size(); ++k) {
-    first[k] = latest_start(per_rank[k].size(), window > 0 ? window * kRankLookback : -1);
+    first[k] = latest_start(per_rank[k].size(), lookback_rows(window));
     order[k] = k;
   }
   std::vector<std::int64_t> common = common_steps(per_rank, first, order);

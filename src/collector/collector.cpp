@@ -18,6 +18,7 @@
 #include "model/record_checks.hpp"
 #include "model/text.hpp"
 #include "store/rejection_counts.hpp"
+#include "collector/run_state.hpp"
 #include "store/run_db.hpp"
 #include "transport/record_codec.hpp"
 #include "transport/tcp_server.hpp"
@@ -103,7 +104,7 @@ struct Collector::Impl final : transport::ServerHandler {
     std::optional<model::TracerStats> tracer;
   };
 
-  explicit Impl(const CollectorOptions& o) : options(o) {}
+  explicit Impl(const CollectorOptions& o) : options(o), state(o.window) {}
 
   // ---- ServerHandler (the server's I/O thread) ----
 
@@ -267,22 +268,22 @@ struct Collector::Impl final : transport::ServerHandler {
 
   // ---- the writer thread ----
 
-  void write(const Item& item) {
+  static void write(const Item& item, store::RunSink& sink) {
     std::visit(
         [&](const auto& x) {
           using T = std::decay_t<decltype(x)>;
           if constexpr (std::is_same_v<T, model::StepRecord>)
-            writer->add_step(x);
+            sink.add_step(x);
           else if constexpr (std::is_same_v<T, model::StepMemoryRecord>)
-            writer->add_step_memory(x);
+            sink.add_step_memory(x);
           else if constexpr (std::is_same_v<T, model::SystemSample>)
-            writer->add_system(x);
+            sink.add_system(x);
           else if constexpr (std::is_same_v<T, model::ProcessSample>)
-            writer->add_process(x);
+            sink.add_process(x);
           else if constexpr (std::is_same_v<T, model::RankIdentity>)
-            writer->add_rank(x);
+            sink.add_rank(x);
           else
-            writer->add_rejected(x);
+            sink.add_rejected(x);
         },
         item);
   }
@@ -309,11 +310,15 @@ struct Collector::Impl final : transport::ServerHandler {
         batch.swap(queue);
       }
       not_full.notify_all();
+      // The run in memory takes every record, also after the database has
+      // failed: the end of the run is diagnosed from it.
+      for (const Item& item : batch)
+        write(item, state);
       // After a failed write the queue is still drained (and dropped), so
       // the I/O thread never waits on a writer that cannot write.
       guarded([&] {
         for (const Item& item : batch)
-          write(item);
+          write(item, *writer);
       });
       batch.clear();
       const auto now = std::chrono::steady_clock::now();
@@ -371,6 +376,8 @@ struct Collector::Impl final : transport::ServerHandler {
 
     // The writer thread is gone: this thread owns the database now.
     std::lock_guard<std::mutex> lk(state_mu);
+    for (const auto& [rank, r] : ranks)
+      state.set_delivery(store::RankDelivery{rank, r.records_received, r.clean_end, r.tracer});
     guarded([&] {
       for (const auto& [rank, r] : ranks)
         writer->set_delivery(store::RankDelivery{rank, r.records_received, r.clean_end, r.tracer});
@@ -393,6 +400,7 @@ struct Collector::Impl final : transport::ServerHandler {
   std::string db_path;
   std::unique_ptr<transport::TcpServer> server;
   std::unique_ptr<store::RunDbWriter> writer;
+  RunState state;  // fed by the writer thread, next to the database
   std::thread writer_thread;
 
   // I/O thread only.
@@ -443,6 +451,7 @@ Collector::Collector(const CollectorOptions& options) : impl_(std::make_unique<I
     m.writer = std::make_unique<store::RunDbWriter>(db);
     m.writer->set_run_info(options.run);
     m.writer->flush();
+    m.state.set_run_info(options.run);
   } catch (const store::RunDbError& e) {
     throw CollectorError(e.what());
   }
@@ -472,6 +481,15 @@ CollectionReport Collector::finish(std::chrono::steady_clock::time_point deadlin
   std::lock_guard<std::mutex> lk(impl_->finish_mu);
   if (!impl_->report) impl_->report = impl_->finish(deadline, expected_ranks);
   return *impl_->report;
+}
+
+store::RunData Collector::snapshot() const {
+  return impl_->state.snapshot();
+}
+
+store::RunData Collector::take_run() {
+  std::lock_guard<std::mutex> lk(impl_->finish_mu);
+  return impl_->state.take();
 }
 
 }  // namespace traceml::collector

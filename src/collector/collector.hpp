@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "model/telemetry.hpp"
+#include "store/run_db.hpp"
 
 namespace traceml::collector {
 
@@ -31,6 +32,9 @@ struct CollectorOptions {
   std::string token;       ///< run token the ranks' Hello must carry
   std::string run_dir;     ///< created if missing; must not hold a run database yet
   model::RunInfo run;      ///< run name, expected world size, strategy
+  /// The analysis window the run will be diagnosed with: the in-memory run
+  /// (RunState) keeps what that window reads.
+  std::int64_t window = 10000;
 };
 
 /// How the collection ended.
@@ -71,6 +75,15 @@ class Collector {
   /// buffered and closes the database. Idempotent (later calls return the
   /// first report).
   CollectionReport finish(std::chrono::steady_clock::time_point deadline, int expected_ranks = 0);
+
+  /// The run as received so far (RunState::snapshot), from any thread while
+  /// the ranks send: records are copied a chunk at a time, ingest goes on.
+  [[nodiscard]] store::RunData snapshot() const;
+
+  /// After finish(): the run held in memory, moved out (later calls get an
+  /// empty run). It holds what was received even when the run database could
+  /// not be written (CollectionReport::write_error).
+  [[nodiscard]] store::RunData take_run();
 
  private:
   struct Impl;

@@ -12,13 +12,15 @@
 
 #include "analysis/step_window.hpp"
 #include "analysis/summary.hpp"
+#include "collector/run_state.hpp"
 #include "report/summary_json.hpp"
 
 namespace traceml::collector {
 
 namespace {
 
-/// Per rank: the median CPU step time in ms over its recorded steps, input
+/// Per rank: the median CPU step time in ms over its steps the run keeps (all
+/// of them up to analysis::step_history(window), its latest ones after), input
 /// wait included where it was measured (the whole step the user sees, not
 /// only its traced part: the tracer's share of a step is of that).
 std::map<int, double> median_step_ms(const model::Telemetry& t) {
@@ -47,6 +49,7 @@ report::Json opt_json(const std::optional<double>& v) {
 
 double end_of_run(const model::Telemetry& t) {
   double end = 0.0;
+  if (t.totals) return std::max(end, t.totals->latest_ts.value_or(end));
   for (const auto& r : t.steps)
     end = std::max(end, r.ts);
   for (const auto& r : t.system)
@@ -135,7 +138,16 @@ report::Json tracer_block(const store::RunData& data,
 
 report::FinalSummary finalize_run(const std::string& run_dir, std::int64_t window) {
   const std::string db = (std::filesystem::path(run_dir) / store::kRunDbFileName).string();
-  const store::RunData data = store::read_run_db(db);
+  RunState state(window);
+  const std::int64_t repaired = store::read_run_db(db, state);
+  store::RunData data = state.take();
+  data.strings_repaired = repaired;
+  return finalize_run(run_dir, data, window);
+}
+
+report::FinalSummary finalize_run(const std::string& run_dir, const store::RunData& data,
+                                  std::int64_t window) {
+  const std::string db = (std::filesystem::path(run_dir) / store::kRunDbFileName).string();
   analysis::Options opts;
   opts.window = window;
   const analysis::Summary s = analysis::summarize(data.telemetry, opts);

@@ -30,9 +30,18 @@ double end_of_run(const model::Telemetry& t);
 /// The `run` block: how the traced program ended, as `traceml run` stored it.
 report::Json run_block(const store::RunOutcome& outcome);
 
-/// Reads RUN_DIR/telemetry.db, runs the analysis (`window`: latest aligned steps per rank) and
-/// writes RUN_DIR/final_summary.json and .txt atomically. Returns what was written. Throws
-/// store::RunDbError (bad database) or report::WriteError.
+/// Reads RUN_DIR/telemetry.db into a RunState (only what the analysis reads is
+/// kept) and finalizes from it as below. Throws store::RunDbError (bad
+/// database) or report::WriteError.
 report::FinalSummary finalize_run(const std::string& run_dir, std::int64_t window = 10000);
+
+/// Runs the analysis on `data` (`window`: latest aligned steps per rank; a run
+/// as RunState gives it, or a whole run) and writes RUN_DIR/final_summary.json
+/// and .txt atomically, with the run outcome and refusal counts the run
+/// database holds. Returns what was written. The end of `traceml run` passes
+/// the collector's RunState; `traceml report RUN_DIR` reads the database into
+/// one: the two give the same bytes. Throws report::WriteError.
+report::FinalSummary finalize_run(const std::string& run_dir, const store::RunData& data,
+                                  std::int64_t window);
 
 }  // namespace traceml::collector

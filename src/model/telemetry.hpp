@@ -194,6 +194,15 @@ struct RunInfo {
 
 /// Everything recorded for one run. Record vectors keep arrival order: when the
 /// same (rank, step) appears twice, the later record wins.
+/// Whole-run facts that a store keeping the run bounded (collector::RunState)
+/// counts as records arrive, since it drops rows no section reads: the
+/// sections' totals must still be of the whole run.
+struct RunTotals {
+  std::int64_t step_ids = 0;         ///< distinct steps over every rank's step rows
+  std::int64_t step_memory_ids = 0;  ///< distinct steps over every rank's step-memory rows
+  std::optional<double> latest_ts;   ///< latest `ts` of any step, system or process record
+};
+
 struct Telemetry {
   RunInfo run;
   std::vector<RankIdentity> ranks;
@@ -201,6 +210,8 @@ struct Telemetry {
   std::vector<StepMemoryRecord> step_memory;
   std::vector<SystemSample> system;
   std::vector<ProcessSample> process;
+  /// Present when rows were left out (RunTotals); absent: the records are the whole run.
+  std::optional<RunTotals> totals;
 };
 
 }  // namespace traceml::model

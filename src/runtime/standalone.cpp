@@ -14,6 +14,10 @@
 namespace traceml::runtime {
 namespace {
 
+/// The analysis window of a standalone run: `traceml report`'s default, so
+/// that rebuilding the summary from the run directory gives the same bytes.
+constexpr std::int64_t kWindow = 10000;
+
 std::string program_name() {
   // glibc's short name of argv[0]; the binary is what users recognise.
   std::string name = program_invocation_short_name != nullptr ? program_invocation_short_name : "";
@@ -59,7 +63,8 @@ std::uint16_t Standalone::port() const {
 void Standalone::finish(std::chrono::steady_clock::time_point deadline) {
   collector_->finish(deadline, 1);
   try {
-    const report::FinalSummary f = collector::finalize_run(run_dir_);
+    const report::FinalSummary f =
+        collector::finalize_run(run_dir_, collector_->take_run(), kWindow);
     std::string verdict;
     const auto& p = f.json["primary_diagnosis"];
     if (p.is_object() && p.contains("status") && p["status"].is_string())

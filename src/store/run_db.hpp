@@ -54,11 +54,27 @@ struct RunData {
   std::int64_t strings_repaired = 0;
 };
 
+/// Takes a run's records one by one, as the collector receives them or as
+/// read_run_db reads them back: the run database's writer, the collector's
+/// in-memory run (collector::RunState) and a plain RunData.
+class RunSink {
+ public:
+  virtual ~RunSink() = default;
+  virtual void set_run_info(const model::RunInfo& info) = 0;
+  virtual void add_rank(const model::RankIdentity& id) = 0;  ///< a later identity replaces it
+  virtual void add_step(const model::StepRecord& r) = 0;
+  virtual void add_step_memory(const model::StepMemoryRecord& r) = 0;
+  virtual void add_system(const model::SystemSample& s) = 0;
+  virtual void add_process(const model::ProcessSample& s) = 0;
+  virtual void set_delivery(const RankDelivery& d) = 0;  ///< replaces the rank's row
+  virtual void add_rejected(const RejectedConnection& c) = 0;
+};
+
 /// Writes one run database. Records are buffered and written in batched
 /// transactions (WAL journal); flush() commits what is buffered. Not thread-safe:
 /// one writer thread owns it. Values must be finite (the collector checks):
 /// SQLite would turn a NaN into NULL, which reads back as absent.
-class RunDbWriter {
+class RunDbWriter final : public RunSink {
  public:
   /// Creates `path`. Throws RunDbError when it exists already (a run directory
   /// is never overwritten) or cannot be created.
@@ -67,14 +83,14 @@ class RunDbWriter {
   RunDbWriter(const RunDbWriter&) = delete;
   RunDbWriter& operator=(const RunDbWriter&) = delete;
 
-  void set_run_info(const model::RunInfo& info);
-  void add_rank(const model::RankIdentity& id);  ///< a later identity of a rank replaces it
-  void add_step(const model::StepRecord& r);
-  void add_step_memory(const model::StepMemoryRecord& r);
-  void add_system(const model::SystemSample& s);
-  void add_process(const model::ProcessSample& s);
-  void set_delivery(const RankDelivery& d);  ///< replaces the rank's row
-  void add_rejected(const RejectedConnection& c);
+  void set_run_info(const model::RunInfo& info) override;
+  void add_rank(const model::RankIdentity& id) override;
+  void add_step(const model::StepRecord& r) override;
+  void add_step_memory(const model::StepMemoryRecord& r) override;
+  void add_system(const model::SystemSample& s) override;
+  void add_process(const model::ProcessSample& s) override;
+  void set_delivery(const RankDelivery& d) override;
+  void add_rejected(const RejectedConnection& c) override;
 
   /// Commits everything buffered. Called by the writer every batch and at the end.
   void flush();
@@ -101,5 +117,12 @@ class RunDbWriter {
 /// model::check_* refuses ("PATH: table steps, row 17: 'events.forward.cpu_ms'
 /// must be a finite number >= 0, got -1.5"). Text is repaired, never refused.
 RunData read_run_db(const std::string& path);
+
+/// The same, handing each record to `sink` as it is read instead of keeping
+/// the run: ranks in rank order, then each table in arrival order (steps, step
+/// memory, system samples, process samples, deliveries, refused connections).
+/// Returns the number of strings repaired. Throws like read_run_db; `sink` may
+/// then have received part of the run.
+std::int64_t read_run_db(const std::string& path, RunSink& sink);
 
 }  // namespace traceml::store

@@ -290,19 +290,21 @@ std::string select_sql(const std::vector<Column>& cols, const std::string& rest)
   return "SELECT rowid, " + sql::names(cols) + " FROM " + rest;
 }
 
-void read_run_info(ReadDb& db, model::RunInfo& run, std::int64_t& repaired) {
+void read_run_info(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   std::vector<Column> cols = sql::columns<model::RunInfo>(Part::All);
   cols.push_back({"strategy", "TEXT", true});
   const Stmt q = db.prepare(select_sql(cols, "run_info WHERE id = 1"));
   if (!db.next(q)) return;
   const Row row(db, "run_info", q.get(), repaired);
   int col = 1;
+  model::RunInfo run;
   read_fields(row, col, run, Part::All, Later::Included);
   run.strategy = model::strategy_from_string(row.text(col));
   row.check(model::check_run_info(run));
+  sink.set_run_info(run);
 }
 
-void read_ranks(ReadDb& db, std::vector<model::RankIdentity>& out, std::int64_t& repaired) {
+void read_ranks(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   const Stmt q = db.prepare(
       select_sql(sql::columns<model::RankIdentity>(Part::All), "ranks ORDER BY global_rank"));
   while (db.next(q)) {
@@ -311,7 +313,7 @@ void read_ranks(ReadDb& db, std::vector<model::RankIdentity>& out, std::int64_t&
     int col = 1;
     read_fields(row, col, id, Part::All, Later::Included);
     row.check(model::check_rank_identity(id));
-    out.push_back(std::move(id));
+    sink.add_rank(id);
   }
 }
 
@@ -327,7 +329,7 @@ std::string steps_select_sql(Later later) {
   return select_sql(cols, "steps ORDER BY id");
 }
 
-void read_steps(ReadDb& db, std::vector<model::StepRecord>& out, std::int64_t& repaired) {
+void read_steps(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   // A file from before the GPU activity columns has the same schema version:
   // the columns were added, no column changed meaning.
   auto with_later = db.try_prepare(steps_select_sql(Later::Included));
@@ -350,12 +352,11 @@ void read_steps(ReadDb& db, std::vector<model::StepRecord>& out, std::int64_t& r
     }
     read_fields(row, col, r, Part::Nested, later);
     row.check(model::check_step(r));
-    out.push_back(std::move(r));
+    sink.add_step(r);
   }
 }
 
-void read_step_memory(ReadDb& db, std::vector<model::StepMemoryRecord>& out,
-                      std::int64_t& repaired) {
+void read_step_memory(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   const Stmt q = db.prepare(
       select_sql(sql::columns<model::StepMemoryRecord>(Part::All), "step_memory ORDER BY id"));
   while (db.next(q)) {
@@ -364,11 +365,14 @@ void read_step_memory(ReadDb& db, std::vector<model::StepMemoryRecord>& out,
     int col = 1;
     read_fields(row, col, r, Part::All, Later::Included);
     row.check(model::check_step_memory(r));
-    out.push_back(std::move(r));
+    sink.add_step_memory(r);
   }
 }
 
-void read_system(ReadDb& db, std::vector<model::SystemSample>& out, std::int64_t& repaired) {
+/// System samples are few (one a second per node) and their GPUs are rows of
+/// another table: they are gathered, then handed on.
+void read_system(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
+  std::vector<model::SystemSample> out;
   std::unordered_map<std::int64_t, std::size_t> index_of;  // sample id -> position in out
   const Stmt q = db.prepare(
       select_sql(sql::columns<model::SystemSample>(Part::All), "system_samples ORDER BY id"));
@@ -395,9 +399,11 @@ void read_system(ReadDb& db, std::vector<model::SystemSample>& out, std::int64_t
     row.check(model::check_gpu_sample(gpu));
     out[it->second].gpus.push_back(gpu);
   }
+  for (const model::SystemSample& x : out)
+    sink.add_system(x);
 }
 
-void read_process(ReadDb& db, std::vector<model::ProcessSample>& out, std::int64_t& repaired) {
+void read_process(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   const Stmt q = db.prepare(
       select_sql(sql::columns<model::ProcessSample>(Part::All), "process_samples ORDER BY id"));
   while (db.next(q)) {
@@ -406,7 +412,7 @@ void read_process(ReadDb& db, std::vector<model::ProcessSample>& out, std::int64
     int col = 1;
     read_fields(row, col, x, Part::All, Later::Included);
     row.check(model::check_process(x));
-    out.push_back(std::move(x));
+    sink.add_process(x);
   }
 }
 
@@ -421,7 +427,7 @@ std::string deliveries_select_sql(Later later) {
   return select_sql(cols, "deliveries ORDER BY global_rank");
 }
 
-void read_deliveries(ReadDb& db, std::vector<RankDelivery>& out, std::int64_t& repaired) {
+void read_deliveries(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   // Files written before the GPU columns lack them, and their ranks read as
   // never having timed on a GPU.
   auto with_later = db.try_prepare(deliveries_select_sql(Later::Included));
@@ -446,34 +452,60 @@ void read_deliveries(ReadDb& db, std::vector<RankDelivery>& out, std::int64_t& r
       row.check(model::check_tracer_stats(t));
       d.tracer = std::move(t);
     }
-    out.push_back(std::move(d));
+    sink.set_delivery(d);
   }
 }
 
-void read_rejected(ReadDb& db, std::vector<RejectedConnection>& out, std::int64_t& repaired) {
+void read_rejected(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   const Stmt q = db.prepare("SELECT rowid, ts, peer, reason FROM rejected_connections ORDER BY id");
   while (db.next(q)) {
     const Row row(db, "rejected_connections", q.get(), repaired);
-    out.push_back(RejectedConnection{row.real(1), row.text(2), row.text(3)});
+    sink.add_rejected(RejectedConnection{row.real(1), row.text(2), row.text(3)});
   }
 }
 
+
+/// Keeps every record, in order (read_run_db's RunData).
+class Collect final : public RunSink {
+ public:
+  explicit Collect(RunData& d) : d_(d) {}
+  void set_run_info(const model::RunInfo& info) override { d_.telemetry.run = info; }
+  void add_rank(const model::RankIdentity& id) override { d_.telemetry.ranks.push_back(id); }
+  void add_step(const model::StepRecord& r) override { d_.telemetry.steps.push_back(r); }
+  void add_step_memory(const model::StepMemoryRecord& r) override {
+    d_.telemetry.step_memory.push_back(r);
+  }
+  void add_system(const model::SystemSample& s) override { d_.telemetry.system.push_back(s); }
+  void add_process(const model::ProcessSample& s) override { d_.telemetry.process.push_back(s); }
+  void set_delivery(const RankDelivery& d) override { d_.deliveries.push_back(d); }
+  void add_rejected(const RejectedConnection& c) override { d_.rejected.push_back(c); }
+
+ private:
+  RunData& d_;
+};
+
 }  // namespace
 
-RunData read_run_db(const std::string& path) {
+std::int64_t read_run_db(const std::string& path, RunSink& sink) {
   ReadDb db(path);
   db.begin_snapshot();
   check_meta(db);
+  std::int64_t repaired = 0;
+  read_run_info(db, sink, repaired);
+  read_ranks(db, sink, repaired);
+  read_steps(db, sink, repaired);
+  read_step_memory(db, sink, repaired);
+  read_system(db, sink, repaired);
+  read_process(db, sink, repaired);
+  read_deliveries(db, sink, repaired);
+  read_rejected(db, sink, repaired);
+  return repaired;
+}
+
+RunData read_run_db(const std::string& path) {
   RunData d;
-  std::int64_t& repaired = d.strings_repaired;
-  read_run_info(db, d.telemetry.run, repaired);
-  read_ranks(db, d.telemetry.ranks, repaired);
-  read_steps(db, d.telemetry.steps, repaired);
-  read_step_memory(db, d.telemetry.step_memory, repaired);
-  read_system(db, d.telemetry.system, repaired);
-  read_process(db, d.telemetry.process, repaired);
-  read_deliveries(db, d.deliveries, repaired);
-  read_rejected(db, d.rejected, repaired);
+  Collect sink(d);
+  d.strings_repaired = read_run_db(path, sink);
   return d;
 }
 

@@ -1,0 +1,419 @@
+// The run in memory (run_state.hpp): per-rank logs of rows in sealed chunks,
+// compacted to what the analysis reads once they outgrow it.
+#include "collector/run_state.hpp"
+
+#include <algorithm>
+#include <iterator>
+#include <limits>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "analysis/history.hpp"
+
+namespace traceml::collector {
+
+namespace {
+
+/// Rows per chunk: a snapshot copies at most this many rows of each log under
+/// the lock (the open chunk); the rest it shares.
+constexpr std::size_t kChunkRows = 1024;
+
+template <typename T>
+using ChunkPtr = std::shared_ptr<const std::vector<T>>;
+
+/// One rank's (or node's) rows of one kind, in arrival order.
+template <typename T>
+class RowLog {
+ public:
+  void push(const T& r) {
+    if (open_.empty()) open_.reserve(kChunkRows);
+    open_.push_back(r);
+    ++rows_;
+    if (open_.size() == kChunkRows) {
+      sealed_.push_back(std::make_shared<const std::vector<T>>(std::move(open_)));
+      open_ = {};
+    }
+  }
+
+  [[nodiscard]] std::size_t rows() const { return rows_; }
+
+  /// Every row, in order (for a compaction).
+  [[nodiscard]] std::vector<T> flatten() const {
+    std::vector<T> out;
+    out.reserve(rows_);
+    for (const auto& c : sealed_)
+      out.insert(out.end(), c->begin(), c->end());
+    out.insert(out.end(), open_.begin(), open_.end());
+    return out;
+  }
+
+  /// Replaces the rows by `kept` (a compaction's result, in order).
+  void assign(const std::vector<T>& kept) {
+    sealed_.clear();
+    open_ = {};
+    rows_ = 0;
+    for (const T& r : kept)
+      push(r);
+  }
+
+  /// The chunks a reader walks: the sealed ones shared, the open one copied.
+  void share(std::vector<ChunkPtr<T>>& out) const {
+    out = sealed_;
+    if (!open_.empty()) out.push_back(std::make_shared<const std::vector<T>>(open_));
+  }
+
+  /// The same, leaving the log empty (the end of the run).
+  void release(std::vector<ChunkPtr<T>>& out) {
+    out = std::move(sealed_);
+    if (!open_.empty()) out.push_back(std::make_shared<const std::vector<T>>(std::move(open_)));
+    sealed_.clear();
+    open_ = {};
+    rows_ = 0;
+  }
+
+ private:
+  std::vector<ChunkPtr<T>> sealed_;
+  std::vector<T> open_;
+  std::size_t rows_ = 0;
+};
+
+/// A log grows this far past what it must keep before it is compacted: the
+/// compaction's cost (a sort of the log) is then spread over as many rows.
+std::size_t compact_at(std::int64_t keep) {
+  const auto k = static_cast<std::size_t>(keep);
+  return k + std::max(k / 2, kChunkRows);
+}
+
+/// Keeps of a step log only what the alignment can read: of each step its
+/// latest row (a resent step replaces the earlier one), and only the `keep`
+/// highest steps. Arrival order is kept among what remains.
+template <typename T>
+void compact_steps(RowLog<T>& log, std::int64_t keep) {
+  std::vector<T> rows = log.flatten();
+  std::vector<std::pair<std::int64_t, std::size_t>> by_step(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    by_step[i] = {rows[i].step, i};
+  std::sort(by_step.begin(), by_step.end());
+  std::vector<char> kept(rows.size(), 0);
+  std::int64_t distinct = 0;
+  for (std::size_t i = by_step.size(); i-- > 0 && distinct < keep;) {
+    // The last of a run of equal steps is the step's latest arrival.
+    if (i + 1 < by_step.size() && by_step[i + 1].first == by_step[i].first) continue;
+    kept[by_step[i].second] = 1;
+    ++distinct;
+  }
+  std::vector<T> out;
+  out.reserve(static_cast<std::size_t>(distinct));
+  for (std::size_t i = 0; i < rows.size(); ++i)
+    if (kept[i] != 0) out.push_back(std::move(rows[i]));
+  log.assign(out);
+}
+
+/// The distinct values of a set of step ids, counted as they arrive: ranges of
+/// consecutive ids, so that a run's steps take a few entries whatever its length.
+class IdSet {
+ public:
+  void add(std::int64_t id) {
+    auto next = ranges_.upper_bound(id);  // first range starting after id
+    if (next != ranges_.begin()) {
+      auto prev = std::prev(next);
+      if (id <= prev->second) return;  // already in
+      if (prev->second != kMax && id == prev->second + 1) {
+        prev->second = id;
+        ++count_;
+        if (next != ranges_.end() && next->first == id + 1) {
+          prev->second = next->second;
+          ranges_.erase(next);
+        }
+        return;
+      }
+    }
+    ++count_;
+    if (next != ranges_.end() && id != kMax && next->first == id + 1) {
+      const std::int64_t end = next->second;
+      ranges_.erase(next);
+      ranges_.emplace(id, end);
+      return;
+    }
+    ranges_.emplace(id, id);
+  }
+  [[nodiscard]] std::int64_t count() const { return count_; }
+
+ private:
+  static constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  std::map<std::int64_t, std::int64_t> ranges_;  // first id -> last id
+  std::int64_t count_ = 0;
+};
+
+/// Older samples of a rank that whole-run facts rest on, kept when the
+/// samples around them are dropped: one with a GPU per device it named (the
+/// run's GPU count), and the one with the largest GPU memory (Step Memory's
+/// capacity).
+struct ProcessWitnesses {
+  std::map<std::optional<int>, model::ProcessSample> by_device;
+  std::optional<model::ProcessSample> largest;
+
+  void consider(const model::ProcessSample& p) {
+    if (!p.gpu) return;
+    by_device.try_emplace(p.gpu->device, p);
+    const auto& total = p.gpu->total_bytes;
+    if (total && (!largest || !largest->gpu->total_bytes || *total > *largest->gpu->total_bytes))
+      largest = p;
+  }
+  void append_to(std::vector<model::ProcessSample>& out) const {
+    for (const auto& [device, p] : by_device)
+      out.push_back(p);
+    if (largest) out.push_back(*largest);
+  }
+};
+
+/// A node's older sample that says it had GPUs, kept when it is dropped.
+struct SystemWitness {
+  std::optional<model::SystemSample> with_gpus;
+  void consider(const model::SystemSample& s) {
+    if (!with_gpus && !s.gpus.empty()) with_gpus = s;
+  }
+  void append_to(std::vector<model::SystemSample>& out) const {
+    if (with_gpus) out.push_back(*with_gpus);
+  }
+};
+
+/// Keeps a sample log's latest `keep` rows; the dropped ones go past `witness`.
+template <typename T, typename W>
+void compact_samples(RowLog<T>& log, std::size_t keep, W& witness) {
+  std::vector<T> rows = log.flatten();
+  const std::size_t drop = rows.size() > keep ? rows.size() - keep : 0;
+  for (std::size_t i = 0; i < drop; ++i)
+    witness.consider(rows[i]);
+  log.assign(std::vector<T>(rows.begin() + static_cast<std::ptrdiff_t>(drop), rows.end()));
+}
+
+struct RankRows {
+  RowLog<model::StepRecord> steps;
+  RowLog<model::StepMemoryRecord> memory;
+  RowLog<model::ProcessSample> process;
+  ProcessWitnesses process_witnesses;
+};
+
+struct NodeRows {
+  RowLog<model::SystemSample> system;
+  SystemWitness witness;
+};
+
+/// What a reader walks: per rank (or node) the chunks of one kind, and the
+/// witnesses that go first.
+template <typename T>
+struct Shared {
+  std::vector<std::vector<ChunkPtr<T>>> logs;
+  std::vector<T> first;  // witnesses: older than every row of the logs
+};
+
+/// Appends the logs' rows to `out`, interleaved row by row across logs (the
+/// ranks' steps then lie step-major, the order the analysis reads them in).
+/// With `release`, each chunk is freed once read.
+template <typename T>
+void interleave(Shared<T>& s, std::vector<T>& out, bool release) {
+  std::size_t total = s.first.size();
+  for (const auto& log : s.logs)
+    for (const auto& c : log)
+      total += c->size();
+  out.reserve(out.size() + total);
+  for (T& w : s.first)
+    out.push_back(std::move(w));
+  struct Cursor {
+    std::size_t chunk = 0;
+    std::size_t row = 0;
+  };
+  std::vector<Cursor> at(s.logs.size());
+  for (bool more = true; more;) {
+    more = false;
+    for (std::size_t k = 0; k < s.logs.size(); ++k) {
+      auto& log = s.logs[k];
+      Cursor& c = at[k];
+      if (c.chunk >= log.size()) continue;
+      out.push_back((*log[c.chunk])[c.row]);
+      if (++c.row == log[c.chunk]->size()) {
+        if (release) log[c.chunk].reset();
+        ++c.chunk;
+        c.row = 0;
+      }
+      more = more || c.chunk < log.size();
+    }
+  }
+}
+
+}  // namespace
+
+struct RunState::Impl {
+  explicit Impl(std::int64_t w)
+      : window(std::max<std::int64_t>(w, 1)),
+        step_keep(analysis::step_history(window)),
+        memory_keep(analysis::step_memory_history(window)) {}
+
+  const std::int64_t window;
+  const std::int64_t step_keep;
+  const std::int64_t memory_keep;
+
+  mutable std::mutex mu;
+  model::RunInfo run;
+  std::map<int, model::RankIdentity> identities;
+  std::map<int, RankRows> ranks;
+  std::map<int, NodeRows> nodes;
+  std::map<int, store::RankDelivery> deliveries;
+  std::vector<store::RejectedConnection> rejected;
+  IdSet step_ids;
+  IdSet memory_ids;
+  std::optional<double> latest_ts;
+
+  void saw_ts(double ts) {
+    if (!latest_ts || ts > *latest_ts) latest_ts = ts;
+  }
+
+  /// Copies (or, with `release`, moves) the state out; the caller holds `mu`.
+  /// Returns the shared chunks to be read outside the lock.
+  struct Out {
+    store::RunData data;
+    Shared<model::StepRecord> steps;
+    Shared<model::StepMemoryRecord> memory;
+    Shared<model::ProcessSample> process;
+    Shared<model::SystemSample> system;
+  };
+  Out gather(bool release) {
+    Out o;
+    model::Telemetry& t = o.data.telemetry;
+    t.run = run;
+    for (const auto& [rank, id] : identities)
+      t.ranks.push_back(id);
+    for (const auto& [rank, d] : deliveries)
+      o.data.deliveries.push_back(d);
+    o.data.rejected = rejected;
+    t.totals = model::RunTotals{step_ids.count(), memory_ids.count(), latest_ts};
+    for (auto& [rank, r] : ranks) {
+      auto take = [release](auto& log, auto& shared) {
+        shared.logs.emplace_back();
+        if (release)
+          log.release(shared.logs.back());
+        else
+          log.share(shared.logs.back());
+      };
+      take(r.steps, o.steps);
+      take(r.memory, o.memory);
+      take(r.process, o.process);
+      r.process_witnesses.append_to(o.process.first);
+    }
+    for (auto& [node, n] : nodes) {
+      o.system.logs.emplace_back();
+      if (release)
+        n.system.release(o.system.logs.back());
+      else
+        n.system.share(o.system.logs.back());
+      n.witness.append_to(o.system.first);
+    }
+    return o;
+  }
+
+  static store::RunData materialize(Out o, bool release) {
+    model::Telemetry& t = o.data.telemetry;
+    interleave(o.steps, t.steps, release);
+    interleave(o.memory, t.step_memory, release);
+    interleave(o.system, t.system, release);
+    interleave(o.process, t.process, release);
+    return std::move(o.data);
+  }
+};
+
+RunState::RunState(std::int64_t window) : impl_(std::make_unique<Impl>(window)) {}
+RunState::~RunState() = default;
+
+void RunState::set_run_info(const model::RunInfo& info) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  impl_->run = info;
+}
+
+void RunState::add_rank(const model::RankIdentity& id) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  impl_->identities.insert_or_assign(id.global_rank, id);
+}
+
+void RunState::add_step(const model::StepRecord& r) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lk(m.mu);
+  m.saw_ts(r.ts);
+  if (!analysis::is_step_row(r)) return;  // no section reads it
+  m.step_ids.add(r.step);
+  auto& log = m.ranks[r.global_rank].steps;
+  log.push(r);
+  if (log.rows() >= compact_at(m.step_keep)) compact_steps(log, m.step_keep);
+}
+
+void RunState::add_step_memory(const model::StepMemoryRecord& r) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lk(m.mu);
+  if (!analysis::is_step_memory_row(r)) return;  // no section reads it
+  m.memory_ids.add(r.step);
+  auto& log = m.ranks[r.global_rank].memory;
+  log.push(r);
+  if (log.rows() >= compact_at(m.memory_keep)) compact_steps(log, m.memory_keep);
+}
+
+void RunState::add_system(const model::SystemSample& s) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lk(m.mu);
+  m.saw_ts(s.ts);
+  NodeRows& n = m.nodes[s.node_rank];
+  n.system.push(s);
+  if (n.system.rows() >= compact_at(m.window))
+    compact_samples(n.system, static_cast<std::size_t>(m.window), n.witness);
+}
+
+void RunState::add_process(const model::ProcessSample& s) {
+  Impl& m = *impl_;
+  std::lock_guard<std::mutex> lk(m.mu);
+  m.saw_ts(s.ts);
+  RankRows& r = m.ranks[s.global_rank];
+  r.process.push(s);
+  if (r.process.rows() >= compact_at(m.window))
+    compact_samples(r.process, static_cast<std::size_t>(m.window), r.process_witnesses);
+}
+
+void RunState::set_delivery(const store::RankDelivery& d) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  impl_->deliveries.insert_or_assign(d.global_rank, d);
+}
+
+void RunState::add_rejected(const store::RejectedConnection& c) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  impl_->rejected.push_back(c);
+}
+
+store::RunData RunState::snapshot() const {
+  Impl::Out o;
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    o = impl_->gather(false);
+  }
+  return Impl::materialize(std::move(o), false);
+}
+
+store::RunData RunState::take() {
+  Impl::Out o;
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    o = impl_->gather(true);
+  }
+  return Impl::materialize(std::move(o), true);
+}
+
+std::int64_t RunState::rows_held() const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  std::size_t n = 0;
+  for (const auto& [rank, r] : impl_->ranks)
+    n += r.steps.rows() + r.memory.rows() + r.process.rows();
+  for (const auto& [node, s] : impl_->nodes)
+    n += s.system.rows();
+  return static_cast<std::int64_t>(n);
+}
+
+}  // namespace traceml::collector

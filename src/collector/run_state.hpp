@@ -1,0 +1,58 @@
+// The run in memory, as it arrives: what the end-of-run diagnosis reads, kept
+// bounded whatever the run's length. The collector feeds it next to the run
+// database, `traceml report RUN_DIR` feeds it from the database, and both
+// diagnose the same state, so the two summaries are the same bytes.
+//
+// What is kept (docs/run-database.md "In memory"): per rank, the rows of its
+// latest analysis::step_history(window) distinct steps and of its latest
+// analysis::step_memory_history(window) step-memory steps; per rank and per
+// node, at least the latest `window` samples and the few older ones that
+// whole-run facts rest on (a GPU seen, its largest memory); and the run's
+// totals (model::RunTotals). Rows arrive in chunks that are sealed once full:
+// a snapshot copies pointers to sealed chunks under the lock and reads them
+// outside it, so a reader never holds ingest up for more than a chunk.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "store/run_db.hpp"
+
+namespace traceml::collector {
+
+class RunState final : public store::RunSink {
+ public:
+  /// `window`: the analysis window the run will be diagnosed with (>= 1).
+  explicit RunState(std::int64_t window);
+  ~RunState() override;
+  RunState(const RunState&) = delete;
+  RunState& operator=(const RunState&) = delete;
+
+  void set_run_info(const model::RunInfo& info) override;
+  void add_rank(const model::RankIdentity& id) override;
+  void add_step(const model::StepRecord& r) override;
+  void add_step_memory(const model::StepMemoryRecord& r) override;
+  void add_system(const model::SystemSample& s) override;
+  void add_process(const model::ProcessSample& s) override;
+  void set_delivery(const store::RankDelivery& d) override;
+  void add_rejected(const store::RejectedConnection& c) override;
+
+  /// The run as it stands, for a reader on any thread while records arrive.
+  /// Each rank's rows keep their arrival order; ranks are interleaved row by
+  /// row. `telemetry.totals` is always set.
+  [[nodiscard]] store::RunData snapshot() const;
+
+  /// The run, moved out at its end: chunks are freed as they are copied, so
+  /// the peak is the result plus a chunk per rank. The state is empty after.
+  [[nodiscard]] store::RunData take();
+
+  /// Rows held now (steps, step memory, process and system samples).
+  [[nodiscard]] std::int64_t rows_held() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace traceml::collector
