@@ -110,8 +110,8 @@ std::int64_t history_cap(std::int64_t window) {
 /// Alignment when every rank's steps are a gap-free range (RankRows::consecutive):
 /// ranges are capped and intersected as ranges, and a rank's row of step s is
 /// rows[s - first].
-void align_ranges(const model::Telemetry& t, RankRows& b, const std::vector<std::size_t>& order, std::int64_t window,
-                  Inputs& in) {
+void align_ranges(const model::Telemetry& t, RankRows& b, const std::vector<std::size_t>& order,
+                  std::int64_t window, Inputs& in) {
   const auto u = [](std::int64_t x) { return static_cast<std::uint64_t>(x); };
   // Distinct steps: the size of the union of the ranges.
   std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
@@ -129,7 +129,7 @@ void align_ranges(const model::Telemetry& t, RankRows& b, const std::vector<std:
   }
   in.steps_seen = static_cast<std::int64_t>(distinct);
   if (t.totals) in.steps_seen = t.totals->step_memory_ids;  // rows a bounded store dropped
-  in.latest_step = covered;  // the highest last step
+  in.latest_step = covered;                                 // the highest last step
 
   const auto keep = static_cast<std::uint64_t>(history_cap(window));
   std::int64_t lo = std::numeric_limits<std::int64_t>::min();

@@ -15,10 +15,10 @@
 #include <utility>
 #include <variant>
 
+#include "collector/run_state.hpp"
 #include "model/record_checks.hpp"
 #include "model/text.hpp"
 #include "store/rejection_counts.hpp"
-#include "collector/run_state.hpp"
 #include "store/run_db.hpp"
 #include "transport/record_codec.hpp"
 #include "transport/tcp_server.hpp"

@@ -464,7 +464,6 @@ void read_rejected(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   }
 }
 
-
 /// Keeps every record, in order (read_run_db's RunData).
 class Collect final : public RunSink {
  public:

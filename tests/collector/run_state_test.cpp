@@ -45,9 +45,8 @@ void feed(const model::Telemetry& t, store::RunSink& sink) {
 std::string artifacts(const model::Telemetry& t, std::int64_t window) {
   analysis::Options o;
   o.window = window;
-  const report::FinalSummary f =
-      report::build_final_summary(analysis::summarize(t, o), "2026-12-03T00:00:00.000000+00:00",
-                                  "logs/x/final_summary.json");
+  const report::FinalSummary f = report::build_final_summary(
+      analysis::summarize(t, o), "2026-12-03T00:00:00.000000+00:00", "logs/x/final_summary.json");
   return report::dump_json(f.json) + "\n----\n" + f.text;
 }
 
@@ -139,8 +138,7 @@ model::Telemetry random_run(std::uint32_t seed, int ranks, int steps) {
         p.rss_bytes = around(1e9);
         // The GPU is seen early only, on two devices, its total once larger.
         if (gpu && s < steps / 3)
-          p.gpu = model::ProcessGpu{s < steps / 6 ? 0 : 1, around(1e9), 2e9,
-                                    s == 40 ? 9e10 : 8e10};
+          p.gpu = model::ProcessGpu{s < steps / 6 ? 0 : 1, around(1e9), 2e9, s == 40 ? 9e10 : 8e10};
         t.process.push_back(p);
       }
       if (s % 2 == 0 && r % 2 == 0) {
@@ -197,8 +195,8 @@ TEST(RunState, RanksApartByTheWholeLookbackStillAlignTheSameSteps) {
       held = now;
     }
   };
-  const std::int64_t last_step =
-      feed_until_compacted(step, [&](const auto& x) { state.add_step(x); }, t.steps);
+  const std::int64_t last_step = feed_until_compacted(
+      step, [&](const auto& x) { state.add_step(x); }, t.steps);
   const std::int64_t last_memory = feed_until_compacted(
       memory, [&](const auto& x) { state.add_step_memory(x); }, t.step_memory);
   for (std::int64_t s = 1; s <= last_step - step_lag; ++s) {
@@ -233,8 +231,8 @@ TEST(RunState, StaysBoundedOnALongRun) {
     most = std::max(most, state.rows_held());
   }
   // Each log holds at most what it keeps plus the slack before a compaction.
-  const std::int64_t bound = steps_kept + memory_kept + kWindow + 3 * 1024 +
-                             (steps_kept + memory_kept + kWindow) / 2;
+  const std::int64_t bound =
+      steps_kept + memory_kept + kWindow + 3 * 1024 + (steps_kept + memory_kept + kWindow) / 2;
   EXPECT_LE(most, bound);
   const store::RunData d = state.take();
   EXPECT_GE(std::int64_t(d.telemetry.steps.size()), steps_kept);
