@@ -312,8 +312,10 @@ struct Collector::Impl final : transport::ServerHandler {
       not_full.notify_all();
       // The run in memory takes every record, also after the database has
       // failed: the end of the run is diagnosed from it.
-      for (const Item& item : batch)
-        write(item, state);
+      state.apply([&](store::RunSink& sink) {
+        for (const Item& item : batch)
+          write(item, sink);
+      });
       // After a failed write the queue is still drained (and dropped), so
       // the I/O thread never waits on a writer that cannot write.
       guarded([&] {

@@ -256,7 +256,6 @@ struct RunState::Impl {
   const std::int64_t step_keep;
   const std::int64_t memory_keep;
 
-  mutable std::mutex mu;
   model::RunInfo run;
   std::map<int, model::RankIdentity> identities;
   std::map<int, RankRows> ranks;
@@ -266,6 +265,18 @@ struct RunState::Impl {
   IdSet step_ids;
   IdSet memory_ids;
   std::optional<double> latest_ts;
+
+  /// A rank's rows; records come in runs of one rank (a connection's batch),
+  /// so the last rank looked up is kept at hand.
+  RankRows& rank(int r) {
+    if (last_rank_rows == nullptr || last_rank != r) {
+      last_rank_rows = &ranks[r];  // std::map: references stay valid
+      last_rank = r;
+    }
+    return *last_rank_rows;
+  }
+  RankRows* last_rank_rows = nullptr;
+  int last_rank = 0;
 
   void saw_ts(double ts) {
     if (!latest_ts || ts > *latest_ts) latest_ts = ts;
@@ -324,74 +335,94 @@ struct RunState::Impl {
   }
 };
 
-RunState::RunState(std::int64_t window) : impl_(std::make_unique<Impl>(window)) {}
+/// The state's records without the lock: what apply() hands out, and what
+/// the locking entry points call.
+class RunState::Unlocked final : public store::RunSink {
+ public:
+  explicit Unlocked(Impl& m) : m_(m) {}
+
+  void set_run_info(const model::RunInfo& info) override { m_.run = info; }
+
+  void add_rank(const model::RankIdentity& id) override {
+    m_.identities.insert_or_assign(id.global_rank, id);
+  }
+
+  void add_step(const model::StepRecord& r) override {
+    m_.saw_ts(r.ts);
+    if (!analysis::is_step_row(r)) return;  // no section reads it
+    m_.step_ids.add(r.step);
+    auto& log = m_.rank(r.global_rank).steps;
+    log.push(r);
+    if (log.rows() >= compact_at(m_.step_keep)) compact_steps(log, m_.step_keep);
+  }
+
+  void add_step_memory(const model::StepMemoryRecord& r) override {
+    if (!analysis::is_step_memory_row(r)) return;  // no section reads it
+    m_.memory_ids.add(r.step);
+    auto& log = m_.rank(r.global_rank).memory;
+    log.push(r);
+    if (log.rows() >= compact_at(m_.memory_keep)) compact_steps(log, m_.memory_keep);
+  }
+
+  void add_system(const model::SystemSample& s) override {
+    m_.saw_ts(s.ts);
+    NodeRows& n = m_.nodes[s.node_rank];
+    n.system.push(s);
+    if (n.system.rows() >= compact_at(m_.window))
+      compact_samples(n.system, static_cast<std::size_t>(m_.window), n.witness);
+  }
+
+  void add_process(const model::ProcessSample& s) override {
+    m_.saw_ts(s.ts);
+    RankRows& r = m_.rank(s.global_rank);
+    r.process.push(s);
+    if (r.process.rows() >= compact_at(m_.window))
+      compact_samples(r.process, static_cast<std::size_t>(m_.window), r.process_witnesses);
+  }
+
+  void set_delivery(const store::RankDelivery& d) override {
+    m_.deliveries.insert_or_assign(d.global_rank, d);
+  }
+
+  void add_rejected(const store::RejectedConnection& c) override { m_.rejected.push_back(c); }
+
+ private:
+  Impl& m_;
+};
+
+RunState::RunState(std::int64_t window)
+    : impl_(std::make_unique<Impl>(window)), unlocked_(std::make_unique<Unlocked>(*impl_)) {}
 RunState::~RunState() = default;
 
 void RunState::set_run_info(const model::RunInfo& info) {
-  std::lock_guard<std::mutex> lk(impl_->mu);
-  impl_->run = info;
+  apply([&](store::RunSink& s) { s.set_run_info(info); });
 }
-
 void RunState::add_rank(const model::RankIdentity& id) {
-  std::lock_guard<std::mutex> lk(impl_->mu);
-  impl_->identities.insert_or_assign(id.global_rank, id);
+  apply([&](store::RunSink& s) { s.add_rank(id); });
 }
-
 void RunState::add_step(const model::StepRecord& r) {
-  Impl& m = *impl_;
-  std::lock_guard<std::mutex> lk(m.mu);
-  m.saw_ts(r.ts);
-  if (!analysis::is_step_row(r)) return;  // no section reads it
-  m.step_ids.add(r.step);
-  auto& log = m.ranks[r.global_rank].steps;
-  log.push(r);
-  if (log.rows() >= compact_at(m.step_keep)) compact_steps(log, m.step_keep);
+  apply([&](store::RunSink& s) { s.add_step(r); });
 }
-
 void RunState::add_step_memory(const model::StepMemoryRecord& r) {
-  Impl& m = *impl_;
-  std::lock_guard<std::mutex> lk(m.mu);
-  if (!analysis::is_step_memory_row(r)) return;  // no section reads it
-  m.memory_ids.add(r.step);
-  auto& log = m.ranks[r.global_rank].memory;
-  log.push(r);
-  if (log.rows() >= compact_at(m.memory_keep)) compact_steps(log, m.memory_keep);
+  apply([&](store::RunSink& s) { s.add_step_memory(r); });
 }
-
-void RunState::add_system(const model::SystemSample& s) {
-  Impl& m = *impl_;
-  std::lock_guard<std::mutex> lk(m.mu);
-  m.saw_ts(s.ts);
-  NodeRows& n = m.nodes[s.node_rank];
-  n.system.push(s);
-  if (n.system.rows() >= compact_at(m.window))
-    compact_samples(n.system, static_cast<std::size_t>(m.window), n.witness);
+void RunState::add_system(const model::SystemSample& x) {
+  apply([&](store::RunSink& s) { s.add_system(x); });
 }
-
-void RunState::add_process(const model::ProcessSample& s) {
-  Impl& m = *impl_;
-  std::lock_guard<std::mutex> lk(m.mu);
-  m.saw_ts(s.ts);
-  RankRows& r = m.ranks[s.global_rank];
-  r.process.push(s);
-  if (r.process.rows() >= compact_at(m.window))
-    compact_samples(r.process, static_cast<std::size_t>(m.window), r.process_witnesses);
+void RunState::add_process(const model::ProcessSample& p) {
+  apply([&](store::RunSink& s) { s.add_process(p); });
 }
-
 void RunState::set_delivery(const store::RankDelivery& d) {
-  std::lock_guard<std::mutex> lk(impl_->mu);
-  impl_->deliveries.insert_or_assign(d.global_rank, d);
+  apply([&](store::RunSink& s) { s.set_delivery(d); });
 }
-
 void RunState::add_rejected(const store::RejectedConnection& c) {
-  std::lock_guard<std::mutex> lk(impl_->mu);
-  impl_->rejected.push_back(c);
+  apply([&](store::RunSink& s) { s.add_rejected(c); });
 }
 
 store::RunData RunState::snapshot() const {
   Impl::Out o;
   {
-    std::lock_guard<std::mutex> lk(impl_->mu);
+    std::lock_guard<std::mutex> lk(mu_);
     o = impl_->gather(false);
   }
   return Impl::materialize(std::move(o), false);
@@ -400,14 +431,14 @@ store::RunData RunState::snapshot() const {
 store::RunData RunState::take() {
   Impl::Out o;
   {
-    std::lock_guard<std::mutex> lk(impl_->mu);
+    std::lock_guard<std::mutex> lk(mu_);
     o = impl_->gather(true);
   }
   return Impl::materialize(std::move(o), true);
 }
 
 std::int64_t RunState::rows_held() const {
-  std::lock_guard<std::mutex> lk(impl_->mu);
+  std::lock_guard<std::mutex> lk(mu_);
   std::size_t n = 0;
   for (const auto& [rank, r] : impl_->ranks)
     n += r.steps.rows() + r.memory.rows() + r.process.rows();

@@ -38,6 +38,14 @@ class RunState final : public store::RunSink {
   void set_delivery(const store::RankDelivery& d) override;
   void add_rejected(const store::RejectedConnection& c) override;
 
+  /// Runs `f` with a sink into this state under one lock: a batch of records
+  /// pays for the lock once. `f` must not call back into this state.
+  template <typename F>
+  void apply(F&& f) {
+    std::lock_guard<std::mutex> lk(mu_);
+    f(*unlocked_);
+  }
+
   /// The run as it stands, for a reader on any thread while records arrive.
   /// Each rank's rows keep their arrival order; ranks are interleaved row by
   /// row. `telemetry.totals` is always set.
@@ -52,7 +60,10 @@ class RunState final : public store::RunSink {
 
  private:
   struct Impl;
+  class Unlocked;
   std::unique_ptr<Impl> impl_;
+  std::unique_ptr<store::RunSink> unlocked_;  // the sink apply() hands out
+  mutable std::mutex mu_;
 };
 
 }  // namespace traceml::collector

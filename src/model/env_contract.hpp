@@ -42,5 +42,7 @@ inline constexpr const char* kCupti = "TRACEML_CUPTI";
 inline constexpr const char* kCuptiPerThreadBuffers = "TRACEML_CUPTI_PER_THREAD_BUFFERS";
 /// "1": each rank prints what the GPU paths did at shutdown.
 inline constexpr const char* kDebug = "TRACEML_DEBUG";
+/// The hot path's clock: auto (the TSC where it is invariant), tsc or steady.
+inline constexpr const char* kClock = "TRACEML_CLOCK";
 
 }  // namespace traceml::model::env

@@ -11,7 +11,7 @@
 #include <traceml/traceml.hpp>
 
 #include "runtime/thread_recorder.hpp"
-#include "timing/clock.hpp"
+#include "timing/tick_clock.hpp"
 
 namespace traceml::runtime {
 
@@ -24,7 +24,7 @@ struct HotState {
 };
 
 inline std::int64_t hot_scope_begin(const HotState& h) noexcept {
-  return h.state.load(std::memory_order_relaxed) == kRecording ? timing::now_ns() : 0;
+  return h.state.load(std::memory_order_relaxed) == kRecording ? timing::now_ticks() : 0;
 }
 
 /// The event a PhaseScope times, or nothing for a value outside traceml::Phase
@@ -41,11 +41,11 @@ constexpr std::optional<model::Event> to_event(Phase p) noexcept {
 }
 
 inline void hot_add(ThreadRecorder& r, model::Event e, std::int64_t start) noexcept {
-  r.add(e, timing::now_ns() - start);
+  r.add(e, timing::now_ticks() - start);
 }
 
 inline void hot_fetch(ThreadRecorder& r, std::int64_t start) noexcept {
-  r.add_fetch(timing::now_ns() - start);
+  r.add_fetch(timing::now_ticks() - start);
 }
 
 /// How a step scope ended.
@@ -61,7 +61,7 @@ enum class StepEnd {
 template <class BeforePublish>
 inline StepEnd hot_step_end(HotState& h, ThreadRecorder& r, std::int64_t start, bool failed,
                             BeforePublish&& before_publish) noexcept {
-  const std::int64_t end = timing::now_ns();
+  const std::int64_t end = timing::now_ticks();
   if (!r.leave_step()) return StepEnd::Nested;
   if (failed || h.state.load(std::memory_order_acquire) != kRecording) {
     r.discard();

@@ -52,8 +52,9 @@ std::atomic<detail::CurrentCudaStream> g_current_stream{nullptr};
 std::atomic<GpuClock*> g_gpu_clock{nullptr};
 thread_local GpuThread* t_gpu = nullptr;
 thread_local std::int64_t t_gpu_next_check = 0;
-/// How often a thread asks whether the program uses a GPU yet.
-constexpr std::int64_t kGpuAttachRetryNs = 1'000'000'000;
+/// How often a thread asks whether the program uses a GPU yet, in the hot
+/// path's ticks: about a second (a tick is a nanosecond or a TSC count, less).
+constexpr std::int64_t kGpuAttachRetryTicks = 1'000'000'000;
 
 /// The calling thread's GPU side once the program uses a GPU; null before
 /// (and on every CPU-only run, after one pointer load).
@@ -61,7 +62,7 @@ GpuThread* gpu_thread(std::int64_t now) noexcept {
   if (t_gpu != nullptr) return t_gpu;
   GpuClock* clock = g_gpu_clock.load(std::memory_order_acquire);
   if (clock == nullptr || now < t_gpu_next_check) return nullptr;
-  t_gpu_next_check = now + kGpuAttachRetryNs;
+  t_gpu_next_check = now + kGpuAttachRetryTicks;
   t_gpu = clock->attach_thread();
   return t_gpu;
 }
@@ -132,6 +133,12 @@ class Runtime {
   explicit Runtime(Config config) : config_(std::move(config)) {}
 
   void start() {
+    // The hot path's clock, before anything is timed (the calibration below included).
+    std::string clock_why;
+    const char* clock_env = std::getenv(model::env::kClock);
+    timing::select_tick_source(timing::choose_tick_source(
+        clock_env != nullptr ? std::optional<std::string>(clock_env) : std::nullopt, clock_why));
+    if (!clock_why.empty() && config_.identity.local_rank.value_or(0) == 0) warn(clock_why);
     if (config_.standalone()) {
       standalone_ = std::make_unique<Standalone>(config_);
       config_.collector_host = "127.0.0.1";
@@ -425,7 +432,7 @@ std::int64_t step_begin() noexcept {
   auto* r = runtime::recorder();
   if (r == nullptr) return 0;
   const bool outermost = r->enter_step();
-  const std::int64_t start = timing::now_ns();
+  const std::int64_t start = timing::now_ticks();
   if (outermost)
     if (auto* g = runtime::gpu_thread(start)) g->builder.scope_begin(start);
   return start;

@@ -75,10 +75,17 @@ void Sender::add_frame(transport::FrameType type, const std::vector<std::uint8_t
 
 void Sender::collect() {
   std::vector<RawStep> steps;
+  // The training threads time in ticks: here, off their path, the ticks
+  // become now_ns() nanoseconds, at a rate refined at every flush.
+  ticks_.update();
   recorders_.drain([&](const RawStep& raw) {
     ++steps_drained_;
     scopes_drained_ += raw.scopes;
-    steps.push_back(raw);
+    RawStep s = raw;
+    s.end_ns = ticks_.to_ns(raw.end_ns);
+    for (auto& d : s.ns)
+      d = ticks_.duration_ns(d);
+    steps.push_back(s);
   });
   // After the CPU rings: a step's GPU record is queued before its CPU record,
   // so every step drained above finds its GPU record here.

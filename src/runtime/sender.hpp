@@ -21,6 +21,7 @@
 #include "runtime/registry.hpp"
 #include "runtime/step_pipeline.hpp"
 #include "timing/clock.hpp"
+#include "timing/tick_clock.hpp"
 #include "transport/frame.hpp"
 #include "transport/tcp_client.hpp"
 
@@ -93,6 +94,7 @@ class Sender {
   transport::TcpClient client_;
   StepPipeline::Emit emit_step_;  // queues a finished step's frames
   StepPipeline pipeline_;
+  timing::TickMapping ticks_;  ///< the training threads' ticks to ns (sender thread)
 
   std::vector<std::uint8_t> pending_;  // encoded frames not yet written
   std::int64_t pending_records_ = 0;

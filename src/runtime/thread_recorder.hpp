@@ -22,13 +22,14 @@ struct StepMemoryPeak {
   double peak_reserved_bytes = 0.0;
 };
 
-/// A finished step as the training thread leaves it: monotonic end time and
-/// nanosecond durations. The sender turns it into a model::StepRecord.
+/// A finished step as the training thread leaves it: end time and durations
+/// in the hot path's ticks (timing::now_ticks()); the sender converts both to
+/// now_ns() nanoseconds (timing::TickMapping), then into a model::StepRecord.
 struct RawStep {
   std::int64_t step = 0;
-  std::int64_t end_ns = 0;
-  std::array<std::int64_t, model::kEventCount> ns{};
-  std::uint8_t mask = 0;     ///< bit e: event e measured on this step
+  std::int64_t end_ns = 0;                            ///< ticks until the sender converts it
+  std::array<std::int64_t, model::kEventCount> ns{};  ///< ticks until the sender converts them
+  std::uint8_t mask = 0;                              ///< bit e: event e measured on this step
   std::uint32_t scopes = 0;  ///< instrumented regions on this step (for the overhead estimate)
   /// Present when the program installed a GPU memory reader (traceml/torch.hpp).
   std::optional<StepMemoryPeak> memory;
