@@ -176,6 +176,7 @@ class Runtime {
     sender_->start();
     sampler_ = std::thread([this] {
       block_sigpipe_in_this_thread();
+      pthread_setname_np(pthread_self(), "traceml-sample");  // as top -H and perf show it
       sample_loop();
     });
   }
@@ -453,6 +454,7 @@ void step_end(std::int64_t start, bool failed) noexcept {
         }
         s.memory = runtime::read_step_memory();
       });
+  if (r->take_filling()) runtime::wake_sender();  // the ring is half full: drain it now
   if (how == StepEnd::Dropped && g != nullptr) {
     g->builder.scope_end(model::Event::TracedStepTime, start);  // closes the step's scope
     g->builder.discard_step();

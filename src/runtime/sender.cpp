@@ -1,5 +1,7 @@
 #include "runtime/sender.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 #include <utility>
 
@@ -17,6 +19,18 @@ using std::chrono::milliseconds;
 /// How long the final flush waits for the GPU to pass the last steps' events.
 constexpr std::chrono::seconds kGpuGrace{2};
 
+/// What the sender sleeps on: process-wide and never freed, since a training
+/// thread may signal it while the runtime shuts down (one sender a process).
+struct WakeSignal {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::atomic<bool> requested{false};
+};
+WakeSignal& wake_signal() {
+  static auto* w = new WakeSignal;
+  return *w;
+}
+
 milliseconds remaining(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
   return std::max(left, milliseconds(0));
@@ -24,17 +38,27 @@ milliseconds remaining(Clock::time_point deadline) {
 
 }  // namespace
 
+void wake_sender() noexcept {
+  WakeSignal& w = wake_signal();
+  w.requested.store(true, std::memory_order_relaxed);
+  w.cv.notify_one();  // no lock: a lost wake-up costs one interval, never the training thread
+}
+
 Sender::Sender(SenderSettings settings, RecorderRegistry& recorders, SampleQueue& samples,
                const timing::WallMapping& wall, StatsSource stats)
     : settings_(std::move(settings)),
       recorders_(recorders),
       samples_(samples),
       stats_(std::move(stats)),
-      emit_step_(
-          [this](const model::StepRecord& r, const std::optional<model::StepMemoryRecord>& m) {
-            add_frame(transport::FrameType::Step, transport::encode_step(r));
-            if (m) add_frame(transport::FrameType::StepMemory, transport::encode_step_memory(*m));
-          }),
+      emit_step_([this](const model::StepRecord& r,
+                        const std::optional<model::StepMemoryRecord>& m) {
+        add_record(transport::FrameType::Step,
+                   [&](std::vector<std::uint8_t>& out) { transport::encode_step_into(out, r); });
+        if (m)
+          add_record(transport::FrameType::StepMemory, [&](std::vector<std::uint8_t>& out) {
+            transport::encode_step_memory_into(out, *m);
+          });
+      }),
       pipeline_(settings_.identity.global_rank, wall, settings_.gpu_clock, settings_.activity),
       backoff_(settings_.backoff_min) {}
 
@@ -45,18 +69,19 @@ Sender::~Sender() {
 void Sender::start() {
   thread_ = std::thread([this] {
     block_sigpipe_in_this_thread();
+    pthread_setname_np(pthread_self(), "traceml-send");  // as top -H and perf show it
     loop();
   });
 }
 
 void Sender::stop(Clock::time_point deadline) {
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(wake_signal().mu);
     if (stopping_) return;
     stopping_ = true;
     deadline_ = deadline;
   }
-  cv_.notify_all();
+  wake_signal().cv.notify_all();
   if (thread_.joinable()) thread_.join();
 }
 
@@ -73,32 +98,60 @@ void Sender::add_frame(transport::FrameType type, const std::vector<std::uint8_t
   if (is_record) ++pending_records_;
 }
 
-void Sender::collect() {
-  std::vector<RawStep> steps;
+template <typename F>
+void Sender::add_record(transport::FrameType type, F&& put_payload) {
+  const std::size_t before = pending_.size();
+  if (transport::append_frame(pending_, type, std::forward<F>(put_payload)) == 0) return;
+  if (pending_.size() > settings_.max_pending_bytes) {
+    pending_.resize(before);
+    dropped_.fetch_add(1);
+    return;
+  }
+  ++pending_records_;
+}
+
+std::size_t Sender::collect() {
+  steps_.clear();
+  gpu_.clear();
   // The training threads time in ticks: here, off their path, the ticks
   // become now_ns() nanoseconds, at a rate refined at every flush.
   ticks_.update();
   recorders_.drain([&](const RawStep& raw) {
     ++steps_drained_;
     scopes_drained_ += raw.scopes;
-    RawStep s = raw;
+    RawStep& s = steps_.emplace_back(raw);
     s.end_ns = ticks_.to_ns(raw.end_ns);
     for (auto& d : s.ns)
       d = ticks_.duration_ns(d);
-    steps.push_back(s);
   });
   // After the CPU rings: a step's GPU record is queued before its CPU record,
   // so every step drained above finds its GPU record here.
-  std::vector<GpuRawStep> gpu;
-  if (settings_.gpu_clock != nullptr) settings_.gpu_clock->drain(gpu);
-  pipeline_.add(steps, gpu, Clock::now(), emit_step_);
+  if (settings_.gpu_clock != nullptr) settings_.gpu_clock->drain(gpu_);
+  pipeline_.add(steps_, gpu_, Clock::now(), emit_step_);
   for (auto& s : samples_.take()) {
     if (const auto* p = std::get_if<model::ProcessSample>(&s)) {
-      add_frame(transport::FrameType::Process, transport::encode_process(*p));
+      add_record(transport::FrameType::Process,
+                 [&](std::vector<std::uint8_t>& out) { transport::encode_process_into(out, *p); });
     } else if (const auto* sys = std::get_if<model::SystemSample>(&s)) {
-      add_frame(transport::FrameType::System, transport::encode_system(*sys));
+      add_record(transport::FrameType::System,
+                 [&](std::vector<std::uint8_t>& out) { transport::encode_system_into(out, *sys); });
     }
   }
+  return steps_.size();
+}
+
+milliseconds Sender::next_interval(std::size_t steps, Clock::duration span) const {
+  const bool gpu = settings_.gpu_clock != nullptr || settings_.activity != nullptr;
+  const milliseconds longest =
+      gpu ? settings_.max_gpu_flush_interval : settings_.max_flush_interval;
+  const milliseconds shortest = std::min(settings_.flush_interval, longest);
+  if (pending_.size() > settings_.max_pending_bytes / 4) return shortest;  // the collector lags
+  if (steps == 0) return longest;
+  // As if every step came from one thread's ring (the most a ring can have filled).
+  const double per_ms =
+      double(steps) / std::max(1.0, std::chrono::duration<double, std::milli>(span).count());
+  const double quarter_ring_ms = double(kStepRingCapacity) / 4.0 / per_ms;
+  return std::clamp(milliseconds(std::int64_t(quarter_ring_ms)), shortest, longest);
 }
 
 model::TracerStats Sender::full_stats() const {
@@ -180,15 +233,24 @@ bool Sender::flush(milliseconds timeout) {
 }
 
 void Sender::loop() {
+  milliseconds interval = std::min(settings_.flush_interval, settings_.max_flush_interval);
+  auto last = Clock::now();
   for (;;) {
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait_for(lock, settings_.flush_interval, [this] { return stopping_; });
+      WakeSignal& w = wake_signal();
+      std::unique_lock<std::mutex> lock(w.mu);
+      // Woken early when a training thread finds its ring half full.
+      w.cv.wait_for(lock, interval, [&] {
+        return stopping_ || w.requested.exchange(false, std::memory_order_relaxed);
+      });
       if (stopping_) break;
     }
     if (settings_.on_tick) settings_.on_tick();
-    collect();
-    if (ensure_connected(Clock::now(), false)) flush(settings_.send_timeout);
+    const std::size_t steps = collect();
+    const auto now = Clock::now();
+    if (ensure_connected(now, false)) flush(settings_.send_timeout);
+    interval = next_interval(steps, now - last);
+    last = now;
   }
   // Final: everything recorded, the rank's own counters, then Bye. Steps
   // still waiting for the GPU get a short grace (a wedged GPU must not hold

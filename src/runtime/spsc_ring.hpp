@@ -32,6 +32,16 @@ class SpscRing {
     return true;
   }
 
+  /// Producer only, after a push: true when the ring is half full or more.
+  /// Looks at the consumer's index once every capacity/8 pushes only.
+  bool filling() noexcept {
+    const std::size_t head = head_.load(std::memory_order_relaxed);
+    if (head < next_check_) return false;
+    next_check_ = head + (mask_ + 1) / 8;
+    tail_cache_ = tail_.load(std::memory_order_acquire);
+    return head - tail_cache_ >= (mask_ + 1) / 2;
+  }
+
   /// Consumer only. Calls f(element) for everything pushed so far; returns the count.
   template <class F>
   std::size_t drain(F&& f) {
@@ -62,6 +72,7 @@ class SpscRing {
   // must not bounce a line with the sender thread on every step.
   alignas(64) std::atomic<std::size_t> head_{0};
   std::size_t tail_cache_ = 0;  // producer's last view of tail_
+  std::size_t next_check_ = 0;  // producer: when filling() next looks at tail_
   alignas(64) std::atomic<std::size_t> tail_{0};
 };
 

@@ -86,6 +86,14 @@ class ThreadRecorder {
   void publish(const RawStep& s) noexcept {
     if (!ring_.push(s))
       dropped_.store(dropped_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (ring_.filling()) filling_ = true;
+  }
+  /// True once after a publish found the ring half full (or full): the sender
+  /// should drain now rather than at its next interval.
+  bool take_filling() noexcept {
+    const bool f = filling_;
+    filling_ = false;
+    return f;
   }
 
   // --- sender thread ---
@@ -105,6 +113,7 @@ class ThreadRecorder {
   std::uint32_t scopes_ = 0;
   int depth_ = 0;
   bool fetch_seen_ = false;
+  bool filling_ = false;
   std::atomic<std::int64_t> dropped_{0};  // written by the owning thread only
   SpscRing<RawStep> ring_;
 };

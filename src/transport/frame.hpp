@@ -47,6 +47,28 @@ struct Frame {
   std::vector<std::uint8_t> payload;
 };
 
+/// Appends a frame of `type` to `out` with the payload that `put_payload`
+/// appends to `out` after the header: no buffer of its own, so a sender
+/// batches frames without an allocation each. Returns the frame's size, or 0
+/// when the payload is larger than kMaxFrameBytes (then nothing is appended).
+template <typename F>
+std::size_t append_frame(std::vector<std::uint8_t>& out, FrameType type, F&& put_payload) {
+  const std::size_t at = out.size();
+  out.resize(at + kHeaderBytes);
+  put_payload(out);
+  const std::size_t payload = out.size() - at - kHeaderBytes;
+  if (payload > kMaxFrameBytes) {
+    out.resize(at);
+    return 0;
+  }
+  const auto n = static_cast<std::uint32_t>(payload);
+  for (std::size_t i = 0; i < 4; ++i)
+    out[at + i] = static_cast<std::uint8_t>(n >> (8 * i));
+  out[at + 4] = static_cast<std::uint8_t>(type);
+  out[at + 5] = kCodecVersion;
+  return kHeaderBytes + payload;
+}
+
 /// Header + payload, ready to write to a socket; std::nullopt when the payload
 /// is larger than kMaxFrameBytes (the peer's decoder would reject it).
 std::optional<std::vector<std::uint8_t>> encode_frame(FrameType type,

@@ -194,10 +194,15 @@ void get_record(Reader& r, R& out, std::size_t payload_size) {
 }
 
 template <class R>
-std::vector<std::uint8_t> encode_record(const R& record) {
-  std::vector<std::uint8_t> out;
+void encode_record_into(std::vector<std::uint8_t>& out, const R& record) {
   Writer w(out);
   put_record(w, record);
+}
+
+template <class R>
+std::vector<std::uint8_t> encode_record(const R& record) {
+  std::vector<std::uint8_t> out;
+  encode_record_into(out, record);
   return out;
 }
 
@@ -225,6 +230,11 @@ constexpr unsigned kAllEvents = (1u << model::kEventCount) - 1;
 
 std::vector<std::uint8_t> encode_step(const model::StepRecord& s) {
   std::vector<std::uint8_t> out;
+  encode_step_into(out, s);
+  return out;
+}
+
+void encode_step_into(std::vector<std::uint8_t>& out, const model::StepRecord& s) {
   Writer w(out);
   put_required(w, s);
   const auto& e = s.events;
@@ -236,7 +246,6 @@ std::vector<std::uint8_t> encode_step(const model::StepRecord& s) {
     if (has(static_cast<std::uint8_t>(e.gpu_mask()), unsigned(i))) w.f64(e.gpu_values()[i]);
   }
   if (s.gpu_activity) put_record(w, *s.gpu_activity);
-  return out;
 }
 
 std::optional<model::StepRecord> decode_step(const std::vector<std::uint8_t>& payload) {
@@ -268,6 +277,15 @@ std::optional<model::StepRecord> decode_step(const std::vector<std::uint8_t>& pa
 
 std::vector<std::uint8_t> encode_step_memory(const model::StepMemoryRecord& m) {
   return encode_record(m);
+}
+void encode_step_memory_into(std::vector<std::uint8_t>& out, const model::StepMemoryRecord& m) {
+  encode_record_into(out, m);
+}
+void encode_system_into(std::vector<std::uint8_t>& out, const model::SystemSample& s) {
+  encode_record_into(out, s);
+}
+void encode_process_into(std::vector<std::uint8_t>& out, const model::ProcessSample& s) {
+  encode_record_into(out, s);
 }
 std::optional<model::StepMemoryRecord> decode_step_memory(
     const std::vector<std::uint8_t>& payload) {

@@ -40,6 +40,13 @@ std::optional<model::ProcessSample> decode_process(const std::vector<std::uint8_
 std::vector<std::uint8_t> encode_tracer_stats(const model::TracerStats& s);
 std::optional<model::TracerStats> decode_tracer_stats(const std::vector<std::uint8_t>& payload);
 
+/// The payloads above appended to `out` instead of a buffer of their own: a
+/// sender builds its batch with transport::append_frame and these.
+void encode_step_into(std::vector<std::uint8_t>& out, const model::StepRecord& r);
+void encode_step_memory_into(std::vector<std::uint8_t>& out, const model::StepMemoryRecord& r);
+void encode_system_into(std::vector<std::uint8_t>& out, const model::SystemSample& s);
+void encode_process_into(std::vector<std::uint8_t>& out, const model::ProcessSample& s);
+
 /// A rank identity on its own, as carried inside a Hello payload.
 std::vector<std::uint8_t> encode_rank_identity(const model::RankIdentity& id);
 std::optional<model::RankIdentity> decode_rank_identity(const std::vector<std::uint8_t>& payload);
