@@ -105,4 +105,22 @@ bool OrphanedOutputGuard::check() noexcept {
   return redirected;
 }
 
+void OrphanedOutputGuard::watch(int stop_fd) noexcept {
+  while (watching()) {
+    // POLLERR and POLLNVAL come unasked on the output pipes; stop_fd wakes us.
+    // A descriptor no longer watched is left out (-1): it may stay broken.
+    pollfd fds[3] = {{watch_[0] ? STDOUT_FILENO : -1, 0, 0},
+                     {watch_[1] ? STDERR_FILENO : -1, 0, 0},
+                     {stop_fd, POLLIN, 0}};
+    const int n = ::poll(fds, 3, -1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 || (fds[2].revents & (POLLIN | POLLERR | POLLHUP | POLLNVAL)) != 0) return;
+    check();
+    // Whatever still reports (closed by the program, or /dev/null would not
+    // open) is given up rather than polled again at once.
+    for (int i = 0; i < 2; ++i)
+      if (watch_[i] && fds[i].revents != 0) watch_[i] = false;
+  }
+}
+
 }  // namespace traceml::runtime

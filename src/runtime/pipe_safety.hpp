@@ -25,9 +25,10 @@ void write_stderr_line(std::string_view line) noexcept;
 /// launcher (it names their inodes in TRACEML_LAUNCHER_PIPES). When the launcher dies, the next
 /// write by the *program* would raise SIGPIPE and kill it. check() notices a pipe whose reader is
 /// gone (poll reports POLLERR on a write end without readers) and points that descriptor at
-/// /dev/null, so training carries on with its output discarded, as it would be anyway. The sender
-/// thread calls it every flush interval; a write in the gap before the next check can still raise
-/// SIGPIPE in the program (at most ~50 ms after the launcher's death).
+/// /dev/null, so training carries on with its output discarded, as it would be anyway. The runtime
+/// runs watch() on a thread of its own, which sleeps in poll() until a pipe breaks: it costs no
+/// CPU while the launcher lives and acts within microseconds of its death (a program write in
+/// that gap can still raise SIGPIPE).
 class OrphanedOutputGuard {
  public:
   /// Watches stdout and stderr when they are the launcher's pipes named in
@@ -37,6 +38,12 @@ class OrphanedOutputGuard {
   explicit OrphanedOutputGuard(std::string_view launcher_pipes) noexcept;
   /// Returns true when it redirected a descriptor during this call.
   bool check() noexcept;
+  /// True while a descriptor is still watched.
+  [[nodiscard]] bool watching() const noexcept { return watch_[0] || watch_[1]; }
+  /// Blocks until a watched pipe loses its reader (then redirects it, as
+  /// check() does, and goes on watching the other) or `stop_fd` becomes
+  /// readable; returns when nothing is left to watch or on stop.
+  void watch(int stop_fd) noexcept;
 
  private:
   bool watch_[2] = {false, false};

@@ -2,6 +2,7 @@
 // (include/traceml/traceml.hpp). The process has one runtime; it is created by
 // init() and never destroyed (threads that outlive main may still call the
 // hot path, which then finds tracing off and returns).
+#include <fcntl.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -154,14 +155,7 @@ class Runtime {
     s.on_first_failure = [](const std::string& why) {
       warn(why + "; training continues, telemetry is dropped");
     };
-    s.on_tick = [guard = OrphanedOutputGuard(config_.launcher_pipes)]() mutable {
-      if (guard.check()) {
-        // Nobody reads the launcher's pipes any more: say so where it can
-        // still be seen (the line itself goes to /dev/null when stderr was one).
-        write_stderr_line(
-            "traceml: warning: the launcher is gone; this rank's output is discarded");
-      }
-    };
+    start_pipe_watch();
     s.gpu_clock = start_gpu_clock();
     s.activity = cupti_.get();
     const std::string strategy = config_.strategy;
@@ -233,6 +227,39 @@ class Runtime {
       write_stderr_line("traceml: no GPU activity records (" + why + ")");
   }
 
+  /// Under `traceml run`: a thread asleep in poll() on the launcher's pipes,
+  /// which points them at /dev/null the moment the launcher is gone.
+  void start_pipe_watch() {
+    OrphanedOutputGuard guard(config_.launcher_pipes);
+    if (!guard.watching()) return;
+    int fds[2] = {-1, -1};
+    if (::pipe2(fds, O_CLOEXEC) != 0) return;  // no watcher: output is still drained by the keeper
+    pipe_stop_read_ = fds[0];
+    pipe_stop_write_ = fds[1];
+    pipe_watch_ = std::thread([guard, fd = pipe_stop_read_]() mutable {
+      block_sigpipe_in_this_thread();
+      pthread_setname_np(pthread_self(), "traceml-pipes");
+      guard.watch(fd);
+      if (!guard.watching())
+        // Nobody reads the launcher's pipes any more: say so where it can
+        // still be seen (the line itself goes to /dev/null when stderr was one).
+        write_stderr_line(
+            "traceml: warning: the launcher is gone; this rank's output is discarded");
+    });
+  }
+
+  void stop_pipe_watch() {
+    if (!pipe_watch_.joinable()) return;
+    const char b = 0;
+    if (::write(pipe_stop_write_, &b, 1) != 1) {
+      pipe_watch_.detach();  // cannot wake it: it ends with the process
+    } else {
+      pipe_watch_.join();
+    }
+    ::close(pipe_stop_write_);
+    ::close(pipe_stop_read_);
+  }
+
   void stop() {
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -246,6 +273,7 @@ class Runtime {
     if (const char* debug = std::getenv(model::env::kDebug);
         debug != nullptr && std::string(debug) == "1")
       print_debug();
+    stop_pipe_watch();  // last: the flush above may take seconds
   }
 
   /// TRACEML_DEBUG=1 (runtime/debug_report.hpp), after the sender stopped.
@@ -325,6 +353,9 @@ class Runtime {
   std::string cupti_why_ = "no GPU clock";  // why cupti_ is null, when it is
   std::string gpu_why_;                     // why there is no GPU clock, when there is none
   std::unique_ptr<Sender> sender_;
+  std::thread pipe_watch_;
+  int pipe_stop_read_ = -1;
+  int pipe_stop_write_ = -1;
   std::thread sampler_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <ctime>
 #include <string>
@@ -126,6 +127,43 @@ TEST(PipeSafety, GuardSwapsADeadLaunchersPipeForDevNull) {
   // The program's next print is discarded instead of killing it.
   EXPECT_EQ(write(1, "step 100\n", 9), 9);
   EXPECT_FALSE(guard.check()) << "done once";
+}
+
+TEST(PipeSafety, WatcherAsleepInPollSwapsThePipeTheMomentTheLauncherDies) {
+  PipeOn out(1);
+  OrphanedOutputGuard guard(std::to_string(inode_of(1)) + ",0");
+  ASSERT_TRUE(guard.watching());
+  int stop[2];
+  ASSERT_EQ(pipe(stop), 0);
+  std::thread watcher([&] { guard.watch(stop[0]); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  struct stat st {};
+  ASSERT_EQ(fstat(1, &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the launcher still reads";
+  const auto died = std::chrono::steady_clock::now();
+  out.close_reader();
+  watcher.join();  // returns: nothing left to watch
+  EXPECT_LT(std::chrono::steady_clock::now() - died, std::chrono::seconds(1));
+  ASSERT_EQ(fstat(1, &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode)) << "stdout is not /dev/null";
+  EXPECT_EQ(write(1, "step 100\n", 9), 9);
+  EXPECT_FALSE(guard.watching());
+  close(stop[0]);
+  close(stop[1]);
+}
+
+TEST(PipeSafety, WatcherStopsWhenAsked) {
+  PipeOn out(1);
+  OrphanedOutputGuard guard(std::to_string(inode_of(1)) + ",0");
+  int stop[2];
+  ASSERT_EQ(pipe(stop), 0);
+  std::thread watcher([&] { guard.watch(stop[0]); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  ASSERT_EQ(write(stop[1], "x", 1), 1);
+  watcher.join();
+  EXPECT_TRUE(guard.watching()) << "stopped, not triggered";
+  close(stop[0]);
+  close(stop[1]);
 }
 
 TEST(PipeSafety, GuardLeavesTheProgramsOwnPipesAlone) {
