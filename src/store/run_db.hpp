@@ -70,6 +70,10 @@ class RunSink {
   virtual void add_rejected(const RejectedConnection& c) = 0;
 };
 
+/// Hands every record of `t` to `sink`, each kind in its order (run info,
+/// ranks, steps, step memory, system, process), as a collector would.
+void feed(const model::Telemetry& t, RunSink& sink);
+
 /// Writes one run database. Records are buffered and written in batched
 /// transactions (WAL journal); flush() commits what is buffered. Not thread-safe:
 /// one writer thread owns it. Values must be finite (the collector checks):

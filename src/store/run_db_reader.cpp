@@ -485,6 +485,20 @@ class Collect final : public RunSink {
 
 }  // namespace
 
+void feed(const model::Telemetry& t, RunSink& sink) {
+  sink.set_run_info(t.run);
+  for (const auto& r : t.ranks)
+    sink.add_rank(r);
+  for (const auto& r : t.steps)
+    sink.add_step(r);
+  for (const auto& r : t.step_memory)
+    sink.add_step_memory(r);
+  for (const auto& s : t.system)
+    sink.add_system(s);
+  for (const auto& p : t.process)
+    sink.add_process(p);
+}
+
 std::int64_t read_run_db(const std::string& path, RunSink& sink) {
   ReadDb db(path);
   db.begin_snapshot();

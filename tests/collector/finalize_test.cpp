@@ -32,17 +32,7 @@ void write_db(const fs::path& run_dir, const model::Telemetry& t,
               const std::vector<store::RankDelivery>& deliveries, int rejected = 0) {
   fs::create_directories(run_dir);
   store::RunDbWriter w((run_dir / store::kRunDbFileName).string());
-  w.set_run_info(t.run);
-  for (const auto& r : t.ranks)
-    w.add_rank(r);
-  for (const auto& r : t.steps)
-    w.add_step(r);
-  for (const auto& r : t.step_memory)
-    w.add_step_memory(r);
-  for (const auto& s : t.system)
-    w.add_system(s);
-  for (const auto& s : t.process)
-    w.add_process(s);
+  store::feed(t, w);
   for (const auto& d : deliveries)
     w.set_delivery(d);
   for (int i = 0; i < rejected; ++i)

@@ -26,21 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 using model::Event;
 
-/// Feeds `t` to `sink` as a collector would (each kind in its order).
-void feed(const model::Telemetry& t, store::RunSink& sink) {
-  sink.set_run_info(t.run);
-  for (const auto& r : t.ranks)
-    sink.add_rank(r);
-  for (const auto& r : t.steps)
-    sink.add_step(r);
-  for (const auto& r : t.step_memory)
-    sink.add_step_memory(r);
-  for (const auto& s : t.system)
-    sink.add_system(s);
-  for (const auto& p : t.process)
-    sink.add_process(p);
-}
-
 /// What a user reads of a diagnosis: final_summary.json and .txt.
 std::string artifacts(const model::Telemetry& t, std::int64_t window) {
   analysis::Options o;
@@ -53,7 +38,7 @@ std::string artifacts(const model::Telemetry& t, std::int64_t window) {
 void expect_same_diagnosis(const model::Telemetry& full, std::int64_t window,
                            const std::string& what) {
   RunState state(window);
-  feed(full, state);
+  store::feed(full, state);
   const store::RunData kept = state.take();
   ASSERT_TRUE(kept.telemetry.totals.has_value());
   EXPECT_EQ(artifacts(kept.telemetry, window), artifacts(full, window))

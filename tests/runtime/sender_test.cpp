@@ -71,21 +71,22 @@ TEST(Sender, WakesRarelyWhenIdleAndOftenWhenStepsComeFast) {
   EXPECT_LE(idle, 6) << "an idle sender wakes at most every 0.5 s (after its first 50 ms)";
   EXPECT_GE(idle, 2);
   // Fast steps right after the idle time, when the sender sleeps for 0.5 s:
-  // 10 us each (~100,000 a second) fill a 4,096-step ring in 40 ms. The
-  // training thread wakes the sender when its ring is half full.
-  constexpr int kSteps = 150000;
+  // 20 us each (~50,000 a second) fill a 4,096-step ring in 80 ms. The
+  // training thread wakes the sender when its ring is half full; without
+  // that, the first half second alone would drop ~20,000 of them (~28 %).
+  constexpr int kSteps = 75000;
   ThreadRecorder* r = rig.recorders.add();
-  train(*r, kSteps, 10us);
+  train(*r, kSteps, 20us);
   const int busy = rig.ticks.exchange(0);
   EXPECT_GE(busy, 15) << "fast steps keep the sender awake";
   r->retired.store(true);
   rig.sender->stop(Clock::now() + 10s);
   const std::int64_t dropped = rig.recorders.dropped();  // the retired ring's, kept
-  EXPECT_LE(dropped, kSteps / 100)
-      << "a ring overflowed for want of a drain; " << busy << " wake-ups";
+  EXPECT_LE(dropped, kSteps / 20) << "a ring overflowed for want of a drain; " << busy
+                                  << " wake-ups";
   const collector::CollectionReport rep = rig.collector->finish(Clock::now() + 30s, 1);
   EXPECT_EQ(rep.records, kSteps - dropped);
-  // The steps arrived in order with durations converted from ticks: ~10 us each.
+  // The steps arrived in order with durations converted from ticks: ~20 us each.
   const store::RunData run = rig.collector->take_run();
   ASSERT_FALSE(run.telemetry.steps.empty());
   std::int64_t last = 0;
@@ -94,9 +95,9 @@ TEST(Sender, WakesRarelyWhenIdleAndOftenWhenStepsComeFast) {
     EXPECT_GT(s.step, last);
     last = s.step;
     const double ms = s.events.cpu_ms(model::Event::TracedStepTime).value_or(-1.0);
-    if (ms >= 0.0099 && ms < 0.1) ++near;
+    if (ms >= 0.0199 && ms < 0.2) ++near;
   }
-  EXPECT_GT(near, int(run.telemetry.steps.size()) * 9 / 10);
+  EXPECT_GT(near, int(run.telemetry.steps.size()) * 8 / 10);
 }
 
 }  // namespace
