@@ -49,6 +49,10 @@ constexpr auto kFinishPoll = 20ms;
 /// run until the deadline.
 constexpr auto kHandshakeGrace = 250ms;
 
+/// How long finish() waits for the I/O thread to handle what it has taken in
+/// (TcpServer::settle), per round trip.
+constexpr auto kSettle = 200ms;
+
 /// Refused connections stored one row each in `rejected_connections`; the
 /// others are only counted (store::RejectionCounts). The first few say what
 /// was refused and from where, which is all a user needs to find a stray
@@ -349,11 +353,21 @@ struct Collector::Impl final : transport::ServerHandler {
     // waited for only during a short grace (kHandshakeGrace), never until the
     // deadline: they may be anyone's.
     const auto grace_end = std::chrono::steady_clock::now() + kHandshakeGrace;
-    for (;;) {
+    const auto settled = [&] {
       const bool quiet = server->handshaken_connections() == 0 &&
                          ((server->pending_connections() == 0 && !server->backlog_waiting()) ||
                           std::chrono::steady_clock::now() >= grace_end);
-      if (quiet && (expected_ranks <= 0 || ranks_ended() >= expected_ranks)) break;
+      return quiet && (expected_ranks <= 0 || ranks_ended() >= expected_ranks);
+    };
+    for (;;) {
+      if (settled()) {
+        // A rank's last reconnect may have left the backlog without being
+        // counted yet (its accept handler still queued): let the I/O thread
+        // catch up, then look again.
+        server->settle(kSettle);
+        if (settled()) break;
+        continue;
+      }
       if (std::chrono::steady_clock::now() >= deadline) {
         rep.timed_out = true;
         break;

@@ -502,6 +502,15 @@ std::size_t TcpServer::pending_connections() const {
   return impl_->pending.load();
 }
 
+void TcpServer::settle(std::chrono::milliseconds limit) const {
+  for (int round = 0; round < 2; ++round) {
+    auto done = std::make_shared<std::promise<void>>();
+    std::future<void> ran = done->get_future();
+    asio::post(impl_->io, [done] { done->set_value(); });
+    if (ran.wait_for(limit) != std::future_status::ready) return;  // not running, or busy
+  }
+}
+
 bool TcpServer::backlog_waiting() const {
   const int fd = impl_->listen_fd.load();
   if (fd < 0) return false;

@@ -112,6 +112,13 @@ class TcpServer {
   /// Whether a connection waits in the listen backlog, not yet accepted (the
   /// I/O thread has not got to it). Callable from any thread.
   [[nodiscard]] bool backlog_waiting() const;
+  /// Waits (at most `limit` a round) until the I/O thread has handled what it
+  /// had taken in when this was called: a connection it already took from the
+  /// backlog, whose accept handler has not run yet, is then counted in
+  /// pending_connections(). Two round trips through its queue, since a
+  /// completion the reactor holds joins the queue after a handler posted
+  /// meanwhile. Callable from any thread but the I/O thread.
+  void settle(std::chrono::milliseconds limit) const;
 
  private:
   struct Impl;
