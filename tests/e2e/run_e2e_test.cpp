@@ -314,6 +314,32 @@ TEST(E2E, BadInvocationsFailWithOneLineAndLeaveNothing) {
   EXPECT_EQ(read_file(logs.path() / "same" / "final_summary.json"), before);
 }
 
+TEST(E2E, TheHotPathsClockFollowsTraceMlClockAndAWrongValueIsSaidOnce) {
+  // TRACEML_CLOCK=steady times on CLOCK_MONOTONIC, a value traceml does not
+  // know is read as auto with one warning per rank; either way the program
+  // runs as it would and the summary is complete.
+  for (const std::string value : {"steady", "fast"}) {
+    TempDir logs;
+    std::vector<std::string> argv = {"/usr/bin/env", "TRACEML_CLOCK=" + value};
+    for (auto& a : traceml_run(logs, "clock", 1, {example("quickstart"), "--steps", "40"}))
+      argv.push_back(a);
+    const auto r = run_process(argv);
+    ASSERT_EQ(r.exit_code, 0) << value << ": " << r.err;
+    const std::string warning =
+        "[rank0]: traceml: warning: TRACEML_CLOCK must be auto, tsc or steady; using auto";
+    const auto at = r.err.find(warning);
+    if (value == "steady") {
+      EXPECT_EQ(r.err.find("TRACEML_CLOCK"), std::string::npos) << r.err;
+    } else {
+      ASSERT_NE(at, std::string::npos) << r.err;
+      EXPECT_EQ(r.err.find(warning, at + 1), std::string::npos) << "said once";
+    }
+    const Json summary = load(logs.path() / "clock" / "final_summary.json");
+    EXPECT_EQ(summary["tracer"]["ranks"][0]["steps_recorded"], 40) << value;
+    EXPECT_EQ(summary["step_time"]["metadata"]["training_total_steps"], 40) << value;
+  }
+}
+
 TEST(E2E, StandaloneProgramWritesItsOwnSummary) {
   TempDir cwd;
   const auto r = run_process({"/usr/bin/env", "-u", "TRACEML_AGGREGATOR_PORT", "-u", "RANK", "-u",
