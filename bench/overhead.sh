@@ -21,10 +21,13 @@
 #   STEPS [3000]      training steps per run
 #   WARMUP [20]       first steps left out of each run's median
 #   QUICKSTART_ARGS   extra quickstart flags [--batch-size 32] (step size)
-#   FIXED_REPEATS [N] interleaved pairs of the fixed-cost comparison
+#   FIXED_REPEATS [N] interleaved pairs of the fixed-cost comparison (0: none)
 #   FIXED_STEPS [0]   steps of the fixed-cost runs
 #   CONTROL [0]       1: an A/A control, both sides of every pair untraced, to
 #                     show the noise floor of the machine (fixed cost skipped)
+#   CPU_TIMES [0]     1: also the training thread's CPU time per step (quickstart
+#                     --cpu-times), traced and untraced, and their difference:
+#                     what tracing costs that thread (GPU-clock events included)
 set -euo pipefail
 
 build="${1:-build}"
@@ -37,6 +40,7 @@ read -r -a qs_args <<<"${QUICKSTART_ARGS:---batch-size 32}"
 fixed_repeats="${FIXED_REPEATS:-$pairs}"
 fixed_steps="${FIXED_STEPS:-0}"
 control="${CONTROL:-0}"
+cpu_times="${CPU_TIMES:-0}"
 
 for f in "$traceml" "$quickstart"; do
   if [ ! -x "$f" ]; then
@@ -78,18 +82,29 @@ wall_seconds() {
   python3 -c "print(f'{($t1 - $t0) / 1e9:.4f}')"
 }
 
+# quickstart's flags for one run writing its step times to $1 (and, with
+# CPU_TIMES=1, its CPU times to $1.cpu), one a line.
+timing_flags() {
+  printf '%s\n' --step-times "$1"
+  if [ "$cpu_times" = 1 ]; then printf '%s\n' --cpu-times "$1.cpu"; fi
+}
+
 # Each prints its wall seconds.
 run_traced() {
   if [ "$control" = 1 ]; then
     run_untraced "$1"
     return
   fi
+  local flags
+  mapfile -t flags < <(timing_flags "$1")
   wall_seconds "$traceml" run --aggregator-port 0 --logs-dir "$work/logs" -- \
-    "$quickstart" --steps "$steps" "${qs_args[@]}" --step-times "$1"
+    "$quickstart" --steps "$steps" "${qs_args[@]}" "${flags[@]}"
 }
 run_untraced() {
+  local flags
+  mapfile -t flags < <(timing_flags "$1")
   wall_seconds "$traceml" run --disable --logs-dir "$work/logs" -- \
-    "$quickstart" --steps "$steps" "${qs_args[@]}" --step-times "$1"
+    "$quickstart" --steps "$steps" "${qs_args[@]}" "${flags[@]}"
 }
 
 echo "traceml overhead: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -103,6 +118,8 @@ traced_medians=()
 untraced_medians=()
 traced_walls=()
 untraced_walls=()
+traced_cpu=()
+untraced_cpu=()
 for ((i = 1; i <= pairs; ++i)); do
   if ((i % 2 == 1)); then
     order="traced first"
@@ -121,7 +138,23 @@ for ((i = 1; i <= pairs; ++i)); do
   untraced_walls+=("$uw")
   python3 -c "print(f'pair $i ($order): traced {$t:.4f} ms, untraced {$u:.4f} ms, ratio {$t / $u:.4f}; '
                     f'wall {$tw:.2f} s vs {$uw:.2f} s')"
+  if [ "$cpu_times" = 1 ]; then
+    tc=$(run_median "$work/traced_$i.txt.cpu")
+    uc=$(run_median "$work/untraced_$i.txt.cpu")
+    traced_cpu+=("$tc")
+    untraced_cpu+=("$uc")
+    python3 -c "print(f'pair $i: training thread CPU per step: traced {$tc:.1f} us, untraced {$uc:.1f} us, difference {$tc - $uc:+.1f} us')"
+  fi
 done
+if [ "$cpu_times" = 1 ]; then
+  python3 - "${traced_cpu[*]}" "${untraced_cpu[*]}" <<'EOF'
+import statistics, sys
+t, u = ([float(x) for x in arg.split()] for arg in sys.argv[1:3])
+print(f"training thread CPU per step: median traced {statistics.median(t):.1f} us, "
+      f"median untraced {statistics.median(u):.1f} us, "
+      f"median per-pair difference {statistics.median(a - b for a, b in zip(t, u)):+.1f} us")
+EOF
+fi
 # The traced runs really were traced: each left a run directory with a summary.
 check_summaries() {
   local found
@@ -144,6 +177,7 @@ print(f"whole-run wall: median traced {statistics.median(tw):.2f} s, "
       f"median difference {statistics.median(a - b for a, b in zip(tw, uw)):+.2f} s")
 EOF
 [ "$control" = 1 ] && exit 0
+[ "$fixed_repeats" = 0 ] && exit 0
 
 echo
 echo "== fixed cost: $fixed_repeats interleaved pairs, --steps $fixed_steps =="

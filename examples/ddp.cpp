@@ -17,10 +17,21 @@
 //   --slow-rank 1 --slow-residual-ms 20   STRAGGLER (unattributed), rank 1
 //   --slow-rank 1 --crash-at-step 50      rank 1 exits with code 3 in step 50
 //
-// Without WORLD_SIZE it runs as one rank with no process group.
+// Without WORLD_SIZE it runs as one rank with no process group, unless
+// --backend is given: then even one rank makes its process group, which is how
+// a one-GPU machine runs NCCL (--device cuda --backend nccl).
+//
+// --backend nccl needs a LibTorch with CUDA and NCCL's nccl.h at build time,
+// gloo needs Gloo's headers (examples/CMakeLists.txt defines USE_C10D_NCCL and
+// USE_C10D_GLOO when they are there).
 #include <torch/torch.h>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef USE_C10D_GLOO
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#endif
+#ifdef USE_C10D_NCCL
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include <chrono>
 #include <cstdint>
@@ -109,13 +120,17 @@ Rendezvous read_rendezvous(const examples::Flags& flags) {
   return rendezvous;
 }
 
-/// Averages gradients (and aligns initial weights) across ranks over Gloo.
-/// With one rank there is no process group and nothing to do.
+/// The process group's backend: none (one rank, no --backend), Gloo or NCCL.
+enum class Backend { kNone, kGloo, kNccl };
+
+/// Averages gradients (and aligns initial weights) across ranks over Gloo or
+/// NCCL. With one rank and no --backend there is no process group and nothing
+/// to do.
 class GradientAverager {
  public:
-  GradientAverager(const Rendezvous& rendezvous, std::chrono::milliseconds timeout)
+  GradientAverager(const Rendezvous& rendezvous, Backend backend, std::chrono::milliseconds timeout)
       : world_size_(rendezvous.world_size) {
-    if (world_size_ == 1) return;
+    if (backend == Backend::kNone) return;
     // Rank 0 hosts the store; the others connect to it, retrying until timeout,
     // so a rank whose peers never come (or died) fails instead of hanging.
     c10d::TCPStoreOptions store_options;
@@ -125,32 +140,62 @@ class GradientAverager {
     store_options.timeout = timeout;
     auto store = c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, store_options);
 
+#ifdef USE_C10D_NCCL
+    if (backend == Backend::kNccl) {
+      auto options = c10d::ProcessGroupNCCL::Options::create();
+      options->timeout = timeout;
+      nccl_ = c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rendezvous.rank,
+                                                          rendezvous.world_size, options);
+      return;
+    }
+#endif
+#ifdef USE_C10D_GLOO
     auto options = c10d::ProcessGroupGloo::Options::create(timeout);
     options->devices.push_back(gloo_device(rendezvous.master_addr));
-    group_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rendezvous.rank,
-                                                         rendezvous.world_size, options);
+    gloo_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rendezvous.rank,
+                                                        rendezvous.world_size, options);
+#endif
   }
 
   /// Copies rank 0's initial weights to every rank.
   void broadcast_parameters(const std::vector<torch::Tensor>& parameters) {
-    if (!group_) return;
+    if (!grouped()) return;
     torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> flat{torch::nn::utils::parameters_to_vector(parameters)};
-    group_->broadcast(flat)->wait();
+#ifdef USE_C10D_NCCL
+    if (nccl_) nccl_->broadcast(flat)->wait();
+#endif
+#ifdef USE_C10D_GLOO
+    if (gloo_) gloo_->broadcast(flat)->wait();
+#endif
     torch::nn::utils::vector_to_parameters(flat[0], parameters);
   }
 
   /// Replaces each gradient by its mean over the ranks: one all-reduce of all
   /// gradients flattened into one buffer, as DDP's gradient buckets do.
   void average_gradients(const std::vector<torch::Tensor>& parameters) {
-    if (!group_) return;
+    if (!grouped()) return;
     std::vector<torch::Tensor> grads;
     grads.reserve(parameters.size());
     for (const auto& parameter : parameters)
       grads.push_back(parameter.grad().view({-1}));
     std::vector<torch::Tensor> flat{torch::cat(grads)};
-    group_->allreduce(flat)->wait();
-    flat[0].div_(world_size_);
+#ifdef USE_C10D_NCCL
+    if (nccl_) {
+      // NCCL averages itself (ncclAvg). With one rank an in-place sum is no
+      // work at all, while the average still runs NCCL's one-rank reduction
+      // kernel, so a one-GPU machine shows a collective on the GPU clock.
+      c10d::AllreduceOptions average;
+      average.reduceOp = c10d::ReduceOp(c10d::ReduceOp::AVG);
+      nccl_->allreduce(flat, average)->wait();
+    }
+#endif
+#ifdef USE_C10D_GLOO
+    if (gloo_) {
+      gloo_->allreduce(flat)->wait();
+      flat[0].div_(world_size_);
+    }
+#endif
     std::int64_t offset = 0;
     for (const auto& parameter : parameters) {
       const std::int64_t count = parameter.numel();
@@ -160,6 +205,7 @@ class GradientAverager {
   }
 
  private:
+#ifdef USE_C10D_GLOO
   // Ranks of one machine (MASTER_ADDR on loopback) talk over loopback, which
   // needs no resolvable hostname; GLOO_SOCKET_IFNAME picks an interface as in
   // PyTorch; otherwise Gloo binds to the address of this host's name.
@@ -172,9 +218,25 @@ class GradientAverager {
     }
     return c10d::ProcessGroupGloo::createDefaultDevice();
   }
+#endif
+
+  bool grouped() const {
+#ifdef USE_C10D_NCCL
+    if (nccl_) return true;
+#endif
+#ifdef USE_C10D_GLOO
+    if (gloo_) return true;
+#endif
+    return false;
+  }
 
   int world_size_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
+#ifdef USE_C10D_GLOO
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_;
+#endif
+#ifdef USE_C10D_NCCL
+  c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl_;
+#endif
 };
 
 /// Keeps the CPU busy with tensor work for `duration` (extra compute on a slow
@@ -198,6 +260,7 @@ struct Settings {
   std::int64_t log_every = 50;
   std::string device = "cpu";
   std::int64_t timeout_s = 60;
+  std::string backend;  // empty: gloo with several ranks, none with one
   std::optional<std::int64_t> slow_rank;
   double slow_input_ms = 0;
   double slow_forward_ms = 0;
@@ -206,10 +269,11 @@ struct Settings {
   bool crash_abruptly = false;
 };
 
-int train(const Settings& settings, const Rendezvous& rendezvous, const torch::Device& device) {
+int train(const Settings& settings, const Rendezvous& rendezvous, Backend backend,
+          const torch::Device& device) {
   const bool slow = settings.slow_rank == rendezvous.rank;
   const bool leader = rendezvous.rank == 0;
-  GradientAverager averager(rendezvous, std::chrono::seconds(settings.timeout_s));
+  GradientAverager averager(rendezvous, backend, std::chrono::seconds(settings.timeout_s));
 
   auto dataset =
       SyntheticDataset(settings.samples, Milliseconds(slow ? settings.slow_input_ms : 0.0))
@@ -304,6 +368,8 @@ int main(int argc, char** argv) {
   flags.add("log-every", &settings.log_every, "print rank 0's loss every N steps");
   flags.add("device", &settings.device, "cpu or cuda[:N]");
   flags.add("timeout-s", &settings.timeout_s, "give up on a missing or dead peer after this long");
+  flags.add("backend", &settings.backend,
+            "gloo or nccl (default: gloo with several ranks, no process group with one)");
   flags.add("slow-rank", &settings.slow_rank, "the rank that the --slow-* and --crash-* flags hit");
   flags.add("slow-input-ms", &settings.slow_input_ms, "extra delay of each batch's loading");
   flags.add("slow-forward-ms", &settings.slow_forward_ms, "extra compute in each forward pass");
@@ -333,11 +399,31 @@ int main(int argc, char** argv) {
                " is not a rank (WORLD_SIZE=" + std::to_string(rendezvous.world_size) + ")");
   }
   const torch::Device device = examples::parse_device(flags, settings.device);
+  Backend backend = rendezvous.world_size > 1 ? Backend::kGloo : Backend::kNone;
+  if (settings.backend == "gloo") {
+    backend = Backend::kGloo;
+  } else if (settings.backend == "nccl") {
+#ifdef USE_C10D_NCCL
+    if (!device.is_cuda()) flags.fail("--backend nccl needs --device cuda");
+    backend = Backend::kNccl;
+#else
+    flags.fail("--backend nccl: this build has no NCCL (a LibTorch with CUDA and nccl.h)");
+#endif
+  } else if (!settings.backend.empty()) {
+    flags.fail("--backend " + settings.backend + ": not a backend (gloo, nccl)");
+  }
+#ifndef USE_C10D_GLOO
+  if (backend == Backend::kGloo) {
+    flags.fail(
+        "several ranks or --backend gloo: this build has no Gloo (Gloo's headers, e.g. "
+        "Debian's libgloo-dev); use --backend nccl on CUDA");
+  }
+#endif
 
   try {
     torch::set_num_threads(static_cast<int>(settings.threads));
     torch::manual_seed(static_cast<std::uint64_t>(settings.seed));
-    return train(settings, rendezvous, device);
+    return train(settings, rendezvous, backend, device);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "ddp: rank %d: error: %s\n", rendezvous.rank, error.what());
     return 1;

@@ -14,6 +14,8 @@
 // not the launches, sets the pace.
 #include <torch/torch.h>
 
+#include <time.h>
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -62,7 +64,25 @@ struct Settings {
   std::int64_t log_every = 50;
   std::string device = "cpu";
   std::string step_times;  // empty: not written
+  std::string cpu_times;   // empty: not written
 };
+
+/// CPU time the calling thread has used, in microseconds.
+double thread_cpu_us() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
+
+/// Writes one value a line; false when the file cannot be written.
+bool write_lines(const std::string& path, const std::vector<double>& values) {
+  std::ofstream out(path);
+  for (const double value : values)
+    out << value << '\n';
+  if (out) return true;
+  std::fprintf(stderr, "quickstart: error: cannot write %s\n", path.c_str());
+  return false;
+}
 
 int train(const Settings& settings, const torch::Device& device) {
   auto dataset = SyntheticDataset(settings.samples).map(torch::data::transforms::Stack<>());
@@ -85,10 +105,16 @@ int train(const Settings& settings, const torch::Device& device) {
   // --step-times: every step's wall time as the program itself sees it, from
   // the end of one iteration to the end of the next (the fetch included),
   // independent of traceml; bench/overhead.sh compares traced and untraced runs.
+  // --cpu-times: the CPU time the training thread used in each step, likewise
+  // (what tracing costs that thread, with the GPU clock's events included).
   const bool time_steps = !settings.step_times.empty();
+  const bool time_cpu = !settings.cpu_times.empty();
   std::vector<double> step_ms;
+  std::vector<double> cpu_us;
   if (time_steps) step_ms.reserve(static_cast<std::size_t>(settings.steps));
+  if (time_cpu) cpu_us.reserve(static_cast<std::size_t>(settings.steps));
   auto iteration_end = std::chrono::steady_clock::now();
+  double iteration_end_cpu = thread_cpu_us();
 
   std::int64_t step = 0;
   while (step < settings.steps) {  // one pass of the loader per epoch
@@ -122,20 +148,18 @@ int train(const Settings& settings, const torch::Device& device) {
         step_ms.push_back(std::chrono::duration<double, std::milli>(now - iteration_end).count());
         iteration_end = now;
       }
+      if (time_cpu) {
+        const double now = thread_cpu_us();
+        cpu_us.push_back(now - iteration_end_cpu);
+        iteration_end_cpu = now;
+      }
       if (step == settings.steps) break;
     }
   }
 
   traceml::shutdown();
-  if (time_steps) {
-    std::ofstream out(settings.step_times);
-    for (const double ms : step_ms)
-      out << ms << '\n';
-    if (!out) {
-      std::fprintf(stderr, "quickstart: error: cannot write %s\n", settings.step_times.c_str());
-      return 1;
-    }
-  }
+  if (time_steps && !write_lines(settings.step_times, step_ms)) return 1;
+  if (time_cpu && !write_lines(settings.cpu_times, cpu_us)) return 1;
   std::printf("done\n");
   return 0;
 }
@@ -155,6 +179,8 @@ int main(int argc, char** argv) {
   flags.add("log-every", &settings.log_every, "print the loss every N steps");
   flags.add("device", &settings.device, "cpu or cuda[:N]");
   flags.add("step-times", &settings.step_times, "write each step's wall time (ms) to this file");
+  flags.add("cpu-times", &settings.cpu_times,
+            "write each step's CPU time of the training thread (us) to this file");
   flags.parse(argc, argv);
   if (settings.steps < 0 || settings.batch_size < 1 || settings.hidden < 1 ||
       settings.samples < 1 || settings.threads < 1 || settings.log_every < 1) {

@@ -31,7 +31,9 @@ bool is_collective_kernel(std::string_view name) noexcept {
     if (digits == 0) return false;
     name.remove_prefix(digits);
   }
-  return name.substr(0, 4) == "nccl";
+  // NCCL's kernels are named nccl...; a one-rank communicator runs an
+  // all-reduce that scales (an average) as its oneRankReduce<...> kernel.
+  return name.substr(0, 4) == "nccl" || name.substr(0, 13) == "oneRankReduce";
 }
 
 ActivityAttributor::ActivityAttributor(AttributorSettings settings) : settings_(settings) {}

@@ -8,10 +8,12 @@
 #   input_bound (slow per-sample transform)    INPUT_BOUND
 #   quickstart  (wide MLP, fast loader)        COMPUTE_BOUND
 #
-# then four short h2d_bound variants whose numbers are printed, not asserted
-# (--pinned; TRACEML_CUPTI=0; TRACEML_CUPTI_PER_THREAD_BUFFERS=0 and =1), and
-# the overhead ratio traced/untraced (bench/overhead.sh on the compute-bound
-# quickstart). Every rank runs with TRACEML_DEBUG=1; the check prints each
+# then ddp on a one-rank NCCL process group (collective time and GPU idle
+# asserted, with a probe of the kernels a one-rank all-reduce launches), four
+# short h2d_bound variants whose numbers are printed, not asserted (--pinned;
+# TRACEML_CUPTI=0; TRACEML_CUPTI_PER_THREAD_BUFFERS=0 and =1), and the overhead
+# (bench/overhead.sh: traced/untraced median step time and the training
+# thread's CPU per step, at about 5 ms, 1 ms and launch-bound steps). Every rank runs with TRACEML_DEBUG=1; the check prints each
 # run's `traceml: debug:` lines, the CUDA libraries the rank really mapped
 # (/proc/<pid>/maps, sampled while it runs) and a row of key numbers from
 # final_summary.json, plus the versions of everything involved and each
@@ -29,10 +31,10 @@
 #                     one inside python3's torch package (torch.utils.cmake_prefix_path)
 #   BUILD_DIR         build directory [<repo>/build-gpu]
 #   TRACEML_GPU_DEBS  a folder of Debian packages (.deb) for traceml's own build
-#                     dependencies (nlohmann-json3-dev libfmt-dev libfmt9
-#                     libsqlite3-dev libsqlite3-0 libasio-dev libcli11-dev) on a
-#                     machine that lacks them and cannot install them: unpacked
-#                     (dpkg-deb) into BUILD_DIR/deps and searched by CMake
+#                     dependencies (nlohmann-json3-dev libsqlite3-dev
+#                     libsqlite3-0 libasio-dev libcli11-dev) on a machine that
+#                     lacks them and cannot install them: unpacked (dpkg-deb, or
+#                     ar and tar) into BUILD_DIR/deps and searched by CMake
 #   TRACEML_CUPTI_INCLUDE_DIR, TRACEML_CUDA_INCLUDE_DIR
 #                     the folders of cupti_activity.h and cuda.h; default: the
 #                     first of $CUDA_HOME, $CUDA_PATH, /usr/local/cuda (include/
@@ -225,19 +227,38 @@ if [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ]; then nvcc=/usr/local/cuda/
 if [ -n "$nvcc" ]; then
   ver nvcc "$("$nvcc" --version | grep -E 'release|Build' | tr '\n' ' ') ($nvcc)"
 else
-  ver nvcc "not installed (not needed: traceml compiles no CUDA code)"
+  # traceml compiles no CUDA code, but LibTorch's CMake package with CUDA
+  # enables CUDA and looks for the toolkit: the configure will say if it fails.
+  ver nvcc "not installed (LibTorch's CMake package with CUDA may need it)"
 fi
 
 dep_prefixes=""
 if [ -n "${TRACEML_GPU_DEBS:-}" ]; then
   [ -d "$TRACEML_GPU_DEBS" ] || fail_now "TRACEML_GPU_DEBS=$TRACEML_GPU_DEBS is not a folder"
-  command -v dpkg-deb >/dev/null 2>&1 ||
-    fail_now "TRACEML_GPU_DEBS is set but dpkg-deb is not installed: cannot unpack the .deb files"
+  # dpkg-deb where the machine has it; otherwise ar and tar (a .deb is an ar
+  # archive holding data.tar.*).
+  unpack_deb() {
+    if command -v dpkg-deb >/dev/null 2>&1; then
+      dpkg-deb -x "$1" "$2"
+      return
+    fi
+    local tmp data
+    tmp=$(mktemp -d)
+    (cd "$tmp" && ar x "$1") || return 1
+    data=$(find "$tmp" -maxdepth 1 -name 'data.tar*' | head -n 1)
+    [ -n "$data" ] && mkdir -p "$2" && tar -xf "$data" -C "$2"
+    local rc=$?
+    rm -rf "$tmp"
+    return $rc
+  }
+  if ! command -v dpkg-deb >/dev/null 2>&1 && ! command -v ar >/dev/null 2>&1; then
+    fail_now "TRACEML_GPU_DEBS is set but neither dpkg-deb nor ar is installed: cannot unpack the .deb files"
+  fi
   rm -rf "$build/deps"
   unpacked=0
   for deb in "$TRACEML_GPU_DEBS"/*.deb; do
     [ -f "$deb" ] || fail_now "TRACEML_GPU_DEBS=$TRACEML_GPU_DEBS holds no .deb"
-    dpkg-deb -x "$deb" "$build/deps" || fail_now "cannot unpack $deb"
+    unpack_deb "$deb" "$build/deps" || fail_now "cannot unpack $deb"
     unpacked=$((unpacked + 1))
   done
   dep_prefixes="$build/deps/usr"
@@ -301,6 +322,10 @@ cuda_dir="${TRACEML_CUDA_INCLUDE_DIR:-$(first_with cuda.h "${header_dirs[@]}" "$
 if [ -z "$cupti_dir" ] || [ -z "$cuda_dir" ]; then
   fail_now "CUPTI headers not found (cupti_activity.h: ${cupti_dir:-none}, cuda.h: ${cuda_dir:-none}; searched ${header_dirs[*]} ${pip_dirs[*]:-and no pip nvidia packages}): without them GPU activity capture is off; set CUDA_HOME or TRACEML_CUPTI_INCLUDE_DIR and TRACEML_CUDA_INCLUDE_DIR"
 fi
+# NCCL's nccl.h for the ddp example's --backend nccl (LibTorch does not ship it):
+# the pip package's first (the NCCL that torch loads), then the toolkit's.
+nccl_dir="${TRACEML_NCCL_INCLUDE_DIR:-$(first_with nccl.h "${pip_dirs[@]}" "${header_dirs[@]}")}"
+ver "nccl.h" "${nccl_dir:-not found (the ddp run on NCCL will fail)}"
 ver "CUPTI headers" "$cupti_dir (CUPTI_API_VERSION $(cupti_version "$cupti_dir" || true))"
 ver "cuda.h" "$cuda_dir"
 pip_cupti=$(first_with cupti_version.h "${pip_dirs[@]}")
@@ -310,7 +335,7 @@ if [ -n "$pip_cupti" ] && [ "$pip_cupti" != "$cupti_dir" ]; then
     echo "  note: the pip packages' CUPTI (loaded at run time, see LD_LIBRARY_PATH) differs from the headers built against"
   fi
 fi
-echo "dependencies: all found (nlohmann_json, fmt, SQLite3, asio, CLI11, CUPTI and CUDA headers)"
+echo "dependencies: all found (nlohmann_json, SQLite3, asio, CLI11, CUPTI and CUDA headers)"
 
 # ---- 2. A GPU, and a LibTorch with CUDA ----------------------------------------
 stage gpu "GPU, driver and LibTorch"
@@ -386,10 +411,18 @@ ver LD_LIBRARY_PATH "${LD_LIBRARY_PATH:-(empty)}"
 # ---- 3. Configure and build -----------------------------------------------------
 stage build "build (Release, -DTRACEML_WITH_TORCH=ON, $jobs jobs)"
 prefixes="$torch_prefix${dep_prefixes:+;$dep_prefixes}"
+# LibTorch's CMake package with CUDA finds the toolkit through nvcc; the GPU's
+# architecture is named so that it does not compile a program to detect it.
+cuda_args=()
+if [ -n "$nvcc" ]; then
+  cuda_args=(-DCMAKE_CUDA_COMPILER="$nvcc" -DCUDAToolkit_ROOT="$(dirname "$(dirname "$nvcc")")")
+fi
+export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
 run_stage 180 "$build/configure.log" cmake -S "$repo" -B "$build" "${generator[@]}" \
   -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$prefixes" -DTRACEML_WITH_TORCH=ON \
   -DTRACEML_BUILD_EXAMPLES=ON -DTRACEML_BUILD_TESTS=OFF -DTRACEML_BUILD_BENCHMARKS=OFF \
-  -DTRACEML_CUPTI_INCLUDE_DIR="$cupti_dir" -DTRACEML_CUDA_INCLUDE_DIR="$cuda_dir"
+  -DTRACEML_CUPTI_INCLUDE_DIR="$cupti_dir" -DTRACEML_CUDA_INCLUDE_DIR="$cuda_dir" \
+  ${nccl_dir:+-DTRACEML_NCCL_INCLUDE_DIR="$nccl_dir"} "${cuda_args[@]}"
 grep -E "^-- traceml:" "$build/configure.log" | sed 's/^/  /' || true
 if grep -q "CUPTI headers not found" "$build/configure.log" ||
   ! grep -q "GPU activity capture on" "$build/configure.log"; then
@@ -400,8 +433,21 @@ grep -q "TRACEML_TORCH_CUDA=1" "$build/compile_commands.json" ||
   fail_now "this LibTorch has no CUDA (TRACEML_TORCH_CUDA=0; c10_cuda target missing): use a CUDA build of LibTorch"
 grep -q "TRACEML_HAVE_CUPTI=1" "$build/compile_commands.json" ||
   fail_now "traceml_core is compiled without TRACEML_HAVE_CUPTI=1: no GPU activity capture"
-run_stage 330 "$build/build.log" cmake --build "$build" -j "$jobs" --target traceml_cli \
-  traceml_example_h2d_bound traceml_example_input_bound traceml_example_quickstart
+# Keeps going past a target that fails (a LibTorch API difference in one
+# example must not cost the runs of the others); each run then needs its binary.
+keep_going=(-k 0)
+if [ ${#generator[@]} -eq 0 ]; then keep_going=(-k); fi
+build_limit=$(stage_limit 330)
+build_rc=0
+timeout --kill-after=10 "$build_limit" cmake --build "$build" -j "$jobs" --target traceml_cli \
+  traceml_example_h2d_bound traceml_example_input_bound traceml_example_quickstart \
+  traceml_example_ddp -- "${keep_going[@]}" >"$build/build.log" 2>&1 || build_rc=$?
+if ((build_rc != 0)); then
+  # The compiler's first errors, then what failed.
+  grep -n -m 40 -E "error|FAILED" "$build/build.log" || tail -n 40 "$build/build.log"
+  check_failed "build: $(exit_reason "$build_rc" "$build_limit") (the runs go on with what was built)"
+fi
+[ -x "$build/bin/traceml" ] || fail_now "traceml_cli did not build (build.log above)"
 
 traceml="$build/bin/traceml"
 examples="$build/bin/examples"
@@ -419,10 +465,14 @@ run_and_check() {
   if [ "$3" != "-" ]; then read -r -a extra_env <<<"$3"; fi
   shift 3
   echo
-  if [ "$expected" = "-" ]; then
-    echo "== $name: variant, numbers only =="
-  else
-    echo "== $name: expect $expected on the GPU clock =="
+  case $expected in
+    -) echo "== $name: variant, numbers only ==" ;;
+    collective) echo "== $name: expect collective time (NCCL) and GPU idle in steps ==" ;;
+    *) echo "== $name: expect $expected on the GPU clock ==" ;;
+  esac
+  if [ ! -x "$1" ]; then
+    check_failed "$name: $(basename "$1") was not built"
+    return
   fi
   echo "\$ ${extra_env[*]:+${extra_env[*]} }traceml run -- $(basename "$1") ${*:2}"
   limit=$(stage_limit 90)
@@ -449,16 +499,20 @@ run_and_check() {
     return
   fi
   local expect_args=() src=0
-  if [ "$expected" != "-" ]; then expect_args=(--expect "$expected"); fi
+  case $expected in
+    -) ;;
+    collective) expect_args=(--expect-collective) ;;
+    *) expect_args=(--expect "$expected") ;;
+  esac
   python3 "$repo/tests/gpu/summary_row.py" "$logs/$name/final_summary.json" "$name" \
     "${expect_args[@]}" --row-file "$rows" 2>"$logs/$name.summary.err" || src=$?
   if ((src != 0)); then
     cat "$logs/$name.summary.err"
-    if [ "$expected" = "-" ]; then
-      check_failed "$name: no usable final_summary.json"
-    else
-      check_failed "$name: expected $expected on the GPU clock"
-    fi
+    case $expected in
+      -) check_failed "$name: no usable final_summary.json" ;;
+      collective) check_failed "$name: expected collective_ms > 0 and a GPU idle fraction" ;;
+      *) check_failed "$name: expected $expected on the GPU clock" ;;
+    esac
     return
   fi
   echo "  ok"
@@ -497,6 +551,34 @@ run_and_check input_bound INPUT_BOUND - "$examples/input_bound" --device cuda --
 run_and_check compute_bound COMPUTE_BOUND - "$examples/quickstart" --device cuda --steps 150 \
   --hidden 16384 --batch-size 256
 
+stage nccl "NCCL: one rank, the all-reduce inside Backward"
+# Which kernels a one-rank NCCL all-reduce launches (PyTorch's profiler, CUPTI
+# underneath): with one rank NCCL runs an in-place sum as no work at all and an
+# average as its one-rank reduction kernel, which traceml counts as collective.
+probe_limit=$(stage_limit 60)
+timeout --kill-after=10 "$probe_limit" python3 - >"$logs/nccl_kernels.txt" 2>"$logs/nccl_kernels.err" <<'EOF' ||
+import torch, torch.distributed as dist
+from torch.profiler import profile, ProfilerActivity
+dist.init_process_group("nccl", store=dist.HashStore(), rank=0, world_size=1)
+x = torch.randn(1 << 20, device="cuda")
+for op in (dist.ReduceOp.SUM, dist.ReduceOp.AVG):
+    dist.all_reduce(x, op=op)
+torch.cuda.synchronize()
+for op in (dist.ReduceOp.SUM, dist.ReduceOp.AVG):
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        dist.all_reduce(x, op=op)
+        torch.cuda.synchronize()
+    names = sorted({e.name for e in prof.events() if e.device_type.name == "CUDA"})
+    print(f"all_reduce {op}: {len(names)} GPU activities: " + (" | ".join(names) or "none"))
+print("NCCL " + ".".join(map(str, torch.cuda.nccl.version())))
+dist.destroy_process_group()
+EOF
+  echo "  (the NCCL probe failed: $(tail -n 1 "$logs/nccl_kernels.err"))"
+sed 's/^/  /' "$logs/nccl_kernels.txt"
+# ddp with one rank on NCCL: its all-reduce (an average) is inside Backward.
+run_and_check ddp_nccl collective - "$examples/ddp" --device cuda --backend nccl --steps 300 \
+  --batch-size 256 --log-every 100
+
 stage variants "variants: h2d_bound pinned, without CUPTI, CUPTI per-thread buffers 0 and 1"
 # The fix the H2D verdict suggests: pinned batches copied non_blocking.
 run_and_check h2d_pinned - - "$examples/h2d_bound" "${h2d_args[@]}" --steps 100 --pinned
@@ -513,16 +595,29 @@ echo "== runs at a glance =="
 sed 's/^/  /' "$rows"
 
 # ---- 5. Overhead ------------------------------------------------------------------
-stage overhead "overhead: bench/overhead.sh, compute-bound quickstart on the GPU"
-limit=$(stage_limit 150)
-rc=0
-N=3 STEPS=300 WARMUP=20 FIXED_REPEATS=1 FIXED_STEPS=0 \
-  QUICKSTART_ARGS="--device cuda --hidden 16384 --batch-size 256 --log-every 1000" \
-  timeout --kill-after=10 "$limit" bash "$repo/bench/overhead.sh" "$build" >"$logs/overhead.log" 2>&1 ||
-  rc=$?
-cat "$logs/overhead.log"
-if ((rc != 0)); then
-  check_failed "overhead.sh: $(exit_reason "$rc" "$limit")"
-fi
+stage overhead "overhead: bench/overhead.sh, quickstart on the GPU at three step sizes"
+# name, steps, fixed-cost pairs, quickstart flags: a GPU-bound step of about
+# 5 ms, one of about 1 ms, and a launch-bound one (tiny model: the CPU that
+# launches the kernels sets the pace, so tracing's CPU shows in full).
+overhead_runs=(
+  "gpu_5ms 300 1 --hidden 16384 --batch-size 256"
+  "gpu_1ms 1000 0 --hidden 4096 --batch-size 512"
+  "launch_bound 3000 0 --hidden 256 --batch-size 64"
+)
+for spec in "${overhead_runs[@]}"; do
+  read -r oname osteps ofixed oargs <<<"$spec"
+  echo
+  echo "-- overhead $oname: quickstart $oargs, $osteps steps --"
+  limit=$(stage_limit 75)
+  rc=0
+  N=3 STEPS=$osteps WARMUP=30 FIXED_REPEATS=$ofixed FIXED_STEPS=0 CPU_TIMES=1 \
+    QUICKSTART_ARGS="--device cuda $oargs --log-every 100000" \
+    timeout --kill-after=10 "$limit" bash "$repo/bench/overhead.sh" "$build" \
+    >"$logs/overhead_$oname.log" 2>&1 || rc=$?
+  cat "$logs/overhead_$oname.log"
+  if ((rc != 0)); then
+    check_failed "overhead.sh $oname: $(exit_reason "$rc" "$limit")"
+  fi
+done
 
 finish 0

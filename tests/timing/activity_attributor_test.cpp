@@ -66,6 +66,9 @@ TEST(CollectiveKernel, NcclKernelsByTheirNames) {
   EXPECT_TRUE(
       is_collective_kernel("_Z38ncclKernel_AllReduce_RING_LL_Sum_floatP11ncclDevCommmP8ncclWork"));
   EXPECT_TRUE(is_collective_kernel("_ZL21ncclDevKernel_Genericv"));
+  // A one-rank communicator's average: NCCL's oneRankReduce<FuncPreMulSum<T>>.
+  EXPECT_TRUE(is_collective_kernel("_Z13oneRankReduceI13FuncPreMulSumIfEEvPvPKvmmm"));
+  EXPECT_TRUE(is_collective_kernel("oneRankReduce<FuncPreMulSum<float>>"));
 }
 
 TEST(CollectiveKernel, OtherKernelsAreNot) {
@@ -80,6 +83,7 @@ TEST(CollectiveKernel, OtherKernelsAreNot) {
   // The second component of a nested name is not where a kernel's name starts.
   EXPECT_FALSE(is_collective_kernel("_ZN2at4ncclEv"));
   EXPECT_FALSE(is_collective_kernel("_Z10my_kernel24ncclDevKernelArgsStorage"));
+  EXPECT_FALSE(is_collective_kernel("_Z9oneReducev"));
 }
 
 TEST(ActivityAttributor, H2dIsHostToDeviceCopiesOnly) {
