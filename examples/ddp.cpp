@@ -22,14 +22,15 @@
 // a one-GPU machine runs NCCL (--device cuda --backend nccl).
 //
 // --backend nccl needs a LibTorch with CUDA and NCCL's nccl.h at build time,
-// gloo needs Gloo's headers (examples/CMakeLists.txt defines USE_C10D_NCCL and
-// USE_C10D_GLOO when they are there).
+// gloo needs Gloo's headers (examples/CMakeLists.txt defines
+// TRACEML_EXAMPLE_NCCL and TRACEML_EXAMPLE_GLOO, and LibTorch's USE_C10D_NCCL
+// and USE_C10D_GLOO, when they are there).
 #include <torch/torch.h>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
-#ifdef USE_C10D_GLOO
+#if TRACEML_EXAMPLE_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #endif
-#ifdef USE_C10D_NCCL
+#if TRACEML_EXAMPLE_NCCL
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -140,7 +141,7 @@ class GradientAverager {
     store_options.timeout = timeout;
     auto store = c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, store_options);
 
-#ifdef USE_C10D_NCCL
+#if TRACEML_EXAMPLE_NCCL
     if (backend == Backend::kNccl) {
       auto options = c10d::ProcessGroupNCCL::Options::create();
       options->timeout = timeout;
@@ -149,7 +150,7 @@ class GradientAverager {
       return;
     }
 #endif
-#ifdef USE_C10D_GLOO
+#if TRACEML_EXAMPLE_GLOO
     auto options = c10d::ProcessGroupGloo::Options::create(timeout);
     options->devices.push_back(gloo_device(rendezvous.master_addr));
     gloo_ = c10::make_intrusive<c10d::ProcessGroupGloo>(store, rendezvous.rank,
@@ -162,10 +163,10 @@ class GradientAverager {
     if (!grouped()) return;
     torch::NoGradGuard no_grad;
     std::vector<torch::Tensor> flat{torch::nn::utils::parameters_to_vector(parameters)};
-#ifdef USE_C10D_NCCL
+#if TRACEML_EXAMPLE_NCCL
     if (nccl_) nccl_->broadcast(flat)->wait();
 #endif
-#ifdef USE_C10D_GLOO
+#if TRACEML_EXAMPLE_GLOO
     if (gloo_) gloo_->broadcast(flat)->wait();
 #endif
     torch::nn::utils::vector_to_parameters(flat[0], parameters);
@@ -180,7 +181,7 @@ class GradientAverager {
     for (const auto& parameter : parameters)
       grads.push_back(parameter.grad().view({-1}));
     std::vector<torch::Tensor> flat{torch::cat(grads)};
-#ifdef USE_C10D_NCCL
+#if TRACEML_EXAMPLE_NCCL
     if (nccl_) {
       // NCCL averages itself (ncclAvg). With one rank an in-place sum is no
       // work at all, while the average still runs NCCL's one-rank reduction
@@ -190,7 +191,7 @@ class GradientAverager {
       nccl_->allreduce(flat, average)->wait();
     }
 #endif
-#ifdef USE_C10D_GLOO
+#if TRACEML_EXAMPLE_GLOO
     if (gloo_) {
       gloo_->allreduce(flat)->wait();
       flat[0].div_(world_size_);
@@ -205,7 +206,7 @@ class GradientAverager {
   }
 
  private:
-#ifdef USE_C10D_GLOO
+#if TRACEML_EXAMPLE_GLOO
   // Ranks of one machine (MASTER_ADDR on loopback) talk over loopback, which
   // needs no resolvable hostname; GLOO_SOCKET_IFNAME picks an interface as in
   // PyTorch; otherwise Gloo binds to the address of this host's name.
@@ -221,20 +222,20 @@ class GradientAverager {
 #endif
 
   bool grouped() const {
-#ifdef USE_C10D_NCCL
+#if TRACEML_EXAMPLE_NCCL
     if (nccl_) return true;
 #endif
-#ifdef USE_C10D_GLOO
+#if TRACEML_EXAMPLE_GLOO
     if (gloo_) return true;
 #endif
     return false;
   }
 
   int world_size_;
-#ifdef USE_C10D_GLOO
+#if TRACEML_EXAMPLE_GLOO
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_;
 #endif
-#ifdef USE_C10D_NCCL
+#if TRACEML_EXAMPLE_NCCL
   c10::intrusive_ptr<c10d::ProcessGroupNCCL> nccl_;
 #endif
 };
@@ -403,7 +404,7 @@ int main(int argc, char** argv) {
   if (settings.backend == "gloo") {
     backend = Backend::kGloo;
   } else if (settings.backend == "nccl") {
-#ifdef USE_C10D_NCCL
+#if TRACEML_EXAMPLE_NCCL
     if (!device.is_cuda()) flags.fail("--backend nccl needs --device cuda");
     backend = Backend::kNccl;
 #else
@@ -412,7 +413,7 @@ int main(int argc, char** argv) {
   } else if (!settings.backend.empty()) {
     flags.fail("--backend " + settings.backend + ": not a backend (gloo, nccl)");
   }
-#ifndef USE_C10D_GLOO
+#if !TRACEML_EXAMPLE_GLOO
   if (backend == Backend::kGloo) {
     flags.fail(
         "several ranks or --backend gloo: this build has no Gloo (Gloo's headers, e.g. "

@@ -63,8 +63,9 @@ struct Settings {
   std::int64_t threads = 1;
   std::int64_t log_every = 50;
   std::string device = "cpu";
-  std::string step_times;  // empty: not written
-  std::string cpu_times;   // empty: not written
+  std::string step_times;     // empty: not written
+  std::string cpu_times;      // empty: not written
+  bool no_gpu_clock = false;  // true: no traceml::enable_torch_cuda (CPU clock only)
 };
 
 /// CPU time the calling thread has used, in microseconds.
@@ -100,7 +101,7 @@ int train(const Settings& settings, const torch::Device& device) {
                               torch::optim::SGDOptions(settings.lr).momentum(0.9));
 
   traceml::init();
-  traceml::enable_torch_cuda(device);  // GPU clock and memory; nothing on CPU
+  if (!settings.no_gpu_clock) traceml::enable_torch_cuda(device);  // GPU clock and memory
 
   // --step-times: every step's wall time as the program itself sees it, from
   // the end of one iteration to the end of the next (the fetch included),
@@ -179,6 +180,8 @@ int main(int argc, char** argv) {
   flags.add("log-every", &settings.log_every, "print the loss every N steps");
   flags.add("device", &settings.device, "cpu or cuda[:N]");
   flags.add("step-times", &settings.step_times, "write each step's wall time (ms) to this file");
+  flags.add("no-gpu-clock", &settings.no_gpu_clock,
+            "do not hand traceml LibTorch's CUDA stream and allocator (the CPU clock only)");
   flags.add("cpu-times", &settings.cpu_times,
             "write each step's CPU time of the training thread (us) to this file");
   flags.parse(argc, argv);

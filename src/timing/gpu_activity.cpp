@@ -11,6 +11,19 @@ bool is_digit(char c) noexcept {
   return c >= '0' && c <= '9';
 }
 
+/// Reads one <length><identifier> component of a mangled name into `out` and
+/// moves past it; false when `name` does not start with one.
+bool next_component(std::string_view& name, std::string_view& out) noexcept {
+  std::size_t digits = 0;
+  std::size_t length = 0;
+  while (digits < name.size() && digits < 6 && is_digit(name[digits]))
+    length = length * 10 + std::size_t(name[digits++] - '0');
+  if (digits == 0 || length == 0 || length > name.size() - digits) return false;
+  out = name.substr(digits, length);
+  name.remove_prefix(digits + length);
+  return true;
+}
+
 /// A duration that a clock glitch made negative counts as nothing.
 std::int64_t duration_ns(const GpuActivity& a) noexcept {
   return a.end_ns > a.start_ns ? a.end_ns - a.start_ns : 0;
@@ -19,21 +32,32 @@ std::int64_t duration_ns(const GpuActivity& a) noexcept {
 }  // namespace
 
 bool is_collective_kernel(std::string_view name) noexcept {
+  // nvcc prefixes a kernel of internal linkage (static, or in an anonymous
+  // namespace) with __nv_static_<n>__<file id>__, then its mangled name.
+  constexpr std::string_view kNvStatic = "__nv_static_";
+  if (name.substr(0, kNvStatic.size()) == kNvStatic) {
+    const std::size_t mangled = name.find("__Z", kNvStatic.size());
+    if (mangled == std::string_view::npos) return false;
+    name.remove_prefix(mangled + 1);
+  }
   // CUPTI reports the mangled symbol: _Z, then L for internal linkage, N for
-  // a nested name (whose first component we read), then <length><identifier>.
+  // a nested name, then <length><identifier> components. The kernel's name is
+  // the first component that is not an anonymous namespace (_GLOBAL__N_...).
   if (name.substr(0, 2) == "_Z") {
     name.remove_prefix(2);
     if (!name.empty() && name.front() == 'L') name.remove_prefix(1);
-    if (!name.empty() && name.front() == 'N') name.remove_prefix(1);
-    std::size_t digits = 0;
-    while (digits < name.size() && is_digit(name[digits]))
-      ++digits;
-    if (digits == 0) return false;
-    name.remove_prefix(digits);
+    const bool nested = !name.empty() && name.front() == 'N';
+    if (nested) name.remove_prefix(1);
+    std::string_view identifier;
+    do {
+      if (!next_component(name, identifier)) return false;
+    } while (nested && identifier.substr(0, 10) == "_GLOBAL__N");
+    name = identifier;
   }
   // NCCL's kernels are named nccl...; a one-rank communicator runs an
   // all-reduce that scales (an average) as its oneRankReduce<...> kernel.
-  return name.substr(0, 4) == "nccl" || name.substr(0, 13) == "oneRankReduce";
+  return name.substr(0, 4) == "nccl" || name == "oneRankReduce" ||
+         name.substr(0, 14) == "oneRankReduce<";
 }
 
 ActivityAttributor::ActivityAttributor(AttributorSettings settings) : settings_(settings) {}

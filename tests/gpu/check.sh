@@ -42,6 +42,10 @@
 #                     packages' nvidia/*/include, that has them
 #   BUDGET_S          the whole check's budget in seconds [480]
 #   JOBS              build parallelism [nproc]
+#   GPU_CHECK_STAGES  the stages after the build, of: runs nccl variants
+#                     overhead [all four]
+#   GPU_CHECK_OVERHEAD the overhead runs, ';'-separated, each "name steps
+#                     fixed-cost-pairs env|- quickstart-flags" [six, see below]
 #   OUT               when set: the output is also written to $OUT/gpu-check.txt,
 #                     the versions to $OUT/gpu-versions.txt and the logs (run
 #                     folders, configure and build logs) to $OUT/gpu-logs.tgz
@@ -518,9 +522,16 @@ run_and_check() {
   echo "  ok"
 }
 
-stage runs "runs: three verdicts on the GPU clock"
+# GPU_CHECK_STAGES: which of the stages after the build run (default all):
+# runs nccl variants overhead.
+stages="${GPU_CHECK_STAGES:-runs nccl variants overhead}"
+wanted() { [[ " $stages " == *" $1 "* ]]; }
+
 # Pageable copies of 64 MiB, not marked: only the automatic H2D capture sees them.
 h2d_args=(--device cuda --batch-mb 64 --mark-h2d 0)
+
+if wanted runs; then
+stage runs "runs: three verdicts on the GPU clock"
 run_and_check h2d_bound H2D_BOUND - "$examples/h2d_bound" "${h2d_args[@]}" --steps 200
 # The H2D evidence: the primary's, and every pageable-copy figure in the summary.
 if [ -f "$logs/h2d_bound/final_summary.json" ]; then
@@ -539,6 +550,7 @@ def walk(node, path):
             walk(v, f"{path}[{i}]")
     elif "pageable" in path.lower():
         found.append(f"{path} = {node}")
+walk(s, "")
 for line in found:
     print("    " + line)
 if not found:
@@ -551,6 +563,9 @@ run_and_check input_bound INPUT_BOUND - "$examples/input_bound" --device cuda --
 run_and_check compute_bound COMPUTE_BOUND - "$examples/quickstart" --device cuda --steps 150 \
   --hidden 16384 --batch-size 256
 
+fi
+
+if wanted nccl; then
 stage nccl "NCCL: one rank, the all-reduce inside Backward"
 # Which kernels a one-rank NCCL all-reduce launches (PyTorch's profiler, CUPTI
 # underneath): with one rank NCCL runs an in-place sum as no work at all and an
@@ -579,6 +594,9 @@ sed 's/^/  /' "$logs/nccl_kernels.txt"
 run_and_check ddp_nccl collective - "$examples/ddp" --device cuda --backend nccl --steps 300 \
   --batch-size 256 --log-every 100
 
+fi
+
+if wanted variants; then
 stage variants "variants: h2d_bound pinned, without CUPTI, CUPTI per-thread buffers 0 and 1"
 # The fix the H2D verdict suggests: pinned batches copied non_blocking.
 run_and_check h2d_pinned - - "$examples/h2d_bound" "${h2d_args[@]}" --steps 100 --pinned
@@ -590,27 +608,43 @@ run_and_check h2d_per_thread_0 - TRACEML_CUPTI_PER_THREAD_BUFFERS=0 "$examples/h
 run_and_check h2d_per_thread_1 - TRACEML_CUPTI_PER_THREAD_BUFFERS=1 "$examples/h2d_bound" \
   "${h2d_args[@]}" --steps 100
 
+fi
+
 echo
 echo "== runs at a glance =="
 sed 's/^/  /' "$rows"
 
+if wanted overhead; then
+
 # ---- 5. Overhead ------------------------------------------------------------------
 stage overhead "overhead: bench/overhead.sh, quickstart on the GPU at three step sizes"
-# name, steps, fixed-cost pairs, quickstart flags: a GPU-bound step of about
-# 5 ms, one of about 1 ms, and a launch-bound one (tiny model: the CPU that
-# launches the kernels sets the pace, so tracing's CPU shows in full).
+# name, steps, fixed-cost pairs, traced side's environment, quickstart flags:
+# GPU-bound steps of about 10 ms and 2 ms on an H200, and a launch-bound one
+# (a tiny model: the CPU that launches the kernels sets the pace, so what
+# tracing costs the training thread shows in full).
+# The traced side's environment (- for none) tells what the cost is made of:
+# TRACEML_CUPTI=0 leaves CUPTI's activity records out, --no-gpu-clock the CUDA
+# events and allocator reads too (the CPU clock alone).
 overhead_runs=(
-  "gpu_5ms 300 1 --hidden 16384 --batch-size 256"
-  "gpu_1ms 1000 0 --hidden 4096 --batch-size 512"
-  "launch_bound 3000 0 --hidden 256 --batch-size 64"
+  "gpu_10ms 300 1 - --hidden 16384 --batch-size 256"
+  "gpu_10ms_cupti_off 300 0 TRACEML_CUPTI=0 --hidden 16384 --batch-size 256"
+  "gpu_2ms 1000 0 - --hidden 8192 --batch-size 256"
+  "launch_bound 3000 0 - --hidden 256 --batch-size 64"
+  "launch_bound_cupti_off 3000 0 TRACEML_CUPTI=0 --hidden 256 --batch-size 64"
+  "launch_bound_cpu_clock 3000 0 TRACEML_CUPTI=0 --hidden 256 --batch-size 64 --no-gpu-clock"
 )
+if [ -n "${GPU_CHECK_OVERHEAD:-}" ]; then
+  IFS=';' read -r -a overhead_runs <<<"$GPU_CHECK_OVERHEAD"
+fi
 for spec in "${overhead_runs[@]}"; do
-  read -r oname osteps ofixed oargs <<<"$spec"
+  read -r oname osteps ofixed oenv oargs <<<"$spec"
+  oenv_args=()
+  if [ "$oenv" != "-" ]; then read -r -a oenv_args <<<"$oenv"; fi
   echo
-  echo "-- overhead $oname: quickstart $oargs, $osteps steps --"
+  echo "-- overhead $oname: ${oenv_args[*]:+${oenv_args[*]} }quickstart $oargs, $osteps steps --"
   limit=$(stage_limit 75)
   rc=0
-  N=3 STEPS=$osteps WARMUP=30 FIXED_REPEATS=$ofixed FIXED_STEPS=0 CPU_TIMES=1 \
+  env "${oenv_args[@]}" N=3 STEPS="$osteps" WARMUP=30 FIXED_REPEATS="$ofixed" FIXED_STEPS=0 CPU_TIMES=1 \
     QUICKSTART_ARGS="--device cuda $oargs --log-every 100000" \
     timeout --kill-after=10 "$limit" bash "$repo/bench/overhead.sh" "$build" \
     >"$logs/overhead_$oname.log" 2>&1 || rc=$?
@@ -619,5 +653,6 @@ for spec in "${overhead_runs[@]}"; do
     check_failed "overhead.sh $oname: $(exit_reason "$rc" "$limit")"
   fi
 done
+fi
 
 finish 0

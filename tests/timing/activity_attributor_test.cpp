@@ -66,9 +66,15 @@ TEST(CollectiveKernel, NcclKernelsByTheirNames) {
   EXPECT_TRUE(
       is_collective_kernel("_Z38ncclKernel_AllReduce_RING_LL_Sum_floatP11ncclDevCommmP8ncclWork"));
   EXPECT_TRUE(is_collective_kernel("_ZL21ncclDevKernel_Genericv"));
-  // A one-rank communicator's average: NCCL's oneRankReduce<FuncPreMulSum<T>>.
+  // A one-rank communicator's average: NCCL's oneRankReduce<FuncPreMulSum<T>>,
+  // in an anonymous namespace, so nvcc prefixes it; this is the name PyTorch's
+  // profiler showed on an H200 with NCCL 2.28.9 (docs/gpu-validation.md).
+  EXPECT_TRUE(is_collective_kernel(
+      "__nv_static_32__b4148644_10_onerank_cu_fdf47990__ZN43_GLOBAL__N__b4148644_10_onerank_cu_"
+      "fdf4799013oneRankReduceI13FuncPreMulSumIfEEEvPvS3_mmb"));
   EXPECT_TRUE(is_collective_kernel("_Z13oneRankReduceI13FuncPreMulSumIfEEvPvPKvmmm"));
   EXPECT_TRUE(is_collective_kernel("oneRankReduce<FuncPreMulSum<float>>"));
+  EXPECT_TRUE(is_collective_kernel("_ZN12_GLOBAL__N_121ncclDevKernel_Genericv"));
 }
 
 TEST(CollectiveKernel, OtherKernelsAreNot) {
@@ -84,6 +90,11 @@ TEST(CollectiveKernel, OtherKernelsAreNot) {
   EXPECT_FALSE(is_collective_kernel("_ZN2at4ncclEv"));
   EXPECT_FALSE(is_collective_kernel("_Z10my_kernel24ncclDevKernelArgsStorage"));
   EXPECT_FALSE(is_collective_kernel("_Z9oneReducev"));
+  EXPECT_FALSE(is_collective_kernel("_Z16oneRankReduceAllv"));
+  EXPECT_FALSE(is_collective_kernel("__nv_static_32__b4148644_10_onerank_cu_fdf47990"));
+  EXPECT_FALSE(is_collective_kernel("__nv_static_1__x__ZN12_GLOBAL__N_16kernelEv"));
+  EXPECT_FALSE(is_collective_kernel("_ZN12_GLOBAL__N_1"));
+  EXPECT_FALSE(is_collective_kernel("_Z999999999ncclx"));
 }
 
 TEST(ActivityAttributor, H2dIsHostToDeviceCopiesOnly) {
