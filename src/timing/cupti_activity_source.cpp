@@ -63,6 +63,8 @@ static_assert(kCuptiActivityKindMemset == CUPTI_ACTIVITY_KIND_MEMSET);
 static_assert(kCuptiActivityKindDriver == CUPTI_ACTIVITY_KIND_DRIVER);
 static_assert(kCuptiActivityKindRuntime == CUPTI_ACTIVITY_KIND_RUNTIME);
 static_assert(kCuptiActivityKindConcurrentKernel == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+static_assert(kCuptiCbDomainDriverApi == CUPTI_CB_DOMAIN_DRIVER_API);
+static_assert(kCuptiCbDomainRuntimeApi == CUPTI_CB_DOMAIN_RUNTIME_API);
 static_assert(kCuptiFlushForced == CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 static_assert(kCuptiActivityAttrPerThreadActivityBuffer ==
               CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER);
@@ -106,6 +108,18 @@ bool timed(std::uint64_t start, std::uint64_t end) noexcept {
 #endif
 
 }  // namespace
+
+bool is_launching_api(std::string_view name) noexcept {
+  if (name.find("HostFunc") != std::string_view::npos) return false;  // CPU work
+  static constexpr std::string_view kPrefixes[] = {
+      "cudaLaunch", "cudaGraphLaunch", "cudaMemcpy", "cudaMemset",
+      "cuLaunch",   "cuGraphLaunch",   "cuMemcpy",   "cuMemset",
+  };
+  for (const std::string_view prefix : kPrefixes) {
+    if (name.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
 
 #if TRACEML_HAVE_CUPTI
 RecordUse parse_activity_record(const void* record, const TimestampMap& map,
@@ -339,13 +353,25 @@ std::optional<std::string> CuptiActivitySource::start_or_why() {
       {kCuptiActivityKindConcurrentKernel, "cuptiActivityEnable(CONCURRENT_KERNEL)"},
       {kCuptiActivityKindMemcpy, "cuptiActivityEnable(MEMCPY)"},
       {kCuptiActivityKindMemset, "cuptiActivityEnable(MEMSET)"},
-      {kCuptiActivityKindRuntime, "cuptiActivityEnable(RUNTIME)"},
-      {kCuptiActivityKindDriver, "cuptiActivityEnable(DRIVER)"},
   };
   for (const Kind& k : kKinds) {
     const int result = api_.activity_enable(k.kind);
     if (result != kCuptiSuccess) return fail(failure(k.name, result));
     enabled_.push_back(k.kind);
+  }
+  // The launching API calls alone where CUPTI can pick them: a record of every
+  // runtime and driver call (LibTorch makes several per kernel) cost the
+  // training thread ~0.45 ms a step on an H200 (docs/gpu-validation.md).
+  if (!enable_launch_apis()) {
+    static constexpr Kind kApiKinds[] = {
+        {kCuptiActivityKindRuntime, "cuptiActivityEnable(RUNTIME)"},
+        {kCuptiActivityKindDriver, "cuptiActivityEnable(DRIVER)"},
+    };
+    for (const Kind& k : kApiKinds) {
+      const int result = api_.activity_enable(k.kind);
+      if (result != kCuptiSuccess) return fail(failure(k.name, result));
+      enabled_.push_back(k.kind);
+    }
   }
   running_ = true;
   return std::nullopt;
@@ -410,6 +436,50 @@ void CuptiActivitySource::disable_enabled() noexcept {
   for (auto it = enabled_.rbegin(); it != enabled_.rend(); ++it)
     api_.activity_disable(*it);
   enabled_.clear();
+  disable_enabled_apis();
+}
+
+void CuptiActivitySource::disable_enabled_apis() noexcept {
+  for (const ApiId& id : enabled_apis_) {
+    if (id.domain == kCuptiCbDomainRuntimeApi) {
+      api_.activity_enable_runtime_api(id.cbid, 0);
+    } else {
+      api_.activity_enable_driver_api(id.cbid, 0);
+    }
+  }
+  enabled_apis_.clear();
+}
+
+bool CuptiActivitySource::enable_launch_apis() {
+  if (api_.activity_enable_runtime_api == nullptr || api_.activity_enable_driver_api == nullptr ||
+      api_.get_callback_name == nullptr)
+    return false;
+  // Callback ids are small and dense (about 500 runtime and 800 driver APIs
+  // in CUDA 13); an id CUPTI does not know has no name.
+  constexpr std::uint32_t kMaxCallbackId = 4096;
+  LaunchApis found;
+  for (const int domain : {kCuptiCbDomainRuntimeApi, kCuptiCbDomainDriverApi}) {
+    for (std::uint32_t cbid = 1; cbid < kMaxCallbackId; ++cbid) {
+      const char* name = nullptr;
+      if (api_.get_callback_name(domain, cbid, &name) != kCuptiSuccess || name == nullptr ||
+          !is_launching_api(name))
+        continue;
+      const int enabled = domain == kCuptiCbDomainRuntimeApi
+                              ? api_.activity_enable_runtime_api(cbid, 1)
+                              : api_.activity_enable_driver_api(cbid, 1);
+      if (enabled != kCuptiSuccess) continue;
+      enabled_apis_.push_back({domain, cbid});
+      ++(domain == kCuptiCbDomainRuntimeApi ? found.runtime : found.driver);
+    }
+  }
+  // Without a launch API in either domain the names are not what we expect:
+  // record every call rather than miss launches.
+  if (found.runtime == 0 || found.driver == 0) {
+    disable_enabled_apis();
+    return false;
+  }
+  launch_apis_ = found;
+  return true;
 }
 
 void CuptiActivitySource::stop() noexcept {

@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "timing/cupti_api.hpp"
@@ -54,6 +55,12 @@ enum class RecordUse {
 /// end never got their timestamps (CUPTI could not collect them, or a forced
 /// flush handed back work still running) and are Untimed. Without CUPTI
 /// headers every record is Ignored.
+/// Whether a CUDA runtime or driver API (its name as cuptiGetCallbackName
+/// gives it, e.g. "cudaLaunchKernel_v7000", "cuMemcpyHtoDAsync_v2") launches
+/// GPU work that CUPTI records as a kernel, copy or memset: launches, graph
+/// launches, copies, memsets. Host functions (cudaLaunchHostFunc) are not.
+bool is_launching_api(std::string_view name) noexcept;
+
 RecordUse parse_activity_record(const void* record, const TimestampMap& map,
                                 std::vector<ApiLaunch>& launches,
                                 std::vector<GpuActivity>& activities);
@@ -105,10 +112,13 @@ class CuptiActivitySource {
   CuptiActivitySource(const CuptiActivitySource&) = delete;
   CuptiActivitySource& operator=(const CuptiActivitySource&) = delete;
 
-  /// Registers the callbacks and enables CONCURRENT_KERNEL, MEMCPY, MEMSET,
-  /// RUNTIME and DRIVER records. Returns why it could not (no driver, CUPTI
-  /// refusing, another source started, built without CUPTI), in one line;
-  /// nothing when capturing. A source starts at most once.
+  /// Registers the callbacks and enables CONCURRENT_KERNEL, MEMCPY and MEMSET
+  /// records, and the records of the runtime and driver API calls that launch
+  /// GPU work (launch_api_records()); a CUPTI that cannot pick API calls one
+  /// by one records every RUNTIME and DRIVER call instead. Returns why it
+  /// could not (no driver, CUPTI refusing, another source started, built
+  /// without CUPTI), in one line; nothing when capturing. A source starts at
+  /// most once.
   [[nodiscard]] std::optional<std::string> start() noexcept;
 
   /// Disables the records and hands back every buffer (forced flush); what
@@ -130,6 +140,14 @@ class CuptiActivitySource {
   [[nodiscard]] PerThreadBuffers per_thread_buffers() const noexcept { return per_thread_; }
   /// cuptiGetVersion of the library, when it has one and answered.
   [[nodiscard]] std::optional<std::uint32_t> cupti_version() const noexcept { return version_; }
+  /// The runtime and driver APIs whose calls are recorded one by one (the
+  /// launches, copies and memsets); both 0 when every call is recorded
+  /// (RUNTIME and DRIVER kinds: a CUPTI without per-API control).
+  struct LaunchApis {
+    int runtime = 0;
+    int driver = 0;
+  };
+  [[nodiscard]] LaunchApis launch_api_records() const noexcept { return launch_apis_; }
 
   // Counters since start, readable from any thread.
   /// Records CUPTI dropped (no buffer space), as cuptiActivityGetNumDroppedRecords says.
@@ -168,6 +186,14 @@ class CuptiActivitySource {
   std::optional<std::uint32_t> version_;
   TimestampMap map_;
   std::vector<int> enabled_;  // activity kinds enabled by us, to disable at stop
+  struct ApiId {
+    int domain;
+    std::uint32_t cbid;
+  };
+  std::vector<ApiId> enabled_apis_;  // API records enabled one by one, likewise
+  LaunchApis launch_apis_;
+  bool enable_launch_apis();
+  void disable_enabled_apis() noexcept;
   /// Buffers handed back, guarded by the callbacks' mutex; reserved at start
   /// for every buffer that can exist, so the callback never allocates.
   std::vector<Filled> filled_;

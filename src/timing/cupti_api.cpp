@@ -28,6 +28,9 @@ CuptiApiLoad load(const std::vector<std::string>& library_names) {
   lib.resolve("cuptiFinalize", api.finalize);
   lib.resolve("cuptiActivitySetAttribute", api.activity_set_attribute);
   lib.resolve("cuptiGetVersion", api.get_version);
+  lib.resolve("cuptiActivityEnableRuntimeApi", api.activity_enable_runtime_api);
+  lib.resolve("cuptiActivityEnableDriverApi", api.activity_enable_driver_api);
+  lib.resolve("cuptiGetCallbackName", api.get_callback_name);
   // Kept: CUPTI holds our buffer callbacks for the life of the process.
   lib.keep();
   out.api = api;

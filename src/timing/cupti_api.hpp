@@ -30,6 +30,12 @@ inline constexpr int kCuptiActivityKindDriver = 4;
 inline constexpr int kCuptiActivityKindRuntime = 5;
 inline constexpr int kCuptiActivityKindConcurrentKernel = 10;
 
+/// CUpti_CallbackDomain values (cupti_callbacks.h): the CUDA driver and
+/// runtime APIs, whose callback ids cuptiActivityEnableDriverApi and
+/// cuptiActivityEnableRuntimeApi take.
+inline constexpr int kCuptiCbDomainDriverApi = 1;
+inline constexpr int kCuptiCbDomainRuntimeApi = 2;
+
 /// CUpti_ActivityAttribute CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER: each
 /// thread records into buffers of its own (a uint8_t, 0 or 1). CUDA 13's CUPTI
 /// turns it on by default; records of different threads then come back in
@@ -73,6 +79,12 @@ struct CuptiApi {
   int (*activity_set_attribute)(int attr, std::size_t* value_size, void* value) = nullptr;
   /// Optional: cuptiGetVersion, the CUPTI API version of the loaded library.
   int (*get_version)(std::uint32_t* version) = nullptr;
+  /// Optional (CUDA 12.x and later): records of one runtime or driver API
+  /// only, by its callback id; with cuptiGetCallbackName (any CUPTI since 11)
+  /// they let us record the launching calls alone instead of every API call.
+  int (*activity_enable_runtime_api)(std::uint32_t cbid, std::uint8_t enable) = nullptr;
+  int (*activity_enable_driver_api)(std::uint32_t cbid, std::uint8_t enable) = nullptr;
+  int (*get_callback_name)(int domain, std::uint32_t cbid, const char** name) = nullptr;
 };
 
 /// What looking for CUPTI found: the api, otherwise one line saying why not.

@@ -11,6 +11,8 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -443,8 +445,14 @@ struct FakeCupti {
   };
   static inline std::vector<AttributeCall> attribute_calls;
   static inline int attribute_result = kCuptiSuccess;
+  /// Per-API records: the names cuptiGetCallbackName knows, by domain and
+  /// callback id, and the ids whose records are on.
+  static inline std::map<std::pair<int, std::uint32_t>, std::string> api_names;
+  static inline std::set<std::pair<int, std::uint32_t>> apis_on;
 
   static void reset() {
+    api_names.clear();
+    apis_on.clear();
     attribute_calls.clear();
     attribute_result = kCuptiSuccess;
     requested = nullptr;
@@ -550,6 +558,35 @@ struct FakeCupti {
     *version = 130001;
     return kCuptiSuccess;
   }
+  static int enable_api(int domain, std::uint32_t cbid, std::uint8_t on) {
+    if (api_names.count({domain, cbid}) == 0) return kCuptiErrorUnknown;
+    if (on != 0) {
+      apis_on.insert({domain, cbid});
+    } else {
+      apis_on.erase({domain, cbid});
+    }
+    return kCuptiSuccess;
+  }
+  static int enable_runtime_api(std::uint32_t cbid, std::uint8_t on) {
+    return enable_api(kCuptiCbDomainRuntimeApi, cbid, on);
+  }
+  static int enable_driver_api(std::uint32_t cbid, std::uint8_t on) {
+    return enable_api(kCuptiCbDomainDriverApi, cbid, on);
+  }
+  static int callback_name(int domain, std::uint32_t cbid, const char** name) {
+    const auto it = api_names.find({domain, cbid});
+    if (it == api_names.end()) return kCuptiErrorUnknown;
+    *name = it->second.c_str();
+    return kCuptiSuccess;
+  }
+  /// The API with per-API record control (CUDA 12.x and later).
+  static CuptiApi api_with_per_api_records() {
+    CuptiApi a = api(true);
+    a.activity_enable_runtime_api = &enable_runtime_api;
+    a.activity_enable_driver_api = &enable_driver_api;
+    a.get_callback_name = &callback_name;
+    return a;
+  }
   static int result_string(int result, const char** text) {
     *text = result == kCuptiErrorUnknown ? "CUPTI_ERROR_UNKNOWN" : "CUPTI_OTHER";
     return kCuptiSuccess;
@@ -632,6 +669,69 @@ TEST_F(FakeCuptiSource, StartsTheFiveKindsOnOurClockAndCollects) {
   EXPECT_EQ(activities_.back().correlation_id, 5u);
   EXPECT_EQ(FakeCupti::flushes.size(), 3u);  // no flush once stopped
   source.stop();                             // idempotent
+}
+
+TEST(CuptiLaunchApis, LaunchesCopiesAndMemsetsOnly) {
+  for (const char* name :
+       {"cudaLaunchKernel_v7000", "cudaLaunchKernel_ptsz_v7000", "cudaLaunchKernelExC_v11060",
+        "cudaLaunchCooperativeKernel_v9000", "cudaGraphLaunch_v10000", "cudaMemcpyAsync_v3020",
+        "cudaMemcpy2DAsync_v3020", "cudaMemsetAsync_v3020", "cuLaunchKernel", "cuLaunchKernelEx",
+        "cuGraphLaunch_ptsz", "cuMemcpyHtoDAsync_v2", "cuMemcpyAsync", "cuMemsetD32Async"})
+    EXPECT_TRUE(is_launching_api(name)) << name;
+  for (const char* name :
+       {"cudaGetDevice_v3020", "cudaGetLastError_v3020", "cudaEventRecord_v3020",
+        "cudaStreamSynchronize_v3020", "cudaLaunchHostFunc_v10000", "cuLaunchHostFunc",
+        "cuCtxGetCurrent", "cuMemAlloc_v2", "cudaMalloc_v3020", "cuEventQuery", ""})
+    EXPECT_FALSE(is_launching_api(name)) << name;
+}
+
+TEST_F(FakeCuptiSource, RecordsOnlyTheLaunchingApiCallsWhereCuptiCanPickThem) {
+  const auto rt = kCuptiCbDomainRuntimeApi;
+  const auto drv = kCuptiCbDomainDriverApi;
+  FakeCupti::api_names = {
+      {{rt, 3}, "cudaGetDevice_v3020"},     {{rt, 211}, "cudaLaunchKernel_v7000"},
+      {{rt, 41}, "cudaMemcpyAsync_v3020"},  {{rt, 274}, "cudaLaunchHostFunc_v10000"},
+      {{rt, 135}, "cudaEventRecord_v3020"}, {{drv, 17}, "cuCtxGetCurrent"},
+      {{drv, 307}, "cuLaunchKernel"},       {{drv, 279}, "cuMemcpyHtoDAsync_v2"},
+      {{drv, 514}, "cuGraphLaunch"},
+  };
+  CuptiActivitySource source(FakeCupti::api_with_per_api_records());
+  ASSERT_EQ(source.start(), std::nullopt);
+  // Kernels, copies and memsets as kinds; API calls one by one, launches only.
+  EXPECT_EQ(FakeCupti::enabled,
+            (std::vector<int>{kCuptiActivityKindConcurrentKernel, kCuptiActivityKindMemcpy,
+                              kCuptiActivityKindMemset}));
+  using Id = std::pair<int, std::uint32_t>;
+  EXPECT_EQ(FakeCupti::apis_on,
+            (std::set<Id>{{rt, 211}, {rt, 41}, {drv, 307}, {drv, 279}, {drv, 514}}));
+  EXPECT_EQ(source.launch_api_records().runtime, 2);
+  EXPECT_EQ(source.launch_api_records().driver, 3);
+  // Their records are launches as before.
+  FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 1, 1000));
+  FakeCupti::queue(kernel_record(1, 2000, 3000, kGemmName));
+  EXPECT_EQ(source.collect(launches_, activities_), 2u);
+  ASSERT_EQ(launches_.size(), 1u);
+  EXPECT_EQ(launches_[0].cpu_ns, 1000);
+  source.stop();
+  EXPECT_TRUE(FakeCupti::enabled.empty());
+  EXPECT_TRUE(FakeCupti::apis_on.empty());
+}
+
+TEST_F(FakeCuptiSource, WithoutKnownLaunchApiNamesEveryCallIsRecorded) {
+  // Names not as expected (no launch API in the driver domain): per-API
+  // records would miss launches, so the whole RUNTIME and DRIVER kinds it is.
+  FakeCupti::api_names = {{{kCuptiCbDomainRuntimeApi, 211}, "cudaLaunchKernel_v7000"},
+                          {{kCuptiCbDomainDriverApi, 9}, "something_else"}};
+  CuptiActivitySource source(FakeCupti::api_with_per_api_records());
+  ASSERT_EQ(source.start(), std::nullopt);
+  EXPECT_EQ(FakeCupti::enabled,
+            (std::vector<int>{kCuptiActivityKindConcurrentKernel, kCuptiActivityKindMemcpy,
+                              kCuptiActivityKindMemset, kCuptiActivityKindRuntime,
+                              kCuptiActivityKindDriver}));
+  EXPECT_TRUE(FakeCupti::apis_on.empty());
+  EXPECT_EQ(source.launch_api_records().runtime, 0);
+  source.stop();
+  EXPECT_TRUE(FakeCupti::enabled.empty());
 }
 
 TEST_F(FakeCuptiSource, WithoutTimestampCallbackTheOffsetIsMeasured) {
