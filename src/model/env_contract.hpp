@@ -40,6 +40,10 @@ inline constexpr const char* kLauncherPipes = "TRACEML_LAUNCHER_PIPES";
 inline constexpr const char* kCupti = "TRACEML_CUPTI";
 /// "1" asks for CUPTI's per-thread activity buffers.
 inline constexpr const char* kCuptiPerThreadBuffers = "TRACEML_CUPTI_PER_THREAD_BUFFERS";
+/// "launches": CUPTI records the API calls that launch GPU work only, not
+/// every runtime and driver call ("all", the default). Not yet verified on a
+/// GPU (docs/gpu-validation.md).
+inline constexpr const char* kCuptiApiRecords = "TRACEML_CUPTI_API_RECORDS";
 /// "1": each rank prints what the GPU paths did at shutdown.
 inline constexpr const char* kDebug = "TRACEML_DEBUG";
 /// The hot path's clock: auto (the TSC where it is invariant), tsc or steady.

@@ -47,18 +47,20 @@ std::vector<std::string> debug_lines(const std::optional<GpuClockDebug>& gpu,
     const timing::CuptiActivitySource& s = cupti->source();
     const timing::ActivityAttributor& a = cupti->attributor();
     const auto version = s.cupti_version();
-    lines.push_back(
-        std::string("cupti: on, version ") +
-        (version ? std::to_string(*version) : std::string("unknown")) + ", per-thread buffers " +
-        timing::to_string(s.per_thread_buffers()) + ", timestamps " +
-        (s.uses_timestamp_callback() ? "ours" : "offset") + ", api records " +
-        (s.launch_api_records().runtime > 0
-             ? "launches only (" + std::to_string(s.launch_api_records().runtime) + " runtime, " +
-                   std::to_string(s.launch_api_records().driver) + " driver APIs)"
-             : std::string("every runtime and driver call")) +
-        ", dropped by cupti " + std::to_string(s.cupti_dropped()) + ", buffers refused " +
-        std::to_string(s.buffers_refused()) + ", untimed " + std::to_string(s.untimed()) +
-        ", lost " + std::to_string(s.lost()));
+    lines.push_back(std::string("cupti: on, version ") +
+                    (version ? std::to_string(*version) : std::string("unknown")) +
+                    ", per-thread buffers " + timing::to_string(s.per_thread_buffers()) +
+                    ", timestamps " + (s.uses_timestamp_callback() ? "ours" : "offset") +
+                    ", api records " +
+                    (s.launch_api_records().runtime > 0
+                         ? "launches only (" + std::to_string(s.launch_api_records().runtime) +
+                               " runtime and " + std::to_string(s.launch_api_records().driver) +
+                               " driver APIs kept, " +
+                               std::to_string(s.launch_api_records().turned_off) + " turned off)"
+                         : std::string("every runtime and driver call")) +
+                    ", dropped by cupti " + std::to_string(s.cupti_dropped()) +
+                    ", buffers refused " + std::to_string(s.buffers_refused()) + ", untimed " +
+                    std::to_string(s.untimed()) + ", lost " + std::to_string(s.lost()));
     lines.push_back("attribution: attributed " + std::to_string(a.attributed()) + ", late " +
                     std::to_string(a.late()) + ", unmatched " + std::to_string(a.unmatched()) +
                     ", outside steps " + std::to_string(a.outside_steps()) + ", dropped " +

@@ -220,6 +220,14 @@ class Runtime {
       if (v != "0" && v != "1" && v != "default" && config_.identity.local_rank.value_or(0) == 0)
         warn("TRACEML_CUPTI_PER_THREAD_BUFFERS must be 0, 1 or default; using 0");
     }
+    // TRACEML_CUPTI_API_RECORDS=launches: the launching API calls only
+    // (CuptiSourceSettings::launch_api_records_only; not yet measured on a GPU).
+    if (const char* p = std::getenv(model::env::kCuptiApiRecords)) {
+      const std::string v = p;
+      settings.launch_api_records_only = v == "launches";
+      if (v != "all" && v != "launches" && config_.identity.local_rank.value_or(0) == 0)
+        warn("TRACEML_CUPTI_API_RECORDS must be all or launches; using all");
+    }
     std::string why;
     cupti_ = CuptiStage::start(why, settings);
     cupti_why_ = why;

@@ -353,26 +353,15 @@ std::optional<std::string> CuptiActivitySource::start_or_why() {
       {kCuptiActivityKindConcurrentKernel, "cuptiActivityEnable(CONCURRENT_KERNEL)"},
       {kCuptiActivityKindMemcpy, "cuptiActivityEnable(MEMCPY)"},
       {kCuptiActivityKindMemset, "cuptiActivityEnable(MEMSET)"},
+      {kCuptiActivityKindRuntime, "cuptiActivityEnable(RUNTIME)"},
+      {kCuptiActivityKindDriver, "cuptiActivityEnable(DRIVER)"},
   };
   for (const Kind& k : kKinds) {
     const int result = api_.activity_enable(k.kind);
     if (result != kCuptiSuccess) return fail(failure(k.name, result));
     enabled_.push_back(k.kind);
   }
-  // The launching API calls alone where CUPTI can pick them: a record of every
-  // runtime and driver call (LibTorch makes several per kernel) cost the
-  // training thread ~0.45 ms a step on an H200 (docs/gpu-validation.md).
-  if (!enable_launch_apis()) {
-    static constexpr Kind kApiKinds[] = {
-        {kCuptiActivityKindRuntime, "cuptiActivityEnable(RUNTIME)"},
-        {kCuptiActivityKindDriver, "cuptiActivityEnable(DRIVER)"},
-    };
-    for (const Kind& k : kApiKinds) {
-      const int result = api_.activity_enable(k.kind);
-      if (result != kCuptiSuccess) return fail(failure(k.name, result));
-      enabled_.push_back(k.kind);
-    }
-  }
+  if (settings_.launch_api_records_only) keep_launch_apis_only();
   running_ = true;
   return std::nullopt;
 #endif
@@ -433,53 +422,57 @@ std::string CuptiActivitySource::failure(const char* call, int result) const {
 }
 
 void CuptiActivitySource::disable_enabled() noexcept {
+  // APIs turned off one by one are turned on again while their kind is still
+  // enabled, then the kinds go: disabling a kind last overrides every per-API
+  // setting, so nothing stays recorded after us.
+  restore_disabled_apis();
   for (auto it = enabled_.rbegin(); it != enabled_.rend(); ++it)
     api_.activity_disable(*it);
   enabled_.clear();
-  disable_enabled_apis();
 }
 
-void CuptiActivitySource::disable_enabled_apis() noexcept {
-  for (const ApiId& id : enabled_apis_) {
+void CuptiActivitySource::restore_disabled_apis() noexcept {
+  for (const ApiId& id : disabled_apis_) {
     if (id.domain == kCuptiCbDomainRuntimeApi) {
-      api_.activity_enable_runtime_api(id.cbid, 0);
+      api_.activity_enable_runtime_api(id.cbid, 1);
     } else {
-      api_.activity_enable_driver_api(id.cbid, 0);
+      api_.activity_enable_driver_api(id.cbid, 1);
     }
   }
-  enabled_apis_.clear();
+  disabled_apis_.clear();
 }
 
-bool CuptiActivitySource::enable_launch_apis() {
+void CuptiActivitySource::keep_launch_apis_only() {
   if (api_.activity_enable_runtime_api == nullptr || api_.activity_enable_driver_api == nullptr ||
       api_.get_callback_name == nullptr)
-    return false;
+    return;  // a CUPTI before per-API control: every call stays recorded
   // Callback ids are small and dense (about 500 runtime and 800 driver APIs
   // in CUDA 13); an id CUPTI does not know has no name.
   constexpr std::uint32_t kMaxCallbackId = 4096;
-  LaunchApis found;
+  LaunchApis kept;
   for (const int domain : {kCuptiCbDomainRuntimeApi, kCuptiCbDomainDriverApi}) {
+    const bool runtime = domain == kCuptiCbDomainRuntimeApi;
     for (std::uint32_t cbid = 1; cbid < kMaxCallbackId; ++cbid) {
       const char* name = nullptr;
-      if (api_.get_callback_name(domain, cbid, &name) != kCuptiSuccess || name == nullptr ||
-          !is_launching_api(name))
+      if (api_.get_callback_name(domain, cbid, &name) != kCuptiSuccess || name == nullptr) continue;
+      if (is_launching_api(name)) {
+        ++(runtime ? kept.runtime : kept.driver);
         continue;
-      const int enabled = domain == kCuptiCbDomainRuntimeApi
-                              ? api_.activity_enable_runtime_api(cbid, 1)
-                              : api_.activity_enable_driver_api(cbid, 1);
-      if (enabled != kCuptiSuccess) continue;
-      enabled_apis_.push_back({domain, cbid});
-      ++(domain == kCuptiCbDomainRuntimeApi ? found.runtime : found.driver);
+      }
+      const int off = runtime ? api_.activity_enable_runtime_api(cbid, 0)
+                              : api_.activity_enable_driver_api(cbid, 0);
+      if (off != kCuptiSuccess) continue;
+      disabled_apis_.push_back({domain, cbid});
+      ++kept.turned_off;
     }
   }
   // Without a launch API in either domain the names are not what we expect:
   // record every call rather than miss launches.
-  if (found.runtime == 0 || found.driver == 0) {
-    disable_enabled_apis();
-    return false;
+  if (kept.runtime == 0 || kept.driver == 0) {
+    restore_disabled_apis();
+    return;
   }
-  launch_apis_ = found;
-  return true;
+  launch_apis_ = kept;
 }
 
 void CuptiActivitySource::stop() noexcept {

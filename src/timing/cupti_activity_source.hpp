@@ -78,6 +78,15 @@ struct CuptiSourceSettings {
   /// default: with one buffer stream, records of every thread come back
   /// together (runtime/cupti_stage.cpp). TRACEML_CUPTI_PER_THREAD_BUFFERS.
   std::optional<bool> per_thread_buffers = false;
+  /// Records of the launching API calls only (is_launching_api): the RUNTIME
+  /// and DRIVER kinds are enabled, then every other API is turned off one by
+  /// one (cuptiActivityEnableRuntimeApi/DriverApi), where CUPTI can. Off by
+  /// default: a record of every call costs the training thread ~0.45 ms a
+  /// step of a launch-bound LibTorch loop on an H200, but turning APIs on one
+  /// by one without the kinds delivered no API record at all there
+  /// (docs/gpu-validation.md); this path is not yet measured on a GPU.
+  /// TRACEML_CUPTI_API_RECORDS=launches.
+  bool launch_api_records_only = false;
 };
 
 /// What start() did with CuptiSourceSettings::per_thread_buffers.
@@ -112,10 +121,9 @@ class CuptiActivitySource {
   CuptiActivitySource(const CuptiActivitySource&) = delete;
   CuptiActivitySource& operator=(const CuptiActivitySource&) = delete;
 
-  /// Registers the callbacks and enables CONCURRENT_KERNEL, MEMCPY and MEMSET
-  /// records, and the records of the runtime and driver API calls that launch
-  /// GPU work (launch_api_records()); a CUPTI that cannot pick API calls one
-  /// by one records every RUNTIME and DRIVER call instead. Returns why it
+  /// Registers the callbacks and enables CONCURRENT_KERNEL, MEMCPY, MEMSET,
+  /// RUNTIME and DRIVER records (with launch_api_records_only, the API calls
+  /// that launch nothing are turned off again where CUPTI can). Returns why it
   /// could not (no driver, CUPTI refusing, another source started, built
   /// without CUPTI), in one line; nothing when capturing. A source starts at
   /// most once.
@@ -140,12 +148,13 @@ class CuptiActivitySource {
   [[nodiscard]] PerThreadBuffers per_thread_buffers() const noexcept { return per_thread_; }
   /// cuptiGetVersion of the library, when it has one and answered.
   [[nodiscard]] std::optional<std::uint32_t> cupti_version() const noexcept { return version_; }
-  /// The runtime and driver APIs whose calls are recorded one by one (the
-  /// launches, copies and memsets); both 0 when every call is recorded
-  /// (RUNTIME and DRIVER kinds: a CUPTI without per-API control).
+  /// With launch_api_records_only: the runtime and driver APIs still
+  /// recorded (the launches, copies and memsets) and those turned off; all 0
+  /// when every call is recorded.
   struct LaunchApis {
     int runtime = 0;
     int driver = 0;
+    int turned_off = 0;
   };
   [[nodiscard]] LaunchApis launch_api_records() const noexcept { return launch_apis_; }
 
@@ -190,10 +199,10 @@ class CuptiActivitySource {
     int domain;
     std::uint32_t cbid;
   };
-  std::vector<ApiId> enabled_apis_;  // API records enabled one by one, likewise
+  std::vector<ApiId> disabled_apis_;  // API records turned off one by one, to restore
   LaunchApis launch_apis_;
-  bool enable_launch_apis();
-  void disable_enabled_apis() noexcept;
+  void keep_launch_apis_only();
+  void restore_disabled_apis() noexcept;
   /// Buffers handed back, guarded by the callbacks' mutex; reserved at start
   /// for every buffer that can exist, so the callback never allocates.
   std::vector<Filled> filled_;

@@ -448,11 +448,15 @@ struct FakeCupti {
   /// Per-API records: the names cuptiGetCallbackName knows, by domain and
   /// callback id, and the ids whose records are on.
   static inline std::map<std::pair<int, std::uint32_t>, std::string> api_names;
-  static inline std::set<std::pair<int, std::uint32_t>> apis_on;
+  static inline std::set<std::pair<int, std::uint32_t>> apis_off;
+  /// APIs turned on one by one while their kind was disabled: CUPTI would
+  /// then record them alone.
+  static inline std::set<std::pair<int, std::uint32_t>> api_on_after_kind_disabled;
 
   static void reset() {
     api_names.clear();
-    apis_on.clear();
+    apis_off.clear();
+    api_on_after_kind_disabled.clear();
     attribute_calls.clear();
     attribute_result = kCuptiSuccess;
     requested = nullptr;
@@ -560,10 +564,14 @@ struct FakeCupti {
   }
   static int enable_api(int domain, std::uint32_t cbid, std::uint8_t on) {
     if (api_names.count({domain, cbid}) == 0) return kCuptiErrorUnknown;
+    const int kind =
+        domain == kCuptiCbDomainRuntimeApi ? kCuptiActivityKindRuntime : kCuptiActivityKindDriver;
+    const bool kind_on = std::find(enabled.begin(), enabled.end(), kind) != enabled.end();
     if (on != 0) {
-      apis_on.insert({domain, cbid});
+      apis_off.erase({domain, cbid});
+      if (!kind_on) api_on_after_kind_disabled.insert({domain, cbid});
     } else {
-      apis_on.erase({domain, cbid});
+      apis_off.insert({domain, cbid});
     }
     return kCuptiSuccess;
   }
@@ -685,7 +693,7 @@ TEST(CuptiLaunchApis, LaunchesCopiesAndMemsetsOnly) {
     EXPECT_FALSE(is_launching_api(name)) << name;
 }
 
-TEST_F(FakeCuptiSource, RecordsOnlyTheLaunchingApiCallsWhereCuptiCanPickThem) {
+TEST_F(FakeCuptiSource, LaunchApiRecordsOnlyTurnsTheOtherApisOffAndBackOn) {
   const auto rt = kCuptiCbDomainRuntimeApi;
   const auto drv = kCuptiCbDomainDriverApi;
   FakeCupti::api_names = {
@@ -695,43 +703,53 @@ TEST_F(FakeCuptiSource, RecordsOnlyTheLaunchingApiCallsWhereCuptiCanPickThem) {
       {{drv, 307}, "cuLaunchKernel"},       {{drv, 279}, "cuMemcpyHtoDAsync_v2"},
       {{drv, 514}, "cuGraphLaunch"},
   };
-  CuptiActivitySource source(FakeCupti::api_with_per_api_records());
+  CuptiSourceSettings settings;
+  settings.launch_api_records_only = true;
+  CuptiActivitySource source(FakeCupti::api_with_per_api_records(), settings);
   ASSERT_EQ(source.start(), std::nullopt);
-  // Kernels, copies and memsets as kinds; API calls one by one, launches only.
+  // Every kind as always; then the APIs that launch nothing turned off.
   EXPECT_EQ(FakeCupti::enabled,
             (std::vector<int>{kCuptiActivityKindConcurrentKernel, kCuptiActivityKindMemcpy,
-                              kCuptiActivityKindMemset}));
+                              kCuptiActivityKindMemset, kCuptiActivityKindRuntime,
+                              kCuptiActivityKindDriver}));
   using Id = std::pair<int, std::uint32_t>;
-  EXPECT_EQ(FakeCupti::apis_on,
-            (std::set<Id>{{rt, 211}, {rt, 41}, {drv, 307}, {drv, 279}, {drv, 514}}));
+  EXPECT_EQ(FakeCupti::apis_off, (std::set<Id>{{rt, 3}, {rt, 274}, {rt, 135}, {drv, 17}}));
   EXPECT_EQ(source.launch_api_records().runtime, 2);
   EXPECT_EQ(source.launch_api_records().driver, 3);
+  EXPECT_EQ(source.launch_api_records().turned_off, 4);
   // Their records are launches as before.
   FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, 1, 1000));
   FakeCupti::queue(kernel_record(1, 2000, 3000, kGemmName));
   EXPECT_EQ(source.collect(launches_, activities_), 2u);
   ASSERT_EQ(launches_.size(), 1u);
   EXPECT_EQ(launches_[0].cpu_ns, 1000);
+  // Stop turns them on again before the kinds go, so CUPTI is as we found it.
   source.stop();
+  EXPECT_TRUE(FakeCupti::apis_off.empty());
   EXPECT_TRUE(FakeCupti::enabled.empty());
-  EXPECT_TRUE(FakeCupti::apis_on.empty());
+  EXPECT_TRUE(FakeCupti::api_on_after_kind_disabled.empty());
 }
 
-TEST_F(FakeCuptiSource, WithoutKnownLaunchApiNamesEveryCallIsRecorded) {
-  // Names not as expected (no launch API in the driver domain): per-API
-  // records would miss launches, so the whole RUNTIME and DRIVER kinds it is.
+TEST_F(FakeCuptiSource, EveryApiCallIsRecordedByDefaultOrWithoutKnownLaunchNames) {
   FakeCupti::api_names = {{{kCuptiCbDomainRuntimeApi, 211}, "cudaLaunchKernel_v7000"},
+                          {{kCuptiCbDomainRuntimeApi, 3}, "cudaGetDevice_v3020"},
                           {{kCuptiCbDomainDriverApi, 9}, "something_else"}};
-  CuptiActivitySource source(FakeCupti::api_with_per_api_records());
+  {
+    CuptiActivitySource source(FakeCupti::api_with_per_api_records());  // default: all
+    ASSERT_EQ(source.start(), std::nullopt);
+    EXPECT_TRUE(FakeCupti::apis_off.empty());
+    EXPECT_EQ(source.launch_api_records().runtime, 0);
+  }
+  // Names not as expected (no launch API in the driver domain): turning APIs
+  // off would miss launches, so every call stays recorded.
+  CuptiSourceSettings settings;
+  settings.launch_api_records_only = true;
+  CuptiActivitySource source(FakeCupti::api_with_per_api_records(), settings);
   ASSERT_EQ(source.start(), std::nullopt);
-  EXPECT_EQ(FakeCupti::enabled,
-            (std::vector<int>{kCuptiActivityKindConcurrentKernel, kCuptiActivityKindMemcpy,
-                              kCuptiActivityKindMemset, kCuptiActivityKindRuntime,
-                              kCuptiActivityKindDriver}));
-  EXPECT_TRUE(FakeCupti::apis_on.empty());
+  EXPECT_EQ(FakeCupti::enabled.size(), 5u);
+  EXPECT_TRUE(FakeCupti::apis_off.empty());
   EXPECT_EQ(source.launch_api_records().runtime, 0);
-  source.stop();
-  EXPECT_TRUE(FakeCupti::enabled.empty());
+  EXPECT_EQ(source.launch_api_records().turned_off, 0);
 }
 
 TEST_F(FakeCuptiSource, WithoutTimestampCallbackTheOffsetIsMeasured) {
