@@ -18,6 +18,11 @@
 #   WARMUP [60]          first seconds left out (allocator and page cache settle)
 #   MAX_GROWTH_MB [16]   largest allowed growth, first to last quarter, per process
 #   QUICKSTART_ARGS      extra quickstart flags [--batch-size 32]
+#   WINDOW [10000]       traceml run --summary-window-rows: the collector holds
+#                        a bounded multiple of it per rank in memory (up to 20x
+#                        for step memory), so its memory rises until that bound
+#                        is reached and must be flat after; a small window
+#                        reaches it within a short soak's warm-up
 set -euo pipefail
 
 build="${1:-build}"
@@ -28,6 +33,7 @@ sample="${SAMPLE:-10}"
 warmup="${WARMUP:-60}"
 max_growth_mb="${MAX_GROWTH_MB:-16}"
 read -r -a qs_args <<<"${QUICKSTART_ARGS:---batch-size 32}"
+window="${WINDOW:-10000}"
 
 for f in "$traceml" "$quickstart"; do
   if [ ! -x "$f" ]; then
@@ -50,7 +56,7 @@ trap cleanup EXIT
 rss_kib() { awk '/^VmRSS:/ {print $2}' "/proc/$1/status" 2>/dev/null || true; }
 
 "$traceml" run --logs-dir "$work/logs" --run-name soak --aggregator-port 0 --master-port 0 \
-  -- "$quickstart" --steps 1000000000 --log-every 100000 "${qs_args[@]}" \
+  --summary-window-rows "$window" -- "$quickstart" --steps 1000000000 --log-every 100000 "${qs_args[@]}" \
   >"$work/out.log" 2>"$work/err.log" &
 launcher_pid=$!
 
@@ -67,7 +73,7 @@ if [ -z "$rank_pid" ]; then
   exit 2
 fi
 
-echo "# soak: ${duration}s of quickstart ${qs_args[*]} under traceml run, RSS every ${sample}s"
+echo "# soak: ${duration}s of quickstart ${qs_args[*]} under traceml run (window $window), RSS every ${sample}s"
 printf '%8s %14s %14s\n' "t_s" "launcher_MiB" "rank_MiB"
 samples="$work/samples.tsv"
 start=$(date +%s)
@@ -97,7 +103,9 @@ if [ "$rc" -ne 130 ]; then
   tail -n 20 "$work/err.log" >&2
   exit 2
 fi
-steps="$(grep -o '"training_total_steps": [0-9]*' "$work/logs/soak/final_summary.json" |
+# The step count (the first non-null training_total_steps: the system
+# section's is null).
+steps="$(grep -o '"training_total_steps": [0-9][0-9]*' "$work/logs/soak/final_summary.json" |
   head -n 1 | grep -o '[0-9]*$' || echo '?')"
 
 # Medians of the first and last quarter of the samples after the warm-up.
