@@ -39,23 +39,43 @@ class RowLog {
 
   [[nodiscard]] std::size_t rows() const { return rows_; }
 
-  /// Every row, in order (for a compaction).
-  [[nodiscard]] std::vector<T> flatten() const {
-    std::vector<T> out;
-    out.reserve(rows_);
+  /// Calls f(row) on every row, in order.
+  template <typename F>
+  void for_each(F&& f) const {
     for (const auto& c : sealed_)
-      out.insert(out.end(), c->begin(), c->end());
-    out.insert(out.end(), open_.begin(), open_.end());
-    return out;
+      for (const T& r : *c)
+        f(r);
+    for (const T& r : open_)
+      f(r);
   }
 
-  /// Replaces the rows by `kept` (a compaction's result, in order).
-  void assign(const std::vector<T>& kept) {
-    sealed_.clear();
-    open_ = {};
-    rows_ = 0;
-    for (const T& r : kept)
-      push(r);
+  /// Drops the `n` oldest rows, calling f(row) on each first. Whole sealed
+  /// chunks go as they are; of a chunk cut in two, the rest is copied.
+  template <typename F>
+  void drop_front(std::size_t n, F&& f) {
+    n = std::min(n, rows_);
+    rows_ -= n;
+    std::size_t whole = 0;
+    while (whole < sealed_.size() && sealed_[whole]->size() <= n) {
+      for (const T& r : *sealed_[whole])
+        f(r);
+      n -= sealed_[whole]->size();
+      ++whole;
+    }
+    sealed_.erase(sealed_.begin(), sealed_.begin() + static_cast<std::ptrdiff_t>(whole));
+    if (n == 0) return;
+    std::vector<T>* rest = nullptr;
+    std::vector<T> cut;
+    if (!sealed_.empty()) {
+      cut.assign(sealed_.front()->begin(), sealed_.front()->end());
+      rest = &cut;
+    } else {
+      rest = &open_;
+    }
+    for (std::size_t i = 0; i < n; ++i)
+      f((*rest)[i]);
+    rest->erase(rest->begin(), rest->begin() + static_cast<std::ptrdiff_t>(n));
+    if (!sealed_.empty()) sealed_.front() = std::make_shared<const std::vector<T>>(std::move(cut));
   }
 
   /// The chunks a reader walks: the sealed ones shared, the open one copied.
@@ -88,15 +108,16 @@ std::size_t compact_at(std::int64_t keep) {
 
 /// Keeps of a step log only what the alignment can read: of each step its
 /// latest row (a resent step replaces the earlier one), and only the `keep`
-/// highest steps. Arrival order is kept among what remains.
+/// highest steps. Arrival order is kept among what remains. Reads the chunks
+/// in place: the log, the kept rows and 17 bytes a row of bookkeeping are all
+/// it holds at once.
 template <typename T>
 void compact_steps(RowLog<T>& log, std::int64_t keep) {
-  std::vector<T> rows = log.flatten();
-  std::vector<std::pair<std::int64_t, std::size_t>> by_step(rows.size());
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    by_step[i] = {rows[i].step, i};
+  std::vector<std::pair<std::int64_t, std::size_t>> by_step;
+  by_step.reserve(log.rows());
+  log.for_each([&](const T& r) { by_step.emplace_back(r.step, by_step.size()); });
   std::sort(by_step.begin(), by_step.end());
-  std::vector<char> kept(rows.size(), 0);
+  std::vector<char> kept(by_step.size(), 0);
   std::int64_t distinct = 0;
   for (std::size_t i = by_step.size(); i-- > 0 && distinct < keep;) {
     // The last of a run of equal steps is the step's latest arrival.
@@ -104,11 +125,13 @@ void compact_steps(RowLog<T>& log, std::int64_t keep) {
     kept[by_step[i].second] = 1;
     ++distinct;
   }
-  std::vector<T> out;
-  out.reserve(static_cast<std::size_t>(distinct));
-  for (std::size_t i = 0; i < rows.size(); ++i)
-    if (kept[i] != 0) out.push_back(std::move(rows[i]));
-  log.assign(out);
+  by_step = {};
+  RowLog<T> out;
+  std::size_t i = 0;
+  log.for_each([&](const T& r) {
+    if (kept[i++] != 0) out.push(r);
+  });
+  log = std::move(out);
 }
 
 /// The distinct values of a set of step ids, counted as they arrive: ranges of
@@ -183,11 +206,8 @@ struct SystemWitness {
 /// Keeps a sample log's latest `keep` rows; the dropped ones go past `witness`.
 template <typename T, typename W>
 void compact_samples(RowLog<T>& log, std::size_t keep, W& witness) {
-  std::vector<T> rows = log.flatten();
-  const std::size_t drop = rows.size() > keep ? rows.size() - keep : 0;
-  for (std::size_t i = 0; i < drop; ++i)
-    witness.consider(rows[i]);
-  log.assign(std::vector<T>(rows.begin() + static_cast<std::ptrdiff_t>(drop), rows.end()));
+  if (log.rows() > keep)
+    log.drop_front(log.rows() - keep, [&](const T& r) { witness.consider(r); });
 }
 
 struct RankRows {

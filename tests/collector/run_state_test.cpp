@@ -147,6 +147,14 @@ TEST(RunState, RandomRunsGiveTheSameSummaryAtEveryWindow) {
   }
 }
 
+TEST(RunState, SampleLogsCutInsideAChunkGiveTheSameSummary) {
+  // Past a window of 2,048 a sample log is compacted by half a window, not by
+  // whole chunks of 1,024 rows: the oldest chunks go whole and one is cut.
+  const model::Telemetry t = random_run(7, 2, 10000);
+  for (const std::int64_t w : {2100, 3001})
+    expect_same_diagnosis(t, w, "seed 7, long");
+}
+
 TEST(RunState, RanksApartByTheWholeLookbackStillAlignTheSameSteps) {
   // Rank 1 stops behind rank 0 by all but one window of the lookback: the
   // ranks then share exactly `window` steps, the oldest that rank 0 must
