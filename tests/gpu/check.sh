@@ -617,9 +617,9 @@ sed 's/^/  /' "$rows"
 if wanted overhead; then
 
 # ---- 5. Overhead ------------------------------------------------------------------
-stage overhead "overhead: bench/overhead.sh, quickstart on the GPU at three step sizes"
+stage overhead "overhead: bench/overhead.sh, quickstart on the GPU (step sizes, CUPTI on and off)"
 # name, steps, fixed-cost pairs, traced side's environment, quickstart flags:
-# GPU-bound steps of about 10 ms and 2 ms on an H200, and a launch-bound one
+# GPU-bound steps of about 10 ms and 3 ms on an H200, and a launch-bound one
 # (a tiny model: the CPU that launches the kernels sets the pace, so what
 # tracing costs the training thread shows in full).
 # The traced side's environment (- for none) tells what the cost is made of:
@@ -628,7 +628,7 @@ stage overhead "overhead: bench/overhead.sh, quickstart on the GPU at three step
 overhead_runs=(
   "gpu_10ms 300 1 - --hidden 16384 --batch-size 256"
   "gpu_10ms_cupti_off 300 0 TRACEML_CUPTI=0 --hidden 16384 --batch-size 256"
-  "gpu_2ms 1000 0 - --hidden 8192 --batch-size 256"
+  "gpu_3ms 1000 0 - --hidden 8192 --batch-size 256"
   "launch_bound 3000 0 - --hidden 256 --batch-size 64"
   "launch_bound_cupti_off 3000 0 TRACEML_CUPTI=0 --hidden 256 --batch-size 64"
   "launch_bound_cpu_clock 3000 0 TRACEML_CUPTI=0 --hidden 256 --batch-size 64 --no-gpu-clock"
