@@ -57,6 +57,34 @@ struct RunArgs {
   std::vector<std::string> command;
 };
 
+/// With TRACEML_DEBUG set, where the end of the run went (docs/performance.md
+/// "The end of a run"): one stderr line of phases from the ranks' end.
+class EndTimer {
+ public:
+  EndTimer() : on_(debug_on()), last_(std::chrono::steady_clock::now()) {}
+  void lap(const char* name) {
+    if (!on_) return;
+    const auto now = std::chrono::steady_clock::now();
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%s%s %.3f s", laps_.empty() ? "" : ", ", name,
+                  std::chrono::duration<double>(now - last_).count());
+    laps_ += buf;
+    last_ = now;
+  }
+  void report() const {
+    if (on_) std::cerr << "traceml: debug: end of run: " << laps_ << "\n";
+  }
+
+ private:
+  static bool debug_on() {
+    const char* v = std::getenv(model::env::kDebug);
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }
+  bool on_;
+  std::chrono::steady_clock::time_point last_;
+  std::string laps_;
+};
+
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
@@ -295,14 +323,18 @@ int run(RunArgs a) {
   }
   if (!owner) return outcome.exit_code;
 
+  EndTimer timer;
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(std::int64_t(a.finalize_timeout_sec * 1000));
   const collector::CollectionReport collected =
       collector->finish(deadline, a.nnodes > 1 ? world : 0);
+  timer.lap("finish");
   // The end of the run is diagnosed from the run held in memory, not read
   // back from the database: `traceml report RUN_DIR` gives the same bytes.
   const store::RunData run_data = collector->take_run();
+  timer.lap("take");
   collector.reset();
+  timer.lap("close");
   const std::string db = (run_dir / store::kRunDbFileName).string();
   std::vector<std::string> artifacts = {store::kRunDbFileName};
   std::optional<std::int64_t> dropped;
@@ -313,6 +345,7 @@ int run(RunArgs a) {
   try {
     store::write_run_outcome(db, outcome_of(outcome));
     const report::FinalSummary f = collector::finalize_run(run_dir.string(), run_data, a.window);
+    timer.lap("diagnosis");
     summary_written = true;
     std::cout << f.text << "\n" << std::flush;
     const auto& total = f.json["tracer"]["records_dropped"];
@@ -342,6 +375,8 @@ int run(RunArgs a) {
   } catch (const std::exception& e) {
     warn(std::string("no manifest written: ") + e.what());
   }
+  timer.lap("manifest");
+  timer.report();
   if (summary_written)
     std::cerr << "traceml: summary: " << (run_dir / "final_summary.txt").string() << "\n";
   for (int sig : signals->take()) {

@@ -14,6 +14,7 @@ namespace traceml::analysis {
 
 using model::Event;
 using model::StepRecord;
+using model::StepView;
 
 namespace {
 
@@ -48,14 +49,10 @@ constexpr std::size_t idx_clock(Clock c) {
 
 /// A clock's value of an event: non-finite is "not measured", negative is 0
 /// (spec §4.1.1 event normalisation).
-inline std::optional<double> clock_value(const StepRecord& r, Event e, Clock c) {
-  auto v = c == Clock::Gpu ? r.events.gpu_ms(e) : r.events.cpu_ms(e);
+inline std::optional<double> clock_value(const StepView& r, Event e, Clock c) {
+  auto v = c == Clock::Gpu ? r.gpu_ms(e) : r.cpu_ms(e);
   if (!v || !std::isfinite(*v)) return std::nullopt;
   return std::max(0.0, *v);
-}
-
-bool has_any_event(const StepRecord& r) {
-  return r.events.event_mask() != 0;
 }
 
 /// Each rank's latest steps aligned: `window` of them times the lookback, all
@@ -79,7 +76,7 @@ std::optional<double> add(const std::optional<double>& a, const std::optional<do
 
 /// One display metric's value on one row, on the selected clock, under the
 /// rank's availability (§4.1.5).
-std::optional<double> display_value(const StepRecord& r, StepMetric m, Clock c,
+std::optional<double> display_value(const StepView& r, StepMetric m, Clock c,
                                     const Availability& a) {
   auto value = [&](Event e) -> std::optional<double> {
     if (!a.ok[std::size_t(e)]) return std::nullopt;
@@ -146,8 +143,7 @@ struct RankScan {
 /// Adds a row's GPU activity. The idle share of a step is measured against
 /// its GPU step time (input wait + traced step on the GPU clock), whatever
 /// clock the window uses: busy_ms is GPU time, so only GPU time divides it.
-void scan_activity(ActivitySums& out, const StepRecord& r) {
-  const model::StepGpuActivity& a = *r.gpu_activity;
+void scan_activity(ActivitySums& out, const StepView& r, const model::StepGpuActivity& a) {
   ++out.steps;
   out.collective_ms += a.collective_ms;
   out.h2d_bytes += a.h2d_bytes;
@@ -165,21 +161,23 @@ void scan_activity(ActivitySums& out, const StepRecord& r) {
 /// Adds one aligned row to its rank's scan. This runs once per (rank, step)
 /// of the window, millions of times on a large run, so it reads each clock's
 /// values once into plain arrays.
-void scan_row(RankScan& out, const StepRecord& r) {
+void scan_row(RankScan& out, const StepView& r) {
   ++out.rows;
-  if (r.gpu_activity) scan_activity(out.activity, r);
+  if (const model::StepGpuActivity* a = r.activity()) scan_activity(out.activity, r, *a);
   const auto i = [](Event e) { return std::size_t(e); };
   for (Clock c : {Clock::Cpu, Clock::Gpu}) {
     ClockSums& cs = out.clock[std::size_t(c)];
     const bool gpu = c == Clock::Gpu;
-    const auto& raw = gpu ? r.events.gpu_values() : r.events.cpu_values();
-    const unsigned mask = gpu ? r.events.gpu_mask() : r.events.cpu_mask();
+    const unsigned mask = gpu ? r.gpu_mask() : r.cpu_mask();
     std::array<double, model::kEventCount> v{};
     std::array<bool, model::kEventCount> has{};
     for (std::size_t e = 0; e < model::kEventCount; ++e) {
-      // Spec §4.1.1: non-finite is "not measured", negative is 0.
-      has[e] = ((mask >> e) & 1u) != 0 && std::isfinite(raw[e]);
-      v[e] = has[e] ? std::max(0.0, raw[e]) : 0.0;  // absent occurrence events count as 0
+      // Spec §4.1.1: non-finite is "not measured", negative is 0. A value
+      // whose bit is clear is not read (its column may not exist).
+      const bool measured = ((mask >> e) & 1u) != 0;
+      const double raw = !measured ? 0.0 : gpu ? r.gpu(Event(e)) : r.cpu(Event(e));
+      has[e] = measured && std::isfinite(raw);
+      v[e] = has[e] ? std::max(0.0, raw) : 0.0;  // absent occurrence events count as 0
       cs.present[e] += has[e] ? 1 : 0;
       cs.sum[e] += v[e];
     }
@@ -188,7 +186,7 @@ void scan_row(RankScan& out, const StepRecord& r) {
       // traced step have GPU values and every other event it has does too.
       bool complete = has[i(Event::InputWait)] && has[i(Event::TracedStepTime)];
       for (Event e : {Event::H2D, Event::Forward, Event::Backward, Event::OptimizerStep}) {
-        complete = complete && (has[i(e)] || !r.events.has(e));
+        complete = complete && (has[i(e)] || !r.has(e));
       }
       out.gpu_complete = out.gpu_complete && complete;
     }
@@ -339,7 +337,7 @@ std::size_t expected_rank_count(const model::Telemetry& t, const std::vector<int
 }  // namespace
 
 bool is_step_row(const StepRecord& r) {
-  return has_any_event(r);
+  return r.events.event_mask() != 0;
 }
 
 std::int64_t step_history(std::int64_t window) {
@@ -359,17 +357,27 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
   constexpr int kDenseRanks = 1 << 20;
   std::vector<std::vector<StepRow>> dense_ranks;
   std::map<int, std::vector<StepRow>> sparse_ranks;
-  for (std::size_t i = 0; i < t.steps.size(); ++i) {
-    const StepRecord& r = t.steps[i];
-    if (!has_any_event(r)) continue;  // an empty events object is not a row
+  // A row is known by its slot: chunk index * StepChunk::kRows + row, which
+  // grows with arrival order (later duplicates win) and finds the chunk again.
+  const auto& chunks = t.steps.chunks();
+  for (std::size_t ci = 0; ci < chunks.size(); ++ci) {
+    const model::StepChunk& c = *chunks[ci];
     std::vector<StepRow>* rows = nullptr;
-    if (r.global_rank >= 0 && r.global_rank < kDenseRanks) {
-      if (std::size_t(r.global_rank) >= dense_ranks.size()) dense_ranks.resize(r.global_rank + 1);
-      rows = &dense_ranks[std::size_t(r.global_rank)];
-    } else {
-      rows = &sparse_ranks[r.global_rank];
+    int rows_rank = 0;
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      if (c.event_mask(i) == 0) continue;  // an empty events object is not a row
+      const int rank = c.rank(i);
+      if (rows == nullptr || rank != rows_rank) {
+        if (rank >= 0 && rank < kDenseRanks) {
+          if (std::size_t(rank) >= dense_ranks.size()) dense_ranks.resize(std::size_t(rank) + 1);
+          rows = &dense_ranks[std::size_t(rank)];
+        } else {
+          rows = &sparse_ranks[rank];
+        }
+        rows_rank = rank;
+      }
+      rows->push_back({c.step(i), ci * model::StepChunk::kRows + i});
     }
-    rows->push_back({r.step, i});
   }
 
   std::vector<std::vector<StepRow>> per_rank;
@@ -420,7 +428,9 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
       for (std::size_t s = s0; s < s1; ++s) {
         while (rows[c].step < w.steps[s])
           ++c;  // every aligned step is in every list
-        w.table[s * n_ranks + k] = &t.steps[rows[c].row];
+        const std::size_t slot = rows[c].row;
+        w.table[s * n_ranks + k] = {chunks[slot / model::StepChunk::kRows].get(),
+                                    slot % model::StepChunk::kRows};
       }
       cursor[k] = c;
     }
@@ -428,9 +438,9 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
   // Records arrive step by step, so this walk reads them in memory order.
   std::vector<RankScan> scans(n_ranks);
   for (std::size_t s = 0; s < n_steps; ++s) {
-    const StepRecord* const* row = &w.table[s * n_ranks];
+    const StepView* row = &w.table[s * n_ranks];
     for (std::size_t k = 0; k < n_ranks; ++k)
-      scan_row(scans[k], *row[k]);
+      scan_row(scans[k], row[k]);
   }
   bool gpu = true;
   for (const auto& scan : scans)
@@ -491,7 +501,7 @@ std::array<std::vector<double>, 2> clock_step_series(const StepWindow& w) {
     at_step[1].clear();
     for (std::size_t i = 0; i < w.facts.size(); ++i) {
       if (wanted[i] == 0) continue;
-      const StepRecord& r = w.row(s, i);
+      const StepView& r = w.row(s, i);
       for (const Clock c : {Clock::Cpu, Clock::Gpu}) {
         const std::size_t k = idx_clock(c);
         if ((wanted[i] & (1u << k)) == 0) continue;

@@ -99,9 +99,9 @@ struct StepWindow {
 
   /// The row used for each aligned step and rank with facts, step-major
   /// (records arrive step by step, so scans in this order read memory in order).
-  std::vector<const model::StepRecord*> table;
-  [[nodiscard]] const model::StepRecord& row(std::size_t step, std::size_t rank) const {
-    return *table[step * facts.size() + rank];
+  std::vector<model::StepView> table;
+  [[nodiscard]] const model::StepView& row(std::size_t step, std::size_t rank) const {
+    return table[step * facts.size() + rank];
   }
   /// Per rank with facts, which events it reports on the selected clock (§4.1.4).
   std::vector<std::array<bool, model::kEventCount>> availability;

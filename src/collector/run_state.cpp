@@ -106,16 +106,14 @@ std::size_t compact_at(std::int64_t keep) {
   return k + std::max(k / 2, kChunkRows);
 }
 
-/// Keeps of a step log only what the alignment can read: of each step its
-/// latest row (a resent step replaces the earlier one), and only the `keep`
-/// highest steps. Arrival order is kept among what remains. Reads the chunks
-/// in place: the log, the kept rows and 17 bytes a row of bookkeeping are all
-/// it holds at once.
-template <typename T>
-void compact_steps(RowLog<T>& log, std::int64_t keep) {
+/// Which rows of a step log to keep: of each step its latest row (a resent
+/// step replaces the earlier one), and only the `keep` highest steps.
+/// `steps` is the log's step ids in arrival order.
+std::vector<char> rows_to_keep(const std::vector<std::int64_t>& steps, std::int64_t keep) {
   std::vector<std::pair<std::int64_t, std::size_t>> by_step;
-  by_step.reserve(log.rows());
-  log.for_each([&](const T& r) { by_step.emplace_back(r.step, by_step.size()); });
+  by_step.reserve(steps.size());
+  for (const std::int64_t s : steps)
+    by_step.emplace_back(s, by_step.size());
   std::sort(by_step.begin(), by_step.end());
   std::vector<char> kept(by_step.size(), 0);
   std::int64_t distinct = 0;
@@ -125,12 +123,41 @@ void compact_steps(RowLog<T>& log, std::int64_t keep) {
     kept[by_step[i].second] = 1;
     ++distinct;
   }
-  by_step = {};
+  return kept;
+}
+
+/// Keeps of a step log only what the alignment can read (rows_to_keep).
+/// Arrival order is kept among what remains. Reads the chunks in place: the
+/// log, the kept rows and 17 bytes a row of bookkeeping are all it holds at once.
+template <typename T>
+void compact_steps(RowLog<T>& log, std::int64_t keep) {
+  std::vector<std::int64_t> steps;
+  steps.reserve(log.rows());
+  log.for_each([&](const T& r) { steps.push_back(r.step); });
+  const std::vector<char> kept = rows_to_keep(steps, keep);
+  steps = {};
   RowLog<T> out;
   std::size_t i = 0;
   log.for_each([&](const T& r) {
     if (kept[i++] != 0) out.push(r);
   });
+  log = std::move(out);
+}
+
+/// The same for the columnar step log: rows are copied column by column.
+void compact_steps(model::StepLog& log, std::int64_t keep) {
+  std::vector<std::int64_t> steps;
+  steps.reserve(log.size());
+  for (const auto& c : log.chunks())
+    for (std::size_t j = 0; j < c->size(); ++j)
+      steps.push_back(c->step(j));
+  const std::vector<char> kept = rows_to_keep(steps, keep);
+  steps = {};
+  model::StepLog out;
+  std::size_t i = 0;
+  for (const auto& c : log.chunks())
+    for (std::size_t j = 0; j < c->size(); ++j)
+      if (kept[i++] != 0) out.push_row(*c, j);
   log = std::move(out);
 }
 
@@ -211,7 +238,7 @@ void compact_samples(RowLog<T>& log, std::size_t keep, W& witness) {
 }
 
 struct RankRows {
-  RowLog<model::StepRecord> steps;
+  model::StepLog steps;
   RowLog<model::StepMemoryRecord> memory;
   RowLog<model::ProcessSample> process;
   ProcessWitnesses process_witnesses;
@@ -231,7 +258,7 @@ struct Shared {
 };
 
 /// Appends the logs' rows to `out`, interleaved row by row across logs (the
-/// ranks' steps then lie step-major, the order the analysis reads them in).
+/// ranks' rows then lie step-major, the order the analysis reads them in).
 /// With `release`, each chunk is freed once read.
 template <typename T>
 void interleave(Shared<T>& s, std::vector<T>& out, bool release) {
@@ -306,7 +333,7 @@ struct RunState::Impl {
   /// Returns the shared chunks to be read outside the lock.
   struct Out {
     store::RunData data;
-    Shared<model::StepRecord> steps;
+    std::vector<model::StepLog> steps;  // per rank
     Shared<model::StepMemoryRecord> memory;
     Shared<model::ProcessSample> process;
     Shared<model::SystemSample> system;
@@ -329,7 +356,8 @@ struct RunState::Impl {
         else
           log.share(shared.logs.back());
       };
-      take(r.steps, o.steps);
+      o.steps.push_back(release ? std::move(r.steps) : r.steps.copy_for_reader());
+      if (release) r.steps.clear();
       take(r.memory, o.memory);
       take(r.process, o.process);
       r.process_witnesses.append_to(o.process.first);
@@ -347,7 +375,11 @@ struct RunState::Impl {
 
   static store::RunData materialize(Out o, bool release) {
     model::Telemetry& t = o.data.telemetry;
-    interleave(o.steps, t.steps, release);
+    // Rank by rank: the chunks change hands, no row is copied.
+    for (model::StepLog& log : o.steps) {
+      t.steps.append(log);
+      if (release) log.clear();
+    }
     interleave(o.memory, t.step_memory, release);
     interleave(o.system, t.system, release);
     interleave(o.process, t.process, release);
@@ -372,8 +404,8 @@ class RunState::Unlocked final : public store::RunSink {
     if (!analysis::is_step_row(r)) return;  // no section reads it
     m_.step_ids.add(r.step);
     auto& log = m_.rank(r.global_rank).steps;
-    log.push(r);
-    if (log.rows() >= compact_at(m_.step_keep)) compact_steps(log, m_.step_keep);
+    log.push_back(r);
+    if (log.size() >= compact_at(m_.step_keep)) compact_steps(log, m_.step_keep);
   }
 
   void add_step_memory(const model::StepMemoryRecord& r) override {
@@ -461,7 +493,7 @@ std::int64_t RunState::rows_held() const {
   std::lock_guard<std::mutex> lk(mu_);
   std::size_t n = 0;
   for (const auto& [rank, r] : impl_->ranks)
-    n += r.steps.rows() + r.memory.rows() + r.process.rows();
+    n += r.steps.size() + r.memory.rows() + r.process.rows();
   for (const auto& [node, s] : impl_->nodes)
     n += s.system.rows();
   return static_cast<std::int64_t>(n);

@@ -44,7 +44,8 @@ inline constexpr const char* kCuptiPerThreadBuffers = "TRACEML_CUPTI_PER_THREAD_
 /// every runtime and driver call ("all", the default). Not yet verified on a
 /// GPU (docs/gpu-validation.md).
 inline constexpr const char* kCuptiApiRecords = "TRACEML_CUPTI_API_RECORDS";
-/// "1": each rank prints what the GPU paths did at shutdown.
+/// "1": each rank prints what the GPU paths did at shutdown, and `traceml run`
+/// where the end of the run went.
 inline constexpr const char* kDebug = "TRACEML_DEBUG";
 /// The hot path's clock: auto (the TSC where it is invariant), tsc or steady.
 inline constexpr const char* kClock = "TRACEML_CLOCK";

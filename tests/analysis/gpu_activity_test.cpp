@@ -367,9 +367,9 @@ TEST(CollectiveEvidence, StragglerBelowHalfKeepsTheSpecSummary) {
 
 TEST(CollectiveEvidence, StragglerNeedsRecordsOnBothRanks) {
   model::Telemetry t = straggler(42, 6);
-  for (auto& r : t.steps) {
+  t.steps.edit([](model::StepRecord& r) {
     if (r.global_rank == 2) r.gpu_activity.reset();
-  }
+  });
   const Section section = analyze(t);
   const Issue& i = section.diagnosis();
   ASSERT_EQ(i.kind, "STRAGGLER");
@@ -433,8 +433,7 @@ TEST(CollectiveEvidence, ResidualHeavyTypicalRankIsTheMedian) {
 
 TEST(CollectiveEvidence, ResidualHeavyWithoutRecordsKeepsEmptyEvidence) {
   model::Telemetry t = residual_heavy({15});
-  for (auto& r : t.steps)
-    r.gpu_activity.reset();
+  t.steps.edit([](model::StepRecord& r) { r.gpu_activity.reset(); });
   const Section section = analyze(t);
   const Issue& i = section.diagnosis();
   EXPECT_EQ(i.evidence.dump(), "{}");

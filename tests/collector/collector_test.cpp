@@ -226,9 +226,9 @@ Bytes oversized_header() {
 }
 
 /// The records of `rank`, in order.
-template <typename T>
-std::vector<T> of_rank(const std::vector<T>& all, int rank) {
-  std::vector<T> out;
+template <typename List>
+std::vector<typename List::value_type> of_rank(const List& all, int rank) {
+  std::vector<typename List::value_type> out;
   for (const auto& r : all)
     if (r.global_rank == rank) out.push_back(r);
   return out;

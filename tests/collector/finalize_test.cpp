@@ -178,7 +178,8 @@ TEST(Finalize, TracerBlockNumbers) {
   store::RunData d;
   model::Telemetry& t = d.telemetry;
   // Rank 0: CPU step times 30, 10, 20 ms -> median 20 ms.
-  t.steps = {step(0, 1, 30.0), step(0, 2, 10.0), step(0, 3, 20.0)};
+  for (const auto& r : {step(0, 1, 30.0), step(0, 2, 10.0), step(0, 3, 20.0)})
+    t.steps.push_back(r);
   // Rank 1: 10 and 20 ms -> median 15 ms (even count: mean of the middle two).
   t.steps.push_back(step(1, 1, 10.0));
   t.steps.push_back(step(1, 2, 20.0));

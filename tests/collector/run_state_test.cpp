@@ -108,7 +108,8 @@ model::Telemetry random_run(std::uint32_t seed, int ranks, int steps) {
       }
       if (sent.size() > 2 && chance(0.01)) std::swap(sent[sent.size() - 1], sent[sent.size() - 2]);
     }
-    t.steps.insert(t.steps.end(), sent.begin(), sent.end());
+    for (const auto& row : sent)
+      t.steps.push_back(row);
     for (int s = 1; s <= last; ++s) {
       if (chance(0.02)) continue;
       model::StepMemoryRecord m{r, s, "cuda:" + std::to_string(r % 2), around(2e9 + 1e6 * s),

@@ -187,8 +187,7 @@ TEST(GpuActivityText, LinesUnderTheTreeAndBesideGpuUtil) {
 
 TEST(GpuActivityText, NothingAddedWithoutRecords) {
   model::Telemetry t = pageable_run();
-  for (auto& s : t.steps)
-    s.gpu_activity.reset();
+  t.steps.edit([](model::StepRecord& s) { s.gpu_activity.reset(); });
   const FinalSummary f = final_summary(t);
   const std::string json = dump_json(f.json);
   for (const char* key : {"collective", "gpu_idle", "h2d_copies", "pageable"}) {

@@ -408,29 +408,40 @@ TEST(JsonlWriterTest, RejectsValuesTheReaderWouldRefuse) {
   };
   const std::string w = "write_telemetry_jsonl: ";
   // steps[3] is step 4 of rank 4 % 3 = 1.
-  EXPECT_EQ(rejected([](Telemetry& t) {
-              t.steps[3].events.set(Event::Forward, {-1.5, {}});
-            }),
-            w + "step 4 of rank 1: 'events.forward.cpu_ms' must be a finite number >= 0, got -1.5");
+  EXPECT_EQ(
+      rejected([](Telemetry& t) {
+        t.steps.edit(3, [](model::StepRecord& r) { r.events.set(Event::Forward, {-1.5, {}}); });
+      }),
+      w + "step 4 of rank 1: 'events.forward.cpu_ms' must be a finite number >= 0, got -1.5");
   EXPECT_EQ(rejected([&](Telemetry& t) {
-              t.steps[0].events.set(Event::H2D, {{}, nan});
+              t.steps.edit(0, [&](model::StepRecord& r) { r.events.set(Event::H2D, {{}, nan}); });
             }),
             w + "step 1 of rank 1: 'events.h2d.gpu_ms' must be a finite number >= 0, got nan");
-  EXPECT_EQ(rejected([&](Telemetry& t) { t.steps[0].ts = inf; }),
-            w + "step 1 of rank 1: 'ts' must be a finite number >= 0, got inf");
-  EXPECT_EQ(rejected([](Telemetry& t) { t.steps[0].step = 0; }),
-            w + "step 0 of rank 1: 'step' must be an integer >= 1, got 0");
-  // steps[2] is step 3 of rank 0.
-  EXPECT_EQ(rejected([](Telemetry& t) { t.steps[2].gpu_activity->busy_ms = -2.0; }),
-            w + "step 3 of rank 0: 'gpu_activity.busy_ms' must be a finite number >= 0, got -2");
-  EXPECT_EQ(rejected([](Telemetry& t) { t.steps[2].gpu_activity->h2d_copies = -1; }),
-            w + "step 3 of rank 0: 'gpu_activity.h2d_copies' must be an integer >= 0, got -1");
   EXPECT_EQ(
-      rejected([](Telemetry& t) { t.steps[2].gpu_activity->h2d_pageable_copies = 3000000022; }),
-      w + "step 3 of rank 0: 'gpu_activity.h2d_pageable_copies' (3000000022) must not exceed "
-          "'gpu_activity.h2d_copies' (3000000021)");
+      rejected([&](Telemetry& t) { t.steps.edit(0, [&](model::StepRecord& r) { r.ts = inf; }); }),
+      w + "step 1 of rank 1: 'ts' must be a finite number >= 0, got inf");
+  EXPECT_EQ(
+      rejected([](Telemetry& t) { t.steps.edit(0, [](model::StepRecord& r) { r.step = 0; }); }),
+      w + "step 0 of rank 1: 'step' must be an integer >= 1, got 0");
+  // steps[2] is step 3 of rank 0.
+  EXPECT_EQ(rejected([](Telemetry& t) {
+              t.steps.edit(2, [](model::StepRecord& r) { r.gpu_activity->busy_ms = -2.0; });
+            }),
+            w + "step 3 of rank 0: 'gpu_activity.busy_ms' must be a finite number >= 0, got -2");
+  EXPECT_EQ(rejected([](Telemetry& t) {
+              t.steps.edit(2, [](model::StepRecord& r) { r.gpu_activity->h2d_copies = -1; });
+            }),
+            w + "step 3 of rank 0: 'gpu_activity.h2d_copies' must be an integer >= 0, got -1");
+  EXPECT_EQ(rejected([](Telemetry& t) {
+              t.steps.edit(2, [](model::StepRecord& r) {
+                r.gpu_activity->h2d_pageable_copies = 3000000022;
+              });
+            }),
+            w + "step 3 of rank 0: 'gpu_activity.h2d_pageable_copies' (3000000022) must not exceed "
+                "'gpu_activity.h2d_copies' (3000000021)");
   EXPECT_NE(rejected([](Telemetry& t) {
-              t.steps[2].gpu_activity->h2d_pageable_bytes = 1e9;
+              t.steps.edit(2,
+                           [](model::StepRecord& r) { r.gpu_activity->h2d_pageable_bytes = 1e9; });
             }).find("'gpu_activity.h2d_pageable_bytes' (1e+09) must not exceed"),
             std::string::npos);
   EXPECT_EQ(rejected([](Telemetry& t) { t.ranks[1].global_rank = -1; }),

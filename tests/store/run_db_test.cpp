@@ -65,7 +65,7 @@ RunData rich_run() {
   activity.h2d_pageable_bytes = 9.6e7;
   activity.collective_ms = 1e-300;
   activity.busy_ms = 0.0;
-  t.steps.back().gpu_activity = activity;
+  t.steps.edit(t.steps.size() - 1, [&](model::StepRecord& r) { r.gpu_activity = activity; });
   model::StepRecord mixed;
   mixed.global_rank = 2;
   mixed.step = 1;
@@ -479,8 +479,7 @@ TEST(RunDb, FileWithoutGpuActivityColumnsReadsWithoutActivity) {
            "activity_h2d_pageable_bytes; ALTER TABLE steps DROP COLUMN activity_collective_ms; "
            "ALTER TABLE steps DROP COLUMN activity_busy_ms;");
   const RunData read = read_run_db(path);
-  for (auto& r : d.telemetry.steps)
-    r.gpu_activity.reset();
+  d.telemetry.steps.edit([](model::StepRecord& r) { r.gpu_activity.reset(); });
   expect_same_run(d, read);
 }
 

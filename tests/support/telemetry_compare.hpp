@@ -59,11 +59,27 @@ void expect_same(const R& a, const R& b, const std::string& where) {
 }
 
 /// Every element of two record lists, in order.
-template <typename T>
-void expect_same_list(const std::vector<T>& a, const std::vector<T>& b, const std::string& name) {
+template <typename A, typename B>
+void expect_same_rows(const A& a, const B& b, const std::string& name) {
   ASSERT_EQ(a.size(), b.size()) << name;
   for (std::size_t i = 0; i < a.size(); ++i)
     expect_same(a[i], b[i], name + "[" + std::to_string(i) + "]");
+}
+template <typename T>
+void expect_same_list(const std::vector<T>& a, const std::vector<T>& b, const std::string& name) {
+  expect_same_rows(a, b, name);
+}
+inline void expect_same_list(const model::StepLog& a, const model::StepLog& b,
+                             const std::string& name) {
+  expect_same_rows(a, b, name);
+}
+inline void expect_same_list(const model::StepLog& a, const std::vector<model::StepRecord>& b,
+                             const std::string& name) {
+  expect_same_rows(a, b, name);
+}
+inline void expect_same_list(const std::vector<model::StepRecord>& a, const model::StepLog& b,
+                             const std::string& name) {
+  expect_same_rows(a, b, name);
 }
 
 /// Two whole telemetries: run info, then every record list in order.

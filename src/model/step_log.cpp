@@ -1,0 +1,123 @@
+#include "model/step_log.hpp"
+
+#include <algorithm>
+
+namespace traceml::model {
+
+void StepChunk::put(Column& c, std::size_t i, double v) {
+  if (!c) c = std::make_unique<double[]>(kRows);  // zeroed: rows without the value read 0
+  c[i] = v;
+}
+
+void StepChunk::put_activity(std::size_t i, const StepGpuActivity& a) {
+  if (!activity_) activity_ = std::make_unique<StepGpuActivity[]>(kRows);
+  activity_[i] = a;
+  mask_[i] |= kActivityBit;
+}
+
+void StepChunk::push(const StepRecord& r) {
+  const std::size_t i = rows_++;
+  rank_[i] = r.global_rank;
+  step_[i] = r.step;
+  ts_[i] = r.ts;
+  const unsigned cpu = r.events.cpu_mask();
+  const unsigned gpu = r.events.gpu_mask();
+  mask_[i] = r.events.event_mask() | (cpu << kCpuShift) | (gpu << kGpuShift);
+  for (std::size_t e = 0; e < kEventCount; ++e) {
+    if (((cpu >> e) & 1u) != 0) put(cpu_[e], i, r.events.cpu_values()[e]);
+    if (((gpu >> e) & 1u) != 0) put(gpu_[e], i, r.events.gpu_values()[e]);
+  }
+  if (r.gpu_activity) put_activity(i, *r.gpu_activity);
+}
+
+void StepChunk::push_row(const StepChunk& src, std::size_t j) {
+  const std::size_t i = rows_++;
+  rank_[i] = src.rank_[j];
+  step_[i] = src.step_[j];
+  ts_[i] = src.ts_[j];
+  mask_[i] = src.mask_[j] & ~kActivityBit;
+  const unsigned cpu = src.cpu_mask(j);
+  const unsigned gpu = src.gpu_mask(j);
+  for (std::size_t e = 0; e < kEventCount; ++e) {
+    if (((cpu >> e) & 1u) != 0) put(cpu_[e], i, src.cpu_[e][j]);
+    if (((gpu >> e) & 1u) != 0) put(gpu_[e], i, src.gpu_[e][j]);
+  }
+  if (const StepGpuActivity* a = src.activity(j)) put_activity(i, *a);
+}
+
+StepRecord StepChunk::record(std::size_t i) const {
+  StepRecord r;
+  r.global_rank = rank_[i];
+  r.step = step_[i];
+  r.ts = ts_[i];
+  const unsigned events = event_mask(i);
+  const unsigned cpu = cpu_mask(i);
+  const unsigned gpu = gpu_mask(i);
+  for (std::size_t e = 0; e < kEventCount; ++e) {
+    if (((events >> e) & 1u) == 0) continue;
+    Timing t;
+    if (((cpu >> e) & 1u) != 0) t.cpu_ms = cpu_[e][i];
+    if (((gpu >> e) & 1u) != 0) t.gpu_ms = gpu_[e][i];
+    r.events.set(Event(e), t);
+  }
+  if (const StepGpuActivity* a = activity(i)) r.gpu_activity = *a;
+  return r;
+}
+
+std::unique_ptr<StepChunk> StepChunk::clone() const {
+  auto c = std::make_unique<StepChunk>();
+  for (std::size_t i = 0; i < rows_; ++i)
+    c->push_row(*this, i);
+  return c;
+}
+
+StepChunk& StepLog::tail() {
+  // A shared last chunk is never written again: its readers see it as it was.
+  if (chunks_.empty() || chunks_.back()->full() || chunks_.back().use_count() != 1) {
+    starts_.push_back(size_);
+    chunks_.push_back(std::make_shared<StepChunk>());
+  }
+  return *chunks_.back();
+}
+
+void StepLog::push_back(const StepRecord& r) {
+  tail().push(r);
+  ++size_;
+}
+
+void StepLog::push_row(const StepChunk& c, std::size_t i) {
+  tail().push_row(c, i);
+  ++size_;
+}
+
+void StepLog::append(const StepLog& other) {
+  for (const auto& c : other.chunks_) {
+    starts_.push_back(size_);
+    chunks_.push_back(c);
+    size_ += c->size();
+  }
+}
+
+StepLog StepLog::copy_for_reader() const {
+  StepLog out;
+  for (const auto& c : chunks_) {
+    out.starts_.push_back(out.size_);
+    out.chunks_.push_back(c->full() ? c : std::shared_ptr<StepChunk>(c->clone()));
+    out.size_ += c->size();
+  }
+  return out;
+}
+
+void StepLog::clear() {
+  chunks_.clear();
+  starts_.clear();
+  size_ = 0;
+}
+
+const StepRecord StepLog::operator[](std::size_t i) const {
+  const auto at = std::upper_bound(starts_.begin(), starts_.end(), i) - 1;
+  const auto k = static_cast<std::size_t>(at - starts_.begin());
+  return chunks_[k]->record(i - *at);
+}
+
+}  // namespace traceml::model

@@ -1,0 +1,190 @@
+// The columnar step log: every record reads back as it was pushed, across
+// chunk boundaries, and a copy never sees rows pushed after it.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "../support/telemetry_compare.hpp"
+#include "model/step_log.hpp"
+
+namespace traceml::model {
+namespace {
+
+/// A record whose events, clocks and GPU activity vary with `seed`: every
+/// combination of an event with neither clock, one of them, or both.
+StepRecord varied(std::uint32_t seed) {
+  std::mt19937 rng(seed);
+  StepRecord r;
+  r.global_rank = int(rng() % 7);
+  r.step = 1 + std::int64_t(rng() % 100000);
+  r.ts = 1.7e9 + double(rng() % 1000) / 8.0;
+  for (std::size_t e = 0; e < kEventCount; ++e) {
+    switch (rng() % 5) {
+      case 0:
+        break;  // not recorded
+      case 1:
+        r.events.set(Event(e), {std::nullopt, std::nullopt});
+        break;
+      case 2:
+        r.events.set(Event(e), {double(rng() % 1000) / 3.0, std::nullopt});
+        break;
+      case 3:
+        r.events.set(Event(e), {std::nullopt, double(rng() % 1000) / 7.0});
+        break;
+      default:
+        r.events.set(Event(e), {double(rng() % 1000) / 3.0, double(rng() % 1000) / 7.0});
+    }
+  }
+  if (rng() % 3 == 0) {
+    StepGpuActivity a;
+    a.h2d_ms = 1.25;
+    a.h2d_bytes = double(rng() % 100000);
+    a.h2d_copies = std::int64_t(rng() % 9) + 4000000000LL;
+    a.h2d_pageable_copies = 2;
+    a.h2d_pageable_bytes = 17.0;
+    a.collective_ms = 1e-300;
+    a.busy_ms = 0.5;
+    r.gpu_activity = a;
+  }
+  return r;
+}
+
+TEST(StepLog, ReadsBackEveryRecordAcrossChunks) {
+  std::vector<StepRecord> pushed;
+  StepLog log;
+  const std::size_t n = 3 * StepChunk::kRows + 17;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    pushed.push_back(varied(i));
+    log.push_back(pushed.back());
+  }
+  ASSERT_EQ(log.size(), n);
+  EXPECT_EQ(log.chunks().size(), 4u);
+  testing::expect_same_list(log, pushed, "steps");  // operator[]
+  std::size_t i = 0;
+  for (const StepRecord& r : log) {  // the iterator
+    testing::expect_same(r, pushed[i], "row " + std::to_string(i));
+    ++i;
+  }
+  EXPECT_EQ(i, n);
+}
+
+TEST(StepLog, KeepsNonFiniteAndSignedValuesAsTheyWere) {
+  // The log stores; the checks and the analysis judge.
+  StepRecord r;
+  r.events.set(Event::Forward, {-1.5, std::numeric_limits<double>::infinity()});
+  r.events.set(Event::Backward, {std::nan(""), 0.0});
+  StepLog log;
+  log.push_back(r);
+  const StepRecord back = log[0];
+  EXPECT_EQ(back.events.cpu_ms(Event::Forward), -1.5);
+  EXPECT_TRUE(std::isinf(*back.events.gpu_ms(Event::Forward)));
+  EXPECT_TRUE(std::isnan(*back.events.cpu_ms(Event::Backward)));
+  EXPECT_EQ(back.events.gpu_ms(Event::Backward), 0.0);
+  EXPECT_FALSE(back.events.has(Event::H2D));
+}
+
+TEST(StepLog, ACopyDoesNotSeeLaterRows) {
+  StepLog log;
+  for (std::uint32_t i = 0; i < 10; ++i)
+    log.push_back(varied(i));
+  const StepLog copy = log;  // shares the partly filled chunk
+  const StepLog reader = log.copy_for_reader();
+  for (std::uint32_t i = 10; i < 20; ++i)
+    log.push_back(varied(i));
+  EXPECT_EQ(copy.size(), 10u);
+  EXPECT_EQ(reader.size(), 10u);
+  EXPECT_EQ(log.size(), 20u);
+  std::vector<StepRecord> first;
+  for (std::uint32_t i = 0; i < 10; ++i)
+    first.push_back(varied(i));
+  testing::expect_same_list(copy, first, "copy");
+  testing::expect_same_list(reader, first, "reader");
+  // The shared chunk was left as it was: the log went on in a new one.
+  EXPECT_EQ(log.chunks().size(), 2u);
+  EXPECT_EQ(log.chunks()[0].get(), copy.chunks()[0].get());
+  // The reader's copy of a chunk with room is its own; full chunks are shared.
+  EXPECT_NE(reader.chunks()[0].get(), log.chunks()[0].get());
+}
+
+TEST(StepLog, CopyForReaderSharesFullChunksOnly) {
+  StepLog log;
+  for (std::uint32_t i = 0; i < StepChunk::kRows + 5; ++i)
+    log.push_back(varied(i));
+  const StepLog reader = log.copy_for_reader();
+  ASSERT_EQ(reader.chunks().size(), 2u);
+  EXPECT_EQ(reader.chunks()[0].get(), log.chunks()[0].get());
+  EXPECT_NE(reader.chunks()[1].get(), log.chunks()[1].get());
+  log.push_back(varied(99));  // still appends to its own last chunk
+  EXPECT_EQ(log.chunks().size(), 2u);
+  EXPECT_EQ(reader.size(), StepChunk::kRows + 5);
+}
+
+TEST(StepLog, AppendedLogsReadInOrderThroughPartChunks) {
+  // RunState hands the analysis each rank's log, each ending in a part chunk.
+  std::vector<StepRecord> all;
+  StepLog joined;
+  for (std::uint32_t k = 0; k < 3; ++k) {
+    StepLog rank;
+    for (std::uint32_t i = 0; i < 700 * (k + 1); ++i) {
+      all.push_back(varied(k * 10000 + i));
+      rank.push_back(all.back());
+    }
+    joined.append(rank);
+  }
+  testing::expect_same_list(joined, all, "joined");
+  // Rows pushed after an append go to a chunk of their own (the appended
+  // chunks are shared with the logs they came from).
+  joined.push_back(varied(5));
+  all.push_back(varied(5));
+  testing::expect_same_list(joined, all, "joined and pushed");
+}
+
+TEST(StepLog, PushRowCopiesColumnsExactly) {
+  StepLog src;
+  for (std::uint32_t i = 0; i < 50; ++i)
+    src.push_back(varied(i));
+  StepLog dst;
+  for (const auto& c : src.chunks())
+    for (std::size_t j = 0; j < c->size(); j += 2)
+      dst.push_row(*c, j);
+  ASSERT_EQ(dst.size(), 25u);
+  for (std::size_t j = 0; j < dst.size(); ++j)
+    testing::expect_same(dst[j], src[2 * j], "row " + std::to_string(j));
+}
+
+TEST(StepLog, EditRewritesRowsInOrder) {
+  StepLog log;
+  for (std::uint32_t i = 0; i < 5; ++i)
+    log.push_back(varied(i));
+  log.edit(3, [](StepRecord& r) { r.ts = -1.0; });
+  log.edit([](StepRecord& r) { r.gpu_activity.reset(); });
+  ASSERT_EQ(log.size(), 5u);
+  for (std::size_t i = 0; i < 5; ++i) {
+    EXPECT_FALSE(log[i].gpu_activity.has_value());
+    EXPECT_EQ(log[i].ts == -1.0, i == 3);
+    EXPECT_EQ(log[i].step, varied(std::uint32_t(i)).step);
+  }
+}
+
+TEST(StepLog, ViewsReadTheColumnsInPlace) {
+  StepLog log;
+  const StepRecord r = varied(7);
+  log.push_back(r);
+  const StepView v{log.chunks()[0].get(), 0};
+  EXPECT_EQ(v.rank(), r.global_rank);
+  EXPECT_EQ(v.step(), r.step);
+  EXPECT_EQ(v.event_mask(), r.events.event_mask());
+  EXPECT_EQ(v.cpu_mask(), r.events.cpu_mask());
+  EXPECT_EQ(v.gpu_mask(), r.events.gpu_mask());
+  for (std::size_t e = 0; e < kEventCount; ++e) {
+    EXPECT_EQ(v.cpu_ms(Event(e)), r.events.cpu_ms(Event(e)));
+    EXPECT_EQ(v.gpu_ms(Event(e)), r.events.gpu_ms(Event(e)));
+  }
+  EXPECT_EQ(v.activity() != nullptr, r.gpu_activity.has_value());
+}
+
+}  // namespace
+}  // namespace traceml::model
