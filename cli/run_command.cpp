@@ -7,9 +7,11 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <future>
 #include <iostream>
 #include <optional>
 #include <regex>
+#include <system_error>
 
 #include "collector/collector.hpp"
 #include "collector/finalize.hpp"
@@ -326,15 +328,24 @@ int run(RunArgs a) {
   EndTimer timer;
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(std::int64_t(a.finalize_timeout_sec * 1000));
-  const collector::CollectionReport collected =
-      collector->finish(deadline, a.nnodes > 1 ? world : 0);
-  timer.lap("finish");
+  const int expected = a.nnodes > 1 ? world : 0;
+  collector->stop_ingest(deadline, expected);
+  timer.lap("ingest");
   // The end of the run is diagnosed from the run held in memory, not read
-  // back from the database: `traceml report RUN_DIR` gives the same bytes.
+  // back from the database (`traceml report RUN_DIR` gives the same bytes),
+  // on a thread of its own while the writer stores the rest.
   const store::RunData run_data = collector->take_run();
-  timer.lap("take");
+  std::future<analysis::Summary> summary;
+  try {
+    summary = std::async(std::launch::async, [&run_data, w = a.window] {
+      return collector::summarize_run(run_data, w);
+    });
+  } catch (const std::system_error&) {
+    // No thread to be had: diagnosed below, after the writer.
+  }
+  const collector::CollectionReport collected = collector->finish(deadline, expected);
+  timer.lap("store");
   collector.reset();
-  timer.lap("close");
   const std::string db = (run_dir / store::kRunDbFileName).string();
   std::vector<std::string> artifacts = {store::kRunDbFileName};
   std::optional<std::int64_t> dropped;
@@ -344,8 +355,10 @@ int run(RunArgs a) {
   bool summary_written = false;
   try {
     store::write_run_outcome(db, outcome_of(outcome));
-    const report::FinalSummary f = collector::finalize_run(run_dir.string(), run_data, a.window);
-    timer.lap("diagnosis");
+    const report::FinalSummary f = collector::finalize_run(
+        run_dir.string(), run_data,
+        summary.valid() ? summary.get() : collector::summarize_run(run_data, a.window));
+    timer.lap("summary");
     summary_written = true;
     std::cout << f.text << "\n" << std::flush;
     const auto& total = f.json["tracer"]["records_dropped"];

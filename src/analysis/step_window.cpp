@@ -359,25 +359,52 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
   std::map<int, std::vector<StepRow>> sparse_ranks;
   // A row is known by its slot: chunk index * StepChunk::kRows + row, which
   // grows with arrival order (later duplicates win) and finds the chunk again.
+  // Two passes over the rank column: the first counts each rank's rows, so
+  // that the second fills lists of the right size. Rows come in runs of one
+  // rank (a RunState log), or interleaved (a file): the list at hand is
+  // looked up again only when the rank changes.
   const auto& chunks = t.steps.chunks();
-  for (std::size_t ci = 0; ci < chunks.size(); ++ci) {
-    const model::StepChunk& c = *chunks[ci];
-    std::vector<StepRow>* rows = nullptr;
-    int rows_rank = 0;
-    for (std::size_t i = 0; i < c.size(); ++i) {
-      if (c.event_mask(i) == 0) continue;  // an empty events object is not a row
-      const int rank = c.rank(i);
-      if (rows == nullptr || rank != rows_rank) {
-        if (rank >= 0 && rank < kDenseRanks) {
-          if (std::size_t(rank) >= dense_ranks.size()) dense_ranks.resize(std::size_t(rank) + 1);
-          rows = &dense_ranks[std::size_t(rank)];
-        } else {
-          rows = &sparse_ranks[rank];
-        }
-        rows_rank = rank;
-      }
-      rows->push_back({c.step(i), ci * model::StepChunk::kRows + i});
+  auto rows_of = [&](int rank) -> std::vector<StepRow>& {
+    if (rank >= 0 && rank < kDenseRanks) {
+      if (std::size_t(rank) >= dense_ranks.size()) dense_ranks.resize(std::size_t(rank) + 1);
+      return dense_ranks[std::size_t(rank)];
     }
+    return sparse_ranks[rank];
+  };
+  std::vector<std::size_t> dense_counts;
+  std::map<int, std::size_t> sparse_counts;
+  for (const bool fill : {false, true}) {
+    std::vector<StepRow>* rows = nullptr;  // re-pointed after each lookup
+    std::size_t* count = nullptr;
+    int at_rank = 0;
+    for (std::size_t ci = 0; ci < chunks.size(); ++ci) {
+      const model::StepChunk& c = *chunks[ci];
+      for (std::size_t i = 0; i < c.size(); ++i) {
+        if (c.event_mask(i) == 0) continue;  // an empty events object is not a row
+        const int rank = c.rank(i);
+        const bool same = (fill ? rows != nullptr : count != nullptr) && rank == at_rank;
+        at_rank = rank;
+        if (fill) {
+          if (!same) rows = &rows_of(rank);
+          rows->push_back({c.step(i), ci * model::StepChunk::kRows + i});
+          continue;
+        }
+        if (!same) {
+          if (rank >= 0 && rank < kDenseRanks) {
+            if (std::size_t(rank) >= dense_counts.size()) dense_counts.resize(std::size_t(rank) + 1);
+            count = &dense_counts[std::size_t(rank)];
+          } else {
+            count = &sparse_counts[rank];
+          }
+        }
+        ++*count;
+      }
+    }
+    if (fill) break;
+    for (std::size_t r = 0; r < dense_counts.size(); ++r)
+      if (dense_counts[r] > 0) rows_of(int(r)).reserve(dense_counts[r]);
+    for (const auto& [rank, n] : sparse_counts)
+      rows_of(rank).reserve(n);
   }
 
   std::vector<std::vector<StepRow>> per_rank;

@@ -263,6 +263,10 @@ struct Collector::Impl final : transport::ServerHandler {
   }
 
   void push(Item item) {
+    // The run in memory takes each record as it is accepted, also after the
+    // database has failed: it is complete once the connections are, while
+    // the writer may still be storing the same records.
+    write(item, state);
     std::unique_lock<std::mutex> lk(queue_mu);
     not_full.wait(lk, [&] { return queue.size() < kQueueCapacity || writer_stopping; });
     queue.push_back(std::move(item));
@@ -314,12 +318,6 @@ struct Collector::Impl final : transport::ServerHandler {
         batch.swap(queue);
       }
       not_full.notify_all();
-      // The run in memory takes every record, also after the database has
-      // failed: the end of the run is diagnosed from it.
-      state.apply([&](store::RunSink& sink) {
-        for (const Item& item : batch)
-          write(item, sink);
-      });
       // After a failed write the queue is still drained (and dropped), so
       // the I/O thread never waits on a writer that cannot write.
       guarded([&] {
@@ -346,8 +344,12 @@ struct Collector::Impl final : transport::ServerHandler {
     return n;
   }
 
-  CollectionReport finish(std::chrono::steady_clock::time_point deadline, int expected_ranks) {
-    CollectionReport rep;
+  /// Waits for the ranks, then stops the server; the run in memory is then
+  /// complete, deliveries included. Returns at once when done before.
+  void stop_ingest(std::chrono::steady_clock::time_point deadline, int expected_ranks) {
+    if (ingest_stopped) return;
+    ingest_stopped = true;
+    CollectionReport& rep = ingest_report;
     // Connections still in their handshake, or still in the listen backlog
     // (a rank's last reconnect the I/O thread has not accepted yet), are
     // waited for only during a short grace (kHandshakeGrace), never until the
@@ -382,6 +384,14 @@ struct Collector::Impl final : transport::ServerHandler {
     }
     // Closes what is still open; on_closed merges those connections' counts.
     server->stop();
+    std::lock_guard<std::mutex> lk(state_mu);
+    for (const auto& [rank, r] : ranks)
+      state.set_delivery(store::RankDelivery{rank, r.records_received, r.clean_end, r.tracer});
+  }
+
+  CollectionReport finish(std::chrono::steady_clock::time_point deadline, int expected_ranks) {
+    stop_ingest(deadline, expected_ranks);
+    CollectionReport rep = ingest_report;
     {
       std::lock_guard<std::mutex> lk(queue_mu);
       writer_stopping = true;
@@ -392,8 +402,6 @@ struct Collector::Impl final : transport::ServerHandler {
 
     // The writer thread is gone: this thread owns the database now.
     std::lock_guard<std::mutex> lk(state_mu);
-    for (const auto& [rank, r] : ranks)
-      state.set_delivery(store::RankDelivery{rank, r.records_received, r.clean_end, r.tracer});
     guarded([&] {
       for (const auto& [rank, r] : ranks)
         writer->set_delivery(store::RankDelivery{rank, r.records_received, r.clean_end, r.tracer});
@@ -416,7 +424,7 @@ struct Collector::Impl final : transport::ServerHandler {
   std::string db_path;
   std::unique_ptr<transport::TcpServer> server;
   std::unique_ptr<store::RunDbWriter> writer;
-  RunState state;  // fed by the writer thread, next to the database
+  RunState state;  // fed as records are accepted (push), next to the database
   std::thread writer_thread;
 
   // I/O thread only.
@@ -439,7 +447,9 @@ struct Collector::Impl final : transport::ServerHandler {
 
   std::optional<std::string> write_error;  // writer thread, then finish()
 
-  std::mutex finish_mu;
+  std::mutex finish_mu;  // stop_ingest and finish
+  bool ingest_stopped = false;
+  CollectionReport ingest_report;  // what stop_ingest learnt: timed out, ranks unended
   std::optional<CollectionReport> report;
 };
 
@@ -497,6 +507,11 @@ CollectionReport Collector::finish(std::chrono::steady_clock::time_point deadlin
   std::lock_guard<std::mutex> lk(impl_->finish_mu);
   if (!impl_->report) impl_->report = impl_->finish(deadline, expected_ranks);
   return *impl_->report;
+}
+
+void Collector::stop_ingest(std::chrono::steady_clock::time_point deadline, int expected_ranks) {
+  std::lock_guard<std::mutex> lk(impl_->finish_mu);
+  impl_->stop_ingest(deadline, expected_ranks);
 }
 
 store::RunData Collector::snapshot() const {

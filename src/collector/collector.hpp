@@ -75,13 +75,18 @@ class Collector {
   /// buffered and closes the database. Idempotent (later calls return the
   /// first report).
   CollectionReport finish(std::chrono::steady_clock::time_point deadline, int expected_ranks = 0);
+  /// The first half of finish(): waits for the ranks as it does, then stops
+  /// listening. The run in memory is then complete (take_run()) while the
+  /// writer may still be storing it: the end of a run diagnoses it meanwhile.
+  /// finish() does the rest and reports.
+  void stop_ingest(std::chrono::steady_clock::time_point deadline, int expected_ranks = 0);
 
   /// The run as received so far (RunState::snapshot), from any thread while
   /// the ranks send: records are copied a chunk at a time, ingest goes on.
   [[nodiscard]] store::RunData snapshot() const;
 
-  /// After finish(): the run held in memory, moved out (later calls get an
-  /// empty run). It holds what was received even when the run database could
+  /// After stop_ingest() or finish(): the run held in memory, moved out
+  /// (later calls get an empty run). It holds what was received even when the run database could
   /// not be written (CollectionReport::write_error).
   [[nodiscard]] store::RunData take_run();
 

@@ -27,13 +27,23 @@ std::map<int, double> median_step_ms(const model::Telemetry& t) {
   std::map<int, std::vector<double>> per_rank;
   const auto traced = static_cast<std::size_t>(model::Event::TracedStepTime);
   const auto input = static_cast<std::size_t>(model::Event::InputWait);
-  for (const auto& r : t.steps) {
-    const unsigned mask = r.events.cpu_mask();
-    if (((mask >> traced) & 1u) == 0) continue;
-    const auto& v = r.events.cpu_values();
-    double step = v[traced];
-    if (((mask >> input) & 1u) != 0 && std::isfinite(v[input]) && v[input] > 0.0) step += v[input];
-    per_rank[r.global_rank].push_back(step);
+  std::vector<double>* rank_steps = nullptr;  // rows come in runs of one rank
+  int rank_of_steps = 0;
+  for (const auto& c : t.steps.chunks()) {  // the columns in place
+    for (std::size_t i = 0; i < c->size(); ++i) {
+      const unsigned mask = c->cpu_mask(i);
+      if (((mask >> traced) & 1u) == 0) continue;
+      double step = c->cpu(i, traced);
+      if (((mask >> input) & 1u) != 0) {
+        const double wait = c->cpu(i, input);
+        if (std::isfinite(wait) && wait > 0.0) step += wait;
+      }
+      if (rank_steps == nullptr || c->rank(i) != rank_of_steps) {
+        rank_of_steps = c->rank(i);
+        rank_steps = &per_rank[rank_of_steps];  // std::map: stays valid
+      }
+      rank_steps->push_back(step);
+    }
   }
   std::map<int, double> out;
   for (const auto& [rank, v] : per_rank)
@@ -50,8 +60,9 @@ report::Json opt_json(const std::optional<double>& v) {
 double end_of_run(const model::Telemetry& t) {
   double end = 0.0;
   if (t.totals) return std::max(end, t.totals->latest_ts.value_or(end));
-  for (const auto& r : t.steps)
-    end = std::max(end, r.ts);
+  for (const auto& c : t.steps.chunks())
+    for (std::size_t i = 0; i < c->size(); ++i)
+      end = std::max(end, c->ts(i));
   for (const auto& r : t.system)
     end = std::max(end, r.ts);
   for (const auto& r : t.process)
@@ -147,10 +158,18 @@ report::FinalSummary finalize_run(const std::string& run_dir, std::int64_t windo
 
 report::FinalSummary finalize_run(const std::string& run_dir, const store::RunData& data,
                                   std::int64_t window) {
-  const std::string db = (std::filesystem::path(run_dir) / store::kRunDbFileName).string();
+  return finalize_run(run_dir, data, summarize_run(data, window));
+}
+
+analysis::Summary summarize_run(const store::RunData& data, std::int64_t window) {
   analysis::Options opts;
   opts.window = window;
-  const analysis::Summary s = analysis::summarize(data.telemetry, opts);
+  return analysis::summarize(data.telemetry, opts);
+}
+
+report::FinalSummary finalize_run(const std::string& run_dir, const store::RunData& data,
+                                  const analysis::Summary& s) {
+  const std::string db = (std::filesystem::path(run_dir) / store::kRunDbFileName).string();
   const std::optional<store::RunOutcome> outcome = store::read_run_outcome(db);
   const std::optional<store::RejectionCounts> rejections = store::read_rejection_counts(db);
   report::FinalSummary f = report::build_final_summary(

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 
+#include "analysis/summary.hpp"
 #include "report/final_summary.hpp"
 #include "store/rejection_counts.hpp"
 #include "store/run_db.hpp"
@@ -43,5 +44,13 @@ report::FinalSummary finalize_run(const std::string& run_dir, std::int64_t windo
 /// one: the two give the same bytes. Throws report::WriteError.
 report::FinalSummary finalize_run(const std::string& run_dir, const store::RunData& data,
                                   std::int64_t window);
+
+/// The analysis finalize_run runs (analysis::summarize with `window`), for a
+/// caller that runs it ahead, on another thread.
+analysis::Summary summarize_run(const store::RunData& data, std::int64_t window);
+/// finalize_run with the analysis done ahead: `summary` is
+/// summarize_run(data, window). The same bytes.
+report::FinalSummary finalize_run(const std::string& run_dir, const store::RunData& data,
+                                  const analysis::Summary& summary);
 
 }  // namespace traceml::collector
