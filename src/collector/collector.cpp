@@ -29,11 +29,14 @@ namespace {
 
 using namespace std::chrono_literals;
 
-/// Records queued between the I/O thread and the writer. A full queue makes
-/// the I/O thread wait, which slows the ranks' sockets; their senders then
-/// drop and count, so the training never waits and nothing is lost silently.
-/// 64 Ki records (~10 MiB) is a third of a second of writing at the measured rate.
-constexpr std::size_t kQueueCapacity = 64 * 1024;
+/// Records queued between the I/O thread and the writer (the run in memory
+/// has them already). A full queue makes the I/O thread wait, which slows the
+/// ranks' sockets; their senders then drop and count, so the training never
+/// waits and nothing is lost silently. 32 Ki records (~6 MiB, held twice:
+/// the queue and the batch being written) is a twentieth of a second of
+/// writing at the measured rate; the kernel's socket buffers and the
+/// senders' 4 MiB absorb longer stalls.
+constexpr std::size_t kQueueCapacity = 32 * 1024;
 
 /// Longest time a received record stays uncommitted while the run goes on, so
 /// that a crash of the collector loses at most this much telemetry.

@@ -71,6 +71,20 @@ std::unique_ptr<StepChunk> StepChunk::clone() const {
   return c;
 }
 
+std::size_t StepChunk::bytes() const {
+  std::size_t n = sizeof(StepChunk);
+  for (std::size_t e = 0; e < kEventCount; ++e)
+    n += (cpu_[e] ? kRows * sizeof(double) : 0) + (gpu_[e] ? kRows * sizeof(double) : 0);
+  return n + (activity_ ? kRows * sizeof(StepGpuActivity) : 0);
+}
+
+std::size_t StepLog::bytes() const {
+  std::size_t n = 0;
+  for (const auto& c : chunks_)
+    n += c->bytes();
+  return n;
+}
+
 StepChunk& StepLog::tail() {
   // A shared last chunk is never written again: its readers see it as it was.
   if (chunks_.empty() || chunks_.back()->full() || chunks_.back().use_count() != 1) {

@@ -35,6 +35,8 @@ class StepChunk {
   [[nodiscard]] StepRecord record(std::size_t i) const;
   /// A copy of the rows held.
   [[nodiscard]] std::unique_ptr<StepChunk> clone() const;
+  /// Memory the chunk holds, its columns included.
+  [[nodiscard]] std::size_t bytes() const;
 
   [[nodiscard]] int rank(std::size_t i) const { return rank_[i]; }
   [[nodiscard]] std::int64_t step(std::size_t i) const { return step_[i]; }
@@ -179,6 +181,8 @@ class StepLog {
   [[nodiscard]] const_iterator begin() const { return {&chunks_, 0, 0}; }
   [[nodiscard]] const_iterator end() const { return {&chunks_, chunks_.size(), 0}; }
 
+  /// Memory the chunks hold (shared ones counted in full).
+  [[nodiscard]] std::size_t bytes() const;
   /// The chunks, for loops that read columns in place (none is empty).
   [[nodiscard]] const Chunks& chunks() const { return chunks_; }
 
