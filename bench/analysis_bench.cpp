@@ -89,8 +89,7 @@ model::Telemetry synthetic_run(int ranks, int steps, int ranks_per_node) {
 }
 
 std::size_t records_bytes(const model::Telemetry& t) {
-  std::size_t b = t.steps.bytes() +
-                  t.step_memory.size() * sizeof(model::StepMemoryRecord) +
+  std::size_t b = t.steps.bytes() + t.step_memory.size() * sizeof(model::StepMemoryRecord) +
                   t.process.size() * sizeof(model::ProcessSample);
   for (const auto& s : t.system)
     b += sizeof(s) + s.gpus.size() * sizeof(model::GpuSample);

@@ -391,7 +391,8 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
         }
         if (!same) {
           if (rank >= 0 && rank < kDenseRanks) {
-            if (std::size_t(rank) >= dense_counts.size()) dense_counts.resize(std::size_t(rank) + 1);
+            if (std::size_t(rank) >= dense_counts.size())
+              dense_counts.resize(std::size_t(rank) + 1);
             count = &dense_counts[std::size_t(rank)];
           } else {
             count = &sparse_counts[rank];
