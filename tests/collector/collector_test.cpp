@@ -453,6 +453,41 @@ TEST(Collector, ReconnectingRankAddsUpAndTheLastEndCounts) {
   EXPECT_EQ(d.telemetry.steps.size(), 4u);
 }
 
+TEST(Collector, TheRunInMemoryIsCompleteWhenTheIngestStops) {
+  // The end of `traceml run` takes the run after stop_ingest(), while the
+  // writer may still be storing it: it must hold every record and the
+  // deliveries already, and finish() must then store the same.
+  TempDir dir;
+  std::vector<RankStream> streams;
+  for (int r = 0; r < 3; ++r)
+    streams.push_back(rank_stream(r, 2000 + 500 * r));
+  Collector c(options(dir));
+  for (const auto& s : streams)
+    send_and_close(c.port(), s.bytes);
+  c.stop_ingest(Clock::now() + kFinish, 3);
+  const store::RunData mem = c.take_run();
+  ASSERT_EQ(mem.deliveries.size(), 3u);
+  for (int r = 0; r < 3; ++r) {
+    const RankStream& s = streams[std::size_t(r)];
+    const std::string where = "rank " + std::to_string(r);
+    expect_same_list(of_rank(mem.telemetry.steps, r), s.steps, where + " steps");
+    EXPECT_EQ(mem.deliveries[std::size_t(r)].records_received, s.final_stats.records_sent) << where;
+    EXPECT_TRUE(mem.deliveries[std::size_t(r)].clean_end) << where;
+  }
+  const CollectionReport rep = c.finish(Clock::now() + kFinish, 3);
+  EXPECT_FALSE(rep.timed_out);
+  EXPECT_EQ(rep.ranks_connected, 3);
+  const store::RunData db = store::read_run_db(db_path(dir));
+  ASSERT_EQ(db.deliveries.size(), 3u);
+  for (int r = 0; r < 3; ++r) {
+    const std::string where = "rank " + std::to_string(r) + " in the database";
+    expect_same_list(of_rank(db.telemetry.steps, r), streams[std::size_t(r)].steps, where);
+    EXPECT_EQ(db.deliveries[std::size_t(r)].records_received,
+              mem.deliveries[std::size_t(r)].records_received)
+        << where;
+  }
+}
+
 TEST(Collector, RankOutsideTheWorldIsRefused) {
   TempDir dir;
   Collector c(options(dir, 2));
