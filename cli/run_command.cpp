@@ -340,7 +340,7 @@ int run(RunArgs a) {
     summary = std::async(std::launch::async, [&run_data, w = a.window] {
       return collector::summarize_run(run_data, w);
     });
-  } catch (const std::system_error&) {
+  } catch (const std::exception&) {
     // No thread to be had: diagnosed below, after the writer.
   }
   const collector::CollectionReport collected = collector->finish(deadline, expected);

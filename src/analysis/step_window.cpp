@@ -463,7 +463,8 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
       cursor[k] = c;
     }
   }
-  // Records arrive step by step, so this walk reads them in memory order.
+  // Step by step: within a chunk (a file's rows, or a rank's) the rows of
+  // consecutive steps lie next to each other in every column.
   std::vector<RankScan> scans(n_ranks);
   for (std::size_t s = 0; s < n_steps; ++s) {
     const StepView* row = &w.table[s * n_ranks];

@@ -268,13 +268,14 @@ struct Collector::Impl final : transport::ServerHandler {
   void push(Item item) {
     // The run in memory takes each record as it is accepted, also after the
     // database has failed: it is complete once the connections are, while
-    // the writer may still be storing the same records.
-    write(item, state);
+    // the writer may still be storing the same records. The database's copy
+    // is queued first, so that it does not depend on the other.
     std::unique_lock<std::mutex> lk(queue_mu);
     not_full.wait(lk, [&] { return queue.size() < kQueueCapacity || writer_stopping; });
-    queue.push_back(std::move(item));
+    queue.push_back(item);
     lk.unlock();
     not_empty.notify_one();
+    write(item, state);
   }
 
   // ---- the writer thread ----
@@ -351,8 +352,8 @@ struct Collector::Impl final : transport::ServerHandler {
   /// complete, deliveries included. Returns at once when done before.
   void stop_ingest(std::chrono::steady_clock::time_point deadline, int expected_ranks) {
     if (ingest_stopped) return;
-    ingest_stopped = true;
     CollectionReport& rep = ingest_report;
+    rep = {};  // a call that threw half way starts again
     // Connections still in their handshake, or still in the listen backlog
     // (a rank's last reconnect the I/O thread has not accepted yet), are
     // waited for only during a short grace (kHandshakeGrace), never until the
@@ -390,6 +391,7 @@ struct Collector::Impl final : transport::ServerHandler {
     std::lock_guard<std::mutex> lk(state_mu);
     for (const auto& [rank, r] : ranks)
       state.set_delivery(store::RankDelivery{rank, r.records_received, r.clean_end, r.tracer});
+    ingest_stopped = true;  // last: finish() must redo what did not complete
   }
 
   CollectionReport finish(std::chrono::steady_clock::time_point deadline, int expected_ranks) {

@@ -47,8 +47,9 @@ class RunState final : public store::RunSink {
   }
 
   /// The run as it stands, for a reader on any thread while records arrive.
-  /// Each rank's rows keep their arrival order; ranks are interleaved row by
-  /// row. `telemetry.totals` is always set.
+  /// Each rank's rows keep their arrival order; steps come rank by rank,
+  /// the other records interleaved row by row across ranks.
+  /// `telemetry.totals` is always set.
   [[nodiscard]] store::RunData snapshot() const;
 
   /// The run, moved out at its end: chunks are freed as they are copied, so

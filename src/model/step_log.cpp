@@ -15,8 +15,10 @@ void StepChunk::put_activity(std::size_t i, const StepGpuActivity& a) {
   mask_[i] |= kActivityBit;
 }
 
+// A row is counted (rows_) only once written: a column that cannot be
+// allocated leaves the chunk as it was.
 void StepChunk::push(const StepRecord& r) {
-  const std::size_t i = rows_++;
+  const std::size_t i = rows_;
   rank_[i] = r.global_rank;
   step_[i] = r.step;
   ts_[i] = r.ts;
@@ -28,10 +30,11 @@ void StepChunk::push(const StepRecord& r) {
     if (((gpu >> e) & 1u) != 0) put(gpu_[e], i, r.events.gpu_values()[e]);
   }
   if (r.gpu_activity) put_activity(i, *r.gpu_activity);
+  rows_ = std::uint32_t(i + 1);
 }
 
 void StepChunk::push_row(const StepChunk& src, std::size_t j) {
-  const std::size_t i = rows_++;
+  const std::size_t i = rows_;
   rank_[i] = src.rank_[j];
   step_[i] = src.step_[j];
   ts_[i] = src.ts_[j];
@@ -43,6 +46,7 @@ void StepChunk::push_row(const StepChunk& src, std::size_t j) {
     if (((gpu >> e) & 1u) != 0) put(gpu_[e], i, src.gpu_[e][j]);
   }
   if (const StepGpuActivity* a = src.activity(j)) put_activity(i, *a);
+  rows_ = std::uint32_t(i + 1);
 }
 
 StepRecord StepChunk::record(std::size_t i) const {
@@ -87,9 +91,14 @@ std::size_t StepLog::bytes() const {
 
 StepChunk& StepLog::tail() {
   // A shared last chunk is never written again: its readers see it as it was.
+  // use_count() is exact here because every copy that leaves this thread is
+  // made under the owner's lock (RunState) or before the owner appends again.
   if (chunks_.empty() || chunks_.back()->full() || chunks_.back().use_count() != 1) {
+    starts_.reserve(starts_.size() + 1);  // nothing below throws after the allocation
+    chunks_.reserve(chunks_.size() + 1);
+    auto c = std::make_shared<StepChunk>();
     starts_.push_back(size_);
-    chunks_.push_back(std::make_shared<StepChunk>());
+    chunks_.push_back(std::move(c));
   }
   return *chunks_.back();
 }

@@ -149,6 +149,25 @@ class StepLog {
   /// a last chunk with room copied (sharing it would leave this log
   /// appending to fresh, mostly empty chunks).
   [[nodiscard]] StepLog copy_for_reader() const;
+
+  StepLog() = default;
+  StepLog(const StepLog&) = default;
+  StepLog& operator=(const StepLog&) = default;
+  /// A moved-from log is empty, as a moved-from vector is.
+  StepLog(StepLog&& o) noexcept
+      : chunks_(std::move(o.chunks_)), starts_(std::move(o.starts_)), size_(o.size_) {
+    o.clear();
+  }
+  StepLog& operator=(StepLog&& o) noexcept {
+    if (this != &o) {
+      chunks_ = std::move(o.chunks_);
+      starts_ = std::move(o.starts_);
+      size_ = o.size_;
+      o.clear();
+    }
+    return *this;
+  }
+  ~StepLog() = default;
   void clear();
   /// Rewrites every row through f(StepRecord&), in order (for tests and tools:
   /// it copies the log).

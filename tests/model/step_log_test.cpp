@@ -125,21 +125,40 @@ TEST(StepLog, CopyForReaderSharesFullChunksOnly) {
 TEST(StepLog, AppendedLogsReadInOrderThroughPartChunks) {
   // RunState hands the analysis each rank's log, each ending in a part chunk.
   std::vector<StepRecord> all;
+  std::vector<StepLog> ranks(3);
   StepLog joined;
   for (std::uint32_t k = 0; k < 3; ++k) {
-    StepLog rank;
     for (std::uint32_t i = 0; i < 700 * (k + 1); ++i) {
       all.push_back(varied(k * 10000 + i));
-      rank.push_back(all.back());
+      ranks[k].push_back(all.back());
     }
-    joined.append(rank);
+    joined.append(ranks[k]);
   }
   testing::expect_same_list(joined, all, "joined");
-  // Rows pushed after an append go to a chunk of their own (the appended
-  // chunks are shared with the logs they came from).
+  ASSERT_EQ(joined.chunks().size(), 6u);  // 700 | 1024 + 376 | 1024 + 1024 + 52
+  // The last chunk is shared with ranks[2]: a row pushed now goes to a chunk
+  // of its own, and ranks[2] does not see it.
   joined.push_back(varied(5));
   all.push_back(varied(5));
   testing::expect_same_list(joined, all, "joined and pushed");
+  EXPECT_EQ(joined.chunks().size(), 7u);
+  EXPECT_EQ(ranks[2].size(), 2100u);
+  // Its own last chunk it fills.
+  joined.push_back(varied(6));
+  EXPECT_EQ(joined.chunks().size(), 7u);
+}
+
+TEST(StepLog, AMovedFromLogIsEmpty) {
+  StepLog log;
+  for (std::uint32_t i = 0; i < 10; ++i)
+    log.push_back(varied(i));
+  StepLog moved = std::move(log);
+  EXPECT_EQ(moved.size(), 10u);
+  EXPECT_EQ(log.size(), 0u);  // NOLINT(bugprone-use-after-move): the point of the test
+  EXPECT_TRUE(log.chunks().empty());
+  log.push_back(varied(3));
+  EXPECT_EQ(log.size(), 1u);
+  testing::expect_same(log[0], varied(3), "reused");
 }
 
 TEST(StepLog, PushRowCopiesColumnsExactly) {
