@@ -32,7 +32,7 @@ for i in $(seq 1 "$repeats"); do
     tail -5 "$work/err" >&2
     exit 1
   fi
-  rows=$(sqlite3 "$work/logs/r$i/telemetry.db" 'SELECT COUNT(*) FROM steps' 2>/dev/null || echo '?')
+  rows=$(sqlite3 "$work/logs/r$i/telemetry.db" 'SELECT SUM(rows) FROM step_blocks' 2>/dev/null || echo '?')
   awk -v e="$ended" -v l="$last" -v m="$(cat "$work/rss")" -v i="$i" -v r="$rows" \
     'BEGIN { printf "%-4s %12.3f %12.1f %10s\n", i, e - l, m / 1024, r }' | tee -a "$work/table"
   rm -rf "$work/logs/r$i"

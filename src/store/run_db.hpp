@@ -16,10 +16,14 @@ struct sqlite3;
 
 namespace traceml::store {
 
+class StepBlockEncoder;
+
 /// File name of the run database inside a run directory.
 inline constexpr const char* kRunDbFileName = "telemetry.db";
 /// Version of the schema, stored in the database; a reader refuses another one.
-inline constexpr std::int64_t kRunDbSchemaVersion = 1;
+inline constexpr std::int64_t kRunDbSchemaVersion = 2;
+/// The oldest schema version a reader still reads (steps one row each).
+inline constexpr std::int64_t kRunDbOldestSchemaVersion = 1;
 
 /// A database that cannot be created, written or read. what() is one line that
 /// names the file and says what to do.
@@ -74,10 +78,12 @@ class RunSink {
 /// ranks, steps, step memory, system, process), as a collector would.
 void feed(const model::Telemetry& t, RunSink& sink);
 
-/// Writes one run database. Records are buffered and written in batched
-/// transactions (WAL journal); flush() commits what is buffered. Not thread-safe:
-/// one writer thread owns it. Values must be finite (the collector checks):
-/// SQLite would turn a NaN into NULL, which reads back as absent.
+/// Writes one run database. Records are written in batched transactions (WAL
+/// journal); steps are gathered per rank into blocks (store/step_block.hpp),
+/// each stored when it holds kStepBlockRows steps, all of them on flush() or
+/// when they hold 8 MiB together. flush() stores and commits what is
+/// buffered. Not thread-safe: one writer thread owns it. Values must be
+/// finite (the collector checks): a non-step NaN would read back as absent.
 class RunDbWriter final : public RunSink {
  public:
   /// Creates `path`. Throws RunDbError when it exists already (a run directory
@@ -96,7 +102,8 @@ class RunDbWriter final : public RunSink {
   void set_delivery(const RankDelivery& d) override;
   void add_rejected(const RejectedConnection& c) override;
 
-  /// Commits everything buffered. Called by the writer every batch and at the end.
+  /// Stores the open step blocks and commits everything buffered. The
+  /// collector calls it at least every 0.5 s and at the end.
   void flush();
   /// Records written so far (committed or buffered).
   [[nodiscard]] std::int64_t records() const { return records_; }
@@ -105,7 +112,9 @@ class RunDbWriter final : public RunSink {
   struct Statements;
   void begin_if_needed();
   void after_record();
-  void write_buffered_steps();
+  void commit();
+  void write_block(int rank, StepBlockEncoder& block);
+  void write_open_blocks();
   ::sqlite3* db_ = nullptr;
   std::unique_ptr<Statements> stmts_;
   std::string path_;
@@ -114,12 +123,14 @@ class RunDbWriter final : public RunSink {
   std::int64_t records_ = 0;
 };
 
-/// Reads a whole run database. Records keep arrival order. Throws RunDbError
-/// for a missing file, a file that is not a traceml run database, another
-/// schema version, or a row that no writer could have stored: a number column
-/// holding text or a blob, a value beyond its type, or a record that
-/// model::check_* refuses ("PATH: table steps, row 17: 'events.forward.cpu_ms'
-/// must be a finite number >= 0, got -1.5"). Text is repaired, never refused.
+/// Reads a whole run database (schema version 1 or 2). Records keep arrival
+/// order; steps keep each rank's, in the order their blocks were stored.
+/// Throws RunDbError for a missing file, a file that is not a traceml run
+/// database, another schema version, or a row that no writer could have
+/// stored: a number column holding text or a blob, a value beyond its type, a
+/// damaged step block, or a record that model::check_* refuses ("PATH: table
+/// step_blocks, block 4, record 17: 'events.forward.cpu_ms' must be a finite
+/// number >= 0, got -1.5"). Text is repaired, never refused.
 RunData read_run_db(const std::string& path);
 
 /// The same, handing each record to `sink` as it is read instead of keeping

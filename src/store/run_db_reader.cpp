@@ -19,6 +19,7 @@
 #include "model/text.hpp"
 #include "store/run_db.hpp"
 #include "store/run_db_sql.hpp"
+#include "store/step_block.hpp"
 
 namespace traceml::store {
 
@@ -97,7 +98,9 @@ class ReadDb {
   std::string path_;
 };
 
-void check_meta(ReadDb& db) {
+/// The file's schema version, after checking that it is a run database this
+/// traceml reads.
+std::int64_t check_meta(ReadDb& db) {
   auto q = db.try_prepare("SELECT key, value FROM meta");
   if (!q) throw db.not_a_run_db();
   std::optional<std::string> format, version;
@@ -107,11 +110,13 @@ void check_meta(ReadDb& db) {
     if (key == "schema_version") version = col_bytes(q->get(), 1);
   }
   if (format != sql::kFormatName || !version) throw db.not_a_run_db();
-  if (*version != std::to_string(kRunDbSchemaVersion))
-    throw RunDbError(db.path() + ": run database schema version " +
-                     model::escape_for_terminal(model::sanitize_utf8(*version, 60)) +
-                     ", this traceml reads version " + std::to_string(kRunDbSchemaVersion) +
-                     " (use the traceml release that wrote it)");
+  for (std::int64_t v = kRunDbOldestSchemaVersion; v <= kRunDbSchemaVersion; ++v)
+    if (*version == std::to_string(v)) return v;
+  throw RunDbError(db.path() + ": run database schema version " +
+                   model::escape_for_terminal(model::sanitize_utf8(*version, 60)) +
+                   ", this traceml reads versions " + std::to_string(kRunDbOldestSchemaVersion) +
+                   " to " + std::to_string(kRunDbSchemaVersion) +
+                   " (use the traceml release that wrote it)");
 }
 
 /// Shortest text that reads back to `v`.
@@ -129,14 +134,20 @@ std::string number_text(double v) {
 /// is cut and replaced as by model::sanitize_utf8, and counted.
 class Row {
  public:
-  Row(const ReadDb& db, const char* table, sqlite3_stmt* s, std::int64_t& strings_repaired)
-      : db_(db), table_(table), s_(s), strings_repaired_(strings_repaired) {}
+  /// `unit` names a row in messages ("row"; "block" in step_blocks).
+  Row(const ReadDb& db, const char* table, sqlite3_stmt* s, std::int64_t& strings_repaired,
+      const char* unit = "row")
+      : db_(db), table_(table), unit_(unit), s_(s), strings_repaired_(strings_repaired) {}
 
   /// "PATH: table T, row N: problem", N the rowid (`id`; `global_rank` in ranks
   /// and deliveries), so that `SELECT * FROM T WHERE rowid = N` shows it.
   [[noreturn]] void fail(const std::string& problem) const {
-    throw RunDbError(db_.path() + ": table " + table_ + ", row " +
-                     std::to_string(sqlite3_column_int64(s_, 0)) + ": " + problem);
+    throw RunDbError(where() + ": " + problem);
+  }
+  /// "PATH: table T, row N".
+  [[nodiscard]] std::string where() const {
+    return db_.path() + ": table " + table_ + ", " + unit_ + " " +
+           std::to_string(sqlite3_column_int64(s_, 0));
   }
   /// Fails with the shared record check's verdict, if there is one.
   void check(const std::optional<std::string>& problem) const {
@@ -210,6 +221,23 @@ class Row {
   }
   [[nodiscard]] std::string text(int i) const { return opt_text(i).value_or(std::string()); }
 
+  /// A blob's bytes, valid until the query steps on.
+  [[nodiscard]] std::string_view blob(int i) const {
+    switch (sqlite3_column_type(s_, i)) {
+      case SQLITE_BLOB:
+        break;
+      case SQLITE_NULL:
+        fail(column(i) + " is NULL, not a blob");
+      case SQLITE_TEXT:
+        fail(column(i) + " holds " + stored(i) + ", not a blob");
+      default:
+        fail(column(i) + " holds the number " + col_bytes(s_, i) + ", not a blob");
+    }
+    const void* p = sqlite3_column_blob(s_, i);
+    const auto n = static_cast<std::size_t>(sqlite3_column_bytes(s_, i));
+    return n == 0 ? std::string_view() : std::string_view(static_cast<const char*>(p), n);
+  }
+
  private:
   [[nodiscard]] std::string column(int i) const {
     const char* name = sqlite3_column_name(s_, i);
@@ -228,6 +256,7 @@ class Row {
 
   const ReadDb& db_;
   const char* table_;
+  const char* unit_;
   sqlite3_stmt* s_;
   std::int64_t& strings_repaired_;
 };
@@ -353,6 +382,29 @@ void read_steps(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
     read_fields(row, col, r, Part::Nested, later);
     row.check(model::check_step(r));
     sink.add_step(r);
+  }
+}
+
+/// Schema version 2: each rank's steps in blocks (store/step_block.hpp),
+/// read in the order they were stored. Errors name the block (its id) and
+/// the record in it (from 1).
+void read_step_blocks(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
+  const Stmt q = db.prepare("SELECT rowid, global_rank, rows, data FROM step_blocks ORDER BY id");
+  model::StepRecord r;
+  while (db.next(q)) {
+    const Row row(db, "step_blocks", q.get(), repaired, "block");
+    const int rank = row.integer(1);
+    const std::int64_t rows = row.int64(2);
+    const std::string_view bytes = row.blob(3);
+    try {
+      StepBlockDecoder block(bytes, rank, rows);
+      while (block.next(r))
+        sink.add_step(r);
+    } catch (const StepBlockError& e) {
+      throw RunDbError(row.where() +
+                       (e.record() > 0 ? ", record " + std::to_string(e.record()) : "") + ": " +
+                       e.what());
+    }
   }
 }
 
@@ -502,11 +554,14 @@ void feed(const model::Telemetry& t, RunSink& sink) {
 std::int64_t read_run_db(const std::string& path, RunSink& sink) {
   ReadDb db(path);
   db.begin_snapshot();
-  check_meta(db);
+  const std::int64_t version = check_meta(db);
   std::int64_t repaired = 0;
   read_run_info(db, sink, repaired);
   read_ranks(db, sink, repaired);
-  read_steps(db, sink, repaired);
+  if (version == 1)
+    read_steps(db, sink, repaired);
+  else
+    read_step_blocks(db, sink, repaired);
   read_step_memory(db, sink, repaired);
   read_system(db, sink, repaired);
   read_process(db, sink, repaired);

@@ -8,12 +8,14 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "store/run_db.hpp"
 #include "store/run_db_sql.hpp"
+#include "store/step_block.hpp"
 
 namespace traceml::store {
 
@@ -28,31 +30,11 @@ using sql::Stmt;
 /// that a crash loses at most a fraction of a second of telemetry.
 constexpr std::int64_t kBatchRecords = 10000;
 
-/// Steps written by one INSERT statement. A statement's fixed cost (setup,
-/// cursor, halt) is about as large as binding a row; sharing it among 32 rows
-/// makes the step insert about a third cheaper. The rows wait in the writer
-/// until the statement is full or flush() runs.
-constexpr std::size_t kStepsPerInsert = 32;
+/// Bytes of open step blocks the writer holds, all ranks together, before it
+/// stores them whether full or not (1,024 ranks would otherwise hold 60 MB).
+constexpr std::size_t kMaxOpenBlockBytes = std::size_t{8} << 20;
 
 // ---- the tables ----
-
-/// A step row: the step's values, its event mask and two clocks per event,
-/// then its nested records (the GPU activity).
-std::vector<Column> step_columns() {
-  std::vector<Column> cols = sql::columns<model::StepRecord>(Part::Values);
-  cols.push_back({"event_mask", "INTEGER", true});
-  for (auto& c : sql::event_columns())
-    cols.push_back(std::move(c));
-  for (auto& c : sql::columns<model::StepRecord>(Part::Nested))
-    cols.push_back(std::move(c));
-  return cols;
-}
-
-/// Parameters of one step row.
-int step_params() {
-  static const int n = static_cast<int>(step_columns().size());
-  return n;
-}
 
 /// A GPU of a system sample: the sample's id, then the GPU's values.
 std::vector<Column> system_gpu_columns() {
@@ -93,9 +75,9 @@ std::string schema_sql() {
          "CREATE TABLE ranks (" +
          definitions(columns<model::RankIdentity>(Part::All), "global_rank") +
          ");"
-         "CREATE TABLE steps (id INTEGER PRIMARY KEY, " +
-         definitions(step_columns()) +
-         ");"
+         "CREATE TABLE step_blocks (id INTEGER PRIMARY KEY, global_rank INTEGER NOT NULL, rows "
+         "INTEGER NOT NULL, min_step INTEGER NOT NULL, max_step INTEGER NOT NULL, data BLOB NOT "
+         "NULL);"
          "CREATE TABLE step_memory (id INTEGER PRIMARY KEY, " +
          definitions(columns<model::StepMemoryRecord>(Part::All)) +
          ");"
@@ -121,16 +103,6 @@ std::string insert_sql(const std::string& table, const std::vector<Column>& cols
                        const std::string& verb = "INSERT") {
   return verb + " INTO " + table + " (" + sql::names(cols) + ") VALUES (" +
          sql::placeholders(cols.size()) + ")";
-}
-
-/// "INSERT INTO steps (...) VALUES (?, ...), ..." for `rows` rows.
-std::string steps_insert_sql(std::size_t rows) {
-  const std::vector<Column> cols = step_columns();
-  const std::string row = "(" + sql::placeholders(cols.size()) + ")";
-  std::string s = "INSERT INTO steps (" + sql::names(cols) + ") VALUES " + row;
-  for (std::size_t i = 1; i < rows; ++i)
-    s += ", " + row;
-  return s;
 }
 
 // ---- binding; NULL stands for an absent value ----
@@ -210,10 +182,12 @@ void run(sqlite3* db, sqlite3_stmt* s, const std::string& path, const char* what
 
 struct RunDbWriter::Statements {
   Stmt begin, commit;
-  Stmt run_info, rank, step, step_memory, system, system_gpu, process, delivery, rejected;
-  /// Inserts kStepsPerInsert steps at once, and the steps waiting for it.
-  Stmt steps_multi;
-  std::vector<model::StepRecord> step_buffer;
+  Stmt run_info, rank, step_block, step_memory, system, system_gpu, process, delivery, rejected;
+  /// Each rank's open block, in rank order (flush() stores them in that order).
+  std::map<int, StepBlockEncoder> open_blocks;
+  /// The open block of the last step's rank: ranks' steps come in runs.
+  std::map<int, StepBlockEncoder>::iterator last_block = open_blocks.end();
+  std::size_t open_bytes = 0;
 };
 
 RunDbWriter::RunDbWriter(const std::string& path) : path_(path) {
@@ -252,9 +226,10 @@ RunDbWriter::RunDbWriter(const std::string& path) : path_(path) {
     s.rank = prepare(
         db_, insert_sql("ranks", sql::columns<model::RankIdentity>(Part::All), "INSERT OR REPLACE"),
         path);
-    s.step = prepare(db_, steps_insert_sql(1), path);
-    s.steps_multi = prepare(db_, steps_insert_sql(kStepsPerInsert), path);
-    s.step_buffer.reserve(kStepsPerInsert);
+    s.step_block = prepare(db_,
+                           "INSERT INTO step_blocks (global_rank, rows, min_step, max_step, data) "
+                           "VALUES (?, ?, ?, ?, ?)",
+                           path);
     s.step_memory = prepare(
         db_, insert_sql("step_memory", sql::columns<model::StepMemoryRecord>(Part::All)), path);
     s.system = prepare(
@@ -300,15 +275,19 @@ void RunDbWriter::begin_if_needed() {
 
 void RunDbWriter::after_record() {
   ++records_;
-  if (++pending_ >= kBatchRecords) flush();
+  if (++pending_ >= kBatchRecords) commit();
 }
 
-void RunDbWriter::flush() {
+void RunDbWriter::commit() {
   if (!in_transaction_) return;
-  write_buffered_steps();
   run(db_, stmts_->commit.get(), path_, "cannot commit to the run database");
   in_transaction_ = false;
   pending_ = 0;
+}
+
+void RunDbWriter::flush() {
+  write_open_blocks();
+  commit();
 }
 
 void RunDbWriter::set_run_info(const model::RunInfo& info) {
@@ -329,56 +308,42 @@ void RunDbWriter::add_rank(const model::RankIdentity& id) {
   run(db_, s, path_, "cannot write a rank");
 }
 
-namespace {
-
-/// Binds one step row at parameters first..first + step_params() - 1.
-void bind_step(sqlite3_stmt* s, int first, const model::StepRecord& r) {
-  int col = first;
-  bind_fields(s, col, &r, Part::Values);
-  bind_int(s, col++, r.events.event_mask());
-  // The bulk accessors avoid building an optional per value: this is the
-  // collector's hottest loop.
-  const auto& cpu = r.events.cpu_values();
-  const auto& gpu = r.events.gpu_values();
-  const unsigned cpu_mask = r.events.cpu_mask();
-  const unsigned gpu_mask = r.events.gpu_mask();
-  for (std::size_t e = 0; e < model::kEventCount; ++e, col += 2) {
-    if ((cpu_mask >> e) & 1u)
-      bind_double(s, col, cpu[e]);
-    else
-      sqlite3_bind_null(s, col);
-    if ((gpu_mask >> e) & 1u)
-      bind_double(s, col + 1, gpu[e]);
-    else
-      sqlite3_bind_null(s, col + 1);
-  }
-  bind_fields(s, col, &r, Part::Nested);
-}
-
-}  // namespace
-
 void RunDbWriter::add_step(const model::StepRecord& r) {
-  begin_if_needed();
-  auto& buffer = stmts_->step_buffer;
-  buffer.push_back(r);
-  if (buffer.size() == kStepsPerInsert) {
-    sqlite3_stmt* s = stmts_->steps_multi.get();
-    for (std::size_t i = 0; i < buffer.size(); ++i)
-      bind_step(s, 1 + static_cast<int>(i) * step_params(), buffer[i]);
-    buffer.clear();
-    run(db_, s, path_, "cannot write step records");
-  }
+  auto& s = *stmts_;
+  if (s.last_block == s.open_blocks.end() || s.last_block->first != r.global_rank)
+    s.last_block = s.open_blocks.try_emplace(r.global_rank).first;
+  StepBlockEncoder& block = s.last_block->second;
+  const std::size_t before = block.bytes().size();
+  block.add(r);
+  s.open_bytes += block.bytes().size() - before;
+  if (block.rows() >= kStepBlockRows) write_block(r.global_rank, block);
+  if (s.open_bytes > kMaxOpenBlockBytes) write_open_blocks();
   after_record();
 }
 
-void RunDbWriter::write_buffered_steps() {
-  auto& buffer = stmts_->step_buffer;
-  sqlite3_stmt* s = stmts_->step.get();
-  for (const auto& r : buffer) {
-    bind_step(s, 1, r);
-    run(db_, s, path_, "cannot write a step record");
-  }
-  buffer.clear();
+void RunDbWriter::write_block(int rank, StepBlockEncoder& block) {
+  if (block.rows() == 0) return;
+  begin_if_needed();
+  sqlite3_stmt* s = stmts_->step_block.get();
+  bind_int(s, 1, rank);
+  bind_int(s, 2, block.rows());
+  bind_int(s, 3, block.min_step());
+  bind_int(s, 4, block.max_step());
+  // SQLITE_STATIC: the bytes outlive the statement's step.
+  sqlite3_bind_blob(s, 5, block.bytes().data(), static_cast<int>(block.bytes().size()),
+                    SQLITE_STATIC);
+  run(db_, s, path_, "cannot write step records");
+  stmts_->open_bytes -= block.bytes().size() - 1;
+  block.clear();
+}
+
+void RunDbWriter::write_open_blocks() {
+  auto& s = *stmts_;
+  for (auto& [rank, block] : s.open_blocks)
+    write_block(rank, block);
+  // Ranks that stopped sending stop holding a block's memory.
+  s.open_blocks.clear();
+  s.last_block = s.open_blocks.end();
 }
 
 void RunDbWriter::add_step_memory(const model::StepMemoryRecord& r) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "../support/cli_expect.hpp"
+#include "../support/step_blocks.hpp"
 #include "../support/subprocess.hpp"
 #include "report/summary_json.hpp"
 #include "store/jsonl_reader.hpp"
@@ -78,20 +79,34 @@ TEST_F(ReportRunDb, GoodDatabaseGivesTheSummary) {
 }
 
 TEST_F(ReportRunDb, NegativeDurationIsOneErrorLine) {
-  // Before the shared checks this row was read into the analysis.
-  exec_sql("UPDATE steps SET input_wait_cpu_ms = -1e6 WHERE id = 17");
+  // Before the shared checks such a value was read into the analysis.
+  traceml::testing::rewrite_step_block(
+      db_.string(), 1, [](std::int64_t record, traceml::model::StepRecord& r) {
+        if (record == 17) r.events.set(traceml::model::Event::InputWait, {-1e6, std::nullopt});
+      });
   const ProcessResult r = report();
   expect_one_error_line(r, db_.string() +
-                               ": table steps, row 17: 'events.input_wait.cpu_ms' must be a "
-                               "finite number >= 0, got -1e+06");
+                               ": table step_blocks, block 1, record 17: "
+                               "'events.input_wait.cpu_ms' must be a finite number >= 0, got "
+                               "-1e+06");
   EXPECT_FALSE(fs::exists(run_dir_ / "final_summary.json"));
 }
 
 TEST_F(ReportRunDb, TextInANumberColumnIsOneErrorLine) {
-  exec_sql("UPDATE steps SET traced_step_time_cpu_ms = 'fast' WHERE id = 3");
+  exec_sql("UPDATE step_blocks SET rows = 'many' WHERE id = 1");
   expect_one_error_line(report(), db_.string() +
-                                      ": table steps, row 3: column 'traced_step_time_cpu_ms' "
-                                      "holds text \"fast\", not a number");
+                                      ": table step_blocks, block 1: column 'rows' holds text "
+                                      "\"many\", not an integer");
+}
+
+TEST_F(ReportRunDb, TruncatedStepBlockIsOneErrorLine) {
+  exec_sql("UPDATE step_blocks SET data = substr(data, 1, 1000) WHERE id = 1");
+  const ProcessResult r = report();
+  ASSERT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find(db_.string() + ": table step_blocks, block 1, record "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find(": the block ends inside the record\n"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(run_dir_ / "final_summary.json"));
 }
 
 TEST_F(ReportRunDb, RankOutOfRangeIsOneErrorLine) {

@@ -7,11 +7,15 @@
 #include <sqlite3.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <map>
 #include <string>
 
+#include "../support/step_blocks.hpp"
 #include "../support/subprocess.hpp"
 #include "../support/telemetry_compare.hpp"
 
@@ -25,6 +29,29 @@ using testing::expect_same_list;
 using testing::TempDir;
 
 const std::string kHint = "(no telemetry.db found? pass the run directory written by traceml run)";
+const fs::path kData = fs::path(TRACEML_TEST_DATA_DIR) / "data";
+
+/// Each rank's steps in the order they came: what the run database keeps
+/// (a rank's steps are stored in blocks, and blocks of different ranks are
+/// stored as they fill, so the order across ranks is not kept).
+template <class Steps>
+std::map<int, std::vector<model::StepRecord>> per_rank(const Steps& steps) {
+  std::map<int, std::vector<model::StepRecord>> out;
+  for (const auto& r : steps)
+    out[r.global_rank].push_back(r);
+  return out;
+}
+
+template <class A, class B>
+void expect_same_steps_per_rank(const A& expected, const B& read) {
+  const auto a = per_rank(expected);
+  const auto b = per_rank(read);
+  ASSERT_EQ(a.size(), b.size());
+  for (const auto& [rank, steps] : a) {
+    ASSERT_EQ(b.count(rank), 1u) << "rank " << rank;
+    expect_same_list(steps, b.at(rank), "steps of rank " + std::to_string(rank));
+  }
+}
 
 model::StepRecord step(int rank, std::int64_t id, double ts, double base) {
   model::StepRecord r;
@@ -252,7 +279,7 @@ TEST(RunDb, RunWithoutRunInfoOrWorldSizeReadsDefaults) {
   EXPECT_EQ(empty.telemetry.run.world_size, std::nullopt);
 }
 
-TEST(RunDb, KeepsArrivalOrderAndDuplicateSteps) {
+TEST(RunDb, KeepsEachRanksArrivalOrderAndDuplicateSteps) {
   TempDir dir;
   const std::string path = (dir.path() / kRunDbFileName).string();
   std::vector<model::StepRecord> steps = {step(1, 5, 10.0, 1.0), step(0, 7, 9.0, 2.0),
@@ -278,10 +305,12 @@ TEST(RunDb, KeepsArrivalOrderAndDuplicateSteps) {
     EXPECT_EQ(w.records(), 11);
   }
   const RunData d = read_run_db(path);
-  expect_same_list(steps, d.telemetry.steps, "steps");
+  // Steps: one block per rank, stored at flush() in rank order.
+  const std::vector<model::StepRecord> by_rank = {steps[1], steps[3], steps[0], steps[2], steps[4]};
+  expect_same_list(by_rank, d.telemetry.steps, "steps");
   expect_same_list(mem, d.telemetry.step_memory, "step_memory");
   expect_same_list(proc, d.telemetry.process, "process");
-  EXPECT_EQ(d.telemetry.steps[2].events.cpu_ms(Event::InputWait), 3.0);
+  EXPECT_EQ(d.telemetry.steps[3].events.cpu_ms(Event::InputWait), 3.0);
 }
 
 TEST(RunDb, LaterRankIdentityAndDeliveryReplaceEarlierOnes) {
@@ -329,25 +358,92 @@ TEST(RunDb, CommitsInBatchesAcrossManyRecords) {
     RunDbWriter w(path);
     for (int i = 1; i <= kSteps; ++i)
       w.add_step(step(i % 4, i, double(i), double(i) * 0.001));
-    // The automatic commits happened: 20,000 records are visible before flush().
-    EXPECT_EQ(read_run_db(path).telemetry.steps.size(), 20000u);
-  }  // the destructor commits the rest
+    // The commit at 20,000 records holds the blocks that had filled by then:
+    // 4 of 1,024 rows for each of the 4 ranks. The rest is in a transaction
+    // not committed yet, or in blocks still filling.
+    EXPECT_EQ(read_run_db(path).telemetry.steps.size(), 16u * 1024u);
+  }  // the destructor stores the partial blocks and commits
   const RunData d = read_run_db(path);
   ASSERT_EQ(d.telemetry.steps.size(), std::size_t(kSteps));
-  for (int i = 1; i <= kSteps; i += 997) {
-    const auto& r = d.telemetry.steps[std::size_t(i - 1)];
-    EXPECT_EQ(r.step, i);
-    EXPECT_EQ(r.global_rank, i % 4);
-    EXPECT_EQ(r.events.gpu_ms(Event::OptimizerStep), double(i) * 0.001 + 4.5);
+  std::map<int, std::int64_t> last_step;
+  for (const auto& r : d.telemetry.steps) {
+    ASSERT_EQ(r.global_rank, r.step % 4) << r.step;
+    ASSERT_EQ(r.events.gpu_ms(Event::OptimizerStep), double(r.step) * 0.001 + 4.5) << r.step;
+    ASSERT_GT(r.step, last_step[r.global_rank]) << "each rank's steps in arrival order";
+    last_step[r.global_rank] = r.step;
   }
 }
 
-TEST(RunDb, GpuActivityAndGpuOnlyTimingsRoundTripThroughTheMultiRowInsert) {
-  // 70 steps: two full 32-row inserts and a partial batch written row by row.
+TEST(RunDb, StepsAreStoredInBlocksOfARanksRows) {
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  {
+    RunDbWriter w(path);
+    for (int i = 1; i <= 2500; ++i)
+      w.add_step(step(5, i, double(i), 1.0));
+    w.add_step(step(2, 1, 1.0, 1.0));
+    w.flush();  // stores the open blocks, whatever their size
+    w.add_step(step(5, 2501, 2501.0, 1.0));
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db,
+                               "SELECT global_rank, rows, min_step, max_step FROM step_blocks "
+                               "ORDER BY id",
+                               -1, &q, nullptr),
+            SQLITE_OK);
+  std::vector<std::string> blocks;
+  while (sqlite3_step(q) == SQLITE_ROW)
+    blocks.push_back(std::to_string(sqlite3_column_int(q, 0)) + ":" +
+                     std::to_string(sqlite3_column_int(q, 1)) + ":" +
+                     std::to_string(sqlite3_column_int64(q, 2)) + "-" +
+                     std::to_string(sqlite3_column_int64(q, 3)));
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  const std::vector<std::string> expected = {"5:1024:1-1024", "5:1024:1025-2048", "2:1:1-1",
+                                             "5:452:2049-2500", "5:1:2501-2501"};
+  EXPECT_EQ(blocks, expected);
+  EXPECT_EQ(read_run_db(path).telemetry.steps.size(), 2502u);
+}
+
+TEST(RunDb, ManyRanksHoldAtMostEightMebibytesOfOpenBlocks) {
+  // 300 ranks x 600 steps, about 19 MiB encoded: the writer stores every
+  // open block whenever they hold 8 MiB together, long before a rank fills
+  // one. Without that limit each rank's 600 rows would be one block at flush.
   TempDir dir;
   const std::string path = (dir.path() / kRunDbFileName).string();
   std::vector<model::StepRecord> steps;
-  for (int i = 1; i <= 70; ++i) {
+  for (int i = 1; i <= 600; ++i)
+    for (int rank = 0; rank < 300; ++rank)
+      steps.push_back(step(rank, i, double(i), 1.0));
+  {
+    RunDbWriter w(path);
+    for (const auto& r : steps)
+      w.add_step(r);
+    w.flush();
+  }
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
+  sqlite3_stmt* q = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT COUNT(*), MAX(rows), SUM(rows) FROM step_blocks", -1, &q,
+                               nullptr),
+            SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(q), SQLITE_ROW);
+  EXPECT_GE(sqlite3_column_int(q, 0), 600);
+  EXPECT_LE(sqlite3_column_int(q, 1), 300);
+  EXPECT_EQ(sqlite3_column_int(q, 2), 300 * 600);
+  sqlite3_finalize(q);
+  sqlite3_close(db);
+  expect_same_steps_per_rank(steps, read_run_db(path).telemetry.steps);
+}
+
+TEST(RunDb, GpuActivityAndGpuOnlyTimingsRoundTripThroughFullAndPartialBlocks) {
+  // 2,100 steps of two ranks: a full block and a partial one each.
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  std::vector<model::StepRecord> steps;
+  for (int i = 1; i <= 2100; ++i) {
     model::StepRecord r;
     r.global_rank = i % 2;
     r.step = i;
@@ -374,13 +470,14 @@ TEST(RunDb, GpuActivityAndGpuOnlyTimingsRoundTripThroughTheMultiRowInsert) {
       w.add_step(r);
   }
   const RunData d = read_run_db(path);
-  expect_same_list(steps, d.telemetry.steps, "steps");
-  const auto& first = d.telemetry.steps[0];
+  expect_same_steps_per_rank(steps, d.telemetry.steps);
+  const auto ranks = per_rank(d.telemetry.steps);
+  const model::StepRecord& first = ranks.at(1).at(0);  // step 1
   EXPECT_EQ(first.events.cpu_ms(Event::H2D), std::nullopt);
   EXPECT_EQ(first.events.gpu_ms(Event::H2D), 0.25);
   ASSERT_TRUE(first.gpu_activity.has_value());
   EXPECT_EQ(first.gpu_activity->h2d_pageable_copies, 0);
-  EXPECT_FALSE(d.telemetry.steps[2].gpu_activity.has_value());  // step 3: no records
+  EXPECT_FALSE(ranks.at(1).at(1).gpu_activity.has_value());  // step 3: no records
 }
 
 TEST(RunDb, RefusesAnExistingFile) {
@@ -464,13 +561,13 @@ TEST(RunDb, OtherSqliteDatabaseIsNotARunDatabase) {
   EXPECT_EQ(error_of(plain), plain + ": not a traceml run database " + kHint);
 }
 
-TEST(RunDb, FileWithoutGpuActivityColumnsReadsWithoutActivity) {
-  // A run database written before the GPU activity columns existed: same
-  // schema version, the steps table without them.
+TEST(RunDb, VersionOneFileWithoutGpuActivityColumnsReadsWithoutActivity) {
+  // A run database written before the GPU activity columns existed: schema
+  // version 1, its steps table without them.
   TempDir dir;
   const std::string path = (dir.path() / kRunDbFileName).string();
-  RunData d = rich_run();
-  write_run(path, d);
+  fs::copy_file(kData / "format_v1.db", path);
+  RunData d = read_run_db(path);
   exec_sql(path,
            "ALTER TABLE steps DROP COLUMN has_gpu_activity; ALTER TABLE steps DROP COLUMN "
            "activity_h2d_ms; ALTER TABLE steps DROP COLUMN activity_h2d_bytes; ALTER TABLE steps "
@@ -479,7 +576,12 @@ TEST(RunDb, FileWithoutGpuActivityColumnsReadsWithoutActivity) {
            "activity_h2d_pageable_bytes; ALTER TABLE steps DROP COLUMN activity_collective_ms; "
            "ALTER TABLE steps DROP COLUMN activity_busy_ms;");
   const RunData read = read_run_db(path);
-  d.telemetry.steps.edit([](model::StepRecord& r) { r.gpu_activity.reset(); });
+  bool had_activity = false;
+  d.telemetry.steps.edit([&](model::StepRecord& r) {
+    had_activity = had_activity || r.gpu_activity.has_value();
+    r.gpu_activity.reset();
+  });
+  EXPECT_TRUE(had_activity);
   expect_same_run(d, read);
 }
 
@@ -487,10 +589,13 @@ TEST(RunDb, OtherSchemaVersionIsRefused) {
   TempDir dir;
   const std::string path = (dir.path() / kRunDbFileName).string();
   write_run(path, rich_run());
-  exec_sql(path, "UPDATE meta SET value = '2' WHERE key = 'schema_version';");
+  exec_sql(path, "UPDATE meta SET value = '3' WHERE key = 'schema_version';");
   EXPECT_EQ(error_of(path), path +
-                                ": run database schema version 2, this traceml reads version 1 "
-                                "(use the traceml release that wrote it)");
+                                ": run database schema version 3, this traceml reads versions 1 "
+                                "to 2 (use the traceml release that wrote it)");
+  // A version-2 file that says 1 has no steps table to read.
+  exec_sql(path, "UPDATE meta SET value = '1' WHERE key = 'schema_version';");
+  EXPECT_EQ(error_of(path), path + ": not a traceml run database " + kHint);
 }
 
 TEST(RunDb, FileWithoutDeliveryGpuColumnsReadsWithoutGpuClock) {
@@ -513,13 +618,8 @@ TEST(RunDb, FileWithoutDeliveryGpuColumnsReadsWithoutGpuClock) {
   expect_same_run(d, read);
 }
 
-/// The error of reading rich_run() after `sql` changed its file ("" when it reads).
-std::string error_after(const std::string& sql, std::string* path_out = nullptr) {
-  TempDir dir;
-  const std::string path = (dir.path() / kRunDbFileName).string();
-  write_run(path, rich_run());
-  exec_sql(path, sql);
-  if (path_out != nullptr) *path_out = path;
+/// The error of reading `path` ("" when it reads), without the path.
+std::string read_error(const std::string& path) {
   try {
     read_run_db(path);
   } catch (const RunDbError& e) {
@@ -530,7 +630,70 @@ std::string error_after(const std::string& sql, std::string* path_out = nullptr)
   return "";
 }
 
+/// The error of reading rich_run() after `sql` changed its file ("" when it
+/// reads). Its steps are two blocks: block 1 holds rank 0's step, block 2
+/// rank 2's two steps.
+std::string error_after(const std::string& sql) {
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  write_run(path, rich_run());
+  exec_sql(path, sql);
+  return read_error(path);
+}
+
+/// The same for tests/data/format_v1.db (schema version 1, a row per step;
+/// step 2 has GPU activity with h2d_bytes 1.28e8).
+std::string error_after_v1(const std::string& sql) {
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  fs::copy_file(kData / "format_v1.db", path);
+  exec_sql(path, sql);
+  return read_error(path);
+}
+
+/// The error of reading rich_run() after `edit` changed records of block `id`.
+std::string error_after_edit(std::int64_t id,
+                             const std::function<void(std::int64_t, model::StepRecord&)>& edit) {
+  TempDir dir;
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  write_run(path, rich_run());
+  testing::rewrite_step_block(path, id, edit);
+  return read_error(path);
+}
+
 TEST(RunDbCorrupt, NumberColumnsHoldingTextOrBlobsAreRefused) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"UPDATE step_blocks SET rows = 'two' WHERE id = 2",
+       "table step_blocks, block 2: column 'rows' holds text \"two\", not an integer"},
+      {"UPDATE step_blocks SET global_rank = 4294967296 WHERE id = 1",
+       "table step_blocks, block 1: column 'global_rank' holds 4294967296, beyond the range of a "
+       "32-bit integer"},
+      {"UPDATE step_blocks SET data = 'abc' WHERE id = 1",
+       "table step_blocks, block 1: column 'data' holds text \"abc\", not a blob"},
+      {"UPDATE step_blocks SET data = 7 WHERE id = 2",
+       "table step_blocks, block 2: column 'data' holds the number 7, not a blob"},
+      {"UPDATE run_info SET world_size = 'three'",
+       "table run_info, row 1: column 'world_size' holds text \"three\", not an integer"},
+      {"UPDATE system_samples SET cpu_percent = 'high' WHERE id = 1",
+       "table system_samples, row 1: column 'cpu_percent' holds text \"high\", not a number"},
+      {"UPDATE process_samples SET has_gpu = 'yes' WHERE id = 1",
+       "table process_samples, row 1: column 'has_gpu' holds text \"yes\", not an integer"},
+      {"UPDATE deliveries SET gpu_steps_resolved = 'x' WHERE global_rank = 0",
+       "table deliveries, row 0: column 'gpu_steps_resolved' holds text \"x\", not an integer"},
+      {"UPDATE rejected_connections SET ts = 'yesterday' WHERE id = 1",
+       "table rejected_connections, row 1: column 'ts' holds text \"yesterday\", not a number"},
+      // Long text is cut in the message; control characters are escaped.
+      {"UPDATE system_samples SET ts = replace(hex(zeroblob(50)), '0', 'x') WHERE id = 1",
+       "table system_samples, row 1: column 'ts' holds text "
+       "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...\", not a number"},
+      {"UPDATE system_samples SET ts = 'a' || char(27) || '[2J' WHERE id = 1",
+       "table system_samples, row 1: column 'ts' holds text \"a\\x1b[2J\", not a number"},
+  };
+  for (const auto& [sql, message] : cases)
+    EXPECT_EQ(error_after(sql), message) << sql;
+}
+
+TEST(RunDbCorrupt, VersionOneStepRowsAreCheckedColumnByColumn) {
   const std::pair<const char*, const char*> cases[] = {
       {"UPDATE steps SET forward_cpu_ms = 'abc' WHERE id = 1",
        "table steps, row 1: column 'forward_cpu_ms' holds text \"abc\", not a number"},
@@ -545,31 +708,8 @@ TEST(RunDbCorrupt, NumberColumnsHoldingTextOrBlobsAreRefused) {
        "integer"},
       {"UPDATE steps SET event_mask = 64 WHERE id = 3",
        "table steps, row 3: column 'event_mask' holds 64, which sets bits beyond the 6 events"},
-      {"UPDATE steps SET activity_busy_ms = NULL WHERE id = 1",
-       "table steps, row 1: column 'activity_busy_ms' is NULL, not a number"},
-      {"UPDATE run_info SET world_size = 'three'",
-       "table run_info, row 1: column 'world_size' holds text \"three\", not an integer"},
-      {"UPDATE system_samples SET cpu_percent = 'high' WHERE id = 1",
-       "table system_samples, row 1: column 'cpu_percent' holds text \"high\", not a number"},
-      {"UPDATE process_samples SET has_gpu = 'yes' WHERE id = 1",
-       "table process_samples, row 1: column 'has_gpu' holds text \"yes\", not an integer"},
-      {"UPDATE deliveries SET gpu_steps_resolved = 'x' WHERE global_rank = 0",
-       "table deliveries, row 0: column 'gpu_steps_resolved' holds text \"x\", not an integer"},
-      {"UPDATE rejected_connections SET ts = 'yesterday' WHERE id = 1",
-       "table rejected_connections, row 1: column 'ts' holds text \"yesterday\", not a number"},
-      // Long text is cut in the message; control characters are escaped.
-      {"UPDATE steps SET ts = replace(hex(zeroblob(50)), '0', 'x') WHERE id = 1",
-       "table steps, row 1: column 'ts' holds text "
-       "\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...\", not a number"},
-      {"UPDATE steps SET ts = 'a' || char(27) || '[2J' WHERE id = 1",
-       "table steps, row 1: column 'ts' holds text \"a\\x1b[2J\", not a number"},
-  };
-  for (const auto& [sql, message] : cases)
-    EXPECT_EQ(error_after(sql), message) << sql;
-}
-
-TEST(RunDbCorrupt, ValuesTheCollectorWouldRefuseAreRefused) {
-  const std::pair<const char*, const char*> cases[] = {
+      {"UPDATE steps SET activity_busy_ms = NULL WHERE id = 2",
+       "table steps, row 2: column 'activity_busy_ms' is NULL, not a number"},
       {"UPDATE steps SET backward_gpu_ms = -1.5 WHERE id = 1",
        "table steps, row 1: 'events.backward.gpu_ms' must be a finite number >= 0, got -1.5"},
       {"UPDATE steps SET forward_cpu_ms = 9e999 WHERE id = 1",
@@ -580,9 +720,98 @@ TEST(RunDbCorrupt, ValuesTheCollectorWouldRefuseAreRefused) {
        "table steps, row 2: 'global_rank' must be an integer >= 0, got -7"},
       {"UPDATE steps SET step = 0 WHERE id = 2",
        "table steps, row 2: 'step' must be an integer >= 1, got 0"},
-      {"UPDATE steps SET activity_h2d_pageable_bytes = 2e8 WHERE id = 1",
-       "table steps, row 1: 'gpu_activity.h2d_pageable_bytes' (2e+08) must not exceed "
+      {"UPDATE steps SET activity_h2d_pageable_bytes = 2e8 WHERE id = 2",
+       "table steps, row 2: 'gpu_activity.h2d_pageable_bytes' (2e+08) must not exceed "
        "'gpu_activity.h2d_bytes' (1.28e+08)"},
+  };
+  for (const auto& [sql, message] : cases)
+    EXPECT_EQ(error_after_v1(sql), message) << sql;
+  // Column affinity stores '7' as the integer 7: a number, as "7" is not in JSONL.
+  EXPECT_EQ(error_after_v1("UPDATE steps SET step = '7' WHERE id = 2"), "");
+}
+
+TEST(RunDbCorrupt, DamagedStepBlocksAreRefused) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"UPDATE step_blocks SET rows = 0 WHERE id = 1",
+       "table step_blocks, block 1: 'rows' must be between 1 and 65536, got 0"},
+      {"UPDATE step_blocks SET rows = 65537 WHERE id = 1",
+       "table step_blocks, block 1: 'rows' must be between 1 and 65536, got 65537"},
+      {"UPDATE step_blocks SET rows = rows + 1 WHERE id = 1",
+       "table step_blocks, block 1, record 2: the block ends inside the record"},
+      {"UPDATE step_blocks SET rows = 1 WHERE id = 2",
+       "table step_blocks, block 2: 17 bytes follow record 1, the last that the block's 'rows' "
+       "counts"},
+      {"UPDATE step_blocks SET data = CAST(data || x'00' AS BLOB) WHERE id = 2",
+       "table step_blocks, block 2: 1 byte follows record 2, the last that the block's 'rows' "
+       "counts"},
+      {"UPDATE step_blocks SET data = substr(data, 1, 20) WHERE id = 1",
+       "table step_blocks, block 1, record 1: the block ends inside the record"},
+      {"UPDATE step_blocks SET data = x'' WHERE id = 1",
+       "table step_blocks, block 1: the block is empty (no codec byte)"},
+      {"UPDATE step_blocks SET data = CAST(x'02' || substr(data, 2) AS BLOB) WHERE id = "
+       "1",
+       "table step_blocks, block 1: block codec 2, this traceml reads 1 (use the traceml release "
+       "that wrote it)"},
+      {"UPDATE step_blocks SET global_rank = -7 WHERE id = 1",
+       "table step_blocks, block 1, record 1: 'global_rank' must be an integer >= 0, got -7"},
+      // Step delta 1, ts 0, then flags with bit 20 set.
+      {"UPDATE step_blocks SET data = x'01020000000000000000808040', rows = 1 WHERE id = 1",
+       "table step_blocks, block 1, record 1: its flags 1048576 set bits beyond the 19 the codec "
+       "knows"},
+      // Flags: a CPU value of input_wait, which the record does not have.
+      {"UPDATE step_blocks SET data = x'0102000000000000000040000000000000f03f', rows = 1 "
+       "WHERE id = 1",
+       "table step_blocks, block 1, record 1: its flags give a clock value to an event that it "
+       "does not record"},
+      {"UPDATE step_blocks SET data = x'01ffffffffffffffffff7f', rows = 1 WHERE id = 1",
+       "table step_blocks, block 1, record 1: a number in the record does not fit 64 bits"},
+  };
+  for (const auto& [sql, message] : cases)
+    EXPECT_EQ(error_after(sql), message) << sql;
+}
+
+TEST(RunDbCorrupt, ValuesTheCollectorWouldRefuseAreRefused) {
+  struct StepCase {
+    std::int64_t block;
+    std::function<void(std::int64_t, model::StepRecord&)> edit;
+    const char* message;
+  };
+  const StepCase step_cases[] = {
+      {1,
+       [](std::int64_t, model::StepRecord& r) {
+         r.events.set(Event::Backward, {1.0, -1.5});
+       },
+       "table step_blocks, block 1, record 1: 'events.backward.gpu_ms' must be a finite number "
+       ">= 0, got -1.5"},
+      {1,
+       [](std::int64_t, model::StepRecord& r) {
+         r.events.set(Event::Forward, {HUGE_VAL, std::nullopt});
+       },
+       "table step_blocks, block 1, record 1: 'events.forward.cpu_ms' must be a finite number >= "
+       "0, got inf"},
+      {1,
+       [](std::int64_t, model::StepRecord& r) {
+         r.events.set(Event::Forward, {NAN, 1.0});
+       },
+       "table step_blocks, block 1, record 1: 'events.forward.cpu_ms' must be a finite number >= "
+       "0, got nan"},
+      {2,
+       [](std::int64_t i, model::StepRecord& r) {
+         if (i == 2) r.ts = -HUGE_VAL;
+       },
+       "table step_blocks, block 2, record 2: 'ts' must be a finite number >= 0, got -inf"},
+      {2,
+       [](std::int64_t i, model::StepRecord& r) {
+         if (i == 2) r.step = 0;
+       },
+       "table step_blocks, block 2, record 2: 'step' must be an integer >= 1, got 0"},
+      {1, [](std::int64_t, model::StepRecord& r) { r.gpu_activity->h2d_pageable_bytes = 2e8; },
+       "table step_blocks, block 1, record 1: 'gpu_activity.h2d_pageable_bytes' (2e+08) must not "
+       "exceed 'gpu_activity.h2d_bytes' (1.28e+08)"},
+  };
+  for (const auto& c : step_cases)
+    EXPECT_EQ(error_after_edit(c.block, c.edit), c.message);
+  const std::pair<const char*, const char*> cases[] = {
       {"UPDATE ranks SET global_rank = -7 WHERE global_rank = 2",
        "table ranks, row -7: 'global_rank' must be an integer >= 0, got -7"},
       {"UPDATE ranks SET local_world_size = 0 WHERE global_rank = 0",
@@ -609,9 +838,10 @@ TEST(RunDbCorrupt, ValuesTheCollectorWouldRefuseAreRefused) {
 }
 
 TEST(RunDbCorrupt, NumbersStoredAsNumericTextOrIntegralRealsRead) {
-  // Column affinity stores '7' as the integer 7 and 2.0 in an INTEGER column
-  // as 2: both are numbers, as "7" is not but 2.0 is in JSONL.
-  EXPECT_EQ(error_after("UPDATE steps SET step = '7' WHERE id = 2"), "");
+  // Column affinity stores '2' as the integer 2 and 1.0 in an INTEGER column
+  // as 1: both are numbers, as "7" is not but 2.0 is in JSONL.
+  EXPECT_EQ(error_after("UPDATE step_blocks SET rows = '2' WHERE id = 2"), "");
+  EXPECT_EQ(error_after("UPDATE step_blocks SET global_rank = 2.0 WHERE id = 2"), "");
   EXPECT_EQ(error_after("UPDATE system_samples SET cpu_percent = '12.5' WHERE id = 1"), "");
 }
 
