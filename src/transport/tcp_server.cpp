@@ -293,8 +293,12 @@ void TcpServer::Impl::on_read(const ConnectionPtr& c, const asio::error_code& ec
     bool drained = false;
     while (std::optional<Frame> frame = c->decoder.next()) {
       drained = true;
-      if (!on_frame(c, *frame)) return;
+      if (!on_frame(c, *frame)) {
+        handler.on_read_end();
+        return;
+      }
     }
+    handler.on_read_end();
     if (c->decoder.failed()) {
       fail(c, Rejection::BadFrame, c->decoder.error());
       return;

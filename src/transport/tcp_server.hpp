@@ -78,6 +78,11 @@ class ServerHandler {
   /// A frame after the Hello (never a Hello; a Bye too). Returning a reason
   /// closes the connection: the handler found the payload malformed.
   virtual std::optional<std::string> on_frame(ConnectionId id, const Frame& frame) = 0;
+  /// The frames of one read from a connection were all handed to on_frame:
+  /// a handler that gathers what on_frame gives (to take a lock once for
+  /// many records) hands it on here. Also called when on_frame closed the
+  /// connection half way through a read.
+  virtual void on_read_end() {}
   /// A connection that passed the handshake ended: `clean` when it said Bye
   /// before closing; `reason` says why otherwise (peer closed, decode error).
   virtual void on_closed(ConnectionId id, bool clean, const std::string& reason) = 0;
