@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -225,6 +226,88 @@ TEST(E2E, ReportRebuildsAndExportRoundTrips) {
   EXPECT_EQ(primary_kind(a), "INPUT_BOUND");
   EXPECT_EQ(primary_kind(b), primary_kind(a));
   EXPECT_EQ(b["step_time"]["issues"][0]["score"], a["step_time"]["issues"][0]["score"]);
+}
+
+TEST(E2E, ExportDrawsEachRanksStepsAsATimelineWhereTheStragglerStandsOut) {
+  TempDir logs;
+  const auto run = run_process(
+      traceml_run(logs, "tl", 2,
+                  {example("ddp"), "--steps", "80", "--slow-rank", "1", "--slow-input-ms", "20"}));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const fs::path dir = logs.path() / "tl";
+  const fs::path out = logs.path() / "trace.json";
+  const auto exported = run_process(
+      {kCli, "export", dir.string(), "--format", "chrome-trace", "--out", out.string()});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_NE(exported.err.find("traceml: 2 ranks, steps "), std::string::npos) << exported.err;
+  EXPECT_NE(exported.err.find("of the analysed window"), std::string::npos) << exported.err;
+  EXPECT_NE(exported.err.find("phase begin times were not recorded"), std::string::npos);
+  EXPECT_NE(exported.err.find("ui.perfetto.dev"), std::string::npos);
+  const Json trace = load(out);
+  ASSERT_TRUE(trace.is_object()) << read_file(out).substr(0, 200);
+  // A process per rank, named as the report names ranks.
+  std::map<int, std::string> names;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "process_name")
+      names[e["pid"].get<int>()] = e["args"]["name"].get<std::string>();
+  EXPECT_EQ(names[0], "R0/N0");
+  EXPECT_EQ(names[1], "R1/N0");
+  // Each rank's steps in order, one after the other, every phase inside its
+  // step; and rank 1 waits for input about 20 ms longer a step.
+  const std::string range = trace["otherData"]["steps"];
+  const auto colon = range.find(':');
+  const int first = std::stoi(range.substr(0, colon));
+  const int last = std::stoi(range.substr(colon + 1));
+  EXPECT_GE(last - first + 1, 60) << range;
+  std::map<int, double> wait_ms;
+  for (const int rank : {0, 1}) {
+    std::vector<Json> steps;
+    std::map<std::string, int> phases;
+    double waited = 0.0;
+    for (const auto& e : trace["traceEvents"]) {
+      if (e["ph"] != "X" || e["pid"] != rank || e["tid"] != 1) continue;
+      if (e["cat"] == "step") {
+        if (!steps.empty()) {
+          const Json& prev = steps.back();
+          EXPECT_GE(e["ts"].get<double>(), prev["ts"].get<double>() + prev["dur"].get<double>());
+        }
+        steps.push_back(e);
+        continue;
+      }
+      ASSERT_FALSE(steps.empty());
+      const Json& s = steps.back();
+      EXPECT_GE(e["ts"].get<double>(), s["ts"].get<double>()) << e;
+      EXPECT_LE(e["ts"].get<double>() + e["dur"].get<double>(),
+                s["ts"].get<double>() + s["dur"].get<double>() + 1e-6)
+          << e;
+      ++phases[e["name"].get<std::string>()];
+      if (e["name"] == "input_wait") waited += e["dur"].get<double>() / 1000.0;
+    }
+    ASSERT_EQ(int(steps.size()), last - first + 1) << "rank " << rank;
+    EXPECT_EQ(steps.front()["name"], "step " + std::to_string(first));
+    EXPECT_EQ(steps.back()["name"], "step " + std::to_string(last));
+    for (const char* phase : {"input_wait", "traced_step", "forward", "backward", "optimizer_step"})
+      EXPECT_EQ(phases[phase], int(steps.size())) << "rank " << rank << " " << phase;
+    wait_ms[rank] = waited / double(steps.size());
+  }
+  EXPECT_GT(wait_ms[1], wait_ms[0] + 10.0) << wait_ms[0] << " " << wait_ms[1];
+
+  // --steps draws exactly those; a bad range is one error line and no file.
+  const fs::path some = logs.path() / "some.json";
+  const auto ranged = run_process({kCli, "export", dir.string(), "--format", "chrome-trace",
+                                   "--steps", "10:19", "--out", some.string()});
+  ASSERT_EQ(ranged.exit_code, 0) << ranged.err;
+  int drawn = 0;
+  const Json some_trace = load(some);
+  for (const auto& e : some_trace["traceEvents"])
+    drawn += e["ph"] == "X" && e["cat"] == "step" ? 1 : 0;
+  EXPECT_EQ(drawn, 20);
+  const fs::path none = logs.path() / "none.json";
+  const auto bad = run_process({kCli, "export", dir.string(), "--format", "chrome-trace", "--steps",
+                                "19:10", "--out", none.string()});
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(bad.err, "traceml: error: --steps A:B needs 1 <= A <= B, got '19:10'\n");
+  EXPECT_FALSE(fs::exists(none));
 }
 
 TEST(E2E, TwoNodesOneCollectorNamesTheSlowRankOnNodeOne) {

@@ -1,0 +1,337 @@
+// Chrome trace event JSON of a run's steps (report/chrome_trace.hpp,
+// docs/timeline.md). Written as a stream: a range of a large run holds
+// millions of events, and a JSON tree of them would hold several times their
+// size. Times are whole nanoseconds from an origin before the first slice, so
+// that a phase placed inside its step can never poke out of it by rounding
+// (the trace viewers drop slices that do not nest).
+#include "report/chrome_trace.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/step_window.hpp"
+
+namespace traceml::report {
+
+namespace {
+
+using model::Event;
+
+constexpr int kCpuTrack = 1;
+constexpr int kGpuTrack = 2;
+/// Process id of node n's system samples: above every rank a run can have in
+/// practice (a collision would only merge two tracks' names).
+constexpr std::int64_t kSystemPid = 1000000000;
+
+/// The phases inside the traced step, in the order a training step runs them.
+constexpr Event kBodyPhases[] = {Event::H2D, Event::Forward, Event::Backward, Event::OptimizerStep};
+
+constexpr const char* kPlacementNote =
+    "traceml records each phase's duration, not its begin time: inside a step the phases are "
+    "placed one after the other in the order a step runs them (input_wait, then the traced "
+    "step: h2d, forward, backward, optimizer_step, then what no phase covers), and a step ends "
+    "at its recorded timestamp. Durations are exact; positions inside a step are not.";
+
+std::string json_text(const std::string& s) {
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+/// Nanoseconds as the trace's microseconds, exactly ("12.345").
+std::string micros(std::int64_t ns) {
+  const bool negative = ns < 0;
+  const std::uint64_t v = negative ? std::uint64_t(0) - std::uint64_t(ns) : std::uint64_t(ns);
+  std::string s = (negative ? "-" : "") + std::to_string(v / 1000);
+  const auto frac = v % 1000;
+  if (frac != 0) {
+    char buf[4] = {char('0' + frac / 100), char('0' + frac / 10 % 10), char('0' + frac % 10), 0};
+    s += '.';
+    s += buf;
+    while (s.back() == '0')
+      s.pop_back();
+  }
+  return s;
+}
+
+std::string number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, r.ptr);
+}
+
+std::int64_t to_ns(double ms) {
+  return std::llround(ms * 1e6);
+}
+
+class TraceWriter {
+ public:
+  TraceWriter(std::ostream& out, double origin_s) : out_(out), origin_s_(origin_s) {}
+
+  /// Nanoseconds since the origin of a unix time in seconds.
+  [[nodiscard]] std::int64_t at(double unix_s) const {
+    return std::llround((unix_s - origin_s_) * 1e9);
+  }
+
+  void metadata(std::int64_t pid, std::optional<int> tid, const char* what, const char* key,
+                const std::string& value_json) {
+    open();
+    out_ << R"({"name":")" << what << R"(","ph":"M","pid":)" << pid;
+    if (tid) out_ << R"(,"tid":)" << *tid;
+    out_ << R"(,"args":{")" << key << R"(":)" << value_json << "}}";
+  }
+
+  /// A complete slice [begin, end] on a rank's track.
+  void slice(std::int64_t pid, int tid, const std::string& name, const char* category,
+             std::int64_t begin, std::int64_t end, const std::string& args_json) {
+    open();
+    out_ << R"({"name":)" << json_text(name) << R"(,"cat":")" << category << R"(","ph":"X","pid":)"
+         << pid << R"(,"tid":)" << tid << R"(,"ts":)" << micros(begin) << R"(,"dur":)"
+         << micros(std::max<std::int64_t>(0, end - begin));
+    if (!args_json.empty()) out_ << R"(,"args":)" << args_json;
+    out_ << "}";
+  }
+
+  /// A counter sample: one value per named series.
+  void counter(std::int64_t pid, const std::string& name, std::int64_t ts,
+               const std::vector<std::pair<std::string, double>>& values) {
+    std::string args;
+    for (const auto& [key, v] : values) {
+      if (!std::isfinite(v)) continue;
+      args += (args.empty() ? "" : ",") + json_text(key) + ":" + number(v);
+    }
+    if (args.empty()) return;
+    open();
+    out_ << R"({"name":)" << json_text(name) << R"(,"ph":"C","pid":)" << pid << R"(,"ts":)"
+         << micros(ts) << R"(,"args":{)" << args << "}}";
+  }
+
+  [[nodiscard]] std::int64_t events() const { return events_; }
+
+ private:
+  void open() {
+    out_ << (events_ == 0 ? "\n" : ",\n");
+    ++events_;
+  }
+
+  std::ostream& out_;
+  double origin_s_;
+  std::int64_t events_ = 0;
+};
+
+/// A step's durations on one clock, in ms; absent where not measured.
+struct Durations {
+  std::optional<double> input_wait, traced;
+  std::array<std::optional<double>, model::kEventCount> phase{};
+};
+
+Durations durations(const model::StepRecord& r, bool gpu) {
+  Durations d;
+  for (std::size_t e = 0; e < model::kEventCount; ++e) {
+    const auto v = gpu ? r.events.gpu_ms(Event(e)) : r.events.cpu_ms(Event(e));
+    d.phase[e] = v;
+  }
+  d.input_wait = d.phase[std::size_t(Event::InputWait)];
+  d.traced = d.phase[std::size_t(Event::TracedStepTime)];
+  return d;
+}
+
+/// The step's time on one clock (input wait + traced step, the traced step
+/// alone when the wait was not measured); absent without a traced step.
+std::optional<double> step_ms(const Durations& d) {
+  if (!d.traced) return std::nullopt;
+  return d.input_wait.value_or(0.0) + *d.traced;
+}
+
+std::string step_args(const model::StepRecord& r, const Durations& d) {
+  std::string s = R"({"step":)" + std::to_string(r.step);
+  if (const auto total = step_ms(d)) s += R"(,"step_ms":)" + number(*total);
+  double covered = 0.0;
+  for (std::size_t e = 0; e < model::kEventCount; ++e) {
+    if (!d.phase[e]) continue;
+    s += std::string(",\"") + model::event_name(Event(e)) + "_ms\":" + number(*d.phase[e]);
+  }
+  for (const Event e : kBodyPhases)
+    covered += d.phase[std::size_t(e)].value_or(0.0);
+  if (d.traced) s += R"(,"unattributed_ms":)" + number(std::max(0.0, *d.traced - covered));
+  s += R"(,"positions":"inferred"})";
+  return s;
+}
+
+/// Draws one step on one clock's track: the step, its input wait, its traced
+/// body and the phases inside it, back to back. `floor` is where the track's
+/// previous step ended: a step never starts before it (clock jitter between
+/// the recorded end and the durations would otherwise overlap two steps).
+void draw_step(TraceWriter& w, std::int64_t pid, int tid, const model::StepRecord& r,
+               const Durations& d, std::int64_t end, std::int64_t& floor) {
+  const auto total = step_ms(d);
+  if (!total) return;
+  const std::int64_t begin = std::max(floor, end - to_ns(*total));
+  floor = std::max(floor, end);
+  w.slice(pid, tid, "step " + std::to_string(r.step), "step", begin, end, step_args(r, d));
+  const auto clamp = [&](std::int64_t x) { return std::min(end, std::max(begin, x)); };
+  std::int64_t cursor = begin;
+  if (d.input_wait) {
+    const std::int64_t wait_end = clamp(begin + to_ns(*d.input_wait));
+    w.slice(pid, tid, model::event_name(Event::InputWait), "phase", begin, wait_end, {});
+    cursor = wait_end;
+  }
+  w.slice(pid, tid, "traced_step", "phase", cursor, end, {});
+  for (const Event e : kBodyPhases) {
+    const auto& v = d.phase[std::size_t(e)];
+    if (!v) continue;
+    const std::int64_t phase_end = clamp(cursor + to_ns(*v));
+    w.slice(pid, tid, model::event_name(e), "phase", cursor, phase_end, {});
+    cursor = phase_end;
+  }
+}
+
+constexpr double kMB = 1e6;
+
+}  // namespace
+
+std::optional<StepRange> parse_step_range(const std::string& text, std::string& error) {
+  const auto colon = text.find(':');
+  const auto bad = [&](const std::string& why) -> std::optional<StepRange> {
+    error = why;
+    return std::nullopt;
+  };
+  if (colon == std::string::npos)
+    return bad("--steps takes A:B, the first and last step ids (e.g. 100:200), got '" + text + "'");
+  const auto parse = [](const std::string& s, std::int64_t& v) {
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
+  };
+  StepRange range;
+  if (!parse(text.substr(0, colon), range.first) || !parse(text.substr(colon + 1), range.last))
+    return bad("--steps takes A:B with whole step ids (e.g. 100:200), got '" + text + "'");
+  if (range.first < 1 || range.last < range.first)
+    return bad("--steps A:B needs 1 <= A <= B, got '" + text + "'");
+  return range;
+}
+
+std::optional<StepRange> default_timeline_steps(const model::Telemetry& t, std::int64_t window,
+                                                std::int64_t max_steps) {
+  const analysis::StepWindow w = analysis::build_step_window(t, window);
+  if (w.steps.empty()) return std::nullopt;
+  const std::size_t n = std::min<std::size_t>(w.steps.size(), std::size_t(max_steps));
+  return StepRange{w.steps[w.steps.size() - n], w.steps.back()};
+}
+
+TimelineStats write_chrome_trace(const model::Telemetry& t, StepRange range,
+                                 const std::string& producer, std::ostream& out) {
+  // Each rank's rows in the range, the later of two rows of one step winning.
+  std::map<int, std::map<std::int64_t, std::size_t>> rows;
+  {
+    std::size_t i = 0;
+    for (const model::StepRecord r : t.steps) {
+      if (r.step >= range.first && r.step <= range.last && r.events.event_mask() != 0)
+        rows[r.global_rank][r.step] = i;
+      ++i;
+    }
+  }
+  TimelineStats stats;
+  // The origin: a whole second before the first step begins.
+  double first_s = 0.0, last_s = 0.0;
+  bool any = false;
+  for (const auto& [rank, steps] : rows) {
+    for (const auto& [step, i] : steps) {
+      const model::StepRecord r = t.steps[i];
+      double longest = 0.0;
+      for (const bool gpu : {false, true})
+        longest = std::max(longest, step_ms(durations(r, gpu)).value_or(0.0));
+      const double begin = r.ts - longest / 1e3;
+      first_s = any ? std::min(first_s, begin) : begin;
+      last_s = any ? std::max(last_s, r.ts) : r.ts;
+      any = true;
+      stats.gpu = stats.gpu || r.events.gpu_mask() != 0;
+    }
+  }
+  const double origin = std::floor(first_s) - 1.0;
+  TraceWriter w(out, origin);
+
+  out << R"({"displayTimeUnit":"ms","otherData":{"producer":)" << json_text(producer)
+      << R"(,"run_name":)" << json_text(t.run.run_name) << R"(,"steps":")" << range.first << ":"
+      << range.last << R"(","time_origin_unix_s":)" << number(origin) << R"(,"phase_positions":)"
+      << json_text(kPlacementNote) << R"(},"traceEvents":[)";
+
+  std::map<int, std::optional<int>> node_of;
+  for (const auto& id : t.ranks)
+    node_of[id.global_rank] = id.node_rank;
+  std::map<std::pair<int, std::int64_t>, std::int64_t> step_end;  // (rank, step) -> its end
+
+  for (const auto& [rank, steps] : rows) {
+    ++stats.ranks;
+    const auto node = node_of.count(rank) != 0 ? node_of[rank] : std::nullopt;
+    const std::string name =
+        "R" + std::to_string(rank) + (node ? "/N" + std::to_string(*node) : std::string());
+    w.metadata(rank, std::nullopt, "process_name", "name", json_text(name));
+    w.metadata(rank, std::nullopt, "process_sort_index", "sort_index", std::to_string(rank));
+    w.metadata(rank, kCpuTrack, "thread_name", "name", json_text("steps (CPU clock)"));
+    if (stats.gpu)
+      w.metadata(rank, kGpuTrack, "thread_name", "name",
+                 json_text("steps (GPU clock, ends placed at the CPU clock's)"));
+    std::int64_t cpu_floor = w.at(origin), gpu_floor = w.at(origin);
+    for (const auto& [step, i] : steps) {
+      const model::StepRecord r = t.steps[i];
+      const std::int64_t end = w.at(r.ts);
+      step_end[{rank, step}] = end;
+      ++stats.steps;
+      draw_step(w, rank, kCpuTrack, r, durations(r, false), end, cpu_floor);
+      if (r.events.gpu_mask() != 0)
+        draw_step(w, rank, kGpuTrack, r, durations(r, true), end, gpu_floor);
+    }
+  }
+
+  if (any) {
+    // Counters within the drawn steps' span.
+    for (const auto& m : t.step_memory) {
+      const auto it = step_end.find({m.global_rank, m.step});
+      if (it == step_end.end()) continue;
+      w.counter(m.global_rank, "step peak memory (MB)", it->second,
+                {{"allocated", m.peak_allocated_bytes.value_or(NAN) / kMB},
+                 {"reserved", m.peak_reserved_bytes.value_or(NAN) / kMB}});
+    }
+    const auto in_span = [&](double ts) { return ts >= first_s && ts <= last_s; };
+    for (const auto& p : t.process) {
+      if (rows.count(p.global_rank) == 0 || !in_span(p.ts)) continue;
+      w.counter(p.global_rank, "process", w.at(p.ts),
+                {{"cpu_percent", p.cpu_percent.value_or(NAN)},
+                 {"rss_MB", p.rss_bytes.value_or(NAN) / kMB}});
+      if (p.gpu)
+        w.counter(p.global_rank, "process GPU memory (MB)", w.at(p.ts),
+                  {{"allocated", p.gpu->allocated_bytes.value_or(NAN) / kMB},
+                   {"reserved", p.gpu->reserved_bytes.value_or(NAN) / kMB}});
+    }
+    std::map<int, bool> named;
+    for (const auto& s : t.system) {
+      if (!in_span(s.ts)) continue;
+      const std::int64_t pid = kSystemPid + s.node_rank;
+      if (!named[s.node_rank]) {
+        named[s.node_rank] = true;
+        w.metadata(pid, std::nullopt, "process_name", "name",
+                   json_text("N" + std::to_string(s.node_rank) + " system"));
+        w.metadata(pid, std::nullopt, "process_sort_index", "sort_index",
+                   std::to_string(kSystemPid + s.node_rank));
+      }
+      w.counter(pid, "system", w.at(s.ts),
+                {{"cpu_percent", s.cpu_percent.value_or(NAN)},
+                 {"ram_used_GB", s.ram_used_bytes.value_or(NAN) / 1e9}});
+      for (const auto& g : s.gpus)
+        w.counter(pid, "GPU " + std::to_string(g.index), w.at(s.ts),
+                  {{"util_percent", g.util_percent.value_or(NAN)},
+                   {"mem_used_GB", g.mem_used_bytes.value_or(NAN) / 1e9}});
+    }
+  }
+  out << "\n]}\n";
+  stats.events = w.events();
+  return stats;
+}
+
+}  // namespace traceml::report

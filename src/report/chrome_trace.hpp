@@ -1,0 +1,48 @@
+// A run's steps as a timeline: Chrome trace event JSON (the "JSON Array/Object
+// Format" that ui.perfetto.dev and chrome://tracing open), written by
+// `traceml export RUN_DIR --format chrome-trace`. Layout: docs/timeline.md.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "model/telemetry.hpp"
+
+namespace traceml::report {
+
+/// Steps A..B, both included (1 <= A <= B).
+struct StepRange {
+  std::int64_t first = 1;
+  std::int64_t last = 1;
+};
+
+/// Parses "A:B" (1 <= A <= B); std::nullopt and `error` set when it is not one.
+std::optional<StepRange> parse_step_range(const std::string& text, std::string& error);
+
+/// Steps a timeline shows when none are asked for: the latest `max_steps` of
+/// the analysed window (the steps every rank reported among its latest
+/// `window`, as the diagnosis aligns them); std::nullopt when no step aligns.
+std::optional<StepRange> default_timeline_steps(const model::Telemetry& t, std::int64_t window,
+                                                std::int64_t max_steps);
+
+/// What write_chrome_trace wrote.
+struct TimelineStats {
+  std::int64_t ranks = 0;   ///< ranks with a step in the range
+  std::int64_t steps = 0;   ///< step rows drawn (a rank's step once: the later row wins)
+  std::int64_t events = 0;  ///< trace events, metadata included
+  bool gpu = false;         ///< some step had GPU-clock durations (a track of their own)
+};
+
+/// Writes the steps of `range` of every rank as a Chrome trace. A step is a
+/// slice that ends at its timestamp and lasts its step time (input wait +
+/// traced step); its phases are slices inside it. Telemetry holds each
+/// phase's duration, not its begin time: phases are placed one after the
+/// other in the order a step runs them, which the trace's metadata and
+/// every slice's args say. Counters: step memory peaks, process and system
+/// samples within the steps' time span.
+TimelineStats write_chrome_trace(const model::Telemetry& t, StepRange range,
+                                 const std::string& producer, std::ostream& out);
+
+}  // namespace traceml::report
