@@ -9,6 +9,7 @@
 #include "analysis/distribution.hpp"
 #include "analysis/number_format.hpp"
 #include "analysis/rank_identity.hpp"
+#include "analysis/slow_window.hpp"
 #include "analysis/step_time_diagnosis.hpp"
 #include "analysis/step_window.hpp"
 #include "analysis/summary.hpp"
@@ -239,6 +240,7 @@ Section analyze_step_time(const model::Telemetry& t, const Options& o) {
     s.rows.push_back(std::move(row));
   }
   if (auto spread = step_time_spread(w, series, clocks)) s.global_extra["spread"] = *spread;
+  if (auto slow = slow_window(w, s.diagnosis())) s.global_extra["slow_window"] = *slow;
   s.units = {{"time", "ms"}};
   if (activity) s.units.emplace_back("memory", "bytes");  // h2d_bytes_per_step
   s.card = card(w, s);

@@ -506,6 +506,15 @@ std::vector<double> step_series(const StepWindow& w, StepMetric m, bool worst) {
   return series;
 }
 
+std::vector<double> rank_step_series(const StepWindow& w, std::size_t rank_index, StepMetric m) {
+  std::vector<double> series;
+  series.reserve(w.steps.size());
+  const Availability available{w.availability[rank_index]};
+  for (std::size_t s = 0; s < w.steps.size(); ++s)
+    series.push_back(display_value(w.row(s, rank_index), m, w.clock, available).value_or(0.0));
+  return series;
+}
+
 std::array<std::vector<double>, 2> clock_step_series(const StepWindow& w) {
   std::array<std::vector<double>, 2> series;
   std::array<std::vector<std::size_t>, 2> measured;  // indices into facts

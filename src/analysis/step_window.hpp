@@ -121,6 +121,10 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window);
 /// the median (single_rank: the worst) value at each aligned step, null as 0.
 std::vector<double> step_series(const StepWindow& w, StepMetric m, bool worst);
 
+/// One rank's value of a display metric at each aligned step, on the
+/// window's clock, null as 0; `rank_index` indexes `facts`.
+std::vector<double> rank_step_series(const StepWindow& w, std::size_t rank_index, StepMetric m);
+
 /// Per-step series of the step time (input wait + traced step) on each clock
 /// (indexed by Clock), whatever the window's clock, in one pass over the
 /// window: at each aligned step the median over the ranks whose average step

@@ -12,13 +12,14 @@ namespace fs = std::filesystem;
 
 FinalSummary build_final_summary(const analysis::Summary& s, const std::string& generated_at,
                                  const std::string& evidence_hint,
-                                 const std::optional<Json>& tracer,
-                                 const std::optional<Json>& run) {
+                                 const std::optional<Json>& tracer, const std::optional<Json>& run,
+                                 const std::string& run_dir) {
   FinalSummary f;
   f.json = summary_json(s, generated_at, tracer);
   if (run) f.json["run"] = *run;
   TextOptions opts;
   opts.evidence_hint = evidence_hint;
+  opts.run_dir = run_dir;
   f.text = render_text(f.json, opts);
   f.json["text"] = f.text;
   return f;
@@ -41,6 +42,10 @@ std::string evidence_hint_for(const std::string& dir) {
   const fs::path parent = p.parent_path().filename();
   fs::path hint = parent.empty() || parent == "." ? p.filename() : parent / p.filename();
   return (hint / "final_summary.json").string();
+}
+
+std::string run_dir_hint_for(const std::string& dir) {
+  return fs::path(evidence_hint_for(dir)).parent_path().string();
 }
 
 }  // namespace traceml::report

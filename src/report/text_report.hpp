@@ -15,6 +15,10 @@ struct TextOptions {
   std::string evidence_hint;
   /// ANSI colours for a terminal. The visible text is the same either way.
   bool color = false;
+  /// The run directory as the report names it (e.g. "logs/run1"), for the
+  /// command that draws the slow window; empty: "RUN_DIR" (a summary made
+  /// from telemetry JSONL has no run database to draw from).
+  std::string run_dir;
 };
 
 /// The report of the seed guide (Verdict / Why / Next / Scope, STEP TIMING beside
