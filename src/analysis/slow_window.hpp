@@ -37,8 +37,8 @@ inline constexpr double kSlowWindowWarmup = 0.10;
 
 /// The slow window of a step-time section: on the rank the diagnosis names
 /// (its first rank; a straggler), else the median rank of the step time; on
-/// the window's clock, after the warm-up (kSlowWindowWarmup). The JSON object of `step_time.global.slow_window`:
-/// rank, basis ("named_rank" | "median_rank"), clock, first_step,
+/// the window's clock, after the warm-up (kSlowWindowWarmup). The JSON object of
+/// `step_time.global.slow_window`: rank, basis ("named_rank" | "median_rank"), clock, first_step,
 /// last_step, steps, mean_step_ms, median_step_ms, slower_pct. std::nullopt
 /// without a step time or with fewer than 2 × kSlowWindowSteps aligned steps
 /// after the warm-up.
