@@ -1,9 +1,13 @@
 // Collector throughput (docs/performance.md): a load generator of 64
 // simulated ranks, each on its own TCP connection, sending step records as
 // fast as the collector takes them, into a real run database. The figure is
-// step records per second from the first connection to the last commit.
+// step records per second from the first connection to the last commit; the
+// second argument runs a live view beside it, refreshing ten times a second
+// (ten times `--mode live`'s rate). BM_LiveRefresh64Ranks is what one
+// refresh of the live view costs on a run of 64 ranks x 20,000 steps.
 #include <benchmark/benchmark.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -11,6 +15,7 @@
 #include <vector>
 
 #include "collector/collector.hpp"
+#include "live/live_view.hpp"
 #include "transport/frame.hpp"
 #include "transport/hello.hpp"
 #include "transport/record_codec.hpp"
@@ -66,6 +71,17 @@ void BM_CollectorIngest64Ranks(benchmark::State& state) {
     o.run.world_size = kRanks;
     const auto t0 = std::chrono::steady_clock::now();
     collector::Collector c(o);
+    std::atomic<bool> sending{true};
+    std::thread viewer;
+    if (state.range(1) != 0) {
+      viewer = std::thread([&] {
+        while (sending.load()) {
+          benchmark::DoNotOptimize(
+              live::render_view(live::build_model(c.live(), "bench", kRanks, 1.0), 160, 50, true));
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+      });
+    }
     std::vector<std::thread> senders;
     for (int r = 0; r < kRanks; ++r) {
       senders.emplace_back([&, r] {
@@ -82,6 +98,8 @@ void BM_CollectorIngest64Ranks(benchmark::State& state) {
     }
     for (auto& t : senders)
       t.join();
+    sending = false;
+    if (viewer.joinable()) viewer.join();
     const auto report =
         c.finish(std::chrono::steady_clock::now() + std::chrono::seconds(120), kRanks);
     const auto t1 = std::chrono::steady_clock::now();
@@ -96,10 +114,50 @@ void BM_CollectorIngest64Ranks(benchmark::State& state) {
       benchmark::Counter(double(records), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_CollectorIngest64Ranks)
-    ->Arg(4000)
+    ->Args({4000, 0})
+    ->Args({4000, 1})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
+
+/// One refresh of the live view, as `--mode live` does each second: the
+/// collector's latest 100 rows per rank and where each rank is
+/// (Collector::live), the verdict of the analysis on them, and the drawing.
+void BM_LiveRefresh64Ranks(benchmark::State& state) {
+  constexpr int kRanks = 64;
+  constexpr std::int64_t kSteps = 20000;
+  const auto dir = std::filesystem::temp_directory_path() / "traceml_live_bench";
+  std::filesystem::remove_all(dir);
+  collector::CollectorOptions o;
+  o.token = "bench";
+  o.run_dir = dir.string();
+  o.run.world_size = kRanks;
+  collector::Collector c(o);
+  std::vector<std::thread> senders;
+  for (int r = 0; r < kRanks; ++r) {
+    senders.emplace_back([&, r] {
+      const std::vector<std::uint8_t> s = rank_stream(r, kSteps, "bench");
+      transport::TcpClient client;
+      if (!client.connect("127.0.0.1", c.port(), std::chrono::seconds(10))) return;
+      if (!client.send_all(s.data(), s.size(), std::chrono::seconds(60))) return;
+      client.close();
+    });
+  }
+  for (auto& t : senders)
+    t.join();
+  c.stop_ingest(std::chrono::steady_clock::now() + std::chrono::seconds(60), kRanks);
+  std::size_t lines = 0;
+  for (auto _ : state) {
+    const live::LiveModel m = live::build_model(c.live(), "bench", kRanks, 1.0);
+    if (m.verdict.empty() || m.ranks.size() != kRanks)
+      state.SkipWithError("no verdict, or ranks lost");
+    lines += live::render_view(m, 160, 80, true).size();
+  }
+  benchmark::DoNotOptimize(lines);
+  c.finish(std::chrono::steady_clock::now());
+  std::filesystem::remove_all(dir);
+}
+BENCHMARK(BM_LiveRefresh64Ranks)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

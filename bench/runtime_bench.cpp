@@ -78,16 +78,17 @@ void BM_StepTracedKept(benchmark::State& state) {
   auto it = data.begin();
   for (auto _ : state) {
     if (it == data.end()) it = data.begin();
-    const std::int64_t fetch = hot_scope_begin(hot);
+    const std::int64_t fetch = hot_enter(hot, traceml::model::Event::InputWait);
     int v = *it;
-    hot_fetch(recorder, fetch);
+    hot_fetch(hot, recorder, fetch);
     const std::int64_t step = hot_scope_begin(hot);
     recorder.enter_step();
+    hot_position(hot, traceml::model::LoopPhase::Step);
     for (const auto e : {traceml::model::Event::Forward, traceml::model::Event::Backward,
                          traceml::model::Event::OptimizerStep}) {
-      const std::int64_t phase = hot_scope_begin(hot);
+      const std::int64_t phase = hot_enter(hot, e);
       benchmark::DoNotOptimize(v);
-      hot_add(recorder, e, phase);
+      hot_add(hot, recorder, e, phase);
     }
     hot_step_end(hot, recorder, step, false);
     ++it;

@@ -13,6 +13,8 @@
 #include <regex>
 #include <system_error>
 
+#include <unistd.h>
+
 #include "collector/collector.hpp"
 #include "collector/finalize.hpp"
 #include "commands.hpp"
@@ -21,6 +23,7 @@
 #include "launcher/launch.hpp"
 #include "launcher/manifest.hpp"
 #include "launcher/program_path.hpp"
+#include "live_display.hpp"
 #include "model/env_contract.hpp"
 #include "model/text.hpp"
 #include "report/atomic_file.hpp"
@@ -142,7 +145,8 @@ std::optional<std::string> validate(const RunArgs& a) {
            ")";
   if (a.node_rank >= a.nnodes) return "--node-rank must be less than --nnodes";
   if (a.master_addr.empty()) return "--master-addr cannot be empty";
-  if (a.mode != "summary") return "invalid mode '" + a.mode + "' (the only mode is 'summary')";
+  if (a.mode != "summary" && a.mode != "live" && a.mode != "cli")
+    return "invalid mode '" + a.mode + "' (use summary or live; cli is another name for live)";
   if (!a.run_name.empty() && !std::regex_match(a.run_name, std::regex("^[A-Za-z0-9_.-]+$")))
     return "--run-name must be one path segment of letters, digits, '_', '.' or '-' (got '" +
            a.run_name + "')";
@@ -201,8 +205,9 @@ std::string status_of(const launcher::LaunchOutcome& o) {
   return o.exit_code == 0 ? "completed" : "failed";
 }
 
-store::RunOutcome outcome_of(const launcher::LaunchOutcome& o) {
+store::RunOutcome outcome_of(const launcher::LaunchOutcome& o, std::vector<model::Stall> stalls) {
   store::RunOutcome r;
+  r.stalls = std::move(stalls);
   r.status = status_of(o);
   r.exit_code = o.exit_code;
   r.failed_rank = o.first_failed_rank;
@@ -271,6 +276,7 @@ int run(RunArgs a) {
     o.run.strategy = model::strategy_from_string(
         !a.strategy.empty() ? a.strategy : (world > 1 ? "ddp" : "single_process"));
     o.window = a.window;
+    o.interval_s = a.interval;
     try {
       collector = std::make_unique<collector::Collector>(o);
     } catch (const std::exception& e) {
@@ -301,6 +307,12 @@ int run(RunArgs a) {
   if (owner)
     std::cerr << "traceml: tracing " << world << " rank(s) into " << run_dir.string() << "\n";
   const double started = unix_now();
+  // The live view needs the collector: it runs where the collector does.
+  std::optional<LiveDisplay> display;
+  if (a.mode != "summary" && collector) {
+    display.emplace(*collector, run_name, world, ::isatty(STDOUT_FILENO) == 1);
+    plan.output_hook = &*display;
+  }
   launcher::LaunchOutcome outcome;
   // Held until the manifest is written: a hang-up or SIGTERM after the ranks
   // ended must not cost the run its summary (it is written in well under the
@@ -309,7 +321,9 @@ int run(RunArgs a) {
   try {
     signals.emplace();
     outcome = launcher::launch_and_wait(plan, *signals);
+    if (display) display->end();
   } catch (const launcher::LaunchError& e) {
+    if (display) display->end();
     if (collector) collector->finish(std::chrono::steady_clock::now());
     collector.reset();
     if (created_dir) {
@@ -331,6 +345,7 @@ int run(RunArgs a) {
   const int expected = a.nnodes > 1 ? world : 0;
   collector->stop_ingest(deadline, expected);
   timer.lap("ingest");
+  std::vector<model::Stall> stalls = collector->stalls();
   // The end of the run is diagnosed from the run held in memory, not read
   // back from the database (`traceml report RUN_DIR` gives the same bytes),
   // on a thread of its own while the writer stores the rest.
@@ -354,7 +369,7 @@ int run(RunArgs a) {
          " records were stored, telemetry that arrived later was lost");
   bool summary_written = false;
   try {
-    store::write_run_outcome(db, outcome_of(outcome));
+    store::write_run_outcome(db, outcome_of(outcome, std::move(stalls)));
     const report::FinalSummary f = collector::finalize_run(
         run_dir.string(), run_data,
         summary.valid() ? summary.get() : collector::summarize_run(run_data, a.window));
@@ -436,7 +451,9 @@ void add_run_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_option("--strategy", a->strategy,
                   "ddp, fsdp or single_process (default from world size)");
-  cmd->add_option("--mode", a->mode, "Display mode: summary (end-of-run report)")
+  cmd->add_option("--mode", a->mode,
+                  "summary (the report at the end) or live (a live view while the run goes, "
+                  "then the report; cli is the same)")
       ->capture_default_str();
   cmd->add_flag("--disable", a->disable, "Run untraced (no collector, tracing off in the ranks)");
   cmd->add_option("command", a->command, "-- PROGRAM [ARGS...]")->required();

@@ -91,6 +91,9 @@ namespace detail {
 // The hot path, implemented in the runtime. A start of 0 means "not recording":
 // the matching end call then does nothing.
 std::int64_t scope_begin() noexcept;
+/// scope_begin() that also publishes where the loop is (the heartbeat's phase).
+std::int64_t phase_begin(Phase phase) noexcept;
+std::int64_t fetch_begin() noexcept;
 void phase_end(Phase phase, std::int64_t start) noexcept;
 void fetch_end(std::int64_t start) noexcept;
 std::int64_t step_begin() noexcept;
@@ -118,7 +121,7 @@ class StepScope {
 /// entered several times in a step (gradient accumulation) adds up.
 class PhaseScope {
  public:
-  explicit PhaseScope(Phase phase) noexcept : phase_(phase), start_(detail::scope_begin()) {}
+  explicit PhaseScope(Phase phase) noexcept : phase_(phase), start_(detail::phase_begin(phase)) {}
   ~PhaseScope() { detail::phase_end(phase_, start_); }
   PhaseScope(const PhaseScope&) = delete;
   PhaseScope& operator=(const PhaseScope&) = delete;
@@ -132,7 +135,7 @@ class PhaseScope {
 /// on a prefetch thread) as input wait of the next step recorded on this thread.
 class FetchScope {
  public:
-  FetchScope() noexcept : start_(detail::scope_begin()) {}
+  FetchScope() noexcept : start_(detail::fetch_begin()) {}
   ~FetchScope() { detail::fetch_end(start_); }
   FetchScope(const FetchScope&) = delete;
   FetchScope& operator=(const FetchScope&) = delete;
@@ -183,7 +186,7 @@ class WrappedLoader {
       }
     }
     iterator& operator++() {
-      pending_ = detail::scope_begin();
+      pending_ = detail::fetch_begin();
       ++it_;
       return *this;
     }
@@ -211,7 +214,7 @@ class WrappedLoader {
   explicit WrappedLoader(Range&& range) : range_(std::forward<Range>(range)) {}
 
   iterator begin() {
-    const std::int64_t start = detail::scope_begin();
+    const std::int64_t start = detail::fetch_begin();
     return iterator(std::begin(range_), start);
   }
   sentinel end() { return sentinel(std::end(range_)); }

@@ -15,6 +15,7 @@
 #include <utility>
 #include <variant>
 
+#include "analysis/order_statistics.hpp"
 #include "collector/run_state.hpp"
 #include "model/record_checks.hpp"
 #include "model/text.hpp"
@@ -45,6 +46,10 @@ constexpr std::size_t kPendingRecords = 512;
 /// Longest time a received record stays uncommitted while the run goes on, so
 /// that a crash of the collector loses at most this much telemetry.
 constexpr auto kCommitInterval = 500ms;
+
+/// How often the writer classifies the live board (LiveBoard::update) when
+/// no live view does it: stalls are found within this of the rule's limit.
+constexpr auto kBoardInterval = 500ms;
 
 /// How often finish() rechecks the open connections while it waits.
 constexpr auto kFinishPoll = 20ms;
@@ -101,7 +106,9 @@ struct Collector::Impl final : transport::ServerHandler {
     int rank = 0;
     std::optional<int> node_rank;
     bool said_bye = false;
-    std::int64_t records = 0;  // valid records queued; merged into the rank at close
+    std::int64_t records = 0;   // valid records queued; merged into the rank at close
+    std::int64_t max_step = 0;  // highest step received, for the live board
+    bool touched = false;       // records since the last hand_on (in `touched`)
     /// Set when the Hello's identity is unusable: the first frame closes the connection.
     std::optional<std::string> refuse;
   };
@@ -115,7 +122,8 @@ struct Collector::Impl final : transport::ServerHandler {
     std::optional<model::TracerStats> tracer;
   };
 
-  explicit Impl(const CollectorOptions& o) : options(o), state(o.window) {}
+  explicit Impl(const CollectorOptions& o)
+      : options(o), state(o.window), board(StallRules{o.interval_s}, unix_now()) {}
 
   // ---- ServerHandler (the server's I/O thread) ----
 
@@ -145,6 +153,7 @@ struct Collector::Impl final : transport::ServerHandler {
       std::lock_guard<std::mutex> lk(state_mu);
       ++ranks[c.rank].open;
     }
+    board.connected(c.rank, c.node_rank, LiveClock::now());
     connections.emplace(id, std::move(c));
     push(std::move(identity));
   }
@@ -161,6 +170,7 @@ struct Collector::Impl final : transport::ServerHandler {
         auto r = transport::decode_step(frame.payload);
         if (!r) return malformed(frame.type);
         if (r->global_rank != c.rank || !valid_step(*r)) return invalid();
+        c.max_step = std::max(c.max_step, r->step);
         accept(c, std::move(*r));
         return std::nullopt;
       }
@@ -192,8 +202,16 @@ struct Collector::Impl final : transport::ServerHandler {
         if (!s) return malformed(frame.type);
         repair(s->strategy);
         if (s->global_rank != c.rank || !valid_tracer_stats(*s)) return invalid();
+        board.tracer_drops(c.rank, s->records_dropped);
         std::lock_guard<std::mutex> lk(state_mu);
         ranks[c.rank].tracer = std::move(*s);  // the last report wins
+        return std::nullopt;
+      }
+      case FrameType::Heartbeat: {
+        auto p = transport::decode_heartbeat(frame.payload);
+        if (!p) return malformed(frame.type);
+        if (p->global_rank != c.rank) return invalid();
+        board.heartbeat(*p, LiveClock::now());
         return std::nullopt;
       }
       case FrameType::Bye:
@@ -213,11 +231,14 @@ struct Collector::Impl final : transport::ServerHandler {
     if (it == connections.end()) return;
     const Connection& c = it->second;
     if (!c.refuse) {
-      std::lock_guard<std::mutex> lk(state_mu);
-      RankState& r = ranks[c.rank];
-      --r.open;
-      r.records_received += c.records;
-      r.clean_end = clean || c.said_bye;
+      {
+        std::lock_guard<std::mutex> lk(state_mu);
+        RankState& r = ranks[c.rank];
+        --r.open;
+        r.records_received += c.records;
+        r.clean_end = clean || c.said_bye;
+      }
+      board.closed(c.rank, LiveClock::now());
     }
     connections.erase(it);
   }
@@ -256,6 +277,10 @@ struct Collector::Impl final : transport::ServerHandler {
   template <typename Record>
   void accept(Connection& c, Record&& r) {
     ++c.records;
+    if (!c.touched) {
+      c.touched = true;
+      touched.push_back(&c);
+    }
     pending.emplace_back(std::forward<Record>(r));
     if (pending.size() >= kPendingRecords) hand_on();
   }
@@ -284,6 +309,15 @@ struct Collector::Impl final : transport::ServerHandler {
   /// end of every read (on_read_end) and before anything else the I/O
   /// thread does, so that between two of its callbacks nothing waits here.
   void hand_on() {
+    if (!touched.empty()) {
+      // The live board hears of each rank once a batch, not once a record.
+      const auto now = LiveClock::now();
+      for (Connection* c : touched) {
+        board.heard(c->rank, c->max_step, now);
+        c->touched = false;
+      }
+      touched.clear();
+    }
     if (pending.empty()) return;
     // The run in memory takes each record as it is accepted, also after the
     // database has failed: it is complete once the connections are, while
@@ -349,6 +383,7 @@ struct Collector::Impl final : transport::ServerHandler {
     // moved every record and faulted in fresh pages (3 % of the collector).
     batch.reserve(kQueueCapacity + kPendingRecords);
     auto last_commit = std::chrono::steady_clock::now();
+    auto last_board = last_commit;
     for (;;) {
       bool wake_io = false;
       {
@@ -367,11 +402,44 @@ struct Collector::Impl final : transport::ServerHandler {
       });
       batch.clear();
       const auto now = std::chrono::steady_clock::now();
+      // Stalls are caught in every display mode, not only while a live view
+      // looks: the board is classified here at least every commit interval.
+      if (now - last_board >= kBoardInterval) {
+        refresh_board(now);
+        last_board = now;
+      }
       if (now - last_commit >= kCommitInterval) {
         guarded([&] { writer->flush(); });
         last_commit = now;
       }
     }
+  }
+
+  // ---- the live board ----
+
+  /// Each rank's median step in seconds over `data` (its latest rows):
+  /// traced step plus input wait, the whole step the user sees.
+  static std::vector<std::pair<int, double>> median_steps(const store::RunData& data) {
+    std::map<int, std::vector<double>> per_rank;
+    for (const model::StepRecord& r : data.telemetry.steps) {
+      const auto traced = r.events.cpu_ms(model::Event::TracedStepTime);
+      if (!traced) continue;
+      per_rank[r.global_rank].push_back(
+          (*traced + r.events.cpu_ms(model::Event::InputWait).value_or(0.0)) / 1000.0);
+    }
+    std::vector<std::pair<int, double>> out;
+    for (auto& [rank, v] : per_rank)
+      out.emplace_back(rank, analysis::median_of(v));
+    return out;
+  }
+
+  /// Gives the board each rank's median step (its stall yardstick) from the
+  /// latest rows, then classifies the ranks. Returns the latest rows.
+  store::RunData refresh_board(LiveClock::time_point now, std::int64_t rows = kLiveRows) {
+    store::RunData latest = state.latest(rows);
+    board.set_median_steps(median_steps(latest));
+    board.update(now);
+    return latest;
   }
 
   // ---- finish ----
@@ -466,7 +534,8 @@ struct Collector::Impl final : transport::ServerHandler {
   std::string db_path;
   std::unique_ptr<transport::TcpServer> server;
   std::unique_ptr<store::RunDbWriter> writer;
-  RunState state;  // fed as records are accepted (push), next to the database
+  RunState state;   // fed as records are accepted (push), next to the database
+  LiveBoard board;  // where each rank is: the live view's rows, the run's stalls
   std::thread writer_thread;
 
   // I/O thread only.
@@ -485,7 +554,8 @@ struct Collector::Impl final : transport::ServerHandler {
   std::condition_variable not_empty;
   std::condition_variable not_full;
   std::vector<Item> queue;
-  std::vector<Item> pending;  // the I/O thread's records not handed on yet (hand_on)
+  std::vector<Item> pending;         // the I/O thread's records not handed on yet (hand_on)
+  std::vector<Connection*> touched;  // connections with records since the last hand_on
   bool writer_stopping = false;
   bool io_waiting = false;  // the I/O thread waits for room in the queue
 
@@ -562,6 +632,21 @@ void Collector::stop_ingest(std::chrono::steady_clock::time_point deadline, int 
 
 store::RunData Collector::snapshot() const {
   return impl_->state.snapshot();
+}
+
+LiveStatus Collector::live(std::int64_t rows) {
+  const auto now = LiveClock::now();
+  LiveStatus s;
+  s.latest = impl_->refresh_board(now, rows);
+  s.ranks = impl_->board.update(now);
+  s.stalls = impl_->board.stalls(now);
+  s.invalid_records = impl_->invalid_records.load(std::memory_order_relaxed);
+  s.rejected_connections = impl_->rejected.load(std::memory_order_relaxed);
+  return s;
+}
+
+std::vector<model::Stall> Collector::stalls() {
+  return impl_->board.stalls(LiveClock::now());
 }
 
 store::RunData Collector::take_run() {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "collector/live_board.hpp"
 #include "model/telemetry.hpp"
 #include "store/run_db.hpp"
 
@@ -35,6 +36,21 @@ struct CollectorOptions {
   /// The analysis window the run will be diagnosed with: the in-memory run
   /// (RunState) keeps what that window reads.
   std::int64_t window = 10000;
+  /// The ranks' sampling and heartbeat interval (--interval): the live
+  /// board calls a rank silent after 3 of them without a word.
+  double interval_s = 1.0;
+};
+
+/// Rows per rank the live view diagnoses (TraceML's live window).
+inline constexpr std::int64_t kLiveRows = 100;
+
+/// The run while it goes, for the live view.
+struct LiveStatus {
+  store::RunData latest;             ///< per rank its latest rows (RunState::latest)
+  std::vector<RankLive> ranks;       ///< every rank heard from, by global rank
+  std::vector<model::Stall> stalls;  ///< every stall so far
+  std::int64_t invalid_records = 0;
+  std::int64_t rejected_connections = 0;
 };
 
 /// How the collection ended.
@@ -84,6 +100,13 @@ class Collector {
   /// The run as received so far (RunState::snapshot), from any thread while
   /// the ranks send: records are copied a chunk at a time, ingest goes on.
   [[nodiscard]] store::RunData snapshot() const;
+
+  /// The run's latest `rows` rows per rank and where each rank stands, from
+  /// any thread while the ranks send. Costs a copy of those rows under the
+  /// run's lock (docs/performance.md "Live view").
+  [[nodiscard]] LiveStatus live(std::int64_t rows = kLiveRows);
+  /// Every stall the run has had, one still going counted up to now.
+  [[nodiscard]] std::vector<model::Stall> stalls();
 
   /// After stop_ingest() or finish(): the run held in memory, moved out
   /// (later calls get an empty run). It holds what was received even when the run database could

@@ -85,6 +85,20 @@ report::Json run_block(const store::RunOutcome& o) {
     ranks.push_back(r);
   }
   j["ranks"] = ranks;
+  report::Json stalls = report::Json::array();
+  for (const model::Stall& s : o.stalls) {
+    report::Json st = report::Json::object();
+    st["rank"] = s.global_rank;
+    st["kind"] = s.kind;
+    st["step"] = s.step;
+    st["phase"] = s.phase ? report::Json(model::loop_phase_key(*s.phase)) : report::Json();
+    st["start"] = s.start;
+    st["duration_s"] = s.duration_s;
+    st["resumed"] = s.resumed;
+    st["others_waiting"] = s.others_waiting ? report::Json(*s.others_waiting) : report::Json();
+    stalls.push_back(std::move(st));
+  }
+  j["stalls"] = std::move(stalls);
   return j;
 }
 

@@ -78,6 +78,29 @@ class RowLog {
     if (!sealed_.empty()) sealed_.front() = std::make_shared<const std::vector<T>>(std::move(cut));
   }
 
+  /// Appends the latest `n` rows to `out`, oldest first.
+  void tail(std::size_t n, std::vector<T>& out) const {
+    n = std::min(n, rows_);
+    std::size_t skip = rows_ - n;
+    const auto copy_from = [&](const std::vector<T>& rows) {
+      if (skip >= rows.size()) {
+        skip -= rows.size();
+        return;
+      }
+      out.insert(out.end(), rows.begin() + static_cast<std::ptrdiff_t>(skip), rows.end());
+      skip = 0;
+    };
+    // Only the chunks that hold the tail are visited.
+    std::size_t first = sealed_.size();
+    for (std::size_t held = open_.size(); first > 0 && held < n;)
+      held += sealed_[--first]->size();
+    for (std::size_t k = 0; k < first; ++k)
+      skip -= sealed_[k]->size();
+    for (std::size_t k = first; k < sealed_.size(); ++k)
+      copy_from(*sealed_[k]);
+    copy_from(open_);
+  }
+
   /// The chunks a reader walks: the sealed ones shared, the open one copied.
   void share(std::vector<ChunkPtr<T>>& out) const {
     out = sealed_;
@@ -478,6 +501,34 @@ store::RunData RunState::snapshot() const {
     o = impl_->gather(false);
   }
   return Impl::materialize(std::move(o), false);
+}
+
+store::RunData RunState::latest(std::int64_t rows) const {
+  const auto n = static_cast<std::size_t>(std::max<std::int64_t>(rows, 0));
+  store::RunData out;
+  model::Telemetry& t = out.telemetry;
+  std::lock_guard<std::mutex> lk(mu_);
+  const Impl& m = *impl_;
+  t.run = m.run;
+  for (const auto& [rank, id] : m.identities)
+    t.ranks.push_back(id);
+  t.totals = model::RunTotals{m.step_ids.count(), m.memory_ids.count(), m.latest_ts};
+  for (const auto& [rank, r] : m.ranks) {
+    // The step log's tail, row by row from the chunk that holds its first row.
+    const std::size_t from = r.steps.size() - std::min(n, r.steps.size());
+    std::size_t at = 0;
+    for (const auto& c : r.steps.chunks()) {
+      if (at + c->size() > from)
+        for (std::size_t i = at < from ? from - at : 0; i < c->size(); ++i)
+          t.steps.push_row(*c, i);
+      at += c->size();
+    }
+    r.memory.tail(n, t.step_memory);
+    r.process.tail(n, t.process);
+  }
+  for (const auto& [node, s] : m.nodes)
+    s.system.tail(n, t.system);
+  return out;
 }
 
 store::RunData RunState::take() {

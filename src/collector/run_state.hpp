@@ -52,6 +52,12 @@ class RunState final : public store::RunSink {
   /// `telemetry.totals` is always set.
   [[nodiscard]] store::RunData snapshot() const;
 
+  /// The run's latest part, for the live view: per rank its latest `rows`
+  /// step, step-memory and process rows, per node its latest `rows` system
+  /// samples, the identities and the totals. Copies at most that many rows
+  /// under the lock (64 ranks x 100 rows: 6,400), whatever the run's length.
+  [[nodiscard]] store::RunData latest(std::int64_t rows) const;
+
   /// The run, moved out at its end: chunks are freed as they are copied, so
   /// the peak is the result plus a chunk per rank. The state is empty after.
   [[nodiscard]] store::RunData take();

@@ -162,15 +162,20 @@ class Launch {
                 process.pid,
                 true,
                 {std::move(process.stdout_read),
-                 LineRelay(prefix, [this](std::string_view l) { stdout_.write(l); })},
+                 LineRelay(prefix, [this](std::string_view l) { relay(false, l); })},
                 {std::move(process.stderr_read),
-                 LineRelay(prefix, [this](std::string_view l) { stderr_.write(l); })}};
+                 LineRelay(prefix, [this](std::string_view l) { relay(true, l); })}};
       rank.outcome.global_rank = global;
       rank.outcome.local_rank = local;
       rank.outcome.pid = static_cast<long>(process.pid);
       rank.outcome.started_at = started_at;
       ranks_.push_back(std::move(rank));
     }
+  }
+
+  void relay(bool to_stderr, std::string_view line) {
+    if (plan_.output_hook == nullptr || !plan_.output_hook->line(to_stderr, line))
+      (to_stderr ? stderr_ : stdout_).write(line);
   }
 
   /// A later rank could not be started: the earlier ones must not outlive the
@@ -218,6 +223,7 @@ class Launch {
       kill_at_.reset();
       signal_running(SIGKILL);
     }
+    if (plan_.output_hook != nullptr) plan_.output_hook->tick();
   }
 
   [[nodiscard]] int wait_ms() const {

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -14,6 +15,18 @@
 namespace traceml::launcher {
 
 using EnvVars = std::vector<std::pair<std::string, std::string>>;
+
+/// Takes the ranks' relayed output instead of the launcher's stdout and
+/// stderr, for a caller that draws on the terminal itself (the live view):
+/// each line whole, prefix and newline included, on the launcher's thread.
+class OutputHook {
+ public:
+  virtual ~OutputHook() = default;
+  /// False: the hook did not take the line, the launcher writes it as usual.
+  virtual bool line(bool to_stderr, std::string_view line) = 0;
+  /// Called at least every 200 ms while the launcher waits for the ranks.
+  virtual void tick() = 0;
+};
 
 struct LaunchPlan {
   int nproc_per_node = 1;
@@ -30,6 +43,8 @@ struct LaunchPlan {
   std::chrono::milliseconds grace{5000};
   /// Prefix every output line with "[rank<N>]: ".
   bool prefix_output = true;
+  /// Not owned; null: lines go to stdout and stderr as they come.
+  OutputHook* output_hook = nullptr;
 };
 
 /// The torchrun names for one local rank: RANK, WORLD_SIZE, LOCAL_RANK,

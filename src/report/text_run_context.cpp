@@ -19,7 +19,50 @@ using namespace json_read;
 /// The Also block lists at most this many findings.
 constexpr std::size_t kAlsoMax = 2;
 
+/// The run block's stalls listed one per line; the rest are counted.
+constexpr std::size_t kStallsShown = 4;
+
+/// "R0 was stalled for 6.0 s at step 812, backward"; a silent rank's step
+/// and phase are the last it told: "R1 was silent for 6.2 s (last heard at
+/// step 812, input wait)".
+std::string stall_text(const Json& s) {
+  const std::string kind = text_or(child(&s, "kind"), "stalled");
+  std::string where = "step " + std::to_string(integer(child(&s, "step")).value_or(0));
+  if (const auto phase = text(child(&s, "phase"))) {
+    std::string words = *phase;
+    std::replace(words.begin(), words.end(), '_', ' ');
+    where += ", " + words;
+  }
+  return "R" + std::to_string(integer(child(&s, "rank")).value_or(0)) + " was " + kind + " for " +
+         analysis::fixed(number(child(&s, "duration_s")).value_or(0.0), 1) + " s " +
+         (kind == "silent" ? "(last heard at " + where + ")" : "at " + where);
+}
+
+std::string waited_text(const Json& s) {
+  const auto n = integer(child(&s, "others_waiting"));
+  if (!n || *n <= 0) return "";
+  return std::to_string(*n) + (*n == 1 ? " rank" : " ranks") + " waited for it";
+}
+
 }  // namespace
+
+std::vector<std::string> hang_lines(const SummaryView& run) {
+  const Json* r = object_child(run.root, "run");
+  const Json* stalls = json_read::array_child(r, "stalls");
+  const std::string status = text_or(child(r, "status"));
+  if (stalls == nullptr || (status != "interrupted" && status != "failed")) return {};
+  // The rank the others waited for, else the first that never resumed.
+  const Json* hung = nullptr;
+  for (const Json& s : *stalls) {
+    const Json* resumed = child(&s, "resumed");
+    if (resumed == nullptr || !resumed->is_boolean() || resumed->get<bool>()) continue;
+    if (hung == nullptr || (waited_text(*hung).empty() && !waited_text(s).empty())) hung = &s;
+  }
+  if (hung == nullptr) return {};
+  std::string line = "Hang: " + stall_text(*hung) + ", when the run was stopped";
+  if (const std::string w = waited_text(*hung); !w.empty()) line += " (" + w + ")";
+  return wrap("", line + ".", kProseWidth, 6);
+}
 
 std::vector<std::string> meta_lines(const SummaryView& run) {
   std::vector<std::string> parts;
@@ -83,6 +126,21 @@ std::vector<std::string> run_lines(const SummaryView& run) {
       if (code) line += " · exit code " + std::to_string(*code);
       line += " · the summary covers what was recorded before it ended";
       out.push_back(line);
+    }
+    if (const Json* stalls = json_read::array_child(r, "stalls")) {
+      std::size_t shown = 0;
+      for (const Json& s : *stalls) {
+        if (shown++ == kStallsShown) break;
+        std::string line = "Stall: " + stall_text(s);
+        if (const std::string w = waited_text(s); !w.empty()) line += " · " + w;
+        const Json* resumed = child(&s, "resumed");
+        if (resumed != nullptr && resumed->is_boolean() && !resumed->get<bool>())
+          line += " · it never resumed";
+        out.push_back(line);
+      }
+      if (stalls->size() > kStallsShown)
+        out.push_back("Stall: ... and " + std::to_string(stalls->size() - kStallsShown) +
+                      " more (run.stalls in final_summary.json)");
     }
   }
   if (const Json* t = object_child(run.root, "tracer")) {

@@ -19,7 +19,14 @@ std::vector<std::string> meta_lines(const SummaryView& run);
 std::vector<std::string> also_lines(const SummaryView& run, const Painter& p);
 
 /// One line each for the `run` block `traceml run` adds (unless it
-/// completed) and the `tracer` block, only when present.
+/// completed), each of its stalls (a few, then a count), and the `tracer`
+/// block, only when present.
 std::vector<std::string> run_lines(const SummaryView& run);
+
+/// For the verdict area: when the run was stopped (interrupted or failed)
+/// while a rank was silent or stalled, which rank hung and where: "Hang: R1
+/// was silent for 12.3 s at step 812, backward, when the run was stopped
+/// (1 rank waited for it)". Empty otherwise.
+std::vector<std::string> hang_lines(const SummaryView& run);
 
 }  // namespace traceml::report

@@ -10,6 +10,7 @@
 
 #include <traceml/traceml.hpp>
 
+#include "model/position.hpp"
 #include "runtime/thread_recorder.hpp"
 #include "timing/tick_clock.hpp"
 
@@ -21,7 +22,27 @@ struct HotState {
   std::atomic<int> state{kOff};
   std::atomic<std::int64_t> last_step{0};  ///< step ids start at 1
   std::int64_t max_steps = 0;              ///< 0: no limit; set before state turns kRecording
+  /// Where the training loop is (a model::LoopPhase), for the heartbeat:
+  /// one relaxed store per scope edge while recording, read by the sender.
+  std::atomic<std::uint8_t> position{0};
 };
+
+/// Publishes where the loop is now. The cost of a scope edge: one relaxed
+/// byte store to a line the training thread already owns.
+inline void hot_position(HotState& h, model::LoopPhase p) noexcept {
+  h.position.store(static_cast<std::uint8_t>(p), std::memory_order_relaxed);
+}
+
+/// The loop phase a timed event runs in (the enums share their order).
+constexpr model::LoopPhase loop_phase_of(model::Event e) noexcept {
+  return model::LoopPhase(std::uint8_t(e) + std::uint8_t(model::LoopPhase::InputWait));
+}
+
+/// Where the loop is after a phase or fetch ends: back in the step body, or
+/// between steps when the scope was outside any step.
+inline void hot_leave(HotState& h, const ThreadRecorder& r) noexcept {
+  hot_position(h, r.in_step() ? model::LoopPhase::Step : model::LoopPhase::Outside);
+}
 
 inline std::int64_t hot_scope_begin(const HotState& h) noexcept {
   return h.state.load(std::memory_order_relaxed) == kRecording ? timing::now_ticks() : 0;
@@ -40,12 +61,22 @@ constexpr std::optional<model::Event> to_event(Phase p) noexcept {
   return model::Event(v);
 }
 
-inline void hot_add(ThreadRecorder& r, model::Event e, std::int64_t start) noexcept {
-  r.add(e, timing::now_ticks() - start);
+/// Starts a phase or fetch scope: its start ticks (0: not recording) and,
+/// when recording, the loop's position.
+inline std::int64_t hot_enter(HotState& h, model::Event e) noexcept {
+  const std::int64_t start = hot_scope_begin(h);
+  if (start != 0) hot_position(h, loop_phase_of(e));
+  return start;
 }
 
-inline void hot_fetch(ThreadRecorder& r, std::int64_t start) noexcept {
+inline void hot_add(HotState& h, ThreadRecorder& r, model::Event e, std::int64_t start) noexcept {
+  r.add(e, timing::now_ticks() - start);
+  hot_leave(h, r);
+}
+
+inline void hot_fetch(HotState& h, ThreadRecorder& r, std::int64_t start) noexcept {
   r.add_fetch(timing::now_ticks() - start);
+  hot_leave(h, r);
 }
 
 /// How a step scope ended.
@@ -63,6 +94,7 @@ inline StepEnd hot_step_end(HotState& h, ThreadRecorder& r, std::int64_t start, 
                             BeforePublish&& before_publish) noexcept {
   const std::int64_t end = timing::now_ticks();
   if (!r.leave_step()) return StepEnd::Nested;
+  hot_position(h, model::LoopPhase::Outside);
   if (failed || h.state.load(std::memory_order_acquire) != kRecording) {
     r.discard();
     return StepEnd::Dropped;

@@ -21,12 +21,14 @@ double calibrate_ns_per_scope() {
   for (int round = 0; round < kRounds; ++round) {
     const std::int64_t t0 = timing::now_ns();
     for (int i = 0; i < kStepsPerRound; ++i) {
-      hot_fetch(recorder, hot_scope_begin(state));
+      hot_fetch(state, recorder, hot_enter(state, model::Event::InputWait));
       const std::int64_t step = hot_scope_begin(state);
       recorder.enter_step();
-      hot_add(recorder, model::Event::Forward, hot_scope_begin(state));
-      hot_add(recorder, model::Event::Backward, hot_scope_begin(state));
-      hot_add(recorder, model::Event::OptimizerStep, hot_scope_begin(state));
+      hot_position(state, model::LoopPhase::Step);
+      hot_add(state, recorder, model::Event::Forward, hot_enter(state, model::Event::Forward));
+      hot_add(state, recorder, model::Event::Backward, hot_enter(state, model::Event::Backward));
+      hot_add(state, recorder, model::Event::OptimizerStep,
+              hot_enter(state, model::Event::OptimizerStep));
       hot_step_end(state, recorder, step, false);
     }
     const std::int64_t t1 = timing::now_ns();

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -160,6 +161,18 @@ class Runtime {
     s.activity = cupti_.get();
     const std::string strategy = config_.strategy;
     const int rank = config_.identity.global_rank;
+    s.heartbeat_interval = std::chrono::milliseconds(std::int64_t(config_.interval_sec * 1000));
+    s.position = [rank] {
+      model::RankPosition p;
+      p.global_rank = rank;
+      p.ts = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+      p.steps_done = g_hot.last_step.load(std::memory_order_relaxed);
+      p.phase = model::LoopPhase(std::min<std::uint8_t>(
+          g_hot.position.load(std::memory_order_relaxed), model::kMaxLoopPhase));
+      p.recording = g_hot.state.load(std::memory_order_relaxed) == kRecording;
+      return p;
+    };
     sender_ = std::make_unique<Sender>(s, *g_registry, samples_, wall_, [strategy, rank] {
       model::TracerStats t;
       t.global_rank = rank;
@@ -451,19 +464,32 @@ std::int64_t scope_begin() noexcept {
   return start;
 }
 
+std::int64_t phase_begin(Phase phase) noexcept {
+  const auto event = runtime::to_event(phase);
+  const std::int64_t start = scope_begin();
+  if (start != 0 && event) runtime::hot_position(runtime::g_hot, runtime::loop_phase_of(*event));
+  return start;
+}
+
+std::int64_t fetch_begin() noexcept {
+  const std::int64_t start = scope_begin();
+  if (start != 0) runtime::hot_position(runtime::g_hot, model::LoopPhase::InputWait);
+  return start;
+}
+
 void phase_end(Phase phase, std::int64_t start) noexcept {
   if (start == 0) return;
   // A value outside the enum (Phase(9) from a cast) would index past the
   // recorder's arrays on the training thread: such a phase is not timed.
   const auto event = runtime::to_event(phase);
   if (!event) return;
-  if (auto* r = runtime::recorder()) runtime::hot_add(*r, *event, start);
+  if (auto* r = runtime::recorder()) runtime::hot_add(runtime::g_hot, *r, *event, start);
   if (auto* g = runtime::t_gpu) g->builder.scope_end(*event, start);
 }
 
 void fetch_end(std::int64_t start) noexcept {
   if (start == 0) return;
-  if (auto* r = runtime::recorder()) runtime::hot_fetch(*r, start);
+  if (auto* r = runtime::recorder()) runtime::hot_fetch(runtime::g_hot, *r, start);
   if (auto* g = runtime::t_gpu) g->builder.scope_end(model::Event::InputWait, start);
 }
 
@@ -472,6 +498,7 @@ std::int64_t step_begin() noexcept {
   auto* r = runtime::recorder();
   if (r == nullptr) return 0;
   const bool outermost = r->enter_step();
+  if (outermost) runtime::hot_position(runtime::g_hot, model::LoopPhase::Step);
   const std::int64_t start = timing::now_ticks();
   if (outermost)
     if (auto* g = runtime::gpu_thread(start)) g->builder.scope_begin(start);

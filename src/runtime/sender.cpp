@@ -88,8 +88,9 @@ void Sender::stop(Clock::time_point deadline) {
 void Sender::add_frame(transport::FrameType type, const std::vector<std::uint8_t>& payload) {
   const auto frame = transport::encode_frame(type, payload);
   if (!frame) return;  // cannot happen for records: each is far below the frame limit
-  const bool is_record =
-      type != transport::FrameType::TracerStats && type != transport::FrameType::Bye;
+  const bool is_record = type != transport::FrameType::TracerStats &&
+                         type != transport::FrameType::Bye &&
+                         type != transport::FrameType::Heartbeat;
   if (is_record && pending_.size() + frame->size() > settings_.max_pending_bytes) {
     dropped_.fetch_add(1);
     return;
@@ -235,6 +236,7 @@ bool Sender::flush(milliseconds timeout) {
 void Sender::loop() {
   milliseconds interval = std::min(settings_.flush_interval, settings_.max_flush_interval);
   auto last = Clock::now();
+  auto last_heartbeat = Clock::time_point{};
   for (;;) {
     {
       WakeSignal& w = wake_signal();
@@ -248,7 +250,17 @@ void Sender::loop() {
     if (settings_.on_tick) settings_.on_tick();
     const std::size_t steps = collect();
     const auto now = Clock::now();
-    if (ensure_connected(now, false)) flush(settings_.send_timeout);
+    if (ensure_connected(now, false)) {
+      // Only while connected: heartbeats are not kept for a collector that
+      // is away (they would say where the rank was, not where it is).
+      if (settings_.position && now - last_heartbeat >= settings_.heartbeat_interval) {
+        add_frame(transport::FrameType::Heartbeat,
+                  transport::encode_heartbeat(settings_.position()));
+        add_frame(transport::FrameType::TracerStats, transport::encode_tracer_stats(full_stats()));
+        last_heartbeat = now;
+      }
+      flush(settings_.send_timeout);
+    }
     interval = next_interval(steps, now - last);
     last = now;
   }

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "model/position.hpp"
 #include "model/telemetry.hpp"
 #include "runtime/gpu_clock.hpp"
 #include "runtime/registry.hpp"
@@ -53,6 +54,11 @@ struct SenderSettings {
   /// Called on the sender thread every flush interval (the runtime watches
   /// for a dead launcher's pipes there).
   std::function<void()> on_tick;
+  /// Where the training loop is (the heartbeat), read every
+  /// heartbeat_interval while connected, also when no step completes; the
+  /// rank's counters (TracerStats) go with it. Empty: no heartbeat.
+  std::function<model::RankPosition()> position;
+  std::chrono::milliseconds heartbeat_interval{1000};
   /// The calibrated cost of one scope (overhead.hpp); with the scopes each
   /// step used it gives the rank's tracer cost per step.
   std::optional<double> ns_per_scope;

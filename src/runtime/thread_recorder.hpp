@@ -57,6 +57,8 @@ class ThreadRecorder {
   bool enter_step() noexcept { return depth_++ == 0; }
   /// Leaves a step; true when it was the outermost one.
   bool leave_step() noexcept { return --depth_ == 0; }
+  /// Inside a step scope now.
+  [[nodiscard]] bool in_step() const noexcept { return depth_ > 0; }
   /// Forgets the phases and fetches gathered for the current step (a step
   /// left by an exception is not recorded).
   void discard() noexcept {

@@ -1,5 +1,6 @@
 #include "store/run_outcome.hpp"
 
+#include <cmath>
 #include <memory>
 
 #include "store/run_db.hpp"
@@ -28,6 +29,54 @@ bool has_table(sqlite3* db, const std::string& path, const char* name) {
   return sqlite3_step(s.get()) == SQLITE_ROW;
 }
 
+constexpr int kMaxStoredStalls = 4096;
+
+/// The run's stalls, each checked: what no collector writes is an error
+/// that names the row, not a summary built on it.
+std::vector<model::Stall> read_stalls(sqlite3* db, const std::string& path) {
+  SqliteStmt s = prepare_sqlite(db, path,
+                                "SELECT global_rank, kind, step, phase, start, duration_s, resumed,"
+                                " others_waiting FROM run_stalls ORDER BY rowid");
+  std::vector<model::Stall> out;
+  for (int row = 1; sqlite3_step(s.get()) == SQLITE_ROW; ++row) {
+    // A collector keeps at most collector::LiveBoard::kMaxStalls.
+    if (row > kMaxStoredStalls)
+      throw RunDbError(path + ": table run_stalls holds more than " +
+                       std::to_string(kMaxStoredStalls) +
+                       " rows; the database was not written by traceml (or is damaged)");
+    const auto bad = [&](const std::string& what) {
+      return RunDbError(path + ": table run_stalls, row " + std::to_string(row) + ": " + what +
+                        "; the database was not written by traceml (or is damaged)");
+    };
+    const auto text = [&](int i) -> std::optional<std::string> {
+      if (sqlite3_column_type(s.get(), i) != SQLITE_TEXT) return std::nullopt;
+      return std::string(reinterpret_cast<const char*>(sqlite3_column_text(s.get(), i)),
+                         std::size_t(sqlite3_column_bytes(s.get(), i)));
+    };
+    model::Stall st;
+    st.global_rank = sqlite3_column_int(s.get(), 0);
+    st.kind = text(1).value_or("");
+    st.step = sqlite3_column_int64(s.get(), 2);
+    if (const auto phase = text(3)) {
+      st.phase = model::loop_phase_from_key(*phase);
+      if (!st.phase) throw bad("'phase' is not a loop phase");
+    }
+    st.start = sqlite3_column_double(s.get(), 4);
+    st.duration_s = sqlite3_column_double(s.get(), 5);
+    st.resumed = sqlite3_column_int(s.get(), 6) != 0;
+    st.others_waiting = column_opt(s.get(), 7);
+    if (st.global_rank < 0) throw bad("'global_rank' must be >= 0");
+    if (st.kind != "silent" && st.kind != "stalled") throw bad("'kind' must be silent or stalled");
+    if (st.step < 0) throw bad("'step' must be >= 0");
+    if (!std::isfinite(st.start) || st.start < 0.0) throw bad("'start' must be a time >= 0");
+    if (!std::isfinite(st.duration_s) || st.duration_s < 0.0)
+      throw bad("'duration_s' must be >= 0");
+    if (st.others_waiting && *st.others_waiting < 0) throw bad("'others_waiting' must be >= 0");
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
 }  // namespace
 
 void write_run_outcome(const std::string& db_path, const RunOutcome& outcome) {
@@ -40,7 +89,10 @@ void write_run_outcome(const std::string& db_path, const RunOutcome& outcome) {
       "CREATE TABLE IF NOT EXISTS rank_exits (global_rank INTEGER NOT NULL, exit_code INTEGER NOT "
       "NULL,"
       " signal INTEGER, stopped_by_launcher INTEGER NOT NULL);"
-      "DELETE FROM run_outcome; DELETE FROM rank_exits;");
+      "CREATE TABLE IF NOT EXISTS run_stalls (global_rank INTEGER NOT NULL, kind TEXT NOT NULL,"
+      " step INTEGER NOT NULL, phase TEXT, start REAL NOT NULL, duration_s REAL NOT NULL,"
+      " resumed INTEGER NOT NULL, others_waiting INTEGER);"
+      "DELETE FROM run_outcome; DELETE FROM rank_exits; DELETE FROM run_stalls;");
   SqliteStmt o = prepare_sqlite(db.get(), db_path, "INSERT INTO run_outcome VALUES (?, ?, ?)");
   sqlite3_bind_text(o.get(), 1, outcome.status.c_str(), -1, SQLITE_TRANSIENT);
   sqlite3_bind_int(o.get(), 2, outcome.exit_code);
@@ -54,6 +106,23 @@ void write_run_outcome(const std::string& db_path, const RunOutcome& outcome) {
     bind_opt(r.get(), 3, e.signal);
     sqlite3_bind_int(r.get(), 4, e.stopped_by_launcher ? 1 : 0);
     if (sqlite3_step(r.get()) != SQLITE_DONE) throw_sqlite_error(db.get(), db_path);
+  }
+  SqliteStmt st =
+      prepare_sqlite(db.get(), db_path, "INSERT INTO run_stalls VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+  for (const model::Stall& s : outcome.stalls) {
+    sqlite3_reset(st.get());
+    sqlite3_bind_int(st.get(), 1, s.global_rank);
+    sqlite3_bind_text(st.get(), 2, s.kind.c_str(), -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st.get(), 3, s.step);
+    if (s.phase)
+      sqlite3_bind_text(st.get(), 4, model::loop_phase_key(*s.phase), -1, SQLITE_STATIC);
+    else
+      sqlite3_bind_null(st.get(), 4);
+    sqlite3_bind_double(st.get(), 5, s.start);
+    sqlite3_bind_double(st.get(), 6, s.duration_s);
+    sqlite3_bind_int(st.get(), 7, s.resumed ? 1 : 0);
+    bind_opt(st.get(), 8, s.others_waiting);
+    if (sqlite3_step(st.get()) != SQLITE_DONE) throw_sqlite_error(db.get(), db_path);
   }
   exec_sqlite(db.get(), db_path, "COMMIT");
 }
@@ -80,6 +149,7 @@ std::optional<RunOutcome> read_run_outcome(const std::string& db_path) {
     e.stopped_by_launcher = sqlite3_column_int(r.get(), 3) != 0;
     out.ranks.push_back(e);
   }
+  if (has_table(db.get(), db_path, "run_stalls")) out.stalls = read_stalls(db.get(), db_path);
   return out;
 }
 

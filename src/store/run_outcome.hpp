@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "model/position.hpp"
+
 namespace traceml::store {
 
 struct RankExit {
@@ -23,13 +25,17 @@ struct RunOutcome {
   int exit_code = 0;  ///< what `traceml run` returned
   std::optional<int> failed_rank;
   std::vector<RankExit> ranks;  ///< this node's ranks
+  /// Every time a rank was silent or stalled (collector::LiveBoard), in the
+  /// order they began. Table `run_stalls`; a database without it has none.
+  std::vector<model::Stall> stalls;
 };
 
 /// Stores `outcome` in the run database at `db_path` (replacing an earlier
 /// one). Throws RunDbError.
 void write_run_outcome(const std::string& db_path, const RunOutcome& outcome);
 /// The stored outcome; std::nullopt when none was stored (a standalone run, an
-/// import). Throws RunDbError when the file cannot be read.
+/// import). Throws RunDbError when the file cannot be read, or when a stored
+/// stall holds a value no collector writes ("table run_stalls, row N: ...").
 std::optional<RunOutcome> read_run_outcome(const std::string& db_path);
 
 }  // namespace traceml::store

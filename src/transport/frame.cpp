@@ -23,6 +23,8 @@ const char* frame_type_name(FrameType t) {
       return "bye";
     case FrameType::TracerStats:
       return "tracer_stats";
+    case FrameType::Heartbeat:
+      return "heartbeat";
   }
   return "unknown";
 }
@@ -43,6 +45,8 @@ std::optional<FrameType> frame_type_from_byte(std::uint8_t b) {
       return FrameType::Bye;
     case 7:
       return FrameType::TracerStats;
+    case 8:
+      return FrameType::Heartbeat;
     default:
       return std::nullopt;
   }

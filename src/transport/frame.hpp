@@ -21,6 +21,7 @@ enum class FrameType : std::uint8_t {
   Process = 5,      ///< one model::ProcessSample
   Bye = 6,          ///< clean end of a rank's stream; empty payload
   TracerStats = 7,  ///< one model::TracerStats: the rank's own counters and cost
+  Heartbeat = 8,    ///< one model::RankPosition, every interval (protocol 2)
 };
 
 /// The storage name of a frame type, for error messages and logs.

@@ -37,9 +37,10 @@ std::optional<Hello> decode_hello(const std::vector<std::uint8_t>& payload) {
 }
 
 HelloCheck check_hello(const Hello& h, std::string_view expected_token) {
-  if (h.protocol_version != kProtocolVersion) {
+  if (!supported_protocol(h.protocol_version)) {
     return {"protocol version " + std::to_string(h.protocol_version) +
-            " is not supported (this build speaks " + std::to_string(kProtocolVersion) + ")"};
+            " is not supported (this build speaks " + std::to_string(kOldestProtocolVersion) +
+            " to " + std::to_string(kProtocolVersion) + ")"};
   }
   // Every byte is looked at whatever the first difference, so the time taken
   // does not tell a prober how much of a guessed token was right.

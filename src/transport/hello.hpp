@@ -17,7 +17,14 @@ namespace traceml::transport {
 /// Version of the conversation (which frames come when, what they mean), as
 /// opposed to kCodecVersion, the byte layout. A collector closes a connection
 /// whose Hello names another protocol version, with a reason that says so.
-inline constexpr std::uint16_t kProtocolVersion = 1;
+/// Version 2 added the Heartbeat frame; a collector still takes version 1
+/// ranks (they send none, so they are only ever "silent", never "stalled" in
+/// a phase).
+inline constexpr std::uint16_t kProtocolVersion = 2;
+inline constexpr std::uint16_t kOldestProtocolVersion = 1;
+constexpr bool supported_protocol(std::uint16_t v) {
+  return v >= kOldestProtocolVersion && v <= kProtocolVersion;
+}
 
 /// The largest Hello payload this build encodes: u16 protocol version, the
 /// token string, then the rank identity with every optional field present and

@@ -1,6 +1,7 @@
 #include "transport/record_codec.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <type_traits>
 
@@ -304,6 +305,34 @@ std::vector<std::uint8_t> encode_process(const model::ProcessSample& s) {
 }
 std::optional<model::ProcessSample> decode_process(const std::vector<std::uint8_t>& payload) {
   return decode_record<model::ProcessSample>(payload);
+}
+
+std::vector<std::uint8_t> encode_heartbeat(const model::RankPosition& p) {
+  std::vector<std::uint8_t> out;
+  out.reserve(22);
+  wire::Writer w(out);
+  w.i32(p.global_rank);
+  w.f64(p.ts);
+  w.i64(p.steps_done);
+  w.u8(static_cast<std::uint8_t>(p.phase));
+  w.u8(p.recording ? 1 : 0);
+  return out;
+}
+
+std::optional<model::RankPosition> decode_heartbeat(const std::vector<std::uint8_t>& payload) {
+  wire::Reader r(payload.data(), payload.size());
+  model::RankPosition p;
+  p.global_rank = r.i32();
+  p.ts = r.f64();
+  p.steps_done = r.i64();
+  const std::uint8_t phase = r.u8();
+  const std::uint8_t flags = r.u8();
+  if (!r.done() || p.global_rank < 0 || !std::isfinite(p.ts) || p.ts < 0.0 || p.steps_done < 0 ||
+      phase > model::kMaxLoopPhase || flags > 1)
+    return std::nullopt;
+  p.phase = static_cast<model::LoopPhase>(phase);
+  p.recording = flags == 1;
+  return p;
 }
 
 std::vector<std::uint8_t> encode_tracer_stats(const model::TracerStats& s) {

@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "model/position.hpp"
 #include "model/telemetry.hpp"
 
 namespace traceml::transport {
@@ -36,6 +37,13 @@ std::optional<model::SystemSample> decode_system(const std::vector<std::uint8_t>
 
 std::vector<std::uint8_t> encode_process(const model::ProcessSample& s);
 std::optional<model::ProcessSample> decode_process(const std::vector<std::uint8_t>& payload);
+
+/// Heartbeat payload: i32 global rank, f64 unix seconds, i64 steps done, u8
+/// loop phase, u8 flags (bit 0: the rank records steps). Not a stored record:
+/// written by hand, checked here (a phase past kMaxLoopPhase, a negative or
+/// non-finite number, an unknown flag or trailing bytes fail the decode).
+std::vector<std::uint8_t> encode_heartbeat(const model::RankPosition& p);
+std::optional<model::RankPosition> decode_heartbeat(const std::vector<std::uint8_t>& payload);
 
 std::vector<std::uint8_t> encode_tracer_stats(const model::TracerStats& s);
 std::optional<model::TracerStats> decode_tracer_stats(const std::vector<std::uint8_t>& payload);

@@ -365,8 +365,8 @@ bool TcpServer::Impl::on_hello_frame(const ConnectionPtr& c, const Frame& frame)
   const HelloCheck check = check_hello(*hello, options.token);
   if (!check.ok()) {
     fail(c,
-         hello->protocol_version != kProtocolVersion ? Rejection::ProtocolVersion
-                                                     : Rejection::WrongToken,
+         !supported_protocol(hello->protocol_version) ? Rejection::ProtocolVersion
+                                                      : Rejection::WrongToken,
          *check.reason);
     return false;
   }

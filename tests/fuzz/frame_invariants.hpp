@@ -87,6 +87,10 @@ inline std::optional<std::string> check_payload(const Bytes& p, int* accepted = 
     if (v->strategy.size() > kMaxStringBytes) return "decode_tracer_stats: strategy too long";
     if (encode_tracer_stats(*v) != p) return "decode_tracer_stats accepted a non-canonical payload";
   }
+  if (auto v = decode_heartbeat(p)) {
+    ++n;
+    if (encode_heartbeat(*v) != p) return "decode_heartbeat accepted a non-canonical payload";
+  }
   if (auto v = decode_rank_identity(p)) {
     ++n;
     if (encode_rank_identity(*v) != p)
@@ -98,7 +102,7 @@ inline std::optional<std::string> check_payload(const Bytes& p, int* accepted = 
     if (encode_hello(*v) != p) return "decode_hello accepted a non-canonical payload";
     // The handshake verdict: its own token passes only at the protocol version
     // we speak; another token never passes.
-    if (check_hello(*v, v->token).ok() != (v->protocol_version == kProtocolVersion))
+    if (check_hello(*v, v->token).ok() != supported_protocol(v->protocol_version))
       return "check_hello: verdict on the hello's own token is wrong";
     if (check_hello(*v, v->token + "x").ok()) return "check_hello accepted a longer token";
     if (!v->token.empty() && check_hello(*v, v->token.substr(1)).ok())

@@ -114,8 +114,10 @@ TEST(Frame, TypeValuesAreStable) {
   EXPECT_EQ(int(FrameType::Process), 5);
   EXPECT_EQ(int(FrameType::Bye), 6);
   EXPECT_EQ(int(FrameType::TracerStats), 7);
+  EXPECT_EQ(int(FrameType::Heartbeat), 8);
   EXPECT_FALSE(frame_type_from_byte(0));
-  EXPECT_FALSE(frame_type_from_byte(8));
+  EXPECT_FALSE(frame_type_from_byte(9));
+  EXPECT_EQ(frame_type_from_byte(8), FrameType::Heartbeat);
   EXPECT_EQ(frame_type_from_byte(4), FrameType::System);
   EXPECT_STREQ(frame_type_name(FrameType::StepMemory), "step_memory");
 }
@@ -190,7 +192,7 @@ TEST(FrameDecoder, HugeLengthFails) {
 }
 
 TEST(FrameDecoder, UnknownTypeFails) {
-  for (std::uint8_t type : {std::uint8_t{0}, std::uint8_t{8}, std::uint8_t{255}}) {
+  for (std::uint8_t type : {std::uint8_t{0}, std::uint8_t{9}, std::uint8_t{255}}) {
     const Bytes f = {0x00, 0x00, 0x00, 0x00, type, 0x01};
     FrameDecoder d;
     d.feed(f.data(), f.size());
@@ -784,8 +786,8 @@ TEST(Hello, LayoutAndRoundTrip) {
   Hello h;
   h.token = "ab";
   h.identity.global_rank = 2;
-  // u16 version 1, str "ab", identity: i32 2, presence 0.
-  EXPECT_EQ(encode_hello(h), (Bytes{1, 0, 2, 0, 'a', 'b', 2, 0, 0, 0, 0}));
+  // u16 version 2, str "ab", identity: i32 2, presence 0.
+  EXPECT_EQ(encode_hello(h), (Bytes{2, 0, 2, 0, 'a', 'b', 2, 0, 0, 0, 0}));
   for (unsigned mask = 0; mask < 32; ++mask) {
     h.protocol_version = std::uint16_t(mask * 2000);
     h.token = std::string(mask * 3, char('a' + mask));
@@ -832,9 +834,15 @@ TEST(Hello, CheckAcceptsOnlyThisProtocolAndToken) {
   EXPECT_TRUE(check_hello(empty, "").ok());
   EXPECT_EQ(check_hello(empty, "t").reason.value_or(""), wrong);
 
-  h.protocol_version = 2;
-  EXPECT_EQ(check_hello(h, "s3cret-token").reason.value_or(""),
-            "protocol version 2 is not supported (this build speaks 1)");
+  // Version 1 ranks (no heartbeats) are still taken; 0 and 3 are not.
+  h.protocol_version = 1;
+  EXPECT_TRUE(check_hello(h, "s3cret-token").ok());
+  for (const int v : {0, 3}) {
+    h.protocol_version = std::uint16_t(v);
+    EXPECT_EQ(
+        check_hello(h, "s3cret-token").reason.value_or(""),
+        "protocol version " + std::to_string(v) + " is not supported (this build speaks 1 to 2)");
+  }
 }
 
 // ---------------------------------------------------------------- fuzz
@@ -860,6 +868,51 @@ constexpr bool kSanitized = false;
 void expect_promises_kept(const Bytes& input, InputCounts& counts) {
   const auto why = fuzz::check_frame_input(input.data(), input.size(), &counts);
   EXPECT_FALSE(why) << why.value_or("") << " (input of " << input.size() << " bytes)";
+}
+
+model::RankPosition heartbeat_sample() {
+  model::RankPosition p;
+  p.global_rank = 3;
+  p.ts = 1764892800.25;
+  p.steps_done = 811;
+  p.phase = model::LoopPhase::Backward;
+  return p;
+}
+
+// The heartbeat: every field back as it went, and every value the decoder
+// must refuse (a phase past the last, a negative count, a bad time, an
+// unknown flag, a byte short or over).
+TEST(Heartbeat, RoundTripsAndRefusesWhatNoRankSends) {
+  model::RankPosition p = heartbeat_sample();
+  p.recording = false;
+  const Bytes bytes = encode_heartbeat(p);
+  EXPECT_EQ(bytes.size(), 22u);
+  const auto back = decode_heartbeat(bytes);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->global_rank, 3);
+  EXPECT_DOUBLE_EQ(back->ts, p.ts);
+  EXPECT_EQ(back->steps_done, 811);
+  EXPECT_EQ(back->phase, model::LoopPhase::Backward);
+  EXPECT_FALSE(back->recording);
+  const auto with = [&](std::size_t at, std::uint8_t v) {
+    Bytes b = bytes;
+    b[at] = v;
+    return decode_heartbeat(b);
+  };
+  EXPECT_FALSE(with(20, model::kMaxLoopPhase + 1));  // phase
+  EXPECT_TRUE(with(20, model::kMaxLoopPhase));
+  EXPECT_FALSE(with(21, 2));     // flags
+  EXPECT_FALSE(with(3, 0x80));   // negative rank
+  EXPECT_FALSE(with(19, 0x80));  // negative steps
+  EXPECT_FALSE(with(11, 0xC1));  // a time below zero
+  Bytes nan = bytes;             // exponent all ones, mantissa not zero: NaN
+  nan[10] = 0xFF;
+  nan[11] = 0x7F;
+  EXPECT_FALSE(decode_heartbeat(nan));
+  EXPECT_FALSE(decode_heartbeat(Bytes(bytes.begin(), bytes.end() - 1)));
+  Bytes longer = bytes;
+  longer.push_back(0);
+  EXPECT_FALSE(decode_heartbeat(longer));
 }
 
 model::TracerStats tracer_stats_sample() {
@@ -917,8 +970,9 @@ std::vector<std::pair<std::string, Bytes>> corpus_seeds() {
   const Bytes f_proc = frame(FrameType::Process, encode_process(proc));
   const Bytes f_stats = frame(FrameType::TracerStats, encode_tracer_stats(tracer_stats_sample()));
   const Bytes f_bye = frame(FrameType::Bye, {});
+  const Bytes f_beat = frame(FrameType::Heartbeat, encode_heartbeat(heartbeat_sample()));
   const Bytes session = concat({f_hello, frame(FrameType::TracerStats, encode_tracer_stats(first)),
-                                f_step, f_mem, f_sys, f_proc, f_stats, f_bye});
+                                f_step, f_beat, f_mem, f_sys, f_proc, f_stats, f_bye});
   Bytes bad_version = f_bye;
   bad_version[5] = kCodecVersion + 1;
   return {{"session.bin", session},
@@ -928,6 +982,7 @@ std::vector<std::pair<std::string, Bytes>> corpus_seeds() {
           {"system.bin", f_sys},
           {"process.bin", f_proc},
           {"tracer_stats.bin", f_stats},
+          {"heartbeat.bin", f_beat},
           {"truncated_session.bin", Bytes(session.begin(), session.end() - 5)},
           {"bad_version.bin", bad_version},
           {"payload_step.bin", encode_step(step)},

@@ -321,8 +321,20 @@ TEST(TcpTest, OtherProtocolVersionIsRejected) {
   Recorder rec;
   TcpServer server(options(), rec);
   server.start();
-  EXPECT_EQ(rejection_of(server, rec, hello_frame(kToken, 0, 2)),
-            "protocol_version: protocol version 2 is not supported (this build speaks 1)");
+  EXPECT_EQ(rejection_of(server, rec, hello_frame(kToken, 0, 3)),
+            "protocol_version: protocol version 3 is not supported (this build speaks 1 to 2)");
+}
+
+// Ranks built against protocol 1 (no heartbeats) still connect.
+TEST(TcpTest, ProtocolVersionOneIsStillAccepted) {
+  Recorder rec;
+  TcpServer server(options(), rec);
+  server.start();
+  TcpClient client;
+  ASSERT_TRUE(connect(client, server.port())) << client.error();
+  const Bytes hello = hello_frame(kToken, 3, 1);
+  ASSERT_TRUE(client.send_all(hello.data(), hello.size(), 10000ms)) << client.error();
+  ASSERT_TRUE(rec.wait([](Recorder& r) { return r.hellos_.size() == 1; }));
 }
 
 TEST(TcpTest, HttpRequestIsRejectedOthersUnaffected) {

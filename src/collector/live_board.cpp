@@ -1,0 +1,199 @@
+#include "collector/live_board.hpp"
+
+#include <algorithm>
+
+namespace traceml::collector {
+
+namespace {
+
+double seconds(LiveClock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+bool stopped(RankCondition c) {
+  return c == RankCondition::Stalled || c == RankCondition::Silent;
+}
+
+/// The step a rank is in or about to begin.
+std::int64_t current_step(const RankLive& r) {
+  const std::int64_t done = r.position ? std::max(r.position->steps_done, r.max_step) : r.max_step;
+  return done + 1;
+}
+
+}  // namespace
+
+const char* condition_name(RankCondition c) {
+  switch (c) {
+    case RankCondition::Waiting:
+      return "waiting";
+    case RankCondition::Running:
+      return "running";
+    case RankCondition::Stalled:
+      return "stalled";
+    case RankCondition::Silent:
+      return "silent";
+    case RankCondition::Ended:
+      return "ended";
+  }
+  return "unknown";
+}
+
+LiveBoard::LiveBoard(StallRules rules, double started_unix)
+    : rules_(rules), started_(LiveClock::now()), started_unix_(started_unix) {}
+
+LiveBoard::Rank& LiveBoard::rank(int r) {
+  const auto i = static_cast<std::size_t>(r);
+  if (i >= ranks_.size()) {
+    const std::size_t old = ranks_.size();
+    ranks_.resize(i + 1);
+    for (std::size_t k = old; k < ranks_.size(); ++k)
+      ranks_[k].live.global_rank = static_cast<int>(k);
+  }
+  return ranks_[i];
+}
+
+double LiveBoard::unix_at(LiveClock::time_point t) const {
+  return started_unix_ + seconds(t - started_);
+}
+
+void LiveBoard::connected(int r, std::optional<int> node_rank, LiveClock::time_point now) {
+  std::lock_guard<std::mutex> lk(mu_);
+  Rank& k = rank(r);
+  if (k.last_heard == LiveClock::time_point{}) k.step_advanced = now;
+  ++k.open;
+  k.last_heard = now;
+  k.live.node_rank = node_rank;
+}
+
+void LiveBoard::heard(int r, std::int64_t max_step, LiveClock::time_point now) {
+  std::lock_guard<std::mutex> lk(mu_);
+  Rank& k = rank(r);
+  k.last_heard = now;
+  if (max_step > k.live.max_step) {
+    k.live.max_step = max_step;
+    k.step_advanced = now;
+  }
+}
+
+void LiveBoard::heartbeat(const model::RankPosition& p, LiveClock::time_point now) {
+  std::lock_guard<std::mutex> lk(mu_);
+  Rank& k = rank(p.global_rank);
+  k.last_heard = now;
+  // Steps past --trace-max-steps send no record: the heartbeat's count
+  // still shows them advancing.
+  const std::int64_t known =
+      std::max(k.live.max_step, k.live.position ? k.live.position->steps_done : 0);
+  if (p.steps_done > known) k.step_advanced = now;
+  k.live.position = p;
+}
+
+void LiveBoard::tracer_drops(int r, std::int64_t dropped) {
+  std::lock_guard<std::mutex> lk(mu_);
+  rank(r).live.records_dropped = dropped;
+}
+
+void LiveBoard::closed(int r, LiveClock::time_point now) {
+  std::lock_guard<std::mutex> lk(mu_);
+  Rank& k = rank(r);
+  k.open = std::max(0, k.open - 1);
+  if (k.open == 0) classify(k, now);
+}
+
+void LiveBoard::set_median_steps(const std::vector<std::pair<int, double>>& median_s) {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (const auto& [r, m] : median_s)
+    if (r >= 0 && m > 0.0) rank(r).median_step_s = m;
+}
+
+void LiveBoard::classify(Rank& k, LiveClock::time_point now) {
+  if (k.last_heard == LiveClock::time_point{}) return;  // never connected
+  RankLive& l = k.live;
+  l.quiet_s = seconds(now - k.last_heard);
+  l.stuck_s = seconds(now - k.step_advanced);
+  const double floor = kSilentIntervals * rules_.interval_s;
+  RankCondition next = RankCondition::Running;
+  if (k.open == 0)
+    next = RankCondition::Ended;
+  else if (l.quiet_s > floor)
+    next = RankCondition::Silent;
+  else if (k.median_step_s && (!l.position || l.position->recording) &&
+           l.stuck_s > std::max(floor, rules_.step_multiple * *k.median_step_s))
+    next = RankCondition::Stalled;
+  else if (l.max_step == 0 && (!l.position || l.position->steps_done == 0))
+    next = RankCondition::Waiting;
+  l.condition = next;
+
+  if (stopped(next)) {
+    if (!k.stall) {
+      if (stalls_.size() >= kMaxStalls) {
+        ++stalls_dropped_;
+        return;
+      }
+      model::Stall s;
+      s.global_rank = l.global_rank;
+      s.step = current_step(l);
+      if (l.position) s.phase = l.position->phase;
+      // From the moment it stopped, not from when the rule noticed it.
+      s.start = unix_at(next == RankCondition::Silent ? k.last_heard : k.step_advanced);
+      k.stall = stalls_.size();
+      stalls_.push_back(s);
+    }
+    model::Stall& s = stalls_[*k.stall];
+    if (next == RankCondition::Silent)
+      s.kind = "silent";  // the worse of the two
+    else if (s.kind.empty())
+      s.kind = "stalled";
+    s.duration_s = std::max(0.0, unix_at(now) - s.start);
+  } else if (k.stall) {
+    model::Stall& s = stalls_[*k.stall];
+    if (next == RankCondition::Ended) {
+      // It never resumed: the stall lasted until the rank's end.
+      s.duration_s = std::max(0.0, unix_at(now) - s.start);
+    } else {
+      // It resumed when it was heard from (or advanced) again.
+      const auto back = std::min(now, std::max(k.last_heard, k.step_advanced));
+      s.duration_s = std::max(0.0, unix_at(back) - s.start);
+      s.resumed = true;
+    }
+    k.stall.reset();
+  }
+}
+
+std::vector<RankLive> LiveBoard::update(LiveClock::time_point now) {
+  std::lock_guard<std::mutex> lk(mu_);
+  for (Rank& k : ranks_)
+    classify(k, now);
+  // Who the others wait for: ranks stuck in a collective phase while exactly
+  // one stopped rank is elsewhere (silent, in another phase, or behind).
+  std::vector<std::size_t> waiting;
+  std::vector<std::size_t> culprits;
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    const RankLive& l = ranks_[i].live;
+    if (!stopped(l.condition)) continue;
+    const bool in_collective = l.condition == RankCondition::Stalled && l.position &&
+                               model::collective_phase(l.position->phase);
+    (in_collective ? waiting : culprits).push_back(i);
+  }
+  if (culprits.size() == 1 && !waiting.empty()) {
+    Rank& k = ranks_[culprits.front()];
+    if (k.stall) stalls_[*k.stall].others_waiting = static_cast<int>(waiting.size());
+  }
+  std::vector<RankLive> out;
+  out.reserve(ranks_.size());
+  for (const Rank& k : ranks_)
+    if (k.last_heard != LiveClock::time_point{}) out.push_back(k.live);
+  return out;
+}
+
+std::vector<model::Stall> LiveBoard::stalls(LiveClock::time_point now) {
+  update(now);
+  std::lock_guard<std::mutex> lk(mu_);
+  return stalls_;
+}
+
+std::int64_t LiveBoard::stalls_dropped() {
+  std::lock_guard<std::mutex> lk(mu_);
+  return stalls_dropped_;
+}
+
+}  // namespace traceml::collector

@@ -1,0 +1,380 @@
+#include "live/live_view.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "analysis/diagnosis_kind.hpp"
+#include "analysis/order_statistics.hpp"
+#include "analysis/summary.hpp"
+#include "model/text.hpp"
+
+namespace traceml::live {
+
+namespace {
+
+using collector::RankCondition;
+using model::Event;
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string rank_name(const collector::RankLive& r) {
+  return "R" + std::to_string(r.global_rank) +
+         (r.node_rank ? "/N" + std::to_string(*r.node_rank) : std::string());
+}
+
+std::string duration_text(double s) {
+  if (s < 120.0) return fmt("%.0f s", s);
+  if (s < 7200.0) return fmt("%.0f min", s / 60.0);
+  return fmt("%.1f h", s / 3600.0);
+}
+
+std::string clock_text(double s) {
+  const auto t = static_cast<long long>(std::max(0.0, s));
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", t / 3600, (t / 60) % 60, t % 60);
+  return buf;
+}
+
+/// Where a rank was: "step 812, backward" or "before step 813".
+std::string where_text(std::int64_t step, std::optional<model::LoopPhase> phase) {
+  if (!phase) return "step " + std::to_string(step);
+  if (*phase == model::LoopPhase::Outside) return "before step " + std::to_string(step);
+  return "step " + std::to_string(step) + ", " + model::loop_phase_name(*phase);
+}
+
+/// The row of one rank from its steps in the live window.
+void fill_row(RankRow& row, const std::vector<model::StepRecord>& steps) {
+  row.rows = static_cast<std::int64_t>(steps.size());
+  if (steps.empty()) return;
+  // The diagnosis clock: the GPU's when every step of the window has it.
+  row.gpu_clock = std::all_of(steps.begin(), steps.end(), [](const model::StepRecord& r) {
+    return r.events.gpu_ms(Event::TracedStepTime).has_value();
+  });
+  const auto value = [&](const model::StepRecord& r, Event e) {
+    return (row.gpu_clock ? r.events.gpu_ms(e) : r.events.cpu_ms(e)).value_or(0.0);
+  };
+  std::vector<double> totals;
+  totals.reserve(steps.size());
+  double sums[5] = {0, 0, 0, 0, 0};
+  double residual = 0.0;
+  for (const model::StepRecord& r : steps) {
+    const double traced = value(r, Event::TracedStepTime);
+    // Input wait is on the CPU clock only: the GPU is idle meanwhile.
+    const double input = r.events.cpu_ms(Event::InputWait).value_or(0.0);
+    const double phases[4] = {value(r, Event::H2D), value(r, Event::Forward),
+                              value(r, Event::Backward), value(r, Event::OptimizerStep)};
+    sums[0] += input;
+    double timed = 0.0;
+    for (int i = 0; i < 4; ++i) {
+      sums[i + 1] += phases[i];
+      timed += phases[i];
+    }
+    residual += std::max(0.0, traced - timed);
+    totals.push_back(traced + input);
+  }
+  const double n = double(steps.size());
+  row.input_ms = sums[0] / n;
+  row.h2d_ms = sums[1] / n;
+  row.forward_ms = sums[2] / n;
+  row.backward_ms = sums[3] / n;
+  row.optimizer_ms = sums[4] / n;
+  row.residual_ms = residual / n;
+  row.last_ms = totals.back();
+  row.median_ms = analysis::median_of(std::move(totals));
+}
+
+// ---- drawing ----
+
+struct Paint {
+  bool on;
+  std::string operator()(const std::string& s, const char* code) const {
+    return on ? std::string("\x1b[") + code + "m" + s + "\x1b[0m" : s;
+  }
+};
+
+/// Visible columns of a line: escape sequences take none; a UTF-8
+/// character takes one.
+std::size_t visible_width(const std::string& s) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\x1b') {
+      while (i < s.size() && s[i] != 'm')
+        ++i;
+      continue;
+    }
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) ++n;
+  }
+  return n;
+}
+
+/// Cuts a line to `width` visible columns, keeping escape sequences whole
+/// (and resetting colour at a cut).
+std::string fit(const std::string& s, std::size_t width) {
+  if (visible_width(s) <= width) return s;
+  std::string out;
+  std::size_t n = 0;
+  bool escaped = false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\x1b') {
+      escaped = true;
+      const std::size_t end = s.find('m', i);
+      const std::size_t stop = end == std::string::npos ? s.size() : end + 1;
+      out.append(s, i, stop - i);
+      i = stop - 1;
+      continue;
+    }
+    const bool starts_char = (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+    if (starts_char && n == width) break;
+    if (starts_char) ++n;
+    out += s[i];
+  }
+  if (escaped) out += "\x1b[0m";
+  return out;
+}
+
+/// The phase split as a bar of `width` letters: I input, H h2d, F forward,
+/// B backward, O optimizer, '.' residual.
+std::string phase_bar(const RankRow& r, int width, const Paint& paint) {
+  const double parts[6] = {r.input_ms,    r.h2d_ms,       r.forward_ms,
+                           r.backward_ms, r.optimizer_ms, r.residual_ms};
+  static const char letters[6] = {'I', 'H', 'F', 'B', 'O', '.'};
+  static const char* colors[6] = {"33", "35", "34", "36", "32", "2"};
+  double total = 0.0;
+  for (double p : parts)
+    total += p;
+  if (total <= 0.0) return std::string(std::size_t(width), ' ');
+  // Largest-remainder rounding: the cells add up to the width exactly.
+  int cells[6];
+  double rest[6];
+  int used = 0;
+  for (int i = 0; i < 6; ++i) {
+    const double exact = parts[i] / total * width;
+    cells[i] = int(std::floor(exact));
+    rest[i] = exact - cells[i];
+    used += cells[i];
+  }
+  while (used < width) {
+    const int i = int(std::max_element(rest, rest + 6) - rest);
+    ++cells[i];
+    rest[i] = -1.0;
+    ++used;
+  }
+  std::string out;
+  for (int i = 0; i < 6; ++i)
+    if (cells[i] > 0) out += paint(std::string(std::size_t(cells[i]), letters[i]), colors[i]);
+  return out;
+}
+
+std::string pct(double part, double whole) {
+  return whole > 0.0 ? fmt("%3.0f%%", 100.0 * part / whole) : "   -";
+}
+
+/// A rank's line: name, state, steps, last and median step, the split.
+std::string rank_line(const RankRow& r, const Paint& paint, int bar_width) {
+  const collector::RankLive& l = r.live;
+  const std::string cond = condition_text(l);
+  if (!cond.empty()) {
+    const char* color = l.condition == RankCondition::Ended ? "2" : "1;31";
+    return paint(cond, color);
+  }
+  std::string line = rank_name(l);
+  line.resize(std::max<std::size_t>(line.size() + 1, 9), ' ');
+  line += fmt("step %7.0f", double(std::max(l.max_step, l.position ? l.position->steps_done : 0)));
+  line += r.last_ms ? fmt("  last %8.1f ms", *r.last_ms) : std::string("  last        - ms");
+  line += r.median_ms ? fmt("  med %8.1f ms", *r.median_ms) : std::string("  med        - ms");
+  const double whole =
+      r.median_ms.value_or(0.0) > 0.0
+          ? r.input_ms + r.h2d_ms + r.forward_ms + r.backward_ms + r.optimizer_ms + r.residual_ms
+          : 0.0;
+  line += "  [" + phase_bar(r, bar_width, paint) + "]";
+  line += "  in " + pct(r.input_ms, whole) + "  h2d " + pct(r.h2d_ms, whole) + "  resid " +
+          pct(r.residual_ms, whole);
+  if (r.gpu_clock) line += paint(" gpu", "2");
+  return line;
+}
+
+/// How bad a rank's state is, for choosing the rows that fit.
+int severity(const RankRow& r) {
+  switch (r.live.condition) {
+    case RankCondition::Silent:
+      return 3;
+    case RankCondition::Stalled:
+      return 2;
+    case RankCondition::Waiting:
+      return 1;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+std::string condition_text(const collector::RankLive& r) {
+  const std::string name = rank_name(r);
+  const std::optional<model::LoopPhase> phase =
+      r.position ? std::optional<model::LoopPhase>(r.position->phase) : std::nullopt;
+  const std::int64_t step =
+      std::max(r.max_step, r.position ? r.position->steps_done : std::int64_t{0}) + 1;
+  switch (r.condition) {
+    case RankCondition::Silent:
+      return name + " silent " + duration_text(r.quiet_s) + " (last: " + where_text(step, phase) +
+             ")";
+    case RankCondition::Stalled:
+      return name + " stalled " + duration_text(r.stuck_s) + " (at " + where_text(step, phase) +
+             ")";
+    case RankCondition::Waiting:
+      return name + " connected, no step yet";
+    case RankCondition::Ended:
+      return name + " ended after step " + std::to_string(step - 1);
+    case RankCondition::Running:
+      break;
+  }
+  return {};
+}
+
+std::string waiting_text(const LiveModel& m) {
+  for (const model::Stall& s : m.stalls) {
+    if (s.resumed || !s.others_waiting) continue;
+    std::string waiters;
+    std::string phase;
+    for (const RankRow& r : m.ranks) {
+      const auto& l = r.live;
+      if (l.global_rank == s.global_rank || l.condition != RankCondition::Stalled || !l.position ||
+          !model::collective_phase(l.position->phase))
+        continue;
+      waiters += (waiters.empty() ? "R" : ", R") + std::to_string(l.global_rank);
+      phase = model::loop_phase_name(l.position->phase);
+    }
+    if (!waiters.empty())
+      return waiters + " wait in " + phase + ", likely for R" + std::to_string(s.global_rank);
+  }
+  return {};
+}
+
+LiveModel build_model(const collector::LiveStatus& status, const std::string& run_name,
+                      int world_size, double elapsed_s) {
+  LiveModel m;
+  m.run_name = run_name;
+  m.world_size = world_size;
+  m.elapsed_s = elapsed_s;
+  m.stalls = status.stalls;
+  std::map<int, std::vector<model::StepRecord>> steps;
+  for (const model::StepRecord& r : status.latest.telemetry.steps)
+    steps[r.global_rank].push_back(r);
+  for (const collector::RankLive& l : status.ranks) {
+    RankRow row;
+    row.live = l;
+    const auto it = steps.find(l.global_rank);
+    if (it != steps.end()) fill_row(row, it->second);
+    m.dropped += l.records_dropped;
+    m.ranks.push_back(std::move(row));
+  }
+  if (!status.latest.telemetry.steps.empty()) {
+    // The end of the run's engine, on the live window (TraceML's live view
+    // diagnoses its latest 100 steps the same way).
+    const analysis::Summary s =
+        analysis::summarize(status.latest.telemetry, {collector::kLiveRows});
+    if (!s.primary.status.empty())
+      m.verdict = s.primary.status + (s.primary.summary.empty() ? "" : ": " + s.primary.summary);
+  }
+  return m;
+}
+
+std::vector<std::string> render_view(const LiveModel& m, int width, int height, bool color) {
+  const Paint paint{color};
+  const auto w = static_cast<std::size_t>(std::max(width, 20));
+  std::vector<std::string> head;
+  head.push_back(paint("traceml live", "1") + "  " + model::escape_for_terminal(m.run_name, true) +
+                 "  " + std::to_string(m.ranks.size()) + "/" + std::to_string(m.world_size) +
+                 " ranks  " + clock_text(m.elapsed_s) +
+                 (m.dropped > 0 ? paint("  dropped " + std::to_string(m.dropped), "33") : ""));
+  head.push_back(paint("verdict so far: ", "1") +
+                 (m.verdict.empty() ? std::string("waiting for steps")
+                                    : model::escape_for_terminal(m.verdict, true)));
+  std::vector<std::string> tail;
+  if (const std::string waiting = waiting_text(m); !waiting.empty())
+    tail.push_back(paint(waiting, "1;31"));
+  std::size_t ongoing = 0;
+  for (const RankRow& r : m.ranks)
+    if (severity(r) >= 2) ++ongoing;
+  tail.push_back(paint("stalls: " + std::to_string(m.stalls.size()) +
+                           (ongoing > 0 ? " (" + std::to_string(ongoing) + " now)" : "") +
+                           "   bar: I input  H h2d  F fwd  B bwd  O opt  . residual   Ctrl-C "
+                           "stops the run",
+                       "2"));
+  // Rows that fit; the worst first when they do not all fit.
+  const int room = std::max(1, height - int(head.size() + tail.size()));
+  std::vector<const RankRow*> rows;
+  for (const RankRow& r : m.ranks)
+    rows.push_back(&r);
+  std::size_t hidden = 0;
+  if (int(rows.size()) > room) {
+    std::stable_sort(rows.begin(), rows.end(), [](const RankRow* a, const RankRow* b) {
+      if (severity(*a) != severity(*b)) return severity(*a) > severity(*b);
+      return a->median_ms.value_or(0.0) > b->median_ms.value_or(0.0);
+    });
+    const auto shown = static_cast<std::size_t>(std::max(0, room - 1));
+    hidden = rows.size() - shown;
+    rows.resize(shown);
+    std::sort(rows.begin(), rows.end(), [](const RankRow* a, const RankRow* b) {
+      return a->live.global_rank < b->live.global_rank;
+    });
+  }
+  // The bar takes what the line leaves, between 10 and 30 cells.
+  const int bar = std::clamp(int(w) - 88, 10, 30);
+  std::vector<std::string> out = head;
+  for (const RankRow* r : rows)
+    out.push_back(rank_line(*r, paint, bar));
+  if (hidden > 0)
+    out.push_back(
+        paint("  ... " + std::to_string(hidden) + " more ranks (the slowest shown)", "2"));
+  out.insert(out.end(), tail.begin(), tail.end());
+  for (std::string& line : out)
+    line = fit(line, w);
+  return out;
+}
+
+std::string progress_line(const LiveModel& m) {
+  std::int64_t lo = -1;
+  std::int64_t hi = 0;
+  std::vector<double> medians;
+  for (const RankRow& r : m.ranks) {
+    const std::int64_t s = r.live.max_step;
+    lo = lo < 0 ? s : std::min(lo, s);
+    hi = std::max(hi, s);
+    if (r.median_ms) medians.push_back(*r.median_ms);
+  }
+  std::string line = "traceml: " + clock_text(m.elapsed_s) + "  " + std::to_string(m.ranks.size()) +
+                     "/" + std::to_string(m.world_size) + " ranks  steps ";
+  line += lo == hi ? std::to_string(hi) : std::to_string(lo) + "-" + std::to_string(hi);
+  if (!medians.empty()) {
+    const auto [mn, mx] = std::minmax_element(medians.begin(), medians.end());
+    line +=
+        *mn == *mx ? fmt("  step %.1f ms", *mn) : fmt("  step %.1f", *mn) + fmt("-%.1f ms", *mx);
+  }
+  line += "  verdict so far: " + (m.verdict.empty() ? std::string("waiting for steps")
+                                                    : model::escape_for_terminal(m.verdict, true));
+  std::vector<std::string> stopped;
+  for (const RankRow& r : m.ranks) {
+    const std::string c = condition_text(r.live);
+    if (r.live.condition == RankCondition::Silent || r.live.condition == RankCondition::Stalled)
+      stopped.push_back(c);
+  }
+  if (!stopped.empty()) {
+    line += "  |";
+    for (const std::string& s : stopped)
+      line += " " + s + ";";
+    line.pop_back();
+  }
+  if (const std::string waiting = waiting_text(m); !waiting.empty()) line += "; " + waiting;
+  if (m.dropped > 0) line += "  dropped " + std::to_string(m.dropped);
+  return line;
+}
+
+}  // namespace traceml::live

@@ -1,0 +1,64 @@
+// The live view of a run (traceml run --mode live): what each rank is doing
+// now, the verdict so far, and the run's stalls. A model built from the
+// collector's LiveStatus, then drawn as terminal lines or as one progress
+// line for a log. Pure functions: the terminal itself is live/screen.hpp's.
+// docs/live.md shows the view and says what each column means.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collector/collector.hpp"
+
+namespace traceml::live {
+
+/// One rank's row: where it is and how its latest steps split.
+struct RankRow {
+  collector::RankLive live;
+  std::int64_t rows = 0;            ///< steps in the live window
+  std::optional<double> last_ms;    ///< its latest step, input wait included
+  std::optional<double> median_ms;  ///< median over the live window
+  bool gpu_clock = false;           ///< phases below on the GPU clock
+  /// Mean ms per step over the live window, on that clock.
+  double input_ms = 0.0;
+  double h2d_ms = 0.0;
+  double forward_ms = 0.0;
+  double backward_ms = 0.0;
+  double optimizer_ms = 0.0;
+  double residual_ms = 0.0;  ///< the traced step less its timed phases
+};
+
+struct LiveModel {
+  std::string run_name;
+  int world_size = 0;
+  double elapsed_s = 0.0;
+  std::vector<RankRow> ranks;
+  std::string verdict;  ///< "INPUT-BOUND: input wait is ..."; empty before any step
+  std::vector<model::Stall> stalls;
+  std::int64_t dropped = 0;  ///< the tracers' dropped records, all ranks
+};
+
+/// Builds the model: per rank its row from the latest window, and the
+/// verdict of the same engine as the end of the run, on that window.
+LiveModel build_model(const collector::LiveStatus& status, const std::string& run_name,
+                      int world_size, double elapsed_s);
+
+/// "R1 silent 12 s (last: step 812, backward)"; empty for a rank that runs.
+std::string condition_text(const collector::RankLive& r);
+
+/// Who the other ranks are waiting for, when the stalls say so:
+/// "R0, R2 wait in backward, likely for R1"; empty otherwise.
+std::string waiting_text(const LiveModel& m);
+
+/// The view as lines of at most `width` visible columns and at most
+/// `height` lines (the worst ranks first when they do not all fit). With
+/// `color`, ANSI colours; without, plain ASCII.
+std::vector<std::string> render_view(const LiveModel& m, int width, int height, bool color);
+
+/// One line for a log (no terminal): elapsed, steps per rank, step time,
+/// verdict so far, stalls.
+std::string progress_line(const LiveModel& m);
+
+}  // namespace traceml::live

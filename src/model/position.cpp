@@ -1,0 +1,36 @@
+#include "model/position.hpp"
+
+#include <array>
+
+namespace traceml::model {
+
+namespace {
+
+constexpr std::array<const char*, kMaxLoopPhase + 1> kNames = {
+    "outside a step", "step", "input wait", "h2d", "forward", "backward", "optimizer step"};
+constexpr std::array<const char*, kMaxLoopPhase + 1> kKeys = {
+    "outside", "step", "input_wait", "h2d", "forward", "backward", "optimizer_step"};
+
+}  // namespace
+
+const char* loop_phase_name(LoopPhase p) {
+  const auto i = static_cast<std::size_t>(p);
+  return i < kNames.size() ? kNames[i] : "unknown";
+}
+
+const char* loop_phase_key(LoopPhase p) {
+  const auto i = static_cast<std::size_t>(p);
+  return i < kKeys.size() ? kKeys[i] : "unknown";
+}
+
+std::optional<LoopPhase> loop_phase_from_key(const std::string& key) {
+  for (std::size_t i = 0; i < kKeys.size(); ++i)
+    if (key == kKeys[i]) return static_cast<LoopPhase>(i);
+  return std::nullopt;
+}
+
+bool collective_phase(LoopPhase p) {
+  return p == LoopPhase::Backward || p == LoopPhase::OptimizerStep;
+}
+
+}  // namespace traceml::model

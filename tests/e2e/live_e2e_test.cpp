@@ -1,0 +1,306 @@
+// End-to-end: `traceml run --mode live` as a user sees it. In a real terminal
+// (tmux): a row per rank whose step count moves, the ranks' own output above
+// the view, a rank stopped with SIGSTOP shown as silent within seconds and
+// named as the one the other rank waits for, the stall in final_summary.json
+// and in the report, and a terminal left clean after Ctrl-C. Without a
+// terminal: a progress line every 10 s.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../support/subprocess.hpp"
+
+namespace traceml::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace std::chrono_literals;
+using Json = nlohmann::json;
+
+const std::string kCli = TRACEML_CLI_PATH;
+const std::string kExamples = TRACEML_EXAMPLES_DIR;
+
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s)
+    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+/// A tmux server of its own (its own socket), with one window of a fixed size.
+class Tmux {
+ public:
+  Tmux(const std::string& command, int width, int height)
+      : socket_("traceml-live-" + std::to_string(::getpid()) + "-" + std::to_string(++count_)) {
+    const ProcessResult r =
+        run_process({"/usr/bin/env", "tmux", "-L", socket_, "new-session", "-d", "-s", "t", "-x",
+                     std::to_string(width), "-y", std::to_string(height), command});
+    started_ = r.exit_code == 0;
+    error_ = r.err;
+  }
+  ~Tmux() { run_process({"/usr/bin/env", "tmux", "-L", socket_, "kill-server"}); }
+  [[nodiscard]] bool started() const { return started_; }
+  [[nodiscard]] const std::string& error() const { return error_; }
+  /// What the window shows now.
+  [[nodiscard]] std::string screen() const {
+    return run_process({"/usr/bin/env", "tmux", "-L", socket_, "capture-pane", "-p", "-t", "t"})
+        .out;
+  }
+  /// The window and its history.
+  [[nodiscard]] std::string history() const {
+    return run_process(
+               {"/usr/bin/env", "tmux", "-L", socket_, "capture-pane", "-p", "-S", "-", "-t", "t"})
+        .out;
+  }
+  void keys(const std::string& k) const {
+    run_process({"/usr/bin/env", "tmux", "-L", socket_, "send-keys", "-t", "t", k});
+  }
+  /// Waits until the window shows a match of `re`; the screen then.
+  std::string wait_for(const std::regex& re, std::chrono::seconds limit) const {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    std::string s;
+    do {
+      s = screen();
+      if (std::regex_search(s, re)) return s;
+      std::this_thread::sleep_for(200ms);
+    } while (std::chrono::steady_clock::now() < end);
+    return "(timed out) " + s;
+  }
+
+ private:
+  static inline int count_ = 0;
+  std::string socket_;
+  bool started_ = false;
+  std::string error_;
+};
+
+/// The pid of the process whose environment has TRACEML_SESSION_ID=`run`
+/// and RANK=`rank`: a rank that `traceml run` started.
+pid_t rank_pid(const std::string& run, int rank) {
+  const std::string session = "TRACEML_SESSION_ID=" + run;
+  const std::string rank_var = "RANK=" + std::to_string(rank);
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(e.path() / "environ", std::ios::binary);
+    std::string env((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    bool has_session = false, has_rank = false;
+    for (std::size_t at = 0; at < env.size();) {
+      const std::size_t end = env.find('\0', at);
+      const std::string var = env.substr(at, end == std::string::npos ? end : end - at);
+      has_session = has_session || var == session;
+      has_rank = has_rank || var == rank_var;
+      if (end == std::string::npos) break;
+      at = end + 1;
+    }
+    if (has_session && has_rank) return pid_t(std::stol(name));
+  }
+  return -1;
+}
+
+/// Each "R<r>/N0 ... step <n>" row's step count.
+std::map<int, long> steps_shown(const std::string& screen) {
+  std::map<int, long> out;
+  const std::regex row("R([0-9]+)/N0 +step +([0-9]+)");
+  for (auto it = std::sregex_iterator(screen.begin(), screen.end(), row);
+       it != std::sregex_iterator(); ++it)
+    out[std::stoi((*it)[1])] = std::stol((*it)[2]);
+  return out;
+}
+
+TEST(LiveE2e, ATerminalShowsRanksThatAdvanceAndAStoppedRankAsSilent) {
+  TempDir logs;
+  const std::string run = "live_tmux";
+  const std::string cmd =
+      quoted(kCli) + " run --mode live --logs-dir " + quoted(logs.path().string()) +
+      " --run-name " + run +
+      " --aggregator-port 0 --master-port 0 --nproc-per-node 2 --interval 0.5 -- " +
+      quoted(kExamples + "/ddp") +
+      " --steps 1000000 --log-every 200 --timeout-s 120 --slow-rank 1 --slow-input-ms 2; echo "
+      "TRACEML_EXIT=$?; "
+      "sleep 60";
+  Tmux tmux(cmd, 150, 30);
+  ASSERT_TRUE(tmux.started()) << "tmux: " << tmux.error()
+                              << " (scripts/install-deps.sh installs tmux)";
+
+  // Both ranks' rows, then again later with more steps: the view refreshes.
+  const std::regex both("R0/N0 +step +[0-9]+[^\n]*\n[^\n]*R1/N0 +step +[0-9]+");
+  std::string first = tmux.wait_for(both, 90s);
+  ASSERT_TRUE(std::regex_search(first, both)) << first;
+  EXPECT_NE(first.find("verdict so far:"), std::string::npos) << first;
+  const auto before = steps_shown(first);
+  std::this_thread::sleep_for(2500ms);
+  const std::string later = tmux.screen();
+  const auto after = steps_shown(later);
+  ASSERT_EQ(after.size(), 2u) << later;
+  EXPECT_GT(after.at(0), before.at(0)) << first << "\n---\n" << later;
+  EXPECT_GT(after.at(1), before.at(1)) << first << "\n---\n" << later;
+  // Rank 0's own lines scroll above the view, never through it.
+  const std::string& s = later;
+  const auto own = s.rfind("[rank0]:");
+  const auto head = s.find("traceml live");
+  ASSERT_NE(own, std::string::npos) << s;
+  ASSERT_NE(head, std::string::npos) << s;
+  EXPECT_LT(own, head) << s;
+
+  // A rank stopped: silent within a few seconds, with where it was, and the
+  // other rank, stuck in the gradient all-reduce, waiting for it.
+  const pid_t r1 = rank_pid(run, 1);
+  ASSERT_GT(r1, 0);
+  ASSERT_EQ(::kill(r1, SIGSTOP), 0);
+  const auto stopped_at = std::chrono::steady_clock::now();
+  const std::string silent =
+      tmux.wait_for(std::regex("R1/N0 silent [0-9]+ s \\(last: (step|before step) [0-9]+"), 20s);
+  const double took =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped_at).count();
+  EXPECT_NE(silent.find("R1/N0 silent"), std::string::npos) << silent;
+  EXPECT_LT(took, 6.0) << "3 intervals of 0.5 s, and a refresh a second";
+  const std::string waiting = tmux.wait_for(std::regex("R0 wait in [a-z ]+, likely for R1"), 20s);
+  EXPECT_NE(waiting.find("likely for R1"), std::string::npos) << waiting;
+  std::this_thread::sleep_for(2s);
+  ::kill(r1, SIGCONT);
+  const std::string resumed =
+      tmux.wait_for(std::regex("R1/N0 +step +[0-9]+[^\n]*\n(.|\n)*stalls: [1-9]"), 20s);
+  EXPECT_TRUE(std::regex_search(resumed, std::regex("R1/N0 +step"))) << resumed;
+
+  // Ctrl-C ends the run: the summary, with the stall, and no view left over.
+  tmux.keys("C-c");
+  const std::string done = tmux.wait_for(std::regex("TRACEML_EXIT=[0-9]+"), 60s);
+  ASSERT_NE(done.find("TRACEML_EXIT="), std::string::npos) << done;
+  const std::string all = tmux.history();
+  const auto summary_at = all.rfind("TraceML");
+  ASSERT_NE(summary_at, std::string::npos) << all;
+  EXPECT_EQ(all.find("verdict so far:", summary_at), std::string::npos) << all;
+  EXPECT_NE(all.find("R1 was silent", summary_at), std::string::npos) << all;
+  const Json summary = Json::parse(read_file(logs.path() / run / "final_summary.json"));
+  const Json& stalls = summary["run"]["stalls"];
+  ASSERT_TRUE(stalls.is_array()) << summary["run"].dump();
+  bool found = false;
+  for (const Json& st : stalls) {
+    if (st["rank"] == 1 && st["kind"] == "silent") {
+      found = true;
+      EXPECT_GE(st["duration_s"].get<double>(), 1.5) << st.dump();
+      EXPECT_TRUE(st["phase"].is_string()) << st.dump();
+    }
+  }
+  EXPECT_TRUE(found) << stalls.dump();
+}
+
+TEST(LiveE2e, WithoutATerminalAProgressLineComesEveryTenSeconds) {
+  TempDir logs;
+  ChildProcess run({kCli,
+                    "run",
+                    "--mode",
+                    "live",
+                    "--logs-dir",
+                    logs.path().string(),
+                    "--run-name",
+                    "live_pipe",
+                    "--aggregator-port",
+                    "0",
+                    "--master-port",
+                    "0",
+                    "--nproc-per-node",
+                    "2",
+                    "--interval",
+                    "0.5",
+                    "--",
+                    kExamples + "/ddp",
+                    "--steps",
+                    "1000000",
+                    "--log-every",
+                    "100000",
+                    "--timeout-s",
+                    "60",
+                    "--slow-rank",
+                    "1",
+                    "--slow-input-ms",
+                    "2"});
+  const std::regex line(
+      "traceml: 0:00:1[0-9]  2/2 ranks  steps [0-9]+(-[0-9]+)?  step [0-9.]+"
+      "(-[0-9.]+)? ms  verdict so far: [A-Z]");
+  const auto end = std::chrono::steady_clock::now() + 60s;
+  std::string err;
+  while (std::chrono::steady_clock::now() < end) {
+    err = run.err_so_far();
+    if (std::regex_search(err, line)) break;
+    std::this_thread::sleep_for(250ms);
+  }
+  run.signal(SIGINT);
+  const ProcessResult r = run.wait();
+  EXPECT_TRUE(std::regex_search(r.err, line)) << r.err;
+  // No escape sequence reaches a log.
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos);
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos);
+  EXPECT_EQ(r.err.find("traceml: 0:00:0"), std::string::npos) << "not before 10 s: " << r.err;
+}
+
+// A hang in the default mode (no live view): rank 1 stops, the user presses
+// Ctrl-C; the report names the rank that hung, where, and who waited for it.
+TEST(LiveE2e, ARunStoppedDuringAHangNamesTheHungRankInTheVerdictArea) {
+  TempDir logs;
+  const std::string run = "hang";
+  ChildProcess launcher({kCli,
+                         "run",
+                         "--logs-dir",
+                         logs.path().string(),
+                         "--run-name",
+                         run,
+                         "--aggregator-port",
+                         "0",
+                         "--master-port",
+                         "0",
+                         "--nproc-per-node",
+                         "2",
+                         "--interval",
+                         "0.5",
+                         "--grace-period-sec",
+                         "1",
+                         "--",
+                         kExamples + "/ddp",
+                         "--steps",
+                         "1000000",
+                         "--log-every",
+                         "200",
+                         "--timeout-s",
+                         "120"});
+  // Steps flow once rank 0 has logged twice.
+  const auto end = std::chrono::steady_clock::now() + 90s;
+  while (std::chrono::steady_clock::now() < end &&
+         launcher.out_so_far().find("step 400 ") == std::string::npos)
+    std::this_thread::sleep_for(100ms);
+  const pid_t r1 = rank_pid(run, 1);
+  ASSERT_GT(r1, 0) << launcher.out_so_far();
+  ASSERT_EQ(::kill(r1, SIGSTOP), 0);
+  std::this_thread::sleep_for(5s);
+  launcher.signal(SIGINT);
+  const ProcessResult r = launcher.wait();
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  const std::regex hang(
+      "Hang: R1 was silent for [0-9.]+ s \\(last heard at (before )?step [0-9]+(, [a-z ]+)?\\), "
+      "when the run was stopped \\(1 rank waited for it\\)\\.");
+  EXPECT_TRUE(std::regex_search(r.out, hang)) << r.out;
+  const auto verdict = r.out.find("Verdict:");
+  const auto scope = r.out.find("Scope:");
+  const auto at = r.out.find("Hang: R1");
+  EXPECT_TRUE(verdict < at && at < scope) << r.out;
+  const Json summary = Json::parse(read_file(logs.path() / run / "final_summary.json"));
+  bool hung = false;
+  for (const Json& s : summary["run"]["stalls"])
+    hung = hung || (s["rank"] == 1 && s["kind"] == "silent" && s["resumed"] == false &&
+                    s["others_waiting"] == 1 && s["duration_s"].get<double>() >= 3.0);
+  EXPECT_TRUE(hung) << summary["run"].dump();
+}
+
+}  // namespace
+}  // namespace traceml::testing

@@ -1,0 +1,140 @@
+// The live view's model and its drawing: rows per rank from the live window,
+// the verdict of the end-of-run engine on that window, silent and stalled
+// ranks in words, the worst ranks first when the terminal is short, lines cut
+// to the width, and the progress line of a log.
+#include "live/live_view.hpp"
+
+#include <gtest/gtest.h>
+
+#include <regex>
+
+namespace traceml::live {
+namespace {
+
+using collector::RankCondition;
+using model::Event;
+
+/// A run whose ranks spend `input_ms` of each `step_ms` waiting for input.
+collector::LiveStatus status_of(int ranks, int steps, double input_ms, double step_ms) {
+  collector::LiveStatus s;
+  for (int r = 0; r < ranks; ++r) {
+    model::RankIdentity id;
+    id.global_rank = r;
+    id.node_rank = 0;
+    id.world_size = ranks;
+    s.latest.telemetry.ranks.push_back(id);
+    for (int i = 1; i <= steps; ++i) {
+      model::StepRecord rec;
+      rec.global_rank = r;
+      rec.step = i;
+      rec.ts = 1000.0 + i;
+      const double body = step_ms - input_ms;
+      rec.events.set(Event::InputWait, {input_ms, {}});
+      rec.events.set(Event::Forward, {body * 0.3, {}});
+      rec.events.set(Event::Backward, {body * 0.5, {}});
+      rec.events.set(Event::OptimizerStep, {body * 0.1, {}});
+      rec.events.set(Event::TracedStepTime, {body, {}});
+      s.latest.telemetry.steps.push_back(rec);
+    }
+    collector::RankLive l;
+    l.global_rank = r;
+    l.node_rank = 0;
+    l.condition = RankCondition::Running;
+    l.max_step = steps;
+    s.ranks.push_back(l);
+  }
+  s.latest.telemetry.run.world_size = ranks;
+  return s;
+}
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const auto& l : lines)
+    out += l + "\n";
+  return out;
+}
+
+TEST(LiveView, RowsSayEachRanksStepsStepTimeAndSplitAndTheVerdictSoFar) {
+  const LiveModel m = build_model(status_of(2, 100, 30.0, 50.0), "demo", 2, 83.0);
+  ASSERT_EQ(m.ranks.size(), 2u);
+  EXPECT_EQ(m.ranks[0].rows, 100);
+  ASSERT_TRUE(m.ranks[0].median_ms);
+  EXPECT_NEAR(*m.ranks[0].median_ms, 50.0, 1e-9);
+  EXPECT_NEAR(m.ranks[0].input_ms, 30.0, 1e-9);
+  EXPECT_NEAR(m.ranks[0].residual_ms, 2.0, 1e-9);  // 20 ms body, 18 ms timed
+  EXPECT_NE(m.verdict.find("INPUT"), std::string::npos) << m.verdict;
+  const std::string view = joined(render_view(m, 150, 30, false));
+  EXPECT_NE(view.find("0:01:23"), std::string::npos) << view;
+  EXPECT_NE(view.find("verdict so far: INPUT"), std::string::npos) << view;
+  EXPECT_TRUE(std::regex_search(view, std::regex("R0/N0 +step +100 +last +50.0 ms +med +50.0 ms")))
+      << view;
+  EXPECT_TRUE(std::regex_search(view, std::regex("in +60%"))) << view;
+  EXPECT_NE(view.find("IIII"), std::string::npos) << view;
+}
+
+TEST(LiveView, ASilentRankIsNamedWithWhereItWasAndWhoWaitsForIt) {
+  collector::LiveStatus s = status_of(3, 20, 1.0, 10.0);
+  s.ranks[1].condition = RankCondition::Silent;
+  s.ranks[1].quiet_s = 12.3;
+  s.ranks[1].max_step = 811;
+  s.ranks[1].position = model::RankPosition{1, 0.0, 811, model::LoopPhase::Backward, true};
+  for (int r : {0, 2}) {
+    s.ranks[std::size_t(r)].condition = RankCondition::Stalled;
+    s.ranks[std::size_t(r)].stuck_s = 12.0;
+    s.ranks[std::size_t(r)].position =
+        model::RankPosition{r, 0.0, 812, model::LoopPhase::Backward, true};
+  }
+  model::Stall stall;
+  stall.global_rank = 1;
+  stall.kind = "silent";
+  stall.others_waiting = 2;
+  s.stalls.push_back(stall);
+  const LiveModel m = build_model(s, "demo", 3, 10.0);
+  EXPECT_EQ(condition_text(m.ranks[1].live), "R1/N0 silent 12 s (last: step 812, backward)");
+  EXPECT_EQ(waiting_text(m), "R0, R2 wait in backward, likely for R1");
+  const std::string view = joined(render_view(m, 120, 30, false));
+  EXPECT_NE(view.find("R1/N0 silent 12 s (last: step 812, backward)"), std::string::npos) << view;
+  EXPECT_NE(view.find("likely for R1"), std::string::npos) << view;
+  const std::string line = progress_line(m);
+  EXPECT_NE(line.find("R1/N0 silent 12 s"), std::string::npos) << line;
+  EXPECT_NE(line.find("likely for R1"), std::string::npos) << line;
+}
+
+TEST(LiveView, AShortTerminalShowsTheWorstRanksAndCountsTheRest) {
+  collector::LiveStatus s = status_of(64, 10, 1.0, 10.0);
+  s.ranks[37].condition = RankCondition::Silent;
+  s.ranks[37].quiet_s = 5.0;
+  const LiveModel m = build_model(s, "big", 64, 1.0);
+  const auto lines = render_view(m, 100, 12, false);
+  EXPECT_LE(lines.size(), 12u);
+  const std::string view = joined(lines);
+  EXPECT_NE(view.find("R37/N0 silent"), std::string::npos) << view;
+  EXPECT_TRUE(std::regex_search(view, std::regex("\\.\\.\\. [0-9]+ more ranks"))) << view;
+}
+
+TEST(LiveView, LinesAreCutToTheWidthWithColoursKeptWhole) {
+  const LiveModel m = build_model(status_of(2, 10, 5.0, 10.0), "a-rather-long-run-name", 2, 1.0);
+  for (const bool color : {false, true}) {
+    for (const std::string& line : render_view(m, 40, 20, color)) {
+      std::string visible = std::regex_replace(line, std::regex("\x1b\\[[0-9;]*m"), "");
+      EXPECT_LE(visible.size(), 40u) << line;
+      if (color && line.find('\x1b') != std::string::npos) {
+        EXPECT_EQ(line.substr(line.size() - 4), "\x1b[0m") << line;
+      }
+    }
+  }
+}
+
+TEST(LiveView, NoStepsYetSaysSo) {
+  collector::LiveStatus s;
+  collector::RankLive l;
+  l.condition = RankCondition::Waiting;
+  s.ranks.push_back(l);
+  const LiveModel m = build_model(s, "r", 2, 0.0);
+  EXPECT_TRUE(m.verdict.empty());
+  EXPECT_NE(joined(render_view(m, 80, 10, false)).find("waiting for steps"), std::string::npos);
+  EXPECT_NE(progress_line(m).find("1/2 ranks"), std::string::npos) << progress_line(m);
+}
+
+}  // namespace
+}  // namespace traceml::live

@@ -1,0 +1,130 @@
+// The run outcome in a real run database: how the program ended and its
+// stalls round-trip, a database from before stalls has none, and a stored
+// stall no collector writes is an error that names its row.
+#include "store/run_outcome.hpp"
+
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include <string>
+
+#include "../support/subprocess.hpp"
+#include "store/run_db.hpp"
+
+namespace traceml::store {
+namespace {
+
+using testing::TempDir;
+
+std::string new_run_db(const TempDir& dir) {
+  const std::string path = (dir.path() / kRunDbFileName).string();
+  RunDbWriter w(path);
+  w.flush();
+  return path;
+}
+
+void exec(const std::string& path, const char* sql) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
+  sqlite3_close(db);
+}
+
+RunOutcome hung_run() {
+  RunOutcome o;
+  o.status = "interrupted";
+  o.exit_code = 130;
+  o.ranks = {{0, 130, 2, true}, {1, 137, 9, true}};
+  model::Stall silent;
+  silent.global_rank = 1;
+  silent.kind = "silent";
+  silent.step = 812;
+  silent.phase = model::LoopPhase::Backward;
+  silent.start = 1764892800.5;
+  silent.duration_s = 12.25;
+  silent.others_waiting = 1;
+  model::Stall stalled;
+  stalled.global_rank = 0;
+  stalled.kind = "stalled";
+  stalled.step = 813;
+  stalled.start = 1764892801.0;
+  stalled.duration_s = 11.5;
+  stalled.resumed = true;
+  o.stalls = {silent, stalled};
+  return o;
+}
+
+TEST(RunOutcome, StallsRoundTripInTheOrderTheyBegan) {
+  TempDir dir;
+  const std::string path = new_run_db(dir);
+  write_run_outcome(path, hung_run());
+  const auto back = read_run_outcome(path);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->status, "interrupted");
+  ASSERT_EQ(back->stalls.size(), 2u);
+  const model::Stall& s = back->stalls[0];
+  EXPECT_EQ(s.global_rank, 1);
+  EXPECT_EQ(s.kind, "silent");
+  EXPECT_EQ(s.step, 812);
+  EXPECT_EQ(s.phase, model::LoopPhase::Backward);
+  EXPECT_DOUBLE_EQ(s.start, 1764892800.5);
+  EXPECT_DOUBLE_EQ(s.duration_s, 12.25);
+  EXPECT_FALSE(s.resumed);
+  EXPECT_EQ(s.others_waiting, 1);
+  EXPECT_EQ(back->stalls[1].phase, std::nullopt);
+  EXPECT_TRUE(back->stalls[1].resumed);
+  EXPECT_EQ(back->stalls[1].others_waiting, std::nullopt);
+  // A second write replaces the first.
+  RunOutcome calm = hung_run();
+  calm.stalls.clear();
+  write_run_outcome(path, calm);
+  EXPECT_TRUE(read_run_outcome(path)->stalls.empty());
+}
+
+TEST(RunOutcome, ADatabaseFromBeforeStallsHasNone) {
+  TempDir dir;
+  const std::string path = new_run_db(dir);
+  write_run_outcome(path, hung_run());
+  exec(path, "DROP TABLE run_stalls");
+  const auto back = read_run_outcome(path);
+  ASSERT_TRUE(back);
+  EXPECT_TRUE(back->stalls.empty());
+  EXPECT_EQ(back->ranks.size(), 2u);
+}
+
+TEST(RunOutcome, AStallNoCollectorWritesIsAnErrorNamingItsRow) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"UPDATE run_stalls SET kind = 'asleep' WHERE rowid = 2", "row 2: 'kind'"},
+      {"UPDATE run_stalls SET phase = 'lunch' WHERE rowid = 1", "row 1: 'phase'"},
+      {"UPDATE run_stalls SET duration_s = -1 WHERE rowid = 1", "row 1: 'duration_s'"},
+      {"UPDATE run_stalls SET global_rank = -3 WHERE rowid = 2", "row 2: 'global_rank'"},
+      {"UPDATE run_stalls SET start = 1e999 WHERE rowid = 1", "row 1: 'start'"},
+  };
+  for (const auto& [sql, expected] : cases) {
+    TempDir dir;
+    const std::string path = new_run_db(dir);
+    write_run_outcome(path, hung_run());
+    exec(path, sql);
+    try {
+      (void)read_run_outcome(path);
+      ADD_FAILURE() << sql << " was read without an error";
+    } catch (const RunDbError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("table run_stalls, " + std::string(expected)), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
+}
+
+TEST(RunOutcome, MoreStallsThanACollectorKeepsIsRefused) {
+  TempDir dir;
+  const std::string path = new_run_db(dir);
+  write_run_outcome(path, hung_run());
+  exec(path,
+       "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000) "
+       "INSERT INTO run_stalls SELECT 0, 'silent', 1, NULL, 1.0, 1.0, 0, NULL FROM n");
+  EXPECT_THROW((void)read_run_outcome(path), RunDbError);
+}
+
+}  // namespace
+}  // namespace traceml::store
