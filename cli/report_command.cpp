@@ -31,6 +31,7 @@ int report_run_dir(const ReportArgs& a) {
     return fail("--out goes with --telemetry; a run directory's summary is written into it");
   try {
     const report::FinalSummary f = collector::finalize_run(a.run_dir, a.window);
+    if (f.html_error) warn(*f.html_error);
     std::cout << f.text << "\n";
   } catch (const store::RunDbError& e) {
     return fail(e.what());
@@ -59,14 +60,16 @@ int run_report(const ReportArgs& a) {
   analysis::Options opts;
   opts.window = a.window;
   const analysis::Summary s = analysis::summarize(in.telemetry, opts);
-  const report::FinalSummary f =
-      report::build_final_summary(s, report::iso8601_utc(collector::end_of_run(in.telemetry)),
-                                  report::evidence_hint_for(a.out));
+  // The page's plots come from the telemetry read, as a run directory's do.
+  report::FinalSummary f = report::build_final_summary(
+      s, report::iso8601_utc(collector::end_of_run(in.telemetry)), report::evidence_hint_for(a.out),
+      std::nullopt, std::nullopt, {}, report::html_hint_for(a.out));
   try {
-    report::write_final_summary(f, a.out);
+    report::write_run_report(f, a.out, &in.telemetry);
   } catch (const report::WriteError& e) {
     return fail(std::string(e.what()) + " (choose a writable --out directory)");
   }
+  if (f.html_error) warn(*f.html_error);
   std::cout << f.text << "\n";
   return kExitOk;
 }
@@ -77,13 +80,14 @@ void add_report_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<ReportArgs>();
   CLI::App* cmd = app.add_subcommand(
       "report",
-      "Rebuild final_summary.json/.txt of a run directory, or diagnose a telemetry JSONL file.");
+      "Rebuild final_summary.json/.txt/.html of a run directory, or diagnose a telemetry JSONL "
+      "file.");
   cmd->add_option("run_dir", args->run_dir,
                   "Run directory written by traceml run (holds telemetry.db)");
   cmd->add_option("--telemetry", args->telemetry,
                   "Telemetry JSONL file (docs/telemetry-format.md)");
   cmd->add_option("--out", args->out,
-                  "With --telemetry: directory for final_summary.json and .txt");
+                  "With --telemetry: directory for final_summary.json, .txt and .html");
   cmd->add_option("--window", args->window, "Latest aligned steps/samples to analyse per rank")
       ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40))
       ->capture_default_str();

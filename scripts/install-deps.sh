@@ -12,6 +12,9 @@ packages=(
   # scripts/fuzz.sh and scripts/sanitize-thread.sh: clang's sanitizers and
   # libFuzzer, and llvm-symbolizer for their stack traces.
   clang-14 libfuzzer-14-dev llvm-14
+  # The HTML report's tests render final_summary.html in headless Chromium;
+  # the live view's run in a real terminal, tmux.
+  chromium tmux
 )
 
 missing=()

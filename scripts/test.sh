@@ -11,6 +11,9 @@ start=$SECONDS
 bash scripts/build.sh
 build_dir="${TRACEML_BUILD_DIR:-build}"
 bash scripts/check-format.sh
+# install-deps.sh (through build.sh) installed chromium: the HTML report's
+# browser tests must run here, not skip.
+export TRACEML_REQUIRE_BROWSER=1
 ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
 echo "test.sh: build and test suite took $((SECONDS - start)) s"
 if [ "${TRACEML_QUICK:-0}" = 1 ]; then exit 0; fi

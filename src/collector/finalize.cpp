@@ -190,8 +190,8 @@ report::FinalSummary finalize_run(const std::string& run_dir, const store::RunDa
       s, report::iso8601_utc(end_of_run(data.telemetry)), report::evidence_hint_for(run_dir),
       tracer_block(data, rejections),
       outcome ? std::optional<report::Json>(run_block(*outcome)) : std::nullopt,
-      report::run_dir_hint_for(run_dir));
-  report::write_final_summary(f, run_dir);
+      report::run_dir_hint_for(run_dir), report::html_hint_for(run_dir));
+  report::write_run_report(f, run_dir, &data.telemetry);
   return f;
 }
 

@@ -1,6 +1,7 @@
 // Turns a run database into the run's artifacts: final_summary.json (with the
-// `tracer` block) and final_summary.txt. Used at the end of `traceml run`, at
-// the exit of a standalone program, and by `traceml report RUN_DIR`.
+// `tracer` block), final_summary.txt and final_summary.html. Used at the end
+// of `traceml run`, at the exit of a standalone program, and by
+// `traceml report RUN_DIR`.
 #pragma once
 
 #include <cstdint>
@@ -39,7 +40,10 @@ report::FinalSummary finalize_run(const std::string& run_dir, std::int64_t windo
 /// Runs the analysis on `data` (`window`: latest aligned steps per rank; a run
 /// as RunState gives it, or a whole run) and writes RUN_DIR/final_summary.json
 /// and .txt atomically, with the run outcome and refusal counts the run
-/// database holds. Returns what was written. The end of `traceml run` passes
+/// database holds, and final_summary.html with the plots of `data`
+/// (report::write_run_report: a page that cannot be written is said in the
+/// result's html_error, for a warning, and costs nothing else). Returns what
+/// was written. The end of `traceml run` passes
 /// the collector's RunState; `traceml report RUN_DIR` reads the database into
 /// one: the two give the same bytes. Throws report::WriteError.
 report::FinalSummary finalize_run(const std::string& run_dir, const store::RunData& data,

@@ -4,6 +4,7 @@
 #include <system_error>
 
 #include "report/atomic_file.hpp"
+#include "report/html_report.hpp"
 #include "report/text_report.hpp"
 
 namespace traceml::report {
@@ -13,14 +14,14 @@ namespace fs = std::filesystem;
 FinalSummary build_final_summary(const analysis::Summary& s, const std::string& generated_at,
                                  const std::string& evidence_hint,
                                  const std::optional<Json>& tracer, const std::optional<Json>& run,
-                                 const std::string& run_dir) {
+                                 const std::string& run_dir, const std::string& html_hint) {
   FinalSummary f;
   f.json = summary_json(s, generated_at, tracer);
   if (run) f.json["run"] = *run;
-  TextOptions opts;
-  opts.evidence_hint = evidence_hint;
-  opts.run_dir = run_dir;
-  f.text = render_text(f.json, opts);
+  f.text_options.evidence_hint = evidence_hint;
+  f.text_options.run_dir = run_dir;
+  f.text_options.html_hint = html_hint;
+  f.text = render_text(f.json, f.text_options);
   f.json["text"] = f.text;
   return f;
 }
@@ -34,6 +35,30 @@ void write_final_summary(const FinalSummary& f, const std::string& dir) {
   const std::string text = f.text + "\n";
   write_file_atomic((fs::path(dir) / "final_summary.json").string(), json);
   write_file_atomic((fs::path(dir) / "final_summary.txt").string(), text);
+}
+
+void write_run_report(FinalSummary& f, const std::string& dir, const model::Telemetry* telemetry) {
+  if (!f.text_options.html_hint.empty()) {
+    // The page first: the text may name it only once it exists.
+    try {
+      std::error_code ec;
+      fs::create_directories(dir, ec);
+      HtmlOptions opts;
+      opts.run_dir = f.text_options.run_dir;
+      write_file_atomic((fs::path(dir) / "final_summary.html").string(),
+                        render_html(f.json, telemetry, opts));
+    } catch (const std::exception& e) {
+      f.html_error = std::string("final_summary.html not written: ") + e.what();
+      f.text_options.html_hint.clear();
+      f.text = render_text(f.json, f.text_options);
+      f.json["text"] = f.text;
+    }
+  }
+  write_final_summary(f, dir);
+}
+
+std::string html_hint_for(const std::string& dir) {
+  return (fs::path(evidence_hint_for(dir)).parent_path() / "final_summary.html").string();
 }
 
 std::string evidence_hint_for(const std::string& dir) {

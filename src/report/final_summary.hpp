@@ -1,18 +1,25 @@
-// The end-of-run artifacts: final_summary.json (with its `text`) and
-// final_summary.txt, written atomically into a run directory.
+// The end-of-run artifacts: final_summary.json (with its `text`),
+// final_summary.txt and final_summary.html, written atomically into a run
+// directory.
 #pragma once
 
 #include <optional>
 #include <string>
 
 #include "analysis/summary.hpp"
+#include "model/telemetry.hpp"
 #include "report/summary_json.hpp"
+#include "report/text_report.hpp"
 
 namespace traceml::report {
 
 struct FinalSummary {
-  Json json;         ///< the complete final_summary.json, `text` included
-  std::string text;  ///< the text report (final_summary.txt without its last newline)
+  Json json;                 ///< the complete final_summary.json, `text` included
+  std::string text;          ///< the text report (final_summary.txt without its last newline)
+  TextOptions text_options;  ///< how `text` was rendered
+  /// Why final_summary.html was not written (one line), for a warning;
+  /// absent when it was, or when none was asked for.
+  std::optional<std::string> html_error;
 };
 
 /// Builds the summary JSON and its text. `generated_at` as for summary_json;
@@ -20,18 +27,32 @@ struct FinalSummary {
 /// `tracer` and `run` are the added blocks of DECISIONS 9: the tracer's own
 /// counters and cost, and how the traced program ended (`traceml run` only).
 /// `run_dir` names the run directory in commands the text gives (TextOptions::run_dir).
+/// `html_hint` names the HTML report the text's last line points to, and
+/// asks write_run_report for it (TextOptions::html_hint); empty: no page.
 FinalSummary build_final_summary(const analysis::Summary& s, const std::string& generated_at,
                                  const std::string& evidence_hint,
                                  const std::optional<Json>& tracer = std::nullopt,
                                  const std::optional<Json>& run = std::nullopt,
-                                 const std::string& run_dir = {});
+                                 const std::string& run_dir = {},
+                                 const std::string& html_hint = {});
 
 /// Writes DIR/final_summary.json and DIR/final_summary.txt (creating DIR).
 /// Throws WriteError; an existing good file is never left half-written.
 void write_final_summary(const FinalSummary& f, const std::string& dir);
 
+/// write_final_summary, and first DIR/final_summary.html when `f` names one
+/// (its html_hint): the page of f.json with the plots of `telemetry` (the
+/// run the summary was made from; nullptr: no plots). The page is an extra
+/// and never costs the summary: when it cannot be rendered or written, f's
+/// text is rendered again without naming it, the reason goes to
+/// f.html_error, and the JSON and text are written all the same. Throws
+/// WriteError only for those two.
+void write_run_report(FinalSummary& f, const std::string& dir, const model::Telemetry* telemetry);
+
 /// "<parent>/<dir>/final_summary.json" for a run directory (as the report names it).
 std::string evidence_hint_for(const std::string& dir);
+/// "<parent>/<dir>/final_summary.html", as the report names it.
+std::string html_hint_for(const std::string& dir);
 /// "<parent>/<dir>": a run directory as the report names it.
 std::string run_dir_hint_for(const std::string& dir);
 

@@ -3,6 +3,8 @@
 #include <cctype>
 #include <cstdlib>
 
+#include "analysis/diagnosis_kind.hpp"
+
 namespace traceml::report {
 
 namespace {
@@ -140,6 +142,36 @@ const Json* straggler_comparison(const SummaryView& run) {
     }
   }
   return best != nullptr ? best : &cs->front();
+}
+
+std::optional<SlowWindow> slow_window(const SummaryView& run) {
+  const Json* sw = path(run.step_time, {"global", "slow_window"});
+  const auto rank = integer(child(sw, "rank"));
+  const auto first = integer(child(sw, "first_step"));
+  const auto last = integer(child(sw, "last_step"));
+  const auto steps = integer(child(sw, "steps"));
+  const auto slower = number(child(sw, "slower_pct"));
+  if (!rank || !first || !last || !steps || !slower || *rank < 0 || *first < 1 || *last < *first ||
+      *steps < 1)
+    return std::nullopt;
+  return SlowWindow{*rank, *first, *last, *steps, *slower};
+}
+
+std::optional<long long> straggler_rank(const SummaryView& run) {
+  if (!analysis::is_straggler(run.kind)) return std::nullopt;
+  return integer(path(straggler_comparison(run), {"worst", "rank"}));
+}
+
+std::optional<std::string> representative_key(const SummaryView& run) {
+  auto rep = point(run.step_time, "median", "step_time_ms").idx;
+  if (analysis::is_straggler(run.kind)) {
+    const Json* cmp = straggler_comparison(run);
+    const auto culprit = integer(path(cmp, {"worst", "rank"}));
+    const auto typical = integer(path(cmp, {"median", "rank"}));
+    if (culprit && typical && *typical != *culprit && rep == std::to_string(*culprit))
+      rep = std::to_string(*typical);
+  }
+  return rep;
 }
 
 }  // namespace traceml::report

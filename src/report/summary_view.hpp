@@ -91,4 +91,27 @@ const json_read::Json* issue_evidence(const SummaryView& run, const std::string&
 /// itself (§4.5).
 const json_read::Json* straggler_comparison(const SummaryView& run);
 
+/// step_time.global.slow_window: the slowest consecutive aligned steps of
+/// one rank (docs/timeline.md "The slow window"); absent when the summary has
+/// none or a part of it is missing or out of range.
+struct SlowWindow {
+  long long rank = 0;
+  long long first_step = 0;
+  long long last_step = 0;
+  long long steps = 0;
+  double slower_pct = 0.0;  ///< than the rank's median step, percent
+};
+std::optional<SlowWindow> slow_window(const SummaryView& run);
+
+/// The rank a straggler verdict names (its comparison's worst rank); absent
+/// for other verdicts.
+std::optional<long long> straggler_rank(const SummaryView& run);
+
+/// The group-row key of the rank a multi-rank report shows (the STEP TIMING
+/// tree, the HTML report's phase plot): the step time's median rank, except
+/// under a straggler verdict, where every rank advances at the culprit's pace
+/// and that median may land on the culprit itself (with two ranks it is one
+/// of them by a hair): then the comparison's typical rank.
+std::optional<std::string> representative_key(const SummaryView& run);
+
 }  // namespace traceml::report

@@ -86,7 +86,6 @@
 #include <vector>
 
 #include "analysis/number_format.hpp"
-#include "analysis/slow_window.hpp"
 #include "model/text.hpp"
 #include "report/summary_json.hpp"
 #include "report/summary_view.hpp"
@@ -100,38 +99,6 @@
 namespace traceml::report {
 
 namespace {
-
-/// The slow window on the Next line (docs/timeline.md "The slow window"):
-/// a sentence, and the command that draws those steps.
-struct SlowWindowNext {
-  std::string sentence;
-  std::string command;
-};
-
-/// Said only when the window is notably slower than its rank's median step.
-std::optional<SlowWindowNext> slow_window_next(const SummaryView& run, const TextOptions& opts) {
-  using json_read::child;
-  const json_read::Json* sw =
-      json_read::object_child(json_read::object_child(run.step_time, "global"), "slow_window");
-  const auto rank = json_read::integer(child(sw, "rank"));
-  const auto first = json_read::integer(child(sw, "first_step"));
-  const auto last = json_read::integer(child(sw, "last_step"));
-  const auto steps = json_read::integer(child(sw, "steps"));
-  const auto slower = json_read::number(child(sw, "slower_pct"));
-  if (!rank || !first || !last || !steps || !slower || *rank < 0 || *first < 1 || *last < *first ||
-      *steps < 1 || *slower < analysis::kSlowWindowNotable * 100.0)
-    return std::nullopt;
-  const std::optional<std::string> key = std::to_string(*rank);
-  const std::string who = rank_label(group_row(run.step_time, key), key).value_or("R" + *key);
-  const std::string range = std::to_string(*first) + ":" + std::to_string(*last);
-  SlowWindowNext n;
-  n.sentence = "The slowest " + std::to_string(*steps) + " steps of " + who + ", " +
-               std::to_string(*first) + "-" + std::to_string(*last) + ", are " +
-               analysis::fixed(*slower, 0) + "% slower than its median step; draw them:";
-  n.command = "traceml export " + (opts.run_dir.empty() ? std::string("RUN_DIR") : opts.run_dir) +
-              " --format chrome-trace --steps " + range + " --out slow_steps.json";
-  return n;
-}
 
 /// The guide's left column widths: STEP TIMING, then SYSTEM METRICS.
 constexpr std::size_t kStepLeftMin = 50;
@@ -161,7 +128,7 @@ std::string render_text(const nlohmann::ordered_json& untrusted, const TextOptio
   if (!json_read::trimmed(verdict.why).empty())
     append(out, wrap("Why: ", verdict.why, kProseWidth, 5));
   const std::optional<SlowWindowNext> slow =
-      verdict.degraded ? std::nullopt : slow_window_next(run, opts);
+      verdict.degraded ? std::nullopt : slow_window_next(run, opts.run_dir);
   if (!json_read::trimmed(verdict.next).empty() || slow) {
     std::string next = verdict.next;
     if (slow) next += (json_read::trimmed(next).empty() ? "" : " ") + slow->sentence;
@@ -226,7 +193,8 @@ std::string render_text(const nlohmann::ordered_json& untrusted, const TextOptio
     out.emplace_back();
   }
   const std::string hint = opts.evidence_hint.empty() ? "final_summary.json" : opts.evidence_hint;
-  out.push_back(p.paint("Full evidence: " + hint, ansi::kDim));
+  const std::string html = opts.html_hint.empty() ? "" : " · " + opts.html_hint;
+  out.push_back(p.paint("Full evidence: " + hint + html, ansi::kDim));
 
   std::string result;
   for (std::size_t i = 0; i < out.size(); ++i) {

@@ -19,6 +19,10 @@ struct TextOptions {
   /// command that draws the slow window; empty: "RUN_DIR" (a summary made
   /// from telemetry JSONL has no run database to draw from).
   std::string run_dir;
+  /// The HTML report beside it, e.g. "logs/run1/final_summary.html": the
+  /// last line then reads "Full evidence: {hint} · {html_hint}" (spec §5.8
+  /// item 8). Empty: no page was written.
+  std::string html_hint;
 };
 
 /// The report of the seed guide (Verdict / Why / Next / Scope, STEP TIMING beside

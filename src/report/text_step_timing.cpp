@@ -46,18 +46,7 @@ std::vector<std::string> step_timing_block(const SummaryView& run, const Verdict
   bool median_points = false;    // multi-rank without its representative row
   std::string scope = "Average";
   if (run.multi) {
-    auto rep = point(st, "median", "step_time_ms").idx;
-    if (analysis::is_straggler(run.kind)) {
-      // Every rank advances at the straggler's pace, so step times are all but
-      // equal and the step-time median may land on the culprit itself (with
-      // two ranks it is one of them by a hair). The tree shows a typical rank
-      // beside the culprit's worst cells: the comparison's median rank.
-      const Json* cmp = straggler_comparison(run);
-      const auto culprit = integer(path(cmp, {"worst", "rank"}));
-      const auto typical = integer(path(cmp, {"median", "rank"}));
-      if (culprit && typical && *typical != *culprit && rep == std::to_string(*culprit))
-        rep = std::to_string(*typical);
-    }
+    const auto rep = representative_key(run);
     const Json* row = group_row(st, rep);
     const Json* metrics = object_child(row, "metrics");
     if (metrics != nullptr) {

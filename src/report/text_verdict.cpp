@@ -6,6 +6,7 @@
 #include "analysis/diagnosis_kind.hpp"
 #include "analysis/h2d_advice.hpp"
 #include "analysis/number_format.hpp"
+#include "analysis/slow_window.hpp"
 #include "report/text_format.hpp"
 #include "report/text_layout.hpp"
 
@@ -281,6 +282,22 @@ std::vector<std::string> observed_anyway_lines(const SummaryView& run) {
     parts.push_back("CPU util " + fixed(*c, 0) + "% avg");
   if (parts.empty()) return {};
   return wrap("Observed anyway: ", join(parts, " · "), kProseWidth, 17);
+}
+
+std::optional<SlowWindowNext> slow_window_next(const SummaryView& run, const std::string& run_dir) {
+  const std::optional<SlowWindow> sw = slow_window(run);
+  if (!sw || sw->slower_pct < analysis::kSlowWindowNotable * 100.0) return std::nullopt;
+  const std::optional<std::string> key = std::to_string(sw->rank);
+  const std::string who = rank_label(group_row(run.step_time, key), key).value_or("R" + *key);
+  const std::string first = std::to_string(sw->first_step);
+  const std::string last = std::to_string(sw->last_step);
+  SlowWindowNext n;
+  n.sentence = "The slowest " + std::to_string(sw->steps) + " steps of " + who + ", " + first +
+               "-" + last + ", are " + fixed(sw->slower_pct, 0) +
+               "% slower than its median step; draw them:";
+  n.command = "traceml export " + (run_dir.empty() ? std::string("RUN_DIR") : run_dir) +
+              " --format chrome-trace --steps " + first + ":" + last + " --out slow_steps.json";
+  return n;
 }
 
 }  // namespace traceml::report

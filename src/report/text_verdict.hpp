@@ -22,6 +22,16 @@ struct Verdict {
 
 Verdict read_verdict(const SummaryView& run);
 
+/// The slow window on the Next line (docs/timeline.md "The slow window"): a
+/// sentence, and the command that draws those steps (`run_dir` as the report
+/// names it; empty: "RUN_DIR").
+struct SlowWindowNext {
+  std::string sentence;
+  std::string command;
+};
+/// Said only when the window is notably slower than its rank's median step.
+std::optional<SlowWindowNext> slow_window_next(const SummaryView& run, const std::string& run_dir);
+
 /// §5.8 "after Next": the Supporting line, or the all-normal line.
 std::vector<std::string> after_next_lines(const SummaryView& run);
 

@@ -69,7 +69,7 @@ TEST_F(Cli, UsageErrorsExitTwo) {
       "--window");
 }
 
-TEST_F(Cli, ReportWritesBothFilesAndPrintsTheText) {
+TEST_F(Cli, ReportWritesTheSummaryTextAndPageAndPrintsTheText) {
   const fs::path out = dir_.path() / "run1";
   const auto r = report(kSample, out);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -78,11 +78,12 @@ TEST_F(Cli, ReportWritesBothFilesAndPrintsTheText) {
   const std::string json = read_file(out / "final_summary.json");
   EXPECT_NE(json.find("\"schema_version\": 1.7"), std::string::npos);
   EXPECT_NE(json.find("\"kind\": \"INPUT_BOUND\""), std::string::npos);
+  EXPECT_NE(read_file(out / "final_summary.html").find("Verdict: INPUT-BOUND"), std::string::npos);
   // No temporary file is left behind.
   std::size_t files = 0;
   for (const auto& e : fs::directory_iterator(out))
     files += e.is_regular_file() ? 1 : 0;
-  EXPECT_EQ(files, 2u);
+  EXPECT_EQ(files, 3u);
 }
 
 TEST_F(Cli, MissingTelemetryFile) {

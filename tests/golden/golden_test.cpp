@@ -1,6 +1,7 @@
 // Golden-file tests: the real `traceml report` on checked-in telemetry must
 // produce final_summary.json and final_summary.txt byte for byte as checked in
-// under tests/golden/expected/<name>/. After an intended change, regenerate
+// under tests/golden/expected/<name>/ (and final_summary.html the same bytes
+// twice). After an intended change, regenerate
 // with TRACEML_UPDATE_GOLDEN=1 and review the diff like code.
 #include <gtest/gtest.h>
 
@@ -33,6 +34,7 @@ TEST_P(Golden, ReportMatchesCheckedInArtifacts) {
   const fs::path out = cwd.path() / "logs" / name;
   const std::string json = read_file(out / "final_summary.json");
   const std::string txt = read_file(out / "final_summary.txt");
+  const std::string html = read_file(out / "final_summary.html");
   EXPECT_EQ(r.out, txt) << "stdout must be the text report";
 
   const fs::path expected = kGolden / "expected" / name;
@@ -53,6 +55,9 @@ TEST_P(Golden, ReportMatchesCheckedInArtifacts) {
       cwd.path().string());
   ASSERT_EQ(again.exit_code, 0);
   EXPECT_EQ(read_file(out / "final_summary.json"), json);
+  // So is the HTML report beside them (not checked in: docs/html-report.md).
+  EXPECT_FALSE(html.empty());
+  EXPECT_EQ(read_file(out / "final_summary.html"), html);
 
   // `traceml view` prints the same report from the JSON.
   const auto view = run_process({TRACEML_CLI_PATH, "view", (out / "final_summary.json").string()});

@@ -513,7 +513,7 @@ Json warmup_summary() {
 // ---- Helpers over rendered text ------------------------------------------------
 
 std::string plain(const Json& summary, const std::string& hint = "") {
-  return render_text(summary, TextOptions{hint, false, {}});
+  return render_text(summary, TextOptions{hint, false, {}, {}});
 }
 
 /// The first line that starts with `prefix` ("" when none).
@@ -1430,6 +1430,15 @@ TEST(TextReportRobust, EmptyObject) {
             "index\n\nFull evidence: final_summary.json");
 }
 
+TEST(TextReportRobust, TheLastLineNamesTheHtmlReportWhenOneWasWritten) {
+  TextOptions opts;
+  opts.evidence_hint = "logs/a/final_summary.json";
+  opts.html_hint = "logs/a/final_summary.html";
+  const std::string text = render_text(Json::object(), opts);
+  EXPECT_EQ(text.substr(text.rfind('\n') + 1),
+            "Full evidence: logs/a/final_summary.json · logs/a/final_summary.html");
+}
+
 TEST(TextReportRobust, NonObjectInputs) {
   for (const Json& j : {Json(nullptr), Json::array({1, 2}), Json(3), Json("text"), Json(true)}) {
     std::string text;
@@ -1506,7 +1515,8 @@ void poison_everywhere(const Json& root) {
       Json j = root;
       j[ptr] = poison;
       std::string text;
-      ASSERT_NO_THROW(text = render_text(j, {"", true, {}})) << ptr.to_string() << " = " << poison;
+      ASSERT_NO_THROW(text = render_text(j, {"", true, {}, {}}))
+          << ptr.to_string() << " = " << poison;
       ASSERT_EQ(line_starting(strip_ansi(text), "Verdict: ").empty(), false) << ptr.to_string();
       ++renders;
     }
@@ -1532,8 +1542,8 @@ TEST(TextReportColor, VisibleTextIsIdentical) {
   also["system"]["issues"] = Json::array({issue("X", "X", "crit", std::string(110, 'b') + " end")});
   for (const Json& s : {bert_summary(), straggler_summary(), cpu_summary(), warmup_summary(), also,
                         Json::object()}) {
-    const std::string colored = render_text(s, {"logs/x/final_summary.json", true, {}});
-    const std::string uncolored = render_text(s, {"logs/x/final_summary.json", false, {}});
+    const std::string colored = render_text(s, {"logs/x/final_summary.json", true, {}, {}});
+    const std::string uncolored = render_text(s, {"logs/x/final_summary.json", false, {}, {}});
     EXPECT_EQ(strip_ansi(colored), uncolored);
     EXPECT_EQ(uncolored.find('\x1b'), std::string::npos);
     EXPECT_NE(colored.find('\x1b'), std::string::npos);
@@ -1541,11 +1551,11 @@ TEST(TextReportColor, VisibleTextIsIdentical) {
 }
 
 TEST(TextReportColor, SeverityColours) {
-  const std::string crit = render_text(bert_summary(), {"", true, {}});
+  const std::string crit = render_text(bert_summary(), {"", true, {}, {}});
   EXPECT_NE(crit.find("Verdict: \x1b[1;31mINPUT-BOUND\x1b[0m  \x1b[1;31m(CRITICAL)\x1b[0m"),
             std::string::npos);
   EXPECT_NE(crit.find("\x1b[1;31m◀ cause\x1b[0m"), std::string::npos);
-  const std::string warn = render_text(cpu_summary(), {"", true, {}});
+  const std::string warn = render_text(cpu_summary(), {"", true, {}, {}});
   EXPECT_NE(warn.find("Verdict: \x1b[1;33mINPUT-BOUND\x1b[0m  \x1b[1;33m(WARNING)\x1b[0m"),
             std::string::npos);
   EXPECT_NE(warn.find("STEP MEMORY: \x1b[32mNO GPU\x1b[0m"), std::string::npos);
