@@ -375,11 +375,13 @@ int run(RunArgs a) {
         summary.valid() ? summary.get() : collector::summarize_run(run_data, a.window));
     timer.lap("summary");
     summary_written = true;
+    if (f.html_error) warn(*f.html_error);
     std::cout << f.text << "\n" << std::flush;
     const auto& total = f.json["tracer"]["records_dropped"];
     if (total.is_number_integer()) dropped = total.get<std::int64_t>();
     artifacts.push_back("final_summary.json");
     artifacts.push_back("final_summary.txt");
+    if (!f.html_error) artifacts.push_back("final_summary.html");
   } catch (const std::exception& e) {
     warn(std::string("no summary written: ") + e.what());
   }

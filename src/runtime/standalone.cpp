@@ -73,6 +73,7 @@ void Standalone::finish(std::chrono::steady_clock::time_point deadline) {
       verdict += ": " + p["summary"].get<std::string>();
     write_stderr_line("traceml: " + verdict);
     write_stderr_line("traceml: summary written to " + run_dir_ + "/final_summary.txt");
+    if (f.html_error) write_stderr_line("traceml: warning: " + *f.html_error);
   } catch (const std::exception& e) {
     write_stderr_line(std::string("traceml: warning: no summary written: ") + e.what());
   }

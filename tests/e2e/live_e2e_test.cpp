@@ -14,11 +14,13 @@
 #include <fstream>
 #include <map>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "../support/subprocess.hpp"
+#include "../support/traceml_run.hpp"
 
 namespace traceml::testing {
 namespace {
@@ -61,6 +63,10 @@ class Tmux {
     return run_process(
                {"/usr/bin/env", "tmux", "-L", socket_, "capture-pane", "-p", "-S", "-", "-t", "t"})
         .out;
+  }
+  void resize(int width, int height) const {
+    run_process({"/usr/bin/env", "tmux", "-L", socket_, "resize-window", "-t", "t", "-x",
+                 std::to_string(width), "-y", std::to_string(height)});
   }
   void keys(const std::string& k) const {
     run_process({"/usr/bin/env", "tmux", "-L", socket_, "send-keys", "-t", "t", k});
@@ -153,6 +159,21 @@ TEST(LiveE2e, ATerminalShowsRanksThatAdvanceAndAStoppedRankAsSilent) {
   ASSERT_NE(head, std::string::npos) << s;
   EXPECT_LT(own, head) << s;
 
+  // A narrower terminal: the view is drawn again to its width, once, with no
+  // piece of an older frame left on the screen.
+  tmux.resize(100, 30);
+  std::this_thread::sleep_for(2500ms);
+  const std::string narrow = tmux.screen();
+  std::size_t heads = 0;
+  for (auto at = narrow.find("traceml live"); at != std::string::npos;
+       at = narrow.find("traceml live", at + 1))
+    ++heads;
+  EXPECT_EQ(heads, 1u) << narrow;
+  EXPECT_EQ(steps_shown(narrow).size(), 2u) << narrow;
+  std::istringstream rows(narrow);
+  for (std::string row; std::getline(rows, row);)
+    EXPECT_LE(row.size(), 100u) << row;
+
   // A rank stopped: silent within a few seconds, with where it was, and the
   // other rank, stuck in the gradient all-reduce, waiting for it.
   const pid_t r1 = rank_pid(run, 1);
@@ -198,34 +219,10 @@ TEST(LiveE2e, ATerminalShowsRanksThatAdvanceAndAStoppedRankAsSilent) {
 
 TEST(LiveE2e, WithoutATerminalAProgressLineComesEveryTenSeconds) {
   TempDir logs;
-  ChildProcess run({kCli,
-                    "run",
-                    "--mode",
-                    "live",
-                    "--logs-dir",
-                    logs.path().string(),
-                    "--run-name",
-                    "live_pipe",
-                    "--aggregator-port",
-                    "0",
-                    "--master-port",
-                    "0",
-                    "--nproc-per-node",
-                    "2",
-                    "--interval",
-                    "0.5",
-                    "--",
-                    kExamples + "/ddp",
-                    "--steps",
-                    "1000000",
-                    "--log-every",
-                    "100000",
-                    "--timeout-s",
-                    "60",
-                    "--slow-rank",
-                    "1",
-                    "--slow-input-ms",
-                    "2"});
+  ChildProcess run(
+      traceml_run_argv(kCli, logs.path(), "live_pipe", 2, {"--mode", "live", "--interval", "0.5"},
+                       {kExamples + "/ddp", "--steps", "1000000", "--log-every", "100000",
+                        "--timeout-s", "60", "--slow-rank", "1", "--slow-input-ms", "2"}));
   const std::regex line(
       "traceml: 0:00:1[0-9]  2/2 ranks  steps [0-9]+(-[0-9]+)?  step [0-9.]+"
       "(-[0-9.]+)? ms  verdict so far: [A-Z]");
@@ -250,30 +247,9 @@ TEST(LiveE2e, WithoutATerminalAProgressLineComesEveryTenSeconds) {
 TEST(LiveE2e, ARunStoppedDuringAHangNamesTheHungRankInTheVerdictArea) {
   TempDir logs;
   const std::string run = "hang";
-  ChildProcess launcher({kCli,
-                         "run",
-                         "--logs-dir",
-                         logs.path().string(),
-                         "--run-name",
-                         run,
-                         "--aggregator-port",
-                         "0",
-                         "--master-port",
-                         "0",
-                         "--nproc-per-node",
-                         "2",
-                         "--interval",
-                         "0.5",
-                         "--grace-period-sec",
-                         "1",
-                         "--",
-                         kExamples + "/ddp",
-                         "--steps",
-                         "1000000",
-                         "--log-every",
-                         "200",
-                         "--timeout-s",
-                         "120"});
+  ChildProcess launcher(traceml_run_argv(
+      kCli, logs.path(), run, 2, {"--interval", "0.5", "--grace-period-sec", "1"},
+      {kExamples + "/ddp", "--steps", "1000000", "--log-every", "200", "--timeout-s", "120"}));
   // Steps flow once rank 0 has logged twice.
   const auto end = std::chrono::steady_clock::now() + 90s;
   while (std::chrono::steady_clock::now() < end &&

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../support/subprocess.hpp"
+#include "../support/traceml_run.hpp"
 #include "launcher/free_port.hpp"
 
 namespace traceml::testing {
@@ -39,23 +40,7 @@ Json load(const fs::path& p) {
 /// free collector port and a free rendezvous port, so tests run in parallel.
 std::vector<std::string> traceml_run(const TempDir& logs, const std::string& run_name, int nproc,
                                      const std::vector<std::string>& program) {
-  std::vector<std::string> argv = {kCli,
-                                   "run",
-                                   "--logs-dir",
-                                   logs.path().string(),
-                                   "--run-name",
-                                   run_name,
-                                   "--aggregator-port",
-                                   "0",
-                                   "--master-port",
-                                   "0",
-                                   "--nproc-per-node",
-                                   std::to_string(nproc),
-                                   "--interval",
-                                   "0.2",
-                                   "--"};
-  argv.insert(argv.end(), program.begin(), program.end());
-  return argv;
+  return traceml_run_argv(kCli, logs.path(), run_name, nproc, {"--interval", "0.2"}, program);
 }
 
 struct RunResult {
