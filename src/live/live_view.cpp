@@ -8,6 +8,7 @@
 #include "analysis/diagnosis_kind.hpp"
 #include "analysis/order_statistics.hpp"
 #include "analysis/summary.hpp"
+#include "live/screen.hpp"
 #include "model/text.hpp"
 
 namespace traceml::live {
@@ -97,46 +98,6 @@ struct Paint {
     return on ? std::string("\x1b[") + code + "m" + s + "\x1b[0m" : s;
   }
 };
-
-/// Visible columns of a line: escape sequences take none; a UTF-8
-/// character takes one.
-std::size_t visible_width(const std::string& s) {
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\x1b') {
-      while (i < s.size() && s[i] != 'm')
-        ++i;
-      continue;
-    }
-    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) ++n;
-  }
-  return n;
-}
-
-/// Cuts a line to `width` visible columns, keeping escape sequences whole
-/// (and resetting colour at a cut).
-std::string fit(const std::string& s, std::size_t width) {
-  if (visible_width(s) <= width) return s;
-  std::string out;
-  std::size_t n = 0;
-  bool escaped = false;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] == '\x1b') {
-      escaped = true;
-      const std::size_t end = s.find('m', i);
-      const std::size_t stop = end == std::string::npos ? s.size() : end + 1;
-      out.append(s, i, stop - i);
-      i = stop - 1;
-      continue;
-    }
-    const bool starts_char = (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
-    if (starts_char && n == width) break;
-    if (starts_char) ++n;
-    out += s[i];
-  }
-  if (escaped) out += "\x1b[0m";
-  return out;
-}
 
 /// The phase split as a bar of `width` letters: I input, H h2d, F forward,
 /// B backward, O optimizer, '.' residual.
@@ -336,7 +297,7 @@ std::vector<std::string> render_view(const LiveModel& m, int width, int height, 
         paint("  ... " + std::to_string(hidden) + " more ranks (the slowest shown)", "2"));
   out.insert(out.end(), tail.begin(), tail.end());
   for (std::string& line : out)
-    line = fit(line, w);
+    line = fit_line(line, w);
   return out;
 }
 

@@ -4,6 +4,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 
 namespace traceml::live {
@@ -18,6 +19,42 @@ constexpr const char* kHideCursor = "\x1b[?25l";
 constexpr const char* kShowCursor = "\x1b[?25h";
 
 }  // namespace
+
+std::size_t visible_width(const std::string& s) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\x1b') {
+      while (i < s.size() && s[i] != 'm')
+        ++i;
+      continue;
+    }
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) != 0x80) ++n;
+  }
+  return n;
+}
+
+std::string fit_line(const std::string& s, std::size_t width) {
+  if (visible_width(s) <= width) return s;
+  std::string out;
+  std::size_t n = 0;
+  bool escaped = false;
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\x1b') {
+      escaped = true;
+      const std::size_t end = s.find('m', i);
+      const std::size_t stop = end == std::string::npos ? s.size() : end + 1;
+      out.append(s, i, stop - i);
+      i = stop - 1;
+      continue;
+    }
+    const bool starts_char = (static_cast<unsigned char>(s[i]) & 0xC0) != 0x80;
+    if (starts_char && n == width) break;
+    if (starts_char) ++n;
+    out += s[i];
+  }
+  if (escaped) out += "\x1b[0m";
+  return out;
+}
 
 Screen::Screen(int fd) : fd_(fd) {}
 
@@ -77,9 +114,12 @@ void Screen::repaint(bool redraw) {
     queued_bytes_ = 0;
   }
   if (redraw) {
+    // Cut to the terminal as it is now, not as it was when the lines were
+    // made: a line that wrapped would take rows that erase() does not count.
+    const auto room = static_cast<std::size_t>(std::max(width - 1, 1));
     for (std::size_t i = 0; i < lines_.size(); ++i) {
       if (i > 0) out += "\r\n";
-      out += lines_[i];
+      out += fit_line(lines_[i], room);
     }
     drawn_ = lines_.size();
     drawn_width_ = width;

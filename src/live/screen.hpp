@@ -13,6 +13,13 @@
 
 namespace traceml::live {
 
+/// Visible columns of a line: escape sequences take none, a UTF-8 character
+/// one.
+std::size_t visible_width(const std::string& s);
+/// Cuts a line to `width` visible columns, keeping escape sequences whole
+/// (and resetting colour after a cut).
+std::string fit_line(const std::string& s, std::size_t width);
+
 class Screen {
  public:
   /// Draws on `fd`, which must be a terminal (isatty).
