@@ -61,8 +61,12 @@ int write_timeline(const ExportArgs& a, std::optional<report::StepRange> range,
          std::to_string(range->first) + ".." + std::to_string(range->last) + note + ", " +
          with_commas(s.events) + " events" +
          (s.gpu ? ", GPU-clock steps on a track of their own" : "") +
-         "\ntraceml: phase begin times were not recorded: phases are placed back to back "
-         "inside each step (docs/timeline.md)\n";
+         (s.threads > 1 ? ", up to " + std::to_string(s.threads) + " traced threads a rank" : "") +
+         "\n";
+  if (s.inferred_steps > 0)
+    said += "traceml: " + with_commas(s.inferred_steps) + " of " + with_commas(s.steps) +
+            " steps were recorded without their phases' begin times (by an older traceml): "
+            "their phases are placed back to back (docs/timeline.md)\n";
   return kExitOk;
 }
 

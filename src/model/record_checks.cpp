@@ -180,6 +180,23 @@ std::optional<std::string> check_step(const StepRecord& r) {
       return event.problem();
     }
   }
+  if (r.thread < 0 || r.thread > kMaxThread)
+    return "'thread' must be an integer between 0 and " + std::to_string(kMaxThread) + ", got " +
+           std::to_string(r.thread);
+  if (const unsigned begins = r.events.begin_mask(); begins != 0) {
+    for (std::size_t e = 0; e < kEventCount; ++e) {
+      if (((begins >> e) & 1u) == 0) continue;
+      const std::string key =
+          std::string("'events.") + event_name(static_cast<Event>(e)) + ".begin_ms'";
+      if (static_cast<Event>(e) == Event::TracedStepTime)
+        return key + " must be absent: the traced step begins at 0 by definition";
+      if (((cpu >> e) & 1u) == 0) return key + " needs a 'cpu_ms' beside it (a CPU-clock begin)";
+      const double v = r.events.begin_values()[e];
+      if (!(std::isfinite(v) && std::fabs(v) <= kMaxBeginMs))
+        return key + " must be a finite number of ms between -" + number_text(kMaxBeginMs) +
+               " and " + number_text(kMaxBeginMs) + ", got " + number_text(v);
+    }
+  }
   check_nested(r, c);
   return c.problem();
 }

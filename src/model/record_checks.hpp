@@ -18,6 +18,11 @@ namespace traceml::model {
 /// 255 bytes, device names at a few dozen; longer text is cut, never refused.
 inline constexpr std::size_t kMaxTextBytes = 1024;
 
+/// How far from its step's start an event may say it began, in ms (a
+/// little over 11 days): a bound that keeps every begin a timeline can place
+/// exactly in nanoseconds.
+inline constexpr double kMaxBeginMs = 1e9;
+
 // Each check returns why the record cannot be true, as one phrase that names
 // the field as docs/telemetry-format.md does, e.g.
 // "'events.forward.cpu_ms' must be a finite number >= 0, got -1.5"; readers

@@ -9,6 +9,12 @@ void StepChunk::put(Column& c, std::size_t i, double v) {
   c[i] = v;
 }
 
+void StepChunk::put_thread(std::size_t i, int thread) {
+  if (thread == 0 && !thread_) return;  // rows read 0 until a row names another thread
+  if (!thread_) thread_ = std::make_unique<std::uint16_t[]>(kRows);
+  thread_[i] = std::uint16_t(thread);
+}
+
 void StepChunk::put_activity(std::size_t i, const StepGpuActivity& a) {
   if (!activity_) activity_ = std::make_unique<StepGpuActivity[]>(kRows);
   activity_[i] = a;
@@ -24,11 +30,15 @@ void StepChunk::push(const StepRecord& r) {
   ts_[i] = r.ts;
   const unsigned cpu = r.events.cpu_mask();
   const unsigned gpu = r.events.gpu_mask();
-  mask_[i] = r.events.event_mask() | (cpu << kCpuShift) | (gpu << kGpuShift);
+  const unsigned begins = r.events.begin_mask();
+  mask_[i] =
+      r.events.event_mask() | (cpu << kCpuShift) | (gpu << kGpuShift) | (begins << kBeginShift);
   for (std::size_t e = 0; e < kEventCount; ++e) {
     if (((cpu >> e) & 1u) != 0) put(cpu_[e], i, r.events.cpu_values()[e]);
     if (((gpu >> e) & 1u) != 0) put(gpu_[e], i, r.events.gpu_values()[e]);
+    if (((begins >> e) & 1u) != 0) put(begin_[e], i, r.events.begin_values()[e]);
   }
+  put_thread(i, r.thread);
   if (r.gpu_activity) put_activity(i, *r.gpu_activity);
   rows_ = std::uint32_t(i + 1);
 }
@@ -41,10 +51,13 @@ void StepChunk::push_row(const StepChunk& src, std::size_t j) {
   mask_[i] = src.mask_[j] & ~kActivityBit;
   const unsigned cpu = src.cpu_mask(j);
   const unsigned gpu = src.gpu_mask(j);
+  const unsigned begins = src.begin_mask(j);
   for (std::size_t e = 0; e < kEventCount; ++e) {
     if (((cpu >> e) & 1u) != 0) put(cpu_[e], i, src.cpu_[e][j]);
     if (((gpu >> e) & 1u) != 0) put(gpu_[e], i, src.gpu_[e][j]);
+    if (((begins >> e) & 1u) != 0) put(begin_[e], i, src.begin_[e][j]);
   }
+  put_thread(i, src.thread(j));
   if (const StepGpuActivity* a = src.activity(j)) put_activity(i, *a);
   rows_ = std::uint32_t(i + 1);
 }
@@ -54,15 +67,18 @@ StepRecord StepChunk::record(std::size_t i) const {
   r.global_rank = rank_[i];
   r.step = step_[i];
   r.ts = ts_[i];
+  r.thread = thread(i);
   const unsigned events = event_mask(i);
   const unsigned cpu = cpu_mask(i);
   const unsigned gpu = gpu_mask(i);
+  const unsigned begins = begin_mask(i);
   for (std::size_t e = 0; e < kEventCount; ++e) {
     if (((events >> e) & 1u) == 0) continue;
     Timing t;
     if (((cpu >> e) & 1u) != 0) t.cpu_ms = cpu_[e][i];
     if (((gpu >> e) & 1u) != 0) t.gpu_ms = gpu_[e][i];
     r.events.set(Event(e), t);
+    if (((begins >> e) & 1u) != 0) r.events.set_begin(Event(e), begin_[e][i]);
   }
   if (const StepGpuActivity* a = activity(i)) r.gpu_activity = *a;
   return r;
@@ -78,7 +94,9 @@ std::unique_ptr<StepChunk> StepChunk::clone() const {
 std::size_t StepChunk::bytes() const {
   std::size_t n = sizeof(StepChunk);
   for (std::size_t e = 0; e < kEventCount; ++e)
-    n += (cpu_[e] ? kRows * sizeof(double) : 0) + (gpu_[e] ? kRows * sizeof(double) : 0);
+    n += (cpu_[e] ? kRows * sizeof(double) : 0) + (gpu_[e] ? kRows * sizeof(double) : 0) +
+         (begin_[e] ? kRows * sizeof(double) : 0);
+  n += thread_ ? kRows * sizeof(std::uint16_t) : 0;
   return n + (activity_ ? kRows * sizeof(StepGpuActivity) : 0);
 }
 

@@ -1,8 +1,9 @@
 // The step records of a run, column by column (docs/run-database.md "In
-// memory"). A StepRecord is 192 bytes whatever it holds; a row here is
+// memory"). A StepRecord is 256 bytes whatever it holds; a row here is
 // 24 bytes plus 8 for each value its chunk measured (a CPU run with every
-// phase timed: 72), with no copy between the collector's state and the
-// analysis, which reads the columns in place (StepView).
+// phase timed and its begins recorded: 112), with no copy between the
+// collector's state and the analysis, which reads the columns in place
+// (StepView).
 //
 // Rows are kept in chunks of StepChunk::kRows. A chunk is shared between
 // copies of a log (a copy costs a pointer a chunk) and never changes once
@@ -48,6 +49,14 @@ class StepChunk {
   [[nodiscard]] unsigned gpu_mask(std::size_t i) const { return (mask_[i] >> kGpuShift) & kSix; }
   [[nodiscard]] double cpu(std::size_t i, std::size_t e) const { return cpu_[e][i]; }
   [[nodiscard]] double gpu(std::size_t i, std::size_t e) const { return gpu_[e][i]; }
+  /// Bit e: event e has a recorded begin; begin(i, e) reads it (ms from the
+  /// traced step's start, StepEvents::begin_ms).
+  [[nodiscard]] unsigned begin_mask(std::size_t i) const {
+    return (mask_[i] >> kBeginShift) & kSix;
+  }
+  [[nodiscard]] double begin(std::size_t i, std::size_t e) const { return begin_[e][i]; }
+  /// The thread that recorded the row (StepRecord::thread).
+  [[nodiscard]] int thread(std::size_t i) const { return thread_ ? thread_[i] : 0; }
   /// The row's GPU activity; nullptr when it has none.
   [[nodiscard]] const StepGpuActivity* activity(std::size_t i) const {
     return (mask_[i] & kActivityBit) != 0 ? &activity_[i] : nullptr;
@@ -58,9 +67,11 @@ class StepChunk {
   static constexpr unsigned kCpuShift = 8;
   static constexpr unsigned kGpuShift = 16;
   static constexpr unsigned kActivityBit = 1u << 24;
+  static constexpr unsigned kBeginShift = 25;
   using Column = std::unique_ptr<double[]>;
   static void put(Column& c, std::size_t i, double v);
   void put_activity(std::size_t i, const StepGpuActivity& a);
+  void put_thread(std::size_t i, int thread);
 
   std::uint32_t rows_ = 0;
   std::array<int, kRows> rank_;
@@ -70,6 +81,8 @@ class StepChunk {
   // A value column exists once a row of the chunk has that value.
   std::array<Column, kEventCount> cpu_;
   std::array<Column, kEventCount> gpu_;
+  std::array<Column, kEventCount> begin_;
+  std::unique_ptr<std::uint16_t[]> thread_;  // exists once a row names a thread other than 0
   std::unique_ptr<StepGpuActivity[]> activity_;
 };
 

@@ -58,6 +58,19 @@ class StepEvents {
   [[nodiscard]] unsigned gpu_mask() const { return unsigned(present_) >> 8; }
   [[nodiscard]] unsigned event_mask() const { return unsigned(present_) & 0xFFu; }
 
+  /// Where event e first began on the step, in ms of the CPU clock from the
+  /// start of the traced step (negative: before it, as a fetch for the step
+  /// usually is). Recorded by the runtime since telemetry format 2 and
+  /// protocol 3; absent on older data, where only durations are known. The
+  /// traced step itself has none (it begins at 0 by definition).
+  void set_begin(Event e, std::optional<double> ms);
+  [[nodiscard]] std::optional<double> begin_ms(Event e) const {
+    if ((begin_present_ & bit(e)) == 0) return std::nullopt;
+    return begin_[static_cast<std::size_t>(e)];
+  }
+  [[nodiscard]] const std::array<double, kEventCount>& begin_values() const { return begin_; }
+  [[nodiscard]] unsigned begin_mask() const { return begin_present_; }
+
  private:
   static constexpr std::uint16_t bit(Event e) { return std::uint16_t(1u << unsigned(e)); }
   static constexpr std::uint16_t gpu_bit(Event e) { return std::uint16_t(1u << (unsigned(e) + 8)); }
@@ -65,6 +78,8 @@ class StepEvents {
   std::array<double, kEventCount> gpu_{};
   std::uint16_t present_ = 0;      // bit e: event e present; bit e+8: its gpu_ms present
   std::uint16_t cpu_present_ = 0;  // bit e: event e has cpu_ms
+  std::array<double, kEventCount> begin_{};
+  std::uint8_t begin_present_ = 0;  // bit e: event e has begin_ms
 };
 
 /// What the GPU's activity records (CUPTI) say about the work one step
@@ -81,10 +96,16 @@ struct StepGpuActivity {
   double busy_ms = 0.0;                  ///< union of every kernel, copy and memset interval
 };
 
+/// The most traced threads a rank's steps can name (thread ids 0..kMaxThread).
+inline constexpr int kMaxThread = 0xFFFF;
+
 struct StepRecord {
   int global_rank = 0;
   std::int64_t step = 0;  ///< step ids start at 1
   double ts = 0.0;        ///< unix seconds at the end of the step
+  /// The rank's thread that recorded the step, numbered from 0 in the order
+  /// its threads first recorded (0 on data from before threads were kept).
+  int thread = 0;
   StepEvents events;
   /// Absent when the rank had no activity records (no GPU, no CUPTI, or the
   /// records were lost): not the same as a step that launched nothing.

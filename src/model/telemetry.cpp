@@ -38,6 +38,17 @@ void StepEvents::set(Event e, Timing t) {
   }
 }
 
+void StepEvents::set_begin(Event e, std::optional<double> ms) {
+  const auto i = static_cast<std::size_t>(e);
+  if (ms) {
+    begin_[i] = *ms;
+    begin_present_ = std::uint8_t(begin_present_ | bit(e));
+  } else {
+    begin_[i] = 0.0;
+    begin_present_ = std::uint8_t(begin_present_ & ~bit(e));
+  }
+}
+
 Strategy strategy_from_string(const std::string& s) {
   auto b = s.find_first_not_of(" \t\r\n");
   auto en = s.find_last_not_of(" \t\r\n");

@@ -24,8 +24,14 @@ namespace {
 
 using model::Event;
 
-constexpr int kCpuTrack = 1;
-constexpr int kGpuTrack = 2;
+/// Each traced thread of a rank has two tracks: its CPU clock's steps and
+/// its GPU clock's.
+int cpu_track(int thread) {
+  return 2 * thread + 1;
+}
+int gpu_track(int thread) {
+  return 2 * thread + 2;
+}
 /// Process id of node n's system samples: above every rank a run can have in
 /// practice (a collision would only merge two tracks' names).
 constexpr std::int64_t kSystemPid = 1000000000;
@@ -33,11 +39,25 @@ constexpr std::int64_t kSystemPid = 1000000000;
 /// The phases inside the traced step, in the order a training step runs them.
 constexpr Event kBodyPhases[] = {Event::H2D, Event::Forward, Event::Backward, Event::OptimizerStep};
 
-constexpr const char* kPlacementNote =
-    "traceml records each phase's duration, not its begin time: inside a step the phases are "
-    "placed one after the other in the order a step runs them (input_wait, then the traced "
-    "step: h2d, forward, backward, optimizer_step, then what no phase covers), and a step ends "
-    "at its recorded timestamp. Durations are exact; positions inside a step are not.";
+constexpr const char* kRecordedNote =
+    "each phase is drawn from where it first began on its step, as the rank recorded it, for "
+    "its summed duration (a phase entered more than once on a step is one slice, cut where the "
+    "next phase begins); a step spans its traced step and any phase begun before it (the input "
+    "wait, usually) and ends at its recorded timestamp. The GPU clock's tracks have durations "
+    "only: their phases are placed back to back.";
+
+constexpr const char* kInferredNote =
+    "these steps were recorded without their phases' begin times (by a traceml before telemetry "
+    "format 2 and protocol 3): inside a step the phases are placed one after the other in the "
+    "order a step runs them (input_wait, then the traced step: h2d, forward, backward, "
+    "optimizer_step, then what no phase covers), and a step ends at its recorded timestamp. "
+    "Durations are exact; positions inside a step are not.";
+
+constexpr const char* kMixedNote =
+    "some steps carry their phases' recorded begin times and are drawn from them "
+    "(args.positions \"recorded\"); the others were recorded without (by a traceml before "
+    "telemetry format 2 and protocol 3) and their phases are placed back to back in the order a "
+    "step runs them (args.positions \"inferred\"): durations exact, positions not.";
 
 std::string json_text(const std::string& s) {
   return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -149,7 +169,7 @@ std::optional<double> step_ms(const Durations& d) {
   return d.input_wait.value_or(0.0) + *d.traced;
 }
 
-std::string step_args(const model::StepRecord& r, const Durations& d) {
+std::string step_args(const model::StepRecord& r, const Durations& d, bool recorded) {
   std::string s = R"({"step":)" + std::to_string(r.step);
   if (const auto total = step_ms(d)) s += R"(,"step_ms":)" + number(*total);
   double covered = 0.0;
@@ -160,21 +180,22 @@ std::string step_args(const model::StepRecord& r, const Durations& d) {
   for (const Event e : kBodyPhases)
     covered += d.phase[std::size_t(e)].value_or(0.0);
   if (d.traced) s += R"(,"unattributed_ms":)" + number(std::max(0.0, *d.traced - covered));
-  s += R"(,"positions":"inferred"})";
+  s += recorded ? R"(,"positions":"recorded"})" : R"(,"positions":"inferred"})";
   return s;
 }
 
-/// Draws one step on one clock's track: the step, its input wait, its traced
-/// body and the phases inside it, back to back. `floor` is where the track's
-/// previous step ended: a step never starts before it (clock jitter between
-/// the recorded end and the durations would otherwise overlap two steps).
-void draw_step(TraceWriter& w, std::int64_t pid, int tid, const model::StepRecord& r,
-               const Durations& d, std::int64_t end, std::int64_t& floor) {
+/// Draws one step on one clock's track from durations alone: the step, its
+/// input wait, its traced body and the phases inside it, back to back.
+/// `floor` is where the track's previous step ended: a step never starts
+/// before it (clock jitter between the recorded end and the durations would
+/// otherwise overlap two steps).
+void draw_inferred(TraceWriter& w, std::int64_t pid, int tid, const model::StepRecord& r,
+                   const Durations& d, std::int64_t end, std::int64_t& floor) {
   const auto total = step_ms(d);
   if (!total) return;
   const std::int64_t begin = std::max(floor, end - to_ns(*total));
   floor = std::max(floor, end);
-  w.slice(pid, tid, "step " + std::to_string(r.step), "step", begin, end, step_args(r, d));
+  w.slice(pid, tid, "step " + std::to_string(r.step), "step", begin, end, step_args(r, d, false));
   const auto clamp = [&](std::int64_t x) { return std::min(end, std::max(begin, x)); };
   std::int64_t cursor = begin;
   if (d.input_wait) {
@@ -189,6 +210,56 @@ void draw_step(TraceWriter& w, std::int64_t pid, int tid, const model::StepRecor
     const std::int64_t phase_end = clamp(cursor + to_ns(*v));
     w.slice(pid, tid, model::event_name(e), "phase", cursor, phase_end, {});
     cursor = phase_end;
+  }
+}
+
+/// A phase slice to draw: its event and span in trace nanoseconds.
+struct Span {
+  Event event;
+  std::int64_t begin;
+  std::int64_t end;
+};
+
+/// Draws one step of the CPU clock where its phases began, as recorded: the
+/// traced step from its start (its end minus its duration), each phase from
+/// its begin offset for its summed duration, and the step around them all.
+/// Slices are kept nesting, as the viewers need: a phase never pokes out of
+/// its step or across the traced step's start, and one that runs into the
+/// next phase (it was entered again later on the step) is cut where that
+/// one begins. A measured event without a begin (an input wait of 0: the
+/// loader is traced but this step fetched nothing) is not drawn.
+void draw_recorded(TraceWriter& w, std::int64_t pid, int tid, const model::StepRecord& r,
+                   const Durations& d, std::int64_t end, std::int64_t& floor) {
+  if (!d.traced) return;
+  const std::int64_t body = end - to_ns(*d.traced);
+  std::vector<Span> spans;
+  std::int64_t first = body;
+  for (std::size_t e = 0; e < model::kEventCount; ++e) {
+    const auto begin_ms = r.events.begin_ms(Event(e));
+    if (!begin_ms || !d.phase[e]) continue;
+    const std::int64_t b = body + to_ns(*begin_ms);
+    spans.push_back({Event(e), b, b + to_ns(*d.phase[e])});
+    first = std::min(first, b);
+  }
+  const std::int64_t begin = std::max(floor, first);
+  floor = std::max(floor, end);
+  w.slice(pid, tid, "step " + std::to_string(r.step), "step", begin, end, step_args(r, d, true));
+  const std::int64_t body_begin = std::max(begin, body);
+  w.slice(pid, tid, "traced_step", "phase", body_begin, end, {});
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end > b.end;
+  });
+  for (std::size_t i = 0; i < spans.size(); ++i) {
+    Span s = spans[i];
+    // Inside the step; on one side of the traced step's start.
+    const bool before_body = s.begin < body_begin;
+    s.begin = std::min(end, std::max(begin, s.begin));
+    s.end = std::min(before_body ? body_begin : end, std::max(s.begin, s.end));
+    if (i + 1 < spans.size()) {
+      const Span& next = spans[i + 1];
+      if (next.begin < s.end && next.end > s.end) s.end = std::max(s.begin, next.begin);
+    }
+    w.slice(pid, tid, model::event_name(s.event), "phase", s.begin, s.end, {});
   }
 }
 
@@ -251,15 +322,19 @@ TimelineStats write_chrome_trace(const model::Telemetry& t, StepRange range,
       last_s = any ? std::max(last_s, r.ts) : r.ts;
       any = true;
       stats.gpu = stats.gpu || r.events.gpu_mask() != 0;
+      (r.events.begin_mask() != 0 ? stats.recorded_steps : stats.inferred_steps) += 1;
     }
   }
+  const char* placement = stats.inferred_steps == 0   ? kRecordedNote
+                          : stats.recorded_steps == 0 ? kInferredNote
+                                                      : kMixedNote;
   const double origin = std::floor(first_s) - 1.0;
   TraceWriter w(out, origin);
 
   out << R"({"displayTimeUnit":"ms","otherData":{"producer":)" << json_text(producer)
       << R"(,"run_name":)" << json_text(t.run.run_name) << R"(,"steps":")" << range.first << ":"
       << range.last << R"(","time_origin_unix_s":)" << number(origin) << R"(,"phase_positions":)"
-      << json_text(kPlacementNote) << R"(},"traceEvents":[)";
+      << json_text(placement) << R"(},"traceEvents":[)";
 
   std::map<int, std::optional<int>> node_of;
   for (const auto& id : t.ranks)
@@ -273,19 +348,38 @@ TimelineStats write_chrome_trace(const model::Telemetry& t, StepRange range,
         "R" + std::to_string(rank) + (node ? "/N" + std::to_string(*node) : std::string());
     w.metadata(rank, std::nullopt, "process_name", "name", json_text(name));
     w.metadata(rank, std::nullopt, "process_sort_index", "sort_index", std::to_string(rank));
-    w.metadata(rank, kCpuTrack, "thread_name", "name", json_text("steps (CPU clock)"));
-    if (stats.gpu)
-      w.metadata(rank, kGpuTrack, "thread_name", "name",
-                 json_text("steps (GPU clock, ends placed at the CPU clock's)"));
-    std::int64_t cpu_floor = w.at(origin), gpu_floor = w.at(origin);
+    // A track pair per thread that recorded a step; named by thread only
+    // when the rank has more than its first.
+    std::map<int, std::pair<std::int64_t, std::int64_t>> floors;  // thread -> (CPU, GPU) floor
+    for (const auto& [step, i] : steps)
+      floors.emplace(t.steps[i].thread, std::make_pair(w.at(origin), w.at(origin)));
+    stats.threads = std::max<std::int64_t>(stats.threads, std::int64_t(floors.size()));
+    const bool several = floors.size() > 1 || floors.begin()->first != 0;
+    for (const auto& [thread, floor] : floors) {
+      const std::string who = several ? "thread " + std::to_string(thread) + ": " : std::string();
+      w.metadata(rank, cpu_track(thread), "thread_name", "name",
+                 json_text(who + "steps (CPU clock)"));
+      w.metadata(rank, cpu_track(thread), "thread_sort_index", "sort_index",
+                 std::to_string(cpu_track(thread)));
+      if (stats.gpu) {
+        w.metadata(rank, gpu_track(thread), "thread_name", "name",
+                   json_text(who + "steps (GPU clock, ends placed at the CPU clock's)"));
+        w.metadata(rank, gpu_track(thread), "thread_sort_index", "sort_index",
+                   std::to_string(gpu_track(thread)));
+      }
+    }
     for (const auto& [step, i] : steps) {
       const model::StepRecord r = t.steps[i];
       const std::int64_t end = w.at(r.ts);
       step_end[{rank, step}] = end;
       ++stats.steps;
-      draw_step(w, rank, kCpuTrack, r, durations(r, false), end, cpu_floor);
+      auto& [cpu_floor, gpu_floor] = floors[r.thread];
+      if (r.events.begin_mask() != 0)
+        draw_recorded(w, rank, cpu_track(r.thread), r, durations(r, false), end, cpu_floor);
+      else
+        draw_inferred(w, rank, cpu_track(r.thread), r, durations(r, false), end, cpu_floor);
       if (r.events.gpu_mask() != 0)
-        draw_step(w, rank, kGpuTrack, r, durations(r, true), end, gpu_floor);
+        draw_inferred(w, rank, gpu_track(r.thread), r, durations(r, true), end, gpu_floor);
     }
   }
 

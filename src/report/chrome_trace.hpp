@@ -29,18 +29,22 @@ std::optional<StepRange> default_timeline_steps(const model::Telemetry& t, std::
 
 /// What write_chrome_trace wrote.
 struct TimelineStats {
-  std::int64_t ranks = 0;   ///< ranks with a step in the range
-  std::int64_t steps = 0;   ///< step rows drawn (a rank's step once: the later row wins)
-  std::int64_t events = 0;  ///< trace events, metadata included
-  bool gpu = false;         ///< some step had GPU-clock durations (a track of their own)
+  std::int64_t ranks = 0;           ///< ranks with a step in the range
+  std::int64_t steps = 0;           ///< step rows drawn (a rank's step once: the later row wins)
+  std::int64_t events = 0;          ///< trace events, metadata included
+  bool gpu = false;                 ///< some step had GPU-clock durations (a track of their own)
+  std::int64_t recorded_steps = 0;  ///< steps drawn where their phases began, as recorded
+  std::int64_t inferred_steps = 0;  ///< steps without begins: phases placed back to back
+  std::int64_t threads = 0;         ///< the most traced threads of one rank
 };
 
-/// Writes the steps of `range` of every rank as a Chrome trace. A step is a
-/// slice that ends at its timestamp and lasts its step time (input wait +
-/// traced step); its phases are slices inside it. Telemetry holds each
-/// phase's duration, not its begin time: phases are placed one after the
-/// other in the order a step runs them, which the trace's metadata and
-/// every slice's args say. Counters: step memory peaks, process and system
+/// Writes the steps of `range` of every rank as a Chrome trace, a track per
+/// traced thread (and one more for the GPU clock). A step is a slice that
+/// ends at its timestamp; its phases are slices inside it, each from where
+/// it began as the rank recorded it (telemetry format 2, protocol 3). Steps
+/// recorded without begins (older data) have their phases placed one after
+/// the other in the order a step runs them, which the trace's metadata and
+/// those steps' args say. Counters: step memory peaks, process and system
 /// samples within the steps' time span.
 TimelineStats write_chrome_trace(const model::Telemetry& t, StepRange range,
                                  const std::string& producer, std::ostream& out);

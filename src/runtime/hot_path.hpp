@@ -70,12 +70,12 @@ inline std::int64_t hot_enter(HotState& h, model::Event e) noexcept {
 }
 
 inline void hot_add(HotState& h, ThreadRecorder& r, model::Event e, std::int64_t start) noexcept {
-  r.add(e, timing::now_ticks() - start);
+  r.add(e, start, timing::now_ticks());
   hot_leave(h, r);
 }
 
 inline void hot_fetch(HotState& h, ThreadRecorder& r, std::int64_t start) noexcept {
-  r.add_fetch(timing::now_ticks() - start);
+  r.add_fetch(start, timing::now_ticks());
   hot_leave(h, r);
 }
 

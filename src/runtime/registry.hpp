@@ -17,9 +17,17 @@ namespace traceml::runtime {
 
 class RecorderRegistry {
  public:
-  /// A new recorder for the calling thread, owned by the registry.
+  /// A new recorder for the calling thread, owned by the registry. Threads
+  /// are numbered from 0 in the order they first record (the timeline's
+  /// track per thread); past 65535 threads the number stays at the last.
   ThreadRecorder* add() {
-    auto r = std::make_unique<ThreadRecorder>();
+    std::uint16_t thread = 0;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      thread = next_thread_;
+      if (next_thread_ < 0xFFFF) ++next_thread_;
+    }
+    auto r = std::make_unique<ThreadRecorder>(kStepRingCapacity, thread);  // outside the lock
     std::lock_guard<std::mutex> lock(mu_);
     recorders_.push_back(std::move(r));
     return recorders_.back().get();
@@ -55,6 +63,7 @@ class RecorderRegistry {
   std::mutex mu_;
   std::vector<std::unique_ptr<ThreadRecorder>> recorders_;
   std::int64_t dropped_of_removed_ = 0;
+  std::uint16_t next_thread_ = 0;
 };
 
 using Sample = std::variant<model::ProcessSample, model::SystemSample>;

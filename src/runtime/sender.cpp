@@ -124,6 +124,8 @@ std::size_t Sender::collect() {
     s.end_ns = ticks_.to_ns(raw.end_ns);
     for (auto& d : s.ns)
       d = ticks_.duration_ns(d);
+    for (auto& b : s.begin_ns)
+      b = ticks_.offset_ns(b);
   });
   // After the CPU rings: a step's GPU record is queued before its CPU record,
   // so every step drained above finds its GPU record here.

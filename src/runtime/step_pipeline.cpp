@@ -11,9 +11,12 @@ model::StepRecord to_step_record(const RawStep& raw, int rank, const timing::Wal
   r.global_rank = rank;
   r.step = raw.step;
   r.ts = wall.to_unix(raw.end_ns);
+  r.thread = raw.thread;
   for (std::size_t e = 0; e < model::kEventCount; ++e) {
     if ((raw.mask >> e & 1u) == 0) continue;
     r.events.set(model::Event(e), model::Timing{double(raw.ns[e]) * 1e-6, std::nullopt});
+    if ((raw.begin_mask >> e & 1u) != 0 && e != std::size_t(model::Event::TracedStepTime))
+      r.events.set_begin(model::Event(e), double(raw.begin_ns[e]) * 1e-6);
   }
   return r;
 }

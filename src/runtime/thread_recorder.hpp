@@ -22,35 +22,49 @@ struct StepMemoryPeak {
   double peak_reserved_bytes = 0.0;
 };
 
-/// A finished step as the training thread leaves it: end time and durations
-/// in the hot path's ticks (timing::now_ticks()); the sender converts both to
-/// now_ns() nanoseconds (timing::TickMapping), then into a model::StepRecord.
+/// A finished step as the training thread leaves it: end time, durations and
+/// begin offsets in the hot path's ticks (timing::now_ticks()); the sender
+/// converts them to now_ns() nanoseconds (timing::TickMapping), then into a
+/// model::StepRecord.
 struct RawStep {
   std::int64_t step = 0;
   std::int64_t end_ns = 0;                            ///< ticks until the sender converts it
   std::array<std::int64_t, model::kEventCount> ns{};  ///< ticks until the sender converts them
-  std::uint8_t mask = 0;                              ///< bit e: event e measured on this step
-  std::uint32_t scopes = 0;  ///< instrumented regions on this step (for the overhead estimate)
+  /// Where event e first began, from the step scope's start (negative: before
+  /// it, as a fetch for the step usually is); ticks until the sender converts them.
+  std::array<std::int64_t, model::kEventCount> begin_ns{};
+  std::uint8_t mask = 0;        ///< bit e: event e measured on this step
+  std::uint8_t begin_mask = 0;  ///< bit e: begin_ns[e] holds where it first began
+  std::uint16_t thread = 0;     ///< the recording thread (ThreadRecorder::thread)
+  std::uint32_t scopes = 0;     ///< instrumented regions on this step (for the overhead estimate)
   /// Present when the program installed a GPU memory reader (traceml/torch.hpp).
   std::optional<StepMemoryPeak> memory;
 };
 
 /// Steps a thread can hold before the sender drains them (every 50 ms). At
-/// 1 ms steps that is 4 s of slack; each slot is about 100 bytes.
+/// 1 ms steps that is 4 s of slack; each slot is about 150 bytes.
 inline constexpr std::size_t kStepRingCapacity = 4096;
 
 class ThreadRecorder {
  public:
-  explicit ThreadRecorder(std::size_t capacity = kStepRingCapacity) : ring_(capacity) {}
+  /// `thread`: the rank's traced threads numbered from 0 in the order they
+  /// first record (RecorderRegistry), the timeline's track per thread.
+  explicit ThreadRecorder(std::size_t capacity = kStepRingCapacity, std::uint16_t thread = 0)
+      : thread_(thread), ring_(capacity) {}
 
   // --- owning thread ---
-  void add(model::Event e, std::int64_t ns) noexcept {
-    acc_[std::size_t(e)] += ns;
-    mask_ = std::uint8_t(mask_ | (1u << unsigned(e)));
+  /// A scope of event `e` ran from `start` to `end` (ticks). Its first begin
+  /// on the step is kept: one more store, the first time only.
+  void add(model::Event e, std::int64_t start, std::int64_t end) noexcept {
+    const auto i = std::size_t(e);
+    const auto bit = std::uint8_t(1u << unsigned(e));
+    acc_[i] += end - start;
+    if ((mask_ & bit) == 0) first_[i] = start;
+    mask_ = std::uint8_t(mask_ | bit);
     ++scopes_;
   }
-  void add_fetch(std::int64_t ns) noexcept {
-    add(model::Event::InputWait, ns);
+  void add_fetch(std::int64_t start, std::int64_t end) noexcept {
+    add(model::Event::InputWait, start, end);
     fetch_seen_ = true;
   }
   /// Enters a step; false when already inside one (nested scopes count once).
@@ -76,6 +90,10 @@ class ThreadRecorder {
     s.end_ns = end_ns;
     s.ns = acc_;
     s.mask = mask_;
+    s.begin_mask = mask_;
+    s.thread = thread_;
+    for (std::size_t e = 0; e < model::kEventCount; ++e)
+      s.begin_ns[e] = (mask_ >> e & 1u) != 0 ? first_[e] - start_ns : 0;
     if (fetch_seen_) s.mask = std::uint8_t(s.mask | 1u << unsigned(model::Event::InputWait));
     const auto traced = std::size_t(model::Event::TracedStepTime);
     s.ns[traced] = end_ns - start_ns;
@@ -111,7 +129,9 @@ class ThreadRecorder {
 
  private:
   std::array<std::int64_t, model::kEventCount> acc_{};
+  std::array<std::int64_t, model::kEventCount> first_{};  // valid where mask_ has the bit
   std::uint8_t mask_ = 0;
+  std::uint16_t thread_ = 0;
   std::uint32_t scopes_ = 0;
   int depth_ = 0;
   bool fetch_seen_ = false;

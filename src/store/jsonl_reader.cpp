@@ -36,7 +36,7 @@ using jsonl::shown;
 constexpr std::size_t kNamedUnknowns = 5;
 
 const char* const kHeaderProblem =
-    "first line must be a {\"type\":\"run\",...} header (format \"traceml-telemetry\", version 1)";
+    "first line must be a {\"type\":\"run\",...} header (format \"traceml-telemetry\", version 2)";
 const char* const kKnownEvents =
     "input_wait, h2d, forward, backward, optimizer_step, traced_step_time";
 
@@ -445,9 +445,10 @@ class Importer {
     const Node* version = f.find("version");
     if (version == nullptr) f.missing("version");
     const auto v = integer_of(*version);
-    if (!v || *v != kTelemetryFormatVersion) {
-      fail("'version' must be 1, got " + describe(json_, *version) +
-           " (this traceml reads telemetry format version 1)");
+    if (!v || *v < 1 || *v > kTelemetryFormatVersion) {
+      fail("'version' must be 1 to " + std::to_string(kTelemetryFormatVersion) + ", got " +
+           describe(json_, *version) + " (this traceml reads telemetry format versions 1 to " +
+           std::to_string(kTelemetryFormatVersion) + ")");
     }
     model::RunInfo& run = result_.telemetry.run;
     read_values(f, run);
@@ -500,7 +501,9 @@ class Importer {
       }
       const Fields timing(json_, i, "step", Scope{"events", std::nullopt, name});
       s.events.set(*event, model::Timing{timing.amount("cpu_ms"), timing.amount("gpu_ms")});
+      s.events.set_begin(*event, timing.number("begin_ms"));  // format 2; check_step bounds it
     }
+    s.thread = f.small_integer("thread", 0).value_or(0);  // format 2; absent: thread 0
     read_nested(f, s, "step");
     check(model::check_step(s));
     result_.telemetry.steps.push_back(s);

@@ -18,8 +18,9 @@ namespace traceml::store {
 
 /// The `format` value of the run header line.
 inline constexpr std::string_view kTelemetryFormatName = "traceml-telemetry";
-/// The only format version this reader accepts and the writer emits.
-inline constexpr std::int64_t kTelemetryFormatVersion = 1;
+/// The format version the writer emits; the reader accepts 1 to this. Version
+/// 2 added each event's `begin_ms` and the step's `thread` (both optional).
+inline constexpr std::int64_t kTelemetryFormatVersion = 2;
 
 /// Longest line the reader accepts, in bytes, not counting its "\n". The
 /// largest line traceml writes (a system sample of 256 GPUs) is about 60 KB;

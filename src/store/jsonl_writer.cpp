@@ -273,9 +273,17 @@ void write_step(JsonlBuffer& w, const model::StepRecord& s) {
       }
       w.number(*gpu);
     }
+    if (const auto begin = s.events.begin_ms(e)) {  // only beside a cpu_ms (check_step)
+      w.key("begin_ms");
+      w.number(*begin);
+    }
     w.raw("}");
   }
   w.raw("}");
+  if (s.thread != 0) {
+    w.key("thread");
+    w.integer(s.thread);
+  }
   write_nested(w, s, first);
   w.end();
 }

@@ -3,14 +3,21 @@
 //   varint   zigzag(step - previous record's step), the first from 0
 //   8 bytes  ts, the double's bits, little-endian
 //   varint   flags: bits 0-5 the events recorded, 6-11 the events with a CPU
-//            value, 12-17 with a GPU value, 18 GPU activity present
+//            value, 12-17 with a GPU value, 18 GPU activity present; since
+//            codec 2, 19-24 the events with a begin, 25 a thread other than
+//            0, 26 begins stored as 8-byte reals rather than nanoseconds
 //   8 bytes  each CPU value present, in event order, then each GPU value
 //   if bit 18: h2d_ms, h2d_bytes (8 bytes each), h2d_copies and
 //            h2d_pageable_copies (zigzag varints), h2d_pageable_bytes,
 //            collective_ms, busy_ms (8 bytes each)
-// A CPU step with every phase timed is 59 bytes.
+//   each begin present, in event order: a zigzag varint of whole
+//            nanoseconds, or (bit 26) the double's 8 bytes when one of them
+//            is not a whole nanosecond (read from a file, not from a rank)
+//   if bit 25: varint thread
+// A CPU step with every phase timed is 59 bytes; with its begins, about 75.
 #include "store/step_block.hpp"
 
+#include <cmath>
 #include <cstring>
 
 #include "model/record_checks.hpp"
@@ -23,8 +30,24 @@ constexpr unsigned kEvents = model::kEventCount;
 constexpr unsigned kCpuShift = kEvents;
 constexpr unsigned kGpuShift = 2 * kEvents;
 constexpr unsigned kActivityBit = 3 * kEvents;
+constexpr unsigned kBeginShift = kActivityBit + 1;
+constexpr unsigned kThreadBit = kBeginShift + kEvents;
+constexpr unsigned kRealBeginsBit = kThreadBit + 1;
 constexpr std::uint64_t kEventBits = (1u << kEvents) - 1;
-constexpr std::uint64_t kKnownFlags = (std::uint64_t{1} << (kActivityBit + 1)) - 1;
+constexpr std::int64_t kMaxBeginNs = static_cast<std::int64_t>(model::kMaxBeginMs * 1e6);
+/// The flags each codec knows: codec 1 ended at the activity bit.
+constexpr std::uint64_t known_flags(std::uint8_t codec) {
+  const unsigned last = codec == 1 ? kActivityBit : kRealBeginsBit;
+  return (std::uint64_t{1} << (last + 1)) - 1;
+}
+
+/// A begin as the runtime makes it (whole nanoseconds / 1e6) comes back
+/// exactly from its nanoseconds; `ns` is set when it does.
+bool whole_nanoseconds(double ms, std::int64_t& ns) {
+  if (!(std::fabs(ms) <= model::kMaxBeginMs)) return false;
+  ns = std::llround(ms * 1e6);
+  return double(ns) * 1e-6 == ms;
+}
 
 void put_varint(std::string& out, std::uint64_t v) {
   char buf[10];
@@ -81,6 +104,15 @@ void StepBlockEncoder::add(const model::StepRecord& r) {
   std::uint64_t flags =
       r.events.event_mask() | (std::uint64_t{cpu} << kCpuShift) | (std::uint64_t{gpu} << kGpuShift);
   if (r.gpu_activity) flags |= std::uint64_t{1} << kActivityBit;
+  const unsigned begins = r.events.begin_mask();
+  std::int64_t begin_ns[kEvents] = {};
+  bool real_begins = false;
+  for (unsigned e = 0; e < kEvents; ++e)
+    if ((begins >> e) & 1u)
+      real_begins |= !whole_nanoseconds(r.events.begin_values()[e], begin_ns[e]);
+  flags |= std::uint64_t{begins} << kBeginShift;
+  if (r.thread != 0) flags |= std::uint64_t{1} << kThreadBit;
+  if (real_begins) flags |= std::uint64_t{1} << kRealBeginsBit;
   put_varint(data_, flags);
   for (unsigned e = 0; e < kEvents; ++e)
     if ((cpu >> e) & 1u) put_real(data_, r.events.cpu_values()[e]);
@@ -95,6 +127,14 @@ void StepBlockEncoder::add(const model::StepRecord& r) {
     put_real(data_, a->collective_ms);
     put_real(data_, a->busy_ms);
   }
+  for (unsigned e = 0; e < kEvents; ++e) {
+    if (((begins >> e) & 1u) == 0) continue;
+    if (real_begins)
+      put_real(data_, r.events.begin_values()[e]);
+    else
+      put_varint(data_, zigzag(begin_ns[e]));
+  }
+  if (r.thread != 0) put_varint(data_, static_cast<std::uint64_t>(r.thread));
 }
 
 StepBlockDecoder::StepBlockDecoder(std::string_view bytes, int rank, std::int64_t rows)
@@ -103,9 +143,9 @@ StepBlockDecoder::StepBlockDecoder(std::string_view bytes, int rank, std::int64_
     throw StepBlockError(0, "'rows' must be between 1 and " + std::to_string(kMaxStepBlockRows) +
                                 ", got " + std::to_string(rows));
   if (in_.empty()) throw StepBlockError(0, "the block is empty (no codec byte)");
-  const auto codec = static_cast<std::uint8_t>(in_[0]);
-  if (codec != kStepBlockCodec)
-    throw StepBlockError(0, "block codec " + std::to_string(codec) + ", this traceml reads " +
+  codec_ = static_cast<std::uint8_t>(in_[0]);
+  if (codec_ < 1 || codec_ > kStepBlockCodec)
+    throw StepBlockError(0, "block codec " + std::to_string(codec_) + ", this traceml reads 1 to " +
                                 std::to_string(kStepBlockCodec) +
                                 " (use the traceml release that wrote it)");
   pos_ = 1;
@@ -155,9 +195,9 @@ bool StepBlockDecoder::next(model::StepRecord& r) {
   prev_step_ = r.step;
   r.ts = real();
   const std::uint64_t flags = varint();
-  if ((flags & ~kKnownFlags) != 0)
-    fail("its flags " + std::to_string(flags) + " set bits beyond the " +
-         std::to_string(kActivityBit + 1) + " the codec knows");
+  if ((flags & ~known_flags(codec_)) != 0)
+    fail("its flags " + std::to_string(flags) + " set bits that block codec " +
+         std::to_string(codec_) + " does not define");
   const std::uint64_t events = flags & kEventBits;
   const std::uint64_t cpu = (flags >> kCpuShift) & kEventBits;
   const std::uint64_t gpu = (flags >> kGpuShift) & kEventBits;
@@ -183,6 +223,26 @@ bool StepBlockDecoder::next(model::StepRecord& r) {
     a.collective_ms = real();
     a.busy_ms = real();
     r.gpu_activity = a;
+  }
+  const std::uint64_t begins = (flags >> kBeginShift) & kEventBits;
+  const bool real_begins = ((flags >> kRealBeginsBit) & 1u) != 0;
+  if (real_begins && begins == 0) fail("its flags store begins as reals but it has no begin");
+  for (unsigned e = 0; e < kEvents; ++e) {
+    if (((begins >> e) & 1u) == 0) continue;
+    if (real_begins) {
+      r.events.set_begin(static_cast<model::Event>(e), real());
+    } else {
+      const std::int64_t ns = unzigzag(varint());
+      if (ns < -kMaxBeginNs || ns > kMaxBeginNs) fail("a begin is beyond the codec's range");
+      r.events.set_begin(static_cast<model::Event>(e), double(ns) * 1e-6);
+    }
+  }
+  if ((flags >> kThreadBit) & 1u) {
+    const std::uint64_t thread = varint();
+    if (thread == 0 || thread > std::uint64_t(model::kMaxThread))
+      fail("its thread " + std::to_string(thread) + " is not between 1 and " +
+           std::to_string(model::kMaxThread));
+    r.thread = static_cast<int>(thread);
   }
   if (auto problem = model::check_step(r)) fail(*problem);
   ++done_;

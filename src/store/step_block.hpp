@@ -20,8 +20,9 @@ namespace traceml::store {
 inline constexpr int kStepBlockRows = 1024;
 /// The most rows a stored block may say it holds (a reader refuses more).
 inline constexpr std::int64_t kMaxStepBlockRows = 65536;
-/// The codec version, the first byte of every block.
-inline constexpr std::uint8_t kStepBlockCodec = 1;
+/// The codec version, the first byte of every block: 2 since steps carry
+/// their phases' begins and thread. Blocks of codec 1 still read.
+inline constexpr std::uint8_t kStepBlockCodec = 2;
 
 /// Encodes the steps of one rank into a block, in the order they arrive.
 class StepBlockEncoder {
@@ -76,6 +77,7 @@ class StepBlockDecoder {
 
   std::string_view in_;
   std::size_t pos_ = 0;
+  std::uint8_t codec_ = 0;
   int rank_;
   std::int64_t rows_;
   std::int64_t done_ = 0;

@@ -73,6 +73,10 @@ class TickMapping {
   [[nodiscard]] std::int64_t to_ns(std::int64_t ticks) const noexcept;
   /// A difference of ticks as nanoseconds; never negative.
   [[nodiscard]] std::int64_t duration_ns(std::int64_t ticks) const noexcept;
+  /// A signed span of ticks (an offset between two readings) as nanoseconds.
+  [[nodiscard]] std::int64_t offset_ns(std::int64_t ticks) const noexcept {
+    return ticks < 0 ? -duration_ns(-ticks) : duration_ns(ticks);
+  }
   /// Nanoseconds per tick (1 on the steady clock).
   [[nodiscard]] double ns_per_tick() const noexcept { return ns_per_tick_; }
 

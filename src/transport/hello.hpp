@@ -19,8 +19,10 @@ namespace traceml::transport {
 /// whose Hello names another protocol version, with a reason that says so.
 /// Version 2 added the Heartbeat frame; a collector still takes version 1
 /// ranks (they send none, so they are only ever "silent", never "stalled" in
-/// a phase).
-inline constexpr std::uint16_t kProtocolVersion = 2;
+/// a phase). Version 3 added the Step's timeline block (its thread and each
+/// phase's begin); older ranks send none and their steps are drawn from
+/// durations alone.
+inline constexpr std::uint16_t kProtocolVersion = 3;
 inline constexpr std::uint16_t kOldestProtocolVersion = 1;
 constexpr bool supported_protocol(std::uint16_t v) {
   return v >= kOldestProtocolVersion && v <= kProtocolVersion;

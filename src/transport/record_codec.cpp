@@ -218,15 +218,19 @@ std::optional<R> decode_record(const std::vector<std::uint8_t>& payload) {
 }  // namespace
 
 // --- StepRecord: its values (i32 rank, i64 step, f64 ts), u8 event mask
-// (bit 7: a GPU activity block follows), u8 cpu mask, u8 gpu mask, then per
-// event in Event order its cpu_ms and gpu_ms if present, then the GPU activity
-// block if any (StepGpuActivity's values in list order).
+// (bit 6: a timeline block follows; bit 7: a GPU activity block follows), u8
+// cpu mask, u8 gpu mask, then per event in Event order its cpu_ms and gpu_ms
+// if present, then the timeline block if any (u16 thread, u8 begin mask, then
+// each begin_ms present in Event order), then the GPU activity block if any
+// (StepGpuActivity's values in list order).
 //
-// The flag lives in a bit the six events leave free, so a step without GPU
-// activity encodes exactly as before it existed.
+// The flags live in bits the six events leave free, so a step with neither
+// block encodes exactly as before they existed (protocol 2 and earlier).
 namespace {
+constexpr unsigned kTimelineFlag = 1u << 6;
 constexpr unsigned kGpuActivityFlag = 1u << 7;
 constexpr unsigned kAllEvents = (1u << model::kEventCount) - 1;
+constexpr unsigned kTracedBit = 1u << unsigned(model::Event::TracedStepTime);
 }  // namespace
 
 std::vector<std::uint8_t> encode_step(const model::StepRecord& s) {
@@ -239,12 +243,21 @@ void encode_step_into(std::vector<std::uint8_t>& out, const model::StepRecord& s
   Writer w(out);
   put_required(w, s);
   const auto& e = s.events;
-  w.u8(static_cast<std::uint8_t>(e.event_mask() | (s.gpu_activity ? kGpuActivityFlag : 0u)));
+  const auto begins = static_cast<std::uint8_t>(e.begin_mask());
+  const bool timeline = begins != 0 || s.thread != 0;
+  w.u8(static_cast<std::uint8_t>(e.event_mask() | (timeline ? kTimelineFlag : 0u) |
+                                 (s.gpu_activity ? kGpuActivityFlag : 0u)));
   w.u8(static_cast<std::uint8_t>(e.cpu_mask()));
   w.u8(static_cast<std::uint8_t>(e.gpu_mask()));
   for (std::size_t i = 0; i < model::kEventCount; ++i) {
     if (has(static_cast<std::uint8_t>(e.cpu_mask()), unsigned(i))) w.f64(e.cpu_values()[i]);
     if (has(static_cast<std::uint8_t>(e.gpu_mask()), unsigned(i))) w.f64(e.gpu_values()[i]);
+  }
+  if (timeline) {
+    w.u16(static_cast<std::uint16_t>(std::clamp(s.thread, 0, model::kMaxThread)));
+    w.u8(begins);
+    for (std::size_t i = 0; i < model::kEventCount; ++i)
+      if (has(begins, unsigned(i))) w.f64(e.begin_values()[i]);
   }
   if (s.gpu_activity) put_record(w, *s.gpu_activity);
 }
@@ -255,20 +268,29 @@ std::optional<model::StepRecord> decode_step(const std::vector<std::uint8_t>& pa
   get_required(r, s, payload.size());
   const std::uint8_t head = r.u8();
   const bool activity = (head & kGpuActivityFlag) != 0;
-  const auto events = static_cast<std::uint8_t>(head & ~kGpuActivityFlag);
+  const bool timeline = (head & kTimelineFlag) != 0;
+  const auto events = static_cast<std::uint8_t>(head & kAllEvents);
   const std::uint8_t cpu = r.u8();
   const std::uint8_t gpu = r.u8();
   // A clock can only be present on a measured event, and only six events exist.
-  if ((events & ~kAllEvents) != 0 || (cpu & ~unsigned(events)) != 0 ||
-      (gpu & ~unsigned(events)) != 0) {
-    return std::nullopt;
-  }
+  if ((cpu & ~unsigned(events)) != 0 || (gpu & ~unsigned(events)) != 0) return std::nullopt;
   for (unsigned i = 0; i < model::kEventCount && r.ok(); ++i) {
     if (!has(events, i)) continue;
     model::Timing t;
     if (has(cpu, i)) t.cpu_ms = r.f64();
     if (has(gpu, i)) t.gpu_ms = r.f64();
     s.events.set(static_cast<model::Event>(i), t);
+  }
+  if (timeline) {
+    s.thread = r.u16();
+    const std::uint8_t begins = r.u8();
+    // A begin is on the CPU clock, never of the traced step itself; a block
+    // with nothing in it is not how an encoder writes a step.
+    if ((begins & ~unsigned(cpu)) != 0 || (begins & kTracedBit) != 0 ||
+        (begins == 0 && s.thread == 0))
+      return std::nullopt;
+    for (unsigned i = 0; i < model::kEventCount && r.ok(); ++i)
+      if (has(begins, i)) s.events.set_begin(static_cast<model::Event>(i), r.f64());
   }
   if (activity) get_record(r, s.gpu_activity.emplace(), payload.size());
   return finished(r, s);

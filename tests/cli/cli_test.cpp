@@ -122,7 +122,7 @@ INSTANTIATE_TEST_SUITE_P(
                  "\n",
                  "1"},
         BadInput{"WrongVersion",
-                 R"({"type":"run","format":"traceml-telemetry","version":2,"run_name":"t"})"
+                 R"({"type":"run","format":"traceml-telemetry","version":3,"run_name":"t"})"
                  "\n",
                  "1"},
         BadInput{"NoHeader", kStep + "\n", "1"},

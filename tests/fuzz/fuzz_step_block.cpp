@@ -49,7 +49,11 @@ bool same(const StepRecord& a, const StepRecord& b) {
     if (((a.events.gpu_mask() >> e) & 1u) &&
         !same_bits(a.events.gpu_values()[e], b.events.gpu_values()[e]))
       return false;
+    if (((a.events.begin_mask() >> e) & 1u) &&
+        !same_bits(a.events.begin_values()[e], b.events.begin_values()[e]))
+      return false;
   }
+  if (a.events.begin_mask() != b.events.begin_mask() || a.thread != b.thread) return false;
   if (a.gpu_activity.has_value() != b.gpu_activity.has_value()) return false;
   if (!a.gpu_activity) return true;
   const auto &x = *a.gpu_activity, &y = *b.gpu_activity;

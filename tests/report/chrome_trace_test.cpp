@@ -1,7 +1,8 @@
 // The Chrome trace of a run's steps (report/chrome_trace): where each step and
-// phase lands on its rank's track, to the nanosecond; the GPU track; later
-// rows winning; counters kept to the steps' span; --steps parsing; and the
-// default range (the latest steps of the analysed window).
+// phase lands on its rank's track, to the nanosecond, from recorded begins
+// and (older data) from durations alone; a track per traced thread; the GPU
+// track; later rows winning; counters kept to the steps' span; --steps
+// parsing; and the default range (the latest steps of the analysed window).
 #include "report/chrome_trace.hpp"
 
 #include <gtest/gtest.h>
@@ -72,8 +73,11 @@ TEST(ChromeTrace, PhasesArePlacedBackToBackInsideTheirStep) {
   EXPECT_FALSE(stats.gpu);
   EXPECT_EQ(trace["otherData"]["time_origin_unix_s"], kT0 - 1.0);
   EXPECT_EQ(trace["otherData"]["steps"], "1:1");
-  EXPECT_NE(trace["otherData"]["phase_positions"].get<std::string>().find("not its begin time"),
+  EXPECT_NE(trace["otherData"]["phase_positions"].get<std::string>().find(
+                "recorded without their phases' begin times"),
             std::string::npos);
+  EXPECT_EQ(stats.inferred_steps, 1);
+  EXPECT_EQ(stats.recorded_steps, 0);
   const auto s = slices(trace, 0, 1);
   // name, begin and duration in microseconds: the step ends at 30 ms and
   // lasts 25 ms; the body's phases follow the wait in the order a step runs.
@@ -98,6 +102,125 @@ TEST(ChromeTrace, PhasesArePlacedBackToBackInsideTheirStep) {
     named = named || (e["ph"] == "M" && e["name"] == "process_name" && e["pid"] == 0 &&
                       e["args"]["name"] == "R0/N0");
   EXPECT_TRUE(named);
+}
+
+/// step(), with the begins a rank records: the fetch 6 ms before the traced
+/// step began (it ended 1 ms before), forward at 1 ms, backward at 9 ms (a
+/// 2 ms gap after forward), the optimizer at 17.5 ms.
+model::StepRecord recorded_step(int rank, std::int64_t id, double end_s) {
+  model::StepRecord r = step(rank, id, end_s);
+  r.events.set_begin(Event::InputWait, -6.0);
+  r.events.set_begin(Event::Forward, 1.0);
+  r.events.set_begin(Event::Backward, 9.0);
+  r.events.set_begin(Event::OptimizerStep, 17.5);
+  return r;
+}
+
+TEST(ChromeTrace, PhasesAreDrawnWhereTheyBeganAsRecorded) {
+  model::Telemetry t;
+  t.steps.push_back(recorded_step(0, 1, 0.030));
+  TimelineStats stats;
+  const json trace = trace_of(t, {1, 1}, &stats);
+  EXPECT_EQ(stats.recorded_steps, 1);
+  EXPECT_EQ(stats.inferred_steps, 0);
+  EXPECT_EQ(stats.threads, 1);
+  EXPECT_NE(trace["otherData"]["phase_positions"].get<std::string>().find(
+                "from where it first began on its step, as the rank recorded it"),
+            std::string::npos);
+  // The traced step is 10..30 ms; the step spans the fetch too (4..30 ms).
+  const auto s = slices(trace, 0, 1);
+  const std::vector<std::tuple<std::string, double, double>> expected = {
+      {"step 1", us(0.004), 26000.0},    {"traced_step", us(0.010), 20000.0},
+      {"input_wait", us(0.004), 5000.0}, {"forward", us(0.011), 6000.0},
+      {"backward", us(0.019), 8000.0},   {"optimizer_step", us(0.0275), 2000.0}};
+  ASSERT_EQ(s.size(), expected.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    EXPECT_EQ(s[i]["name"], std::get<0>(expected[i])) << i;
+    EXPECT_NEAR(s[i]["ts"].get<double>(), std::get<1>(expected[i]), kStampUs) << i;
+    EXPECT_NEAR(s[i]["dur"].get<double>(), std::get<2>(expected[i]), kNs) << i;
+  }
+  EXPECT_EQ(s[0]["args"]["positions"], "recorded");
+  EXPECT_EQ(s[0]["args"]["step_ms"], 25.0);
+}
+
+TEST(ChromeTrace, RecordedPhasesAreKeptNestingInsideTheirStep) {
+  model::Telemetry t;
+  // Forward entered twice: 6 ms summed from its first begin at 1 ms runs
+  // into backward (begun at 5 ms): it is cut there. The optimizer says it
+  // began past the step's end: it is kept inside (zero length at the end).
+  model::StepRecord r = recorded_step(0, 1, 0.030);
+  r.events.set_begin(Event::Backward, 5.0);
+  r.events.set_begin(Event::OptimizerStep, 25.0);
+  t.steps.push_back(r);
+  // A second step whose fetch reaches back before the first ended: its
+  // step starts where the first ended.
+  model::StepRecord next = recorded_step(0, 2, 0.045);
+  next.events.set_begin(Event::InputWait, -30.0);
+  t.steps.push_back(next);
+  const json trace = trace_of(t, {1, 2});
+  const auto s = slices(trace, 0, 1);
+  ASSERT_EQ(s.size(), 12u);
+  EXPECT_EQ(s[3]["name"], "forward");
+  EXPECT_NEAR(s[3]["dur"].get<double>(), 4000.0, kNs);  // cut at backward's begin
+  EXPECT_EQ(s[5]["name"], "optimizer_step");
+  EXPECT_NEAR(s[5]["ts"].get<double>(), us(0.030), kStampUs);
+  EXPECT_NEAR(s[5]["dur"].get<double>(), 0.0, kNs);
+  // Every slice inside its step; steps do not overlap.
+  double step_begin = 0, step_end = 0, last_end = 0;
+  for (const auto& e : s) {
+    const double b = e["ts"].get<double>(), d = e["dur"].get<double>();
+    if (e["cat"] == "step") {
+      EXPECT_GE(b + kNs, last_end);
+      step_begin = b;
+      step_end = b + d;
+      last_end = step_end;
+    } else {
+      EXPECT_GE(b + kNs, step_begin) << e.dump();
+      EXPECT_LE(b + d, step_end + kNs) << e.dump();
+    }
+  }
+  EXPECT_NEAR(s[6]["ts"].get<double>(), us(0.030), kStampUs);  // step 2 begins at step 1's end
+}
+
+TEST(ChromeTrace, EachTracedThreadHasItsOwnTrack) {
+  model::Telemetry t;
+  // Thread 0 runs steps 1 and 3, thread 1 steps 2 and 4, at the same times.
+  for (int i = 1; i <= 4; ++i) {
+    model::StepRecord r = recorded_step(0, i, 0.030 * ((i + 1) / 2));
+    r.thread = (i + 1) % 2;
+    t.steps.push_back(r);
+  }
+  TimelineStats stats;
+  const json trace = trace_of(t, {1, 4}, &stats);
+  EXPECT_EQ(stats.threads, 2);
+  const auto first = slices(trace, 0, 1), second = slices(trace, 0, 3);
+  ASSERT_EQ(first.size(), 12u);
+  ASSERT_EQ(second.size(), 12u);
+  EXPECT_EQ(first[0]["name"], "step 1");
+  EXPECT_EQ(second[0]["name"], "step 2");
+  // Overlapping steps on two threads are both drawn in full.
+  EXPECT_NEAR(first[0]["ts"].get<double>(), second[0]["ts"].get<double>(), kNs);
+  std::map<int, std::string> names;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "M" && e["name"] == "thread_name")
+      names[e["tid"].get<int>()] = e["args"]["name"];
+  EXPECT_EQ(names[1], "thread 0: steps (CPU clock)");
+  EXPECT_EQ(names[3], "thread 1: steps (CPU clock)");
+}
+
+TEST(ChromeTrace, OldAndNewStepsTogetherSayWhichIsWhich) {
+  model::Telemetry t;
+  t.steps.push_back(step(0, 1, 0.030));
+  t.steps.push_back(recorded_step(0, 2, 0.060));
+  TimelineStats stats;
+  const json trace = trace_of(t, {1, 2}, &stats);
+  EXPECT_EQ(stats.recorded_steps, 1);
+  EXPECT_EQ(stats.inferred_steps, 1);
+  EXPECT_NE(trace["otherData"]["phase_positions"].get<std::string>().find("some steps"),
+            std::string::npos);
+  const auto s = slices(trace, 0, 1);
+  EXPECT_EQ(s[0]["args"]["positions"], "inferred");
+  EXPECT_EQ(s[6]["args"]["positions"], "recorded");
 }
 
 TEST(ChromeTrace, StepsOfARankNeverOverlapAndLaterRowsWin) {

@@ -43,10 +43,11 @@ struct Fixture : ::testing::Test {
 };
 
 TEST_F(Fixture, PhasesAndFetchesBeforeTheStepEndBelongToIt) {
-  recorder.add_fetch(3'000'000);  // fetched before the step began: its input wait
-  recorder.add(Event::Forward, 2'000'000);
-  recorder.add(Event::Forward, 1'000'000);  // a phase entered twice adds up
-  recorder.add(Event::Backward, 4'000'000);
+  // Fetched before the step began: its input wait.
+  recorder.add_fetch(7'000'000, 10'000'000);
+  recorder.add(Event::Forward, 11'000'000, 13'000'000);
+  recorder.add(Event::Forward, 13'500'000, 14'500'000);  // a phase entered twice adds up
+  recorder.add(Event::Backward, 14'500'000, 18'500'000);
   ASSERT_TRUE(step(10'000'000, 19'000'000));
   const auto steps = drain(recorder);
   ASSERT_EQ(steps.size(), 1u);
@@ -61,6 +62,38 @@ TEST_F(Fixture, PhasesAndFetchesBeforeTheStepEndBelongToIt) {
   EXPECT_EQ(s.mask, bit(Event::InputWait) | bit(Event::Forward) | bit(Event::Backward) |
                         bit(Event::TracedStepTime));
   EXPECT_EQ(s.scopes, 5u);  // fetch, three phase scopes, the step
+  // Each event's first begin, from the step scope's start: the fetch before
+  // it is negative; the step's own span has none.
+  EXPECT_EQ(s.begin_mask, bit(Event::InputWait) | bit(Event::Forward) | bit(Event::Backward));
+  EXPECT_EQ(s.begin_ns[std::size_t(Event::InputWait)], -3'000'000);
+  EXPECT_EQ(s.begin_ns[std::size_t(Event::Forward)], 1'000'000);
+  EXPECT_EQ(s.begin_ns[std::size_t(Event::Backward)], 4'500'000);
+}
+
+TEST_F(Fixture, BeginsStartAfreshEachStepAndADiscardedStepLeavesNone) {
+  recorder.add(Event::Forward, 2, 4);
+  ASSERT_TRUE(step(0, 10));
+  recorder.add(Event::H2D, 11, 12);
+  ASSERT_FALSE(step(10, 20, /*failed=*/true));  // left by an exception: nothing kept
+  recorder.add(Event::Forward, 25, 27);
+  ASSERT_TRUE(step(20, 30));
+  const auto steps = drain(recorder);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].begin_ns[std::size_t(Event::Forward)], 2);
+  EXPECT_EQ(steps[1].begin_mask, bit(Event::Forward));  // the failed step's H2D is gone
+  EXPECT_EQ(steps[1].begin_ns[std::size_t(Event::Forward)], 5);
+}
+
+TEST(ThreadRecorderThread, EveryStepCarriesItsRecordersThread) {
+  ThreadRecorder r(8, 3);
+  ASSERT_TRUE(r.enter_step());
+  ASSERT_TRUE(r.leave_step());
+  r.publish(r.finish(1, 0, 5));
+  std::vector<RawStep> out;
+  r.drain([&](const RawStep& s) { out.push_back(s); });
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].thread, 3);
+  EXPECT_EQ(out[0].begin_mask, 0u);
 }
 
 TEST(HotPath, APhaseMapsToItsEventAndAValueOutsideTheEnumToNothing) {
@@ -86,9 +119,9 @@ TEST(HotPath, TheFormerNameOfOptimizerStepIsTheSamePhase) {
 }
 
 TEST_F(Fixture, InputWaitIsAbsentUntilAFetchWasEverTimedThenAMeasuredZero) {
-  recorder.add(Event::Forward, 1);
+  recorder.add(Event::Forward, 2, 3);
   ASSERT_TRUE(step(0, 10));
-  recorder.add_fetch(5);
+  recorder.add_fetch(9, 14);
   ASSERT_TRUE(step(10, 20));
   ASSERT_TRUE(step(20, 30));  // no fetch this step, but the loader is instrumented
   const auto steps = drain(recorder);
@@ -108,7 +141,7 @@ TEST_F(Fixture, NestedStepsCountOnceAndFailedStepsAreDropped) {
   recorder.enter_step();
   EXPECT_FALSE(hot_step_end(state, recorder, inner, false));  // inner: not a step of its own
   EXPECT_TRUE(hot_step_end(state, recorder, outer, false));
-  recorder.add(Event::Forward, 7);
+  recorder.add(Event::Forward, 0, 7);
   recorder.enter_step();
   EXPECT_FALSE(
       hot_step_end(state, recorder, hot_scope_begin(state), true));  // left by an exception

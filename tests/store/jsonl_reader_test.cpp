@@ -138,6 +138,47 @@ TEST(JsonlReaderTest, StepLineEveryEvent) {
   }
 }
 
+TEST(JsonlReaderTest, StepBeginsAndThreadOfFormatTwo) {
+  const std::string run2 =
+      R"({"type":"run","format":"traceml-telemetry","version":2,"run_name":"r1"})";
+  const ReadResult r = parse(
+      run2 + "\n" +
+      R"({"type":"step","global_rank":0,"step":3,"ts":1764662400.5,"thread":2,"events":{"input_wait":{"cpu_ms":1.5,"begin_ms":-1.75},"forward":{"cpu_ms":3.0,"gpu_ms":3.1,"begin_ms":0.5},"backward":{"cpu_ms":4,"begin_ms":null},"traced_step_time":{"cpu_ms":9}}})"
+      "\n");
+  ASSERT_EQ(r.telemetry.steps.size(), 1u);
+  const auto s = r.telemetry.steps[0];
+  EXPECT_EQ(s.thread, 2);
+  EXPECT_EQ(s.events.begin_ms(Event::InputWait), -1.75);  // fetched before the step began
+  EXPECT_EQ(s.events.begin_ms(Event::Forward), 0.5);
+  EXPECT_EQ(s.events.begin_ms(Event::Backward), std::nullopt);  // null: not recorded
+  EXPECT_EQ(s.events.begin_mask(), (1u << 0) | (1u << 2));
+  // A format 1 file (no begins, no thread) reads as before.
+  const ReadResult old = parse(with_run(kStep));
+  EXPECT_EQ(old.telemetry.steps[0].events.begin_mask(), 0u);
+  EXPECT_EQ(old.telemetry.steps[0].thread, 0);
+}
+
+TEST(JsonlReaderErrorTest, BeginsAndThreadOutOfRange) {
+  const auto step = [](const std::string& rest) {
+    return error_of(
+        with_run(R"({"type":"step","global_rank":0,"step":1,"ts":1764662400.5,)" + rest + "}"));
+  };
+  EXPECT_EQ(step(R"("events":{"forward":{"gpu_ms":3.0,"begin_ms":0.5}})"),
+            "t.jsonl:2: 'events.forward.begin_ms' needs a 'cpu_ms' beside it (a CPU-clock begin)");
+  EXPECT_EQ(step(R"("events":{"traced_step_time":{"cpu_ms":3.0,"begin_ms":0}})"),
+            "t.jsonl:2: 'events.traced_step_time.begin_ms' must be absent: the traced step begins "
+            "at 0 by definition");
+  EXPECT_EQ(step(R"("events":{"forward":{"cpu_ms":3.0,"begin_ms":-2e9}})"),
+            "t.jsonl:2: 'events.forward.begin_ms' must be a finite number of ms between -1e+09 "
+            "and 1e+09, got -2e+09");
+  EXPECT_EQ(step(R"("events":{"forward":{"cpu_ms":3.0,"begin_ms":"0.5"}})"),
+            "t.jsonl:2: 'events.forward.begin_ms' must be a finite number, got \"0.5\"");
+  EXPECT_EQ(step(R"("thread":65536,"events":{})"),
+            "t.jsonl:2: 'thread' must be an integer between 0 and 65535, got 65536");
+  EXPECT_EQ(step(R"("thread":-1,"events":{})"),
+            "t.jsonl:2: 'thread' must be an integer between 0 and 65535, got -1");
+}
+
 TEST(JsonlReaderTest, StepAbsentEventsNullClocksAndEmptyTimings) {
   const ReadResult r = parse(with_run(
       R"({"type":"step","global_rank":0,"step":2,"ts":0,"events":{"h2d":{"cpu_ms":0.5,"gpu_ms":null},"forward":null,"backward":{},"optimizer_step":{"gpu_ms":2.0,"cpu_ms":null}}})"));
@@ -650,7 +691,7 @@ TEST(JsonlReaderErrorTest, DirectoryIsNotAFile) {
 TEST(JsonlReaderErrorTest, FirstLineMustBeTheRunHeader) {
   const std::string expected =
       ": first line must be a {\"type\":\"run\",...} header (format \"traceml-telemetry\", "
-      "version 1)";
+      "version 2)";
   EXPECT_EQ(error_of(kStep + "\n", "run.jsonl"), "run.jsonl:1" + expected);
   EXPECT_EQ(error_of(R"({"format":"traceml-telemetry","version":1})"), "t.jsonl:1" + expected);
   EXPECT_EQ(error_of(R"({"type":5})"), "t.jsonl:1" + expected);
@@ -667,15 +708,15 @@ TEST(JsonlReaderErrorTest, WrongFormatOrVersion) {
             "t.jsonl:1: 'format' must be \"traceml-telemetry\", got 1");
   EXPECT_EQ(error_of(R"({"type":"run","version":1})"),
             "t.jsonl:1: missing required key 'format' in a run line");
-  EXPECT_EQ(
-      error_of(R"({"type":"run","format":"traceml-telemetry","version":2})"),
-      "t.jsonl:1: 'version' must be 1, got 2 (this traceml reads telemetry format version 1)");
-  EXPECT_EQ(
-      error_of(R"({"type":"run","format":"traceml-telemetry","version":"1"})"),
-      "t.jsonl:1: 'version' must be 1, got \"1\" (this traceml reads telemetry format version 1)");
-  EXPECT_EQ(
-      error_of(R"({"type":"run","format":"traceml-telemetry","version":1.5})"),
-      "t.jsonl:1: 'version' must be 1, got 1.5 (this traceml reads telemetry format version 1)");
+  const std::string versions = " (this traceml reads telemetry format versions 1 to 2)";
+  EXPECT_EQ(error_of(R"({"type":"run","format":"traceml-telemetry","version":3})"),
+            "t.jsonl:1: 'version' must be 1 to 2, got 3" + versions);
+  EXPECT_EQ(error_of(R"({"type":"run","format":"traceml-telemetry","version":0})"),
+            "t.jsonl:1: 'version' must be 1 to 2, got 0" + versions);
+  EXPECT_EQ(error_of(R"({"type":"run","format":"traceml-telemetry","version":"1"})"),
+            "t.jsonl:1: 'version' must be 1 to 2, got \"1\"" + versions);
+  EXPECT_EQ(error_of(R"({"type":"run","format":"traceml-telemetry","version":1.5})"),
+            "t.jsonl:1: 'version' must be 1 to 2, got 1.5" + versions);
   EXPECT_EQ(error_of(R"({"type":"run","format":"traceml-telemetry"})"),
             "t.jsonl:1: missing required key 'version' in a run line");
 }

@@ -205,7 +205,7 @@ TEST(JsonlWriterTest, ExactLinesOfEveryRecordType) {
   // Shortest round-trip text: 2.9e9 is shorter in exponent form, 3221225472 in digits.
   EXPECT_EQ(
       write(t),
-      R"({"type":"run","format":"traceml-telemetry","version":1,"run_name":"r1","world_size":2,"strategy":"ddp"})"
+      R"({"type":"run","format":"traceml-telemetry","version":2,"run_name":"r1","world_size":2,"strategy":"ddp"})"
       "\n"
       R"({"type":"rank","global_rank":0,"local_rank":0,"node_rank":0,"hostname":"n0","local_world_size":2,"world_size":2})"
       "\n"
@@ -245,7 +245,7 @@ TEST(JsonlWriterTest, AbsentValuesAreLeftOut) {
   t.process.push_back(p);
   EXPECT_EQ(
       write(t),
-      R"({"type":"run","format":"traceml-telemetry","version":1,"run_name":"","strategy":"ddp"})"
+      R"({"type":"run","format":"traceml-telemetry","version":2,"run_name":"","strategy":"ddp"})"
       "\n"
       R"({"type":"rank","global_rank":3})"
       "\n"
@@ -275,6 +275,39 @@ TEST(JsonlWriterTest, NegativeZeroIsWrittenAsZeroSoTheFileReadsBackTheSame) {
   EXPECT_EQ(write(traceml::store::parse_telemetry_jsonl(once, "once.jsonl").telemetry), once);
 }
 
+TEST(JsonlWriterTest, BeginsBesideTheirClocksAndTheThreadAfterTheEvents) {
+  model::Telemetry t;
+  model::StepRecord s;
+  s.step = 1;
+  s.ts = 2.0;
+  s.thread = 3;
+  s.events.set(Event::InputWait, {1.5, std::nullopt});
+  s.events.set_begin(Event::InputWait, -1.75);
+  s.events.set(Event::Forward, {3.0, 3.5});
+  s.events.set_begin(Event::Forward, 0.25);
+  s.events.set(Event::TracedStepTime, {9.0, std::nullopt});
+  t.steps.push_back(s);
+  s.step = 2;
+  s.thread = 0;  // thread 0 and steps without begins are written as in format 1
+  s.events = {};
+  s.events.set(Event::Forward, {3.0, std::nullopt});
+  t.steps.push_back(s);
+  EXPECT_EQ(
+      write(t),
+      R"({"type":"run","format":"traceml-telemetry","version":2,"run_name":"","strategy":"ddp"})"
+      "\n"
+      R"({"type":"step","global_rank":0,"step":1,"ts":2,"events":{"input_wait":{"cpu_ms":1.5,"begin_ms":-1.75},"forward":{"cpu_ms":3,"gpu_ms":3.5,"begin_ms":0.25},"traced_step_time":{"cpu_ms":9}},"thread":3})"
+      "\n"
+      R"({"type":"step","global_rank":0,"step":2,"ts":2,"events":{"forward":{"cpu_ms":3}}})"
+      "\n");
+  // And they read back.
+  const auto back = parse_telemetry_jsonl(write(t), "t.jsonl");
+  ASSERT_EQ(back.telemetry.steps.size(), 2u);
+  EXPECT_EQ(back.telemetry.steps[0].thread, 3);
+  EXPECT_EQ(back.telemetry.steps[0].events.begin_ms(Event::InputWait), -1.75);
+  EXPECT_EQ(back.telemetry.steps[0].events.begin_ms(Event::Forward), 0.25);
+}
+
 TEST(JsonlWriterTest, GpuActivityObjectAfterTheEvents) {
   Telemetry t;
   model::StepRecord s;
@@ -299,7 +332,7 @@ TEST(JsonlWriterTest, GpuActivityObjectAfterTheEvents) {
   const std::string text = write(t);
   EXPECT_EQ(
       text,
-      R"({"type":"run","format":"traceml-telemetry","version":1,"run_name":"","strategy":"ddp"})"
+      R"({"type":"run","format":"traceml-telemetry","version":2,"run_name":"","strategy":"ddp"})"
       "\n"
       R"({"type":"step","global_rank":0,"step":1,"ts":2,"events":{"h2d":{"gpu_ms":1.5}},"gpu_activity":{"h2d_ms":1.5,"h2d_bytes":1.28e+08,"h2d_copies":4,"h2d_pageable_copies":3,"h2d_pageable_bytes":9.6e+07,"collective_ms":7.25,"busy_ms":40}})"
       "\n"
@@ -315,7 +348,7 @@ TEST(JsonlWriterTest, StringsAreEscaped) {
   Telemetry t;
   t.run.run_name = "a\"b\\c\nd\re\tf\x01g\x1fh\xc3\xa9";
   EXPECT_EQ(write(t),
-            "{\"type\":\"run\",\"format\":\"traceml-telemetry\",\"version\":1,\"run_name\":"
+            "{\"type\":\"run\",\"format\":\"traceml-telemetry\",\"version\":2,\"run_name\":"
             "\"a\\\"b\\\\c\\nd\\re\\tf\\u0001g\\u001fh\xc3\xa9\",\"strategy\":\"ddp\"}\n");
 }
 
@@ -353,7 +386,7 @@ TEST(JsonlWriterTest, RoundTripOfAnEmptyRun) {
   const std::string text = write(t);
   EXPECT_EQ(
       text,
-      R"({"type":"run","format":"traceml-telemetry","version":1,"run_name":"","strategy":"ddp"})"
+      R"({"type":"run","format":"traceml-telemetry","version":2,"run_name":"","strategy":"ddp"})"
       "\n");
   expect_same(t, read_back(text));
 }

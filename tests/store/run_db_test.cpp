@@ -92,7 +92,14 @@ RunData rich_run() {
   activity.h2d_pageable_bytes = 9.6e7;
   activity.collective_ms = 1e-300;
   activity.busy_ms = 0.0;
-  t.steps.edit(t.steps.size() - 1, [&](model::StepRecord& r) { r.gpu_activity = activity; });
+  t.steps.edit(t.steps.size() - 1, [&](model::StepRecord& r) {
+    r.gpu_activity = activity;
+    // Begins as a rank records them, and one from a file that is not a
+    // whole nanosecond; a thread other than the first.
+    r.events.set_begin(Event::InputWait, -1250000 * 1e-6);
+    r.events.set_begin(Event::Forward, 0.1234567891);
+    r.thread = 4;
+  });
   model::StepRecord mixed;
   mixed.global_rank = 2;
   mixed.step = 1;
@@ -240,6 +247,9 @@ TEST(RunDb, RoundTripsEveryRecordKindAndEveryOptional) {
   EXPECT_TRUE(mixed.has(Event::Backward));
   EXPECT_EQ(mixed.cpu_ms(Event::Backward), std::nullopt);
   EXPECT_FALSE(mixed.has(Event::H2D));
+  EXPECT_EQ(read.telemetry.steps[0].events.begin_ms(Event::Forward), 0.1234567891);
+  EXPECT_EQ(read.telemetry.steps[0].thread, 4);
+  EXPECT_EQ(mixed.begin_mask(), 0u);
   EXPECT_EQ(read.telemetry.steps[2].step, 9007199254740993);
   EXPECT_EQ(read.telemetry.steps[2].events.event_mask(), 0u);
   EXPECT_EQ(read.telemetry.run.strategy, model::Strategy::Fsdp);
@@ -748,16 +758,21 @@ TEST(RunDbCorrupt, DamagedStepBlocksAreRefused) {
        "table step_blocks, block 1, record 1: the block ends inside the record"},
       {"UPDATE step_blocks SET data = x'' WHERE id = 1",
        "table step_blocks, block 1: the block is empty (no codec byte)"},
-      {"UPDATE step_blocks SET data = CAST(x'02' || substr(data, 2) AS BLOB) WHERE id = "
+      {"UPDATE step_blocks SET data = CAST(x'03' || substr(data, 2) AS BLOB) WHERE id = "
        "1",
-       "table step_blocks, block 1: block codec 2, this traceml reads 1 (use the traceml release "
-       "that wrote it)"},
+       "table step_blocks, block 1: block codec 3, this traceml reads 1 to 2 (use the traceml "
+       "release that wrote it)"},
       {"UPDATE step_blocks SET global_rank = -7 WHERE id = 1",
        "table step_blocks, block 1, record 1: 'global_rank' must be an integer >= 0, got -7"},
-      // Step delta 1, ts 0, then flags with bit 20 set.
+      // Codec 1: step delta 1, ts 0, then flags with bit 20 set (a begin,
+      // which codec 1 did not have).
       {"UPDATE step_blocks SET data = x'01020000000000000000808040', rows = 1 WHERE id = 1",
-       "table step_blocks, block 1, record 1: its flags 1048576 set bits beyond the 19 the codec "
-       "knows"},
+       "table step_blocks, block 1, record 1: its flags 1048576 set bits that block codec 1 does "
+       "not define"},
+      // Codec 2: the same with bit 27, beyond the 27 bits it defines.
+      {"UPDATE step_blocks SET data = x'0202000000000000000080808040', rows = 1 WHERE id = 1",
+       "table step_blocks, block 1, record 1: its flags 134217728 set bits that block codec 2 "
+       "does not define"},
       // Flags: a CPU value of input_wait, which the record does not have.
       {"UPDATE step_blocks SET data = x'0102000000000000000040000000000000f03f', rows = 1 "
        "WHERE id = 1",

@@ -6,6 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <vector>
@@ -47,6 +51,15 @@ std::vector<model::StepRecord> random_steps(std::mt19937_64& rng, int n) {
       if (bits & 2u) t.gpu_ms = rng() % 3 == 0 ? 0.0 : ms(rng);
       r.events.set(static_cast<Event>(e), t);
     }
+    // Begins on some CPU values: whole nanoseconds, as a rank records
+    // them, or (rarely, as a file may hold) any double in range.
+    for (std::size_t e = 0; e + 1 < model::kEventCount; ++e) {
+      const auto ev = static_cast<Event>(e);
+      if (!r.events.cpu_ms(ev) || rng() % 3 == 0) continue;
+      const double ns = double(static_cast<std::int64_t>(rng() % 4000000000ULL) - 1000000000);
+      r.events.set_begin(ev, rng() % 10 == 0 ? ms(rng) - 5e3 : ns * 1e-6);
+    }
+    if (rng() % 4 == 0) r.thread = static_cast<int>(rng() % 65536);
     if (rng() % 3 == 0) {
       model::StepGpuActivity a;
       a.h2d_ms = ms(rng);
@@ -116,6 +129,104 @@ TEST(StepBlock, ACpuStepWithEveryPhaseTakesFiftyNineBytes) {
   EXPECT_EQ(e.rows(), 0);
 }
 
+TEST(StepBlock, BeginsTakeAVarintOfNanosecondsAndTheThreadOneMore) {
+  // The step of the test above, as a rank records it: five begins in whole
+  // nanoseconds (the fetch before the step negative) on thread 2.
+  model::StepRecord r;
+  r.step = 1;
+  r.ts = 1.7e9;
+  for (std::size_t e = 0; e < model::kEventCount; ++e)
+    r.events.set(static_cast<Event>(e), {1.0, std::nullopt});
+  const std::int64_t begins_ns[] = {-1000001, 0, 250000, 1500000, 20123456};
+  for (std::size_t e = 0; e + 1 < model::kEventCount; ++e)
+    r.events.set_begin(static_cast<Event>(e), double(begins_ns[e]) * 1e-6);
+  r.thread = 2;
+  StepBlockEncoder e;
+  e.add(r);
+  // The flags take 2 bytes more (bits up to 25); the begins' zigzag
+  // varints 3 + 1 + 3 + 4 + 4 bytes; the thread 1.
+  EXPECT_EQ(e.bytes().size(), 1u + 59u + 2u + 15u + 1u);
+  const auto back = decode(e, 0);
+  ASSERT_EQ(back.size(), 1u);
+  testing::expect_same(r, back[0], "step");
+  EXPECT_EQ(back[0].events.begin_ms(Event::InputWait), -1000001 * 1e-6);
+
+  // One begin that is not a whole nanosecond: every begin as 8 bytes.
+  r.events.set_begin(Event::H2D, 0.1234567891);
+  e.clear();
+  e.add(r);
+  EXPECT_EQ(e.bytes().size(), 1u + 59u + 2u + 5u * 8u + 1u);
+  testing::expect_same(r, decode(e, 0)[0], "step");
+}
+
+TEST(StepBlock, BlocksOfCodecOneStillReadAndMayNotUseTheNewFlags) {
+  // A codec 1 block, as schema-version-2 databases before begins hold it:
+  // the same row bytes behind the codec byte 1.
+  model::StepRecord r;
+  r.step = 4;
+  r.ts = 1.7e9;
+  r.events.set(Event::Forward, {2.0, std::nullopt});
+  StepBlockEncoder e;
+  e.add(r);
+  std::string old_block = e.bytes();
+  old_block[0] = 1;
+  StepBlockDecoder d(old_block, 5, 1);
+  model::StepRecord back;
+  ASSERT_TRUE(d.next(back));
+  EXPECT_EQ(back.step, 4);
+  EXPECT_EQ(back.global_rank, 5);
+  EXPECT_EQ(back.events.begin_mask(), 0u);
+  // The same with a begin: codec 1 does not define the flag.
+  r.events.set_begin(Event::Forward, 0.5);
+  e.clear();
+  e.add(r);
+  old_block = e.bytes();
+  old_block[0] = 1;
+  try {
+    StepBlockDecoder old(old_block, 5, 1);
+    old.next(back);
+    FAIL() << "a begin read from a codec 1 block";
+  } catch (const StepBlockError& err) {
+    EXPECT_NE(std::string(err.what()).find("block codec 1 does not define"), std::string::npos)
+        << err.what();
+  }
+  // Codec 3 is not known yet.
+  old_block[0] = 3;
+  EXPECT_THROW(StepBlockDecoder(old_block, 5, 1), StepBlockError);
+}
+
+TEST(StepBlock, BeginsAndThreadsOutOfRangeAreRefused) {
+  model::StepRecord r;
+  r.step = 1;
+  r.events.set(Event::Forward, {2.0, std::nullopt});
+  r.events.set_begin(Event::Forward, 0.5);
+  r.thread = 1;
+  StepBlockEncoder e;
+  e.add(r);
+  const std::string good = e.bytes();
+  // The row ends: ... begin varint zigzag(500000) = 3 bytes, thread 01.
+  ASSERT_EQ(good.back(), 1);
+  std::string zero_thread = good;
+  zero_thread.back() = 0;  // the flag says a thread other than 0
+  EXPECT_THROW(
+      {
+        StepBlockDecoder d(zero_thread, 0, 1);
+        d.next(r);
+      },
+      StepBlockError);
+  // A begin beyond the checks' bound, stored as a real: refused by check_step.
+  r.events.set_begin(Event::Forward, 2e9);
+  e.clear();
+  e.add(r);
+  try {
+    StepBlockDecoder d(e.bytes(), 0, 1);
+    d.next(r);
+    FAIL() << "a begin of 2e9 ms read back";
+  } catch (const StepBlockError& err) {
+    EXPECT_NE(std::string(err.what()).find("begin_ms"), std::string::npos) << err.what();
+  }
+}
+
 TEST(StepBlock, EveryCutOfABlockIsRefusedWithoutReadingPastIt) {
   std::mt19937_64 rng(7);
   const auto steps = random_steps(rng, 40);
@@ -138,6 +249,35 @@ TEST(StepBlock, EveryCutOfABlockIsRefusedWithoutReadingPastIt) {
           << cut;
     }
   }
+}
+
+// fuzz_step_block's seed of a block with begins and threads: its input is
+// the block's rows (u16, little-endian), its rank (u8), then its bytes. The
+// committed seed is what today's encoder writes; TRACEML_UPDATE_GOLDEN=1
+// rewrites it.
+TEST(StepBlock, TheFuzzSeedWithBeginsIsTheEncodersBytes) {
+  std::mt19937_64 rng(15);
+  StepBlockEncoder e;
+  unsigned begins = 0, threads = 0;
+  for (const auto& r : random_steps(rng, 12)) {
+    e.add(r);
+    begins += r.events.begin_mask() != 0;
+    threads += r.thread != 0;
+  }
+  ASSERT_GT(begins, 0u);  // the seed exercises what codec 2 added
+  ASSERT_GT(threads, 0u);
+  std::string seed = {char(e.rows()), char(0), char(3)};
+  seed += e.bytes();
+  const auto path = std::filesystem::path(TRACEML_TEST_DATA_DIR) / "fuzz" / "corpus" /
+                    "fuzz_step_block" / "timeline.bin";
+  if (std::getenv("TRACEML_UPDATE_GOLDEN") != nullptr) {
+    std::ofstream(path, std::ios::binary) << seed;
+    GTEST_SKIP() << "seed rewritten";
+  }
+  std::ifstream in(path, std::ios::binary);
+  ASSERT_TRUE(in) << path << " missing; run with TRACEML_UPDATE_GOLDEN=1";
+  const std::string stored((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(stored, seed);
 }
 
 }  // namespace

@@ -49,13 +49,17 @@ inline void expect_same(const model::StepEvents& a, const model::StepEvents& b,
     EXPECT_EQ(a.has(e), b.has(e)) << where << " " << model::event_name(e);
     EXPECT_EQ(a.cpu_ms(e), b.cpu_ms(e)) << where << " " << model::event_name(e);
     EXPECT_EQ(a.gpu_ms(e), b.gpu_ms(e)) << where << " " << model::event_name(e);
+    EXPECT_EQ(a.begin_ms(e), b.begin_ms(e)) << where << " " << model::event_name(e) << " begin";
   }
 }
 
 template <class R>
 void expect_same(const R& a, const R& b, const std::string& where) {
   expect_same_fields(a, b, where);
-  if constexpr (std::is_same_v<R, model::StepRecord>) expect_same(a.events, b.events, where);
+  if constexpr (std::is_same_v<R, model::StepRecord>) {
+    expect_same(a.events, b.events, where);
+    EXPECT_EQ(a.thread, b.thread) << where << " .thread";
+  }
 }
 
 /// Every element of two record lists, in order.

@@ -352,7 +352,9 @@ void expect_same_step(const model::StepRecord& a, const model::StepRecord& b) {
     const auto e = static_cast<Event>(i);
     EXPECT_TRUE(same(a.events.cpu_ms(e), b.events.cpu_ms(e))) << i;
     EXPECT_TRUE(same(a.events.gpu_ms(e), b.events.gpu_ms(e))) << i;
+    EXPECT_TRUE(same(a.events.begin_ms(e), b.events.begin_ms(e))) << i;
   }
+  EXPECT_EQ(a.thread, b.thread);
 }
 
 TEST(RecordCodec, StepLayoutIsPinned) {
@@ -513,6 +515,76 @@ TEST(RecordCodec, StepGpuActivityMalformedIsRejected) {
   Bytes plain = encode_step(step_with({}));
   plain[20] = 0x80;
   EXPECT_FALSE(decode_step(plain));
+}
+
+TEST(RecordCodec, StepTimelineBlockLayoutIsPinned) {
+  // The step of StepLayoutIsPinned, begun 0.5 ms into the traced step, on
+  // thread 2: bit 6 of the event mask (04 | 40 = 44), then after the event
+  // values u16 thread 0200, u8 begin mask 04, f64 0.5 = 0x3FE0000000000000.
+  model::StepRecord s;
+  s.global_rank = 1;
+  s.step = 2;
+  s.thread = 2;
+  s.events.set(Event::Forward, {1.0, std::nullopt});
+  s.events.set_begin(Event::Forward, 0.5);
+  const Bytes expected = {1, 0,    0,    0, 2, 0, 0,    0, 0, 0, 0, 0, 0,    0,
+                          0, 0,    0,    0, 0, 0, 0x44, 4, 0, 0, 0, 0, 0,    0,
+                          0, 0xF0, 0x3F, 2, 0, 4, 0,    0, 0, 0, 0, 0, 0xE0, 0x3F};
+  EXPECT_EQ(encode_step(s), expected);
+  const auto back = decode_step(expected);
+  ASSERT_TRUE(back);
+  expect_same_step(s, *back);
+
+  // Thread alone, begins alone, and both with a GPU activity block after.
+  model::StepRecord t = step_with({{Event::InputWait, {2.0, {}}},
+                                   {Event::Forward, {1.0, 3.0}},
+                                   {Event::TracedStepTime, {6.0, 5.5}}});
+  t.thread = 65535;
+  EXPECT_EQ(encode_step(t).size(), encode_step(step_with({})).size() + 5 * 8 + 3);
+  t.events.set_begin(Event::InputWait, -2.5);  // before the step: a fetch for it
+  t.events.set_begin(Event::Forward, kExtremes[3]);
+  t.gpu_activity = activity_sample();
+  for (const int thread : {0, 7, 65535}) {
+    t.thread = thread;
+    const auto again = decode_step(encode_step(t));
+    ASSERT_TRUE(again) << thread;
+    expect_same_step(t, *again);
+    expect_same_activity(t.gpu_activity, again->gpu_activity);
+  }
+}
+
+TEST(RecordCodec, StepTimelineBlockMalformedIsRejected) {
+  model::StepRecord s =
+      step_with({{Event::H2D, {1.0, 3.0}}, {Event::TracedStepTime, {5.0, std::nullopt}}});
+  s.events.set_begin(Event::H2D, 0.25);
+  s.thread = 1;
+  const Bytes good = encode_step(s);
+  ASSERT_TRUE(decode_step(good));
+  for (std::size_t n = 0; n < good.size(); ++n)
+    EXPECT_FALSE(decode_step(Bytes(good.begin(), good.begin() + long(n)))) << n;
+  // Where the block sits: after the values (3 of 8 bytes), thread then mask.
+  const std::size_t block = good.size() - 8 - 3;
+  ASSERT_EQ(good[block], 1);
+  ASSERT_EQ(good[block + 2], 1u << unsigned(Event::H2D));
+  // A begin on an event that was not measured (forward), and one of the
+  // traced step itself.
+  Bytes unmeasured = good;
+  unmeasured[block + 2] = std::uint8_t(1u << unsigned(Event::Forward));
+  EXPECT_FALSE(decode_step(unmeasured));
+  Bytes traced = good;
+  traced[block + 2] = std::uint8_t(1u << unsigned(Event::TracedStepTime));
+  EXPECT_FALSE(decode_step(traced));
+  // An empty block (thread 0, no begin) is not what an encoder writes.
+  model::StepRecord plain = step_with({{Event::Forward, {1.0, {}}}});
+  Bytes empty = encode_step(plain);
+  empty[20] = std::uint8_t(empty[20] | 0x40);
+  empty.insert(empty.end(), {0, 0, 0});
+  EXPECT_FALSE(decode_step(empty));
+  // The same block saying thread 3 is fine.
+  empty[empty.size() - 3] = 3;
+  const auto three = decode_step(empty);
+  ASSERT_TRUE(three);
+  EXPECT_EQ(three->thread, 3);
 }
 
 TEST(RecordCodec, GpuOnlyTimingRoundTrips) {
@@ -767,7 +839,7 @@ TEST(RecordCodec, MalformedPayloadsAreRejected) {
   step[20] = 0x00;
   step[21] = 0x01;
   EXPECT_FALSE(decode_step(step));
-  step[20] = 0x40;
+  step[20] = 0x40;  // a timeline block that is not there: short
   step[21] = 0x00;
   EXPECT_FALSE(decode_step(step));
 
@@ -786,8 +858,8 @@ TEST(Hello, LayoutAndRoundTrip) {
   Hello h;
   h.token = "ab";
   h.identity.global_rank = 2;
-  // u16 version 2, str "ab", identity: i32 2, presence 0.
-  EXPECT_EQ(encode_hello(h), (Bytes{2, 0, 2, 0, 'a', 'b', 2, 0, 0, 0, 0}));
+  // u16 version 3, str "ab", identity: i32 2, presence 0.
+  EXPECT_EQ(encode_hello(h), (Bytes{3, 0, 2, 0, 'a', 'b', 2, 0, 0, 0, 0}));
   for (unsigned mask = 0; mask < 32; ++mask) {
     h.protocol_version = std::uint16_t(mask * 2000);
     h.token = std::string(mask * 3, char('a' + mask));
@@ -834,14 +906,17 @@ TEST(Hello, CheckAcceptsOnlyThisProtocolAndToken) {
   EXPECT_TRUE(check_hello(empty, "").ok());
   EXPECT_EQ(check_hello(empty, "t").reason.value_or(""), wrong);
 
-  // Version 1 ranks (no heartbeats) are still taken; 0 and 3 are not.
-  h.protocol_version = 1;
-  EXPECT_TRUE(check_hello(h, "s3cret-token").ok());
-  for (const int v : {0, 3}) {
+  // Version 1 ranks (no heartbeats) and 2 (no timeline block) are still
+  // taken; 0 and 4 are not.
+  for (const int v : {1, 2}) {
+    h.protocol_version = std::uint16_t(v);
+    EXPECT_TRUE(check_hello(h, "s3cret-token").ok()) << v;
+  }
+  for (const int v : {0, 4}) {
     h.protocol_version = std::uint16_t(v);
     EXPECT_EQ(
         check_hello(h, "s3cret-token").reason.value_or(""),
-        "protocol version " + std::to_string(v) + " is not supported (this build speaks 1 to 2)");
+        "protocol version " + std::to_string(v) + " is not supported (this build speaks 1 to 3)");
   }
 }
 
@@ -939,6 +1014,9 @@ std::vector<std::pair<std::string, Bytes>> corpus_seeds() {
                                       {Event::OptimizerStep, {0.75, 0.7}},
                                       {Event::TracedStepTime, {6.0, 5.5}}});
   step.gpu_activity = activity_sample();
+  step.events.set_begin(Event::InputWait, -0.5);
+  step.events.set_begin(Event::Forward, 0.25);
+  step.thread = 1;
   model::SystemSample sys;
   sys.node_rank = 1;
   sys.ts = 1.7e9;

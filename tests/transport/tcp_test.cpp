@@ -321,8 +321,8 @@ TEST(TcpTest, OtherProtocolVersionIsRejected) {
   Recorder rec;
   TcpServer server(options(), rec);
   server.start();
-  EXPECT_EQ(rejection_of(server, rec, hello_frame(kToken, 0, 3)),
-            "protocol_version: protocol version 3 is not supported (this build speaks 1 to 2)");
+  EXPECT_EQ(rejection_of(server, rec, hello_frame(kToken, 0, 4)),
+            "protocol_version: protocol version 4 is not supported (this build speaks 1 to 3)");
 }
 
 // Ranks built against protocol 1 (no heartbeats) still connect.
