@@ -165,8 +165,11 @@ void add_metric(Section& s, const char* name, const std::optional<MetricStat>& s
 
 }  // namespace
 
-Section analyze_step_time(const model::Telemetry& t, const Options& o) {
-  const StepWindow w = build_step_window(t, o.window);
+Section analyze_step_time(const model::Telemetry& t, const Options& o,
+                          std::shared_ptr<const StepWindow>* window) {
+  const auto shared = std::make_shared<const StepWindow>(build_step_window(t, o.window));
+  if (window != nullptr) *window = shared;
+  const StepWindow& w = *shared;
   Section s;
   s.name = "step_time";
   SeriesCache series(w);

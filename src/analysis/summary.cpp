@@ -313,7 +313,7 @@ Summary summarize(const model::Telemetry& t, const Options& o) {
   // Spec §5.1: sections are built in this order.
   s.system = guarded("system", [&] { return analyze_system(t, o); });
   s.process = guarded("process", [&] { return analyze_process(t, o); });
-  s.step_time = guarded("step_time", [&] { return analyze_step_time(t, o); });
+  s.step_time = guarded("step_time", [&] { return analyze_step_time(t, o, &s.step_window); });
   s.step_memory = guarded("step_memory", [&] { return analyze_step_memory(t, o); });
   add_gpu_idle(s.system, s.step_time);
   s.duration_s = s.step_time.metadata.duration_s;

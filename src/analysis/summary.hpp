@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -11,6 +12,8 @@
 #include "model/telemetry.hpp"
 
 namespace traceml::analysis {
+
+struct StepWindow;
 
 struct Options {
   /// Latest aligned steps / samples per rank analysed (TraceML's summary_window_rows).
@@ -50,11 +53,17 @@ struct Summary {
   Section process;
   Section step_time;
   Section step_memory;
+  /// The aligned steps the step-time section was diagnosed on (views into
+  /// the telemetry, which must outlive it), for reports that draw the same
+  /// steps without aligning them again; null when the section failed.
+  std::shared_ptr<const StepWindow> step_window;
 };
 
 Section analyze_system(const model::Telemetry& t, const Options& o);
 Section analyze_process(const model::Telemetry& t, const Options& o);
-Section analyze_step_time(const model::Telemetry& t, const Options& o);
+/// `window`, when given, receives the aligned steps the section was built on.
+Section analyze_step_time(const model::Telemetry& t, const Options& o,
+                          std::shared_ptr<const StepWindow>* window = nullptr);
 Section analyze_step_memory(const model::Telemetry& t, const Options& o);
 
 /// Spec §4.5: promotes the step-time finding, or explains why there is none.

@@ -405,7 +405,8 @@ struct Collector::Impl final : transport::ServerHandler {
       // Stalls are caught in every display mode, not only while a live view
       // looks: the board is classified here at least every commit interval.
       if (now - last_board >= kBoardInterval) {
-        refresh_board(now);
+        refresh_medians();
+        board.update(now);
         last_board = now;
       }
       if (now - last_commit >= kCommitInterval) {
@@ -434,11 +435,10 @@ struct Collector::Impl final : transport::ServerHandler {
   }
 
   /// Gives the board each rank's median step (its stall yardstick) from the
-  /// latest rows, then classifies the ranks. Returns the latest rows.
-  store::RunData refresh_board(LiveClock::time_point now, std::int64_t rows = kLiveRows) {
+  /// latest rows. Returns the latest rows.
+  store::RunData refresh_medians(std::int64_t rows = kLiveRows) {
     store::RunData latest = state.latest(rows);
     board.set_median_steps(median_steps(latest));
-    board.update(now);
     return latest;
   }
 
@@ -637,9 +637,10 @@ store::RunData Collector::snapshot() const {
 LiveStatus Collector::live(std::int64_t rows) {
   const auto now = LiveClock::now();
   LiveStatus s;
-  s.latest = impl_->refresh_board(now, rows);
-  s.ranks = impl_->board.update(now);
-  s.stalls = impl_->board.stalls(now);
+  s.latest = impl_->refresh_medians(rows);
+  LiveBoard::Snapshot board = impl_->board.snapshot(now);
+  s.ranks = std::move(board.ranks);
+  s.stalls = std::move(board.stalls);
   s.invalid_records = impl_->invalid_records.load(std::memory_order_relaxed);
   s.rejected_connections = impl_->rejected.load(std::memory_order_relaxed);
   return s;

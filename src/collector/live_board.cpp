@@ -14,12 +14,6 @@ bool stopped(RankCondition c) {
   return c == RankCondition::Stalled || c == RankCondition::Silent;
 }
 
-/// The step a rank is in or about to begin.
-std::int64_t current_step(const RankLive& r) {
-  const std::int64_t done = r.position ? std::max(r.position->steps_done, r.max_step) : r.max_step;
-  return done + 1;
-}
-
 }  // namespace
 
 const char* condition_name(RankCondition c) {
@@ -81,9 +75,7 @@ void LiveBoard::heartbeat(const model::RankPosition& p, LiveClock::time_point no
   k.last_heard = now;
   // Steps past --trace-max-steps send no record: the heartbeat's count
   // still shows them advancing.
-  const std::int64_t known =
-      std::max(k.live.max_step, k.live.position ? k.live.position->steps_done : 0);
-  if (p.steps_done > known) k.step_advanced = now;
+  if (p.steps_done > k.live.steps_done()) k.step_advanced = now;
   k.live.position = p;
 }
 
@@ -131,7 +123,7 @@ void LiveBoard::classify(Rank& k, LiveClock::time_point now) {
       }
       model::Stall s;
       s.global_rank = l.global_rank;
-      s.step = current_step(l);
+      s.step = l.current_step();
       if (l.position) s.phase = l.position->phase;
       // From the moment it stopped, not from when the rule noticed it.
       s.start = unix_at(next == RankCondition::Silent ? k.last_heard : k.step_advanced);
@@ -161,6 +153,18 @@ void LiveBoard::classify(Rank& k, LiveClock::time_point now) {
 
 std::vector<RankLive> LiveBoard::update(LiveClock::time_point now) {
   std::lock_guard<std::mutex> lk(mu_);
+  return update_locked(now);
+}
+
+LiveBoard::Snapshot LiveBoard::snapshot(LiveClock::time_point now) {
+  std::lock_guard<std::mutex> lk(mu_);
+  Snapshot s;
+  s.ranks = update_locked(now);
+  s.stalls = stalls_;
+  return s;
+}
+
+std::vector<RankLive> LiveBoard::update_locked(LiveClock::time_point now) {
   for (Rank& k : ranks_)
     classify(k, now);
   // Who the others wait for: ranks stuck in a collective phase while exactly
@@ -186,8 +190,8 @@ std::vector<RankLive> LiveBoard::update(LiveClock::time_point now) {
 }
 
 std::vector<model::Stall> LiveBoard::stalls(LiveClock::time_point now) {
-  update(now);
   std::lock_guard<std::mutex> lk(mu_);
+  update_locked(now);
   return stalls_;
 }
 

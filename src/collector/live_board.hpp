@@ -5,6 +5,7 @@
 // into a Stall that the run's summary lists (docs/live.md).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -38,6 +39,14 @@ struct RankLive {
   double quiet_s = 0.0;              ///< seconds since anything arrived from the rank
   double stuck_s = 0.0;              ///< seconds since its step last advanced
   std::int64_t records_dropped = 0;  ///< the tracer's own count, as last reported
+
+  /// Steps the rank has finished: its records' or its heartbeat's count,
+  /// whichever is ahead (steps past --trace-max-steps send no record).
+  [[nodiscard]] std::int64_t steps_done() const {
+    return position ? std::max(position->steps_done, max_step) : max_step;
+  }
+  /// The step the rank is in or about to begin.
+  [[nodiscard]] std::int64_t current_step() const { return steps_done() + 1; }
 };
 
 /// When the rules call a rank stalled or silent.
@@ -74,6 +83,13 @@ class LiveBoard {
   /// to `now`.
   std::vector<model::Stall> stalls(LiveClock::time_point now);
 
+  /// update() and stalls() at one `now`, under one lock (a live refresh).
+  struct Snapshot {
+    std::vector<RankLive> ranks;
+    std::vector<model::Stall> stalls;
+  };
+  Snapshot snapshot(LiveClock::time_point now);
+
   /// The most stalls kept; later ones are only counted (a rank that flaps
   /// between stalled and running must not grow the collector).
   static constexpr std::size_t kMaxStalls = 256;
@@ -90,6 +106,7 @@ class LiveBoard {
   };
   Rank& rank(int r);
   void classify(Rank& r, LiveClock::time_point now);
+  std::vector<RankLive> update_locked(LiveClock::time_point now);
   double unix_at(LiveClock::time_point t) const;
 
   std::mutex mu_;

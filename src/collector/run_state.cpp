@@ -427,7 +427,9 @@ class RunState::Unlocked final : public store::RunSink {
     if (!analysis::is_step_row(r)) return;  // no section reads it
     m_.step_ids.add(r.step);
     auto& log = m_.rank(r.global_rank).steps;
-    log.push_back(r);
+    // Phase begins and threads only draw a timeline, which is made from the
+    // database: the run in memory is for the analysis and leaves them out.
+    log.push_back(r, /*timeline=*/false);
     if (log.size() >= compact_at(m_.step_keep)) compact_steps(log, m_.step_keep);
   }
 

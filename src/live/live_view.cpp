@@ -146,7 +146,7 @@ std::string rank_line(const RankRow& r, const Paint& paint, int bar_width) {
   }
   std::string line = rank_name(l);
   line.resize(std::max<std::size_t>(line.size() + 1, 9), ' ');
-  line += fmt("step %7.0f", double(std::max(l.max_step, l.position ? l.position->steps_done : 0)));
+  line += fmt("step %7.0f", double(l.steps_done()));
   line += r.last_ms ? fmt("  last %8.1f ms", *r.last_ms) : std::string("  last        - ms");
   line += r.median_ms ? fmt("  med %8.1f ms", *r.median_ms) : std::string("  med        - ms");
   const double whole =
@@ -180,8 +180,7 @@ std::string condition_text(const collector::RankLive& r) {
   const std::string name = rank_name(r);
   const std::optional<model::LoopPhase> phase =
       r.position ? std::optional<model::LoopPhase>(r.position->phase) : std::nullopt;
-  const std::int64_t step =
-      std::max(r.max_step, r.position ? r.position->steps_done : std::int64_t{0}) + 1;
+  const std::int64_t step = r.current_step();
   switch (r.condition) {
     case RankCondition::Silent:
       return name + " silent " + duration_text(r.quiet_s) + " (last: " + where_text(step, phase) +

@@ -23,14 +23,14 @@ void StepChunk::put_activity(std::size_t i, const StepGpuActivity& a) {
 
 // A row is counted (rows_) only once written: a column that cannot be
 // allocated leaves the chunk as it was.
-void StepChunk::push(const StepRecord& r) {
+void StepChunk::push(const StepRecord& r, bool timeline) {
   const std::size_t i = rows_;
   rank_[i] = r.global_rank;
   step_[i] = r.step;
   ts_[i] = r.ts;
   const unsigned cpu = r.events.cpu_mask();
   const unsigned gpu = r.events.gpu_mask();
-  const unsigned begins = r.events.begin_mask();
+  const unsigned begins = timeline ? r.events.begin_mask() : 0u;
   mask_[i] =
       r.events.event_mask() | (cpu << kCpuShift) | (gpu << kGpuShift) | (begins << kBeginShift);
   for (std::size_t e = 0; e < kEventCount; ++e) {
@@ -38,7 +38,7 @@ void StepChunk::push(const StepRecord& r) {
     if (((gpu >> e) & 1u) != 0) put(gpu_[e], i, r.events.gpu_values()[e]);
     if (((begins >> e) & 1u) != 0) put(begin_[e], i, r.events.begin_values()[e]);
   }
-  put_thread(i, r.thread);
+  put_thread(i, timeline ? r.thread : 0);
   if (r.gpu_activity) put_activity(i, *r.gpu_activity);
   rows_ = std::uint32_t(i + 1);
 }
@@ -121,8 +121,8 @@ StepChunk& StepLog::tail() {
   return *chunks_.back();
 }
 
-void StepLog::push_back(const StepRecord& r) {
-  tail().push(r);
+void StepLog::push_back(const StepRecord& r, bool timeline) {
+  tail().push(r, timeline);
   ++size_;
 }
 

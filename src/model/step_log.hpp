@@ -28,8 +28,10 @@ class StepChunk {
   [[nodiscard]] std::size_t size() const { return rows_; }
   [[nodiscard]] bool full() const { return rows_ == kRows; }
 
-  /// Appends a row; the chunk must not be full.
-  void push(const StepRecord& r);
+  /// Appends a row; the chunk must not be full. Without `timeline`, the
+  /// row's phase begins and thread are left out (they read as absent and 0):
+  /// what only a timeline draws need not be held by a store for the analysis.
+  void push(const StepRecord& r, bool timeline = true);
   /// Appends row `i` of `src`, column by column.
   void push_row(const StepChunk& src, std::size_t i);
   /// Row `i` as a record.
@@ -153,7 +155,8 @@ class StepLog {
     std::size_t row_ = 0;
   };
 
-  void push_back(const StepRecord& r);
+  /// Appends `r`; `timeline` as for StepChunk::push.
+  void push_back(const StepRecord& r, bool timeline = true);
   /// Appends row `i` of `c` without going through a StepRecord.
   void push_row(const StepChunk& c, std::size_t i);
   /// Appends every row of `other`, sharing its chunks.

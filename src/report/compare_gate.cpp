@@ -5,6 +5,7 @@
 
 #include "analysis/number_format.hpp"
 #include "report/compare_noise.hpp"
+#include "report/html_text.hpp"
 #include "report/json_read.hpp"
 #include "report/text_format.hpp"
 
@@ -185,34 +186,11 @@ Json gate_json(const std::vector<GateCheck>& checks) {
 }
 
 std::string xml_escape(const std::string& s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char ch : s) {
-    switch (ch) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&apos;";
-        break;
-      default:
-        // XML 1.0 forbids most control characters even when escaped.
-        if (static_cast<unsigned char>(ch) < 0x20 && ch != '\n' && ch != '\t' && ch != '\r')
-          out += ' ';
-        else
-          out += ch;
-    }
-  }
-  return out;
+  // XML 1.0 forbids most control characters even when escaped.
+  std::string clean = s;
+  for (char& ch : clean)
+    if (static_cast<unsigned char>(ch) < 0x20 && ch != '\n' && ch != '\t' && ch != '\r') ch = ' ';
+  return escape_markup(clean, "&apos;");
 }
 
 std::string junit_xml(const std::vector<GateCheck>& checks, const std::string& suite) {

@@ -17,6 +17,7 @@ FinalSummary build_final_summary(const analysis::Summary& s, const std::string& 
                                  const std::string& run_dir, const std::string& html_hint) {
   FinalSummary f;
   f.json = summary_json(s, generated_at, tracer);
+  f.step_window = s.step_window;
   if (run) f.json["run"] = *run;
   f.text_options.evidence_hint = evidence_hint;
   f.text_options.run_dir = run_dir;
@@ -45,6 +46,7 @@ void write_run_report(FinalSummary& f, const std::string& dir, const model::Tele
       fs::create_directories(dir, ec);
       HtmlOptions opts;
       opts.run_dir = f.text_options.run_dir;
+      opts.step_window = f.step_window.get();
       write_file_atomic((fs::path(dir) / "final_summary.html").string(),
                         render_html(f.json, telemetry, opts));
     } catch (const std::exception& e) {

@@ -3,6 +3,7 @@
 // directory.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -20,6 +21,9 @@ struct FinalSummary {
   /// Why final_summary.html was not written (one line), for a warning;
   /// absent when it was, or when none was asked for.
   std::optional<std::string> html_error;
+  /// The diagnosis's aligned steps (analysis::Summary::step_window), which
+  /// the page's plots draw from.
+  std::shared_ptr<const analysis::StepWindow> step_window;
 };
 
 /// Builds the summary JSON and its text. `generated_at` as for summary_json;
@@ -41,8 +45,9 @@ FinalSummary build_final_summary(const analysis::Summary& s, const std::string& 
 void write_final_summary(const FinalSummary& f, const std::string& dir);
 
 /// write_final_summary, and first DIR/final_summary.html when `f` names one
-/// (its html_hint): the page of f.json with the plots of `telemetry` (the
-/// run the summary was made from; nullptr: no plots). The page is an extra
+/// (its html_hint): the page of f.json with the plots of `telemetry`, which
+/// must be the run the summary was made from (its f.step_window points into
+/// it); nullptr: no plots. The page is an extra
 /// and never costs the summary: when it cannot be rendered or written, f's
 /// text is rendered again without naming it, the reason goes to
 /// f.html_error, and the JSON and text are written all the same. Throws

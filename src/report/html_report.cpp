@@ -126,7 +126,7 @@ std::string render_html(const Json& summary, const model::Telemetry* data,
       escape_html(unwrap(meta_lines(run))) + "</p></header>\n";
   html += verdict_html(run, opts);
   if (data != nullptr) {
-    html += plots_html(plot_data(run, *data), slow_window(run));
+    html += plots_html(plot_data(run, *data, opts.step_window), slow_window(run));
   } else {
     html +=
         "<section id=\"plots\" class=\"absent\">\n<h2>Plots</h2>\n<p class=\"note\">Plots need the "

@@ -9,12 +9,19 @@
 #include "model/telemetry.hpp"
 #include "report/summary_json.hpp"
 
+namespace traceml::analysis {
+struct StepWindow;
+}
+
 namespace traceml::report {
 
 struct HtmlOptions {
   /// The run directory as the report names it (TextOptions::run_dir), for
   /// the command of the slow window; empty: "RUN_DIR".
   std::string run_dir;
+  /// The diagnosis's alignment of the run's steps (analysis::Summary::
+  /// step_window), which the plots reuse; null: they align the steps again.
+  const analysis::StepWindow* step_window = nullptr;
 };
 
 /// The page of `summary` (a final_summary.json object; every read of it is

@@ -4,8 +4,7 @@
 
 namespace traceml::report {
 
-std::string escape_html(std::string_view raw) {
-  const std::string s = model::escape_for_terminal(raw);
+std::string escape_markup(std::string_view s, std::string_view apostrophe) {
   std::string out;
   out.reserve(s.size() + s.size() / 8);
   for (const char c : s) {
@@ -23,13 +22,17 @@ std::string escape_html(std::string_view raw) {
         out += "&quot;";
         break;
       case '\'':
-        out += "&#39;";
+        out += apostrophe;
         break;
       default:
         out += c;
     }
   }
   return out;
+}
+
+std::string escape_html(std::string_view raw) {
+  return escape_markup(model::escape_for_terminal(raw), "&#39;");
 }
 
 }  // namespace traceml::report

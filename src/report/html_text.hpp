@@ -13,4 +13,10 @@ namespace traceml::report {
 /// Newlines and tabs are kept.
 std::string escape_html(std::string_view s);
 
+/// The five markup characters of `s` as entities, the apostrophe as
+/// `apostrophe` ("&#39;" in HTML, "&apos;" in XML); every other byte as it
+/// is. The one escaper of HTML pages and JUnit XML: callers clean what else
+/// their format forbids first.
+std::string escape_markup(std::string_view s, std::string_view apostrophe);
+
 }  // namespace traceml::report

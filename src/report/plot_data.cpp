@@ -265,7 +265,8 @@ std::vector<double> bucket_max(const std::vector<double>& v, const Buckets& b) {
   return out;
 }
 
-PlotData plot_data(const SummaryView& run, const model::Telemetry& t) {
+PlotData plot_data(const SummaryView& run, const model::Telemetry& t,
+                   const analysis::StepWindow* window) {
   PlotData out;
   out.window =
       json_read::integer(json_read::path(run.step_time, {"global", "window", "window_size"}))
@@ -274,7 +275,9 @@ PlotData plot_data(const SummaryView& run, const model::Telemetry& t) {
   for (const auto& r : t.ranks)
     ids[r.global_rank] = &r;  // the later record wins, as everywhere
 
-  const analysis::StepWindow w = analysis::build_step_window(t, out.window);
+  std::optional<analysis::StepWindow> built;
+  if (window == nullptr) window = &built.emplace(analysis::build_step_window(t, out.window));
+  const analysis::StepWindow& w = *window;
   out.clock = analysis::clock_name(w.clock);
   out.steps = w.steps;
   out.columns = make_buckets(w.steps.size());

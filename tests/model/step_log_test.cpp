@@ -37,7 +37,11 @@ StepRecord varied(std::uint32_t seed) {
       default:
         r.events.set(Event(e), {double(rng() % 1000) / 3.0, double(rng() % 1000) / 7.0});
     }
+    // Some CPU values with where they began (negative: before the step).
+    if (e + 1 < kEventCount && r.events.cpu_ms(Event(e)) && rng() % 2 == 0)
+      r.events.set_begin(Event(e), double(int(rng() % 2000) - 500) / 9.0);
   }
+  if (rng() % 4 == 0) r.thread = int(rng() % 65536);
   if (rng() % 3 == 0) {
     StepGpuActivity a;
     a.h2d_ms = 1.25;
@@ -159,6 +163,31 @@ TEST(StepLog, AMovedFromLogIsEmpty) {
   log.push_back(varied(3));
   EXPECT_EQ(log.size(), 1u);
   testing::expect_same(log[0], varied(3), "reused");
+}
+
+TEST(StepLog, BeginsAndThreadsAreKeptOnlyWhenATimelineWantsThem) {
+  StepLog with, without;
+  std::size_t begins = 0, threads = 0;
+  for (std::uint32_t i = 0; i < 3000; ++i) {  // across chunks; some rows name threads
+    const StepRecord r = varied(i);
+    begins += r.events.begin_mask() != 0;
+    threads += r.thread != 0;
+    with.push_back(r);
+    without.push_back(r, /*timeline=*/false);
+  }
+  ASSERT_GT(begins, 0u);
+  ASSERT_GT(threads, 0u);
+  for (std::size_t i = 0; i < with.size(); ++i) {
+    const StepRecord r = varied(std::uint32_t(i));
+    testing::expect_same(with[i], r, "row " + std::to_string(i));
+    StepRecord bare = r;
+    for (std::size_t e = 0; e < kEventCount; ++e)
+      bare.events.set_begin(Event(e), std::nullopt);
+    bare.thread = 0;
+    testing::expect_same(without[i], bare, "row " + std::to_string(i));
+  }
+  // Without them, the log holds no begin column and no thread column.
+  EXPECT_LT(without.bytes() + 5 * 3 * StepChunk::kRows * sizeof(double), with.bytes());
 }
 
 TEST(StepLog, PushRowCopiesColumnsExactly) {

@@ -104,6 +104,10 @@ TEST(HtmlReport, AStragglerRunHasTheVerdictAndEveryPlot) {
             std::string::npos);
   // A pure function of its input.
   EXPECT_EQ(render_html(f.json, &t, {"logs/run"}), page);
+  // Drawn from the diagnosis's own alignment of the steps (as at the end of
+  // a run), the page is the same.
+  ASSERT_TRUE(f.step_window);
+  EXPECT_EQ(render_html(f.json, &t, {"logs/run", f.step_window.get()}), page);
 }
 
 TEST(HtmlReport, StallsTheRunRecordedAreMarkedAtTheirStepAndTime) {

@@ -1,7 +1,7 @@
 // The public API end to end inside one process: init() in standalone mode,
 // the scopes over a vector, a custom iterator with a sentinel, a custom loop
-// with FetchScope, an exception, shutdown(); then what reached the run
-// database and the summary.
+// with FetchScope, steps on a second thread, an exception, shutdown(); then
+// what reached the run database (begins, threads) and the summary.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -72,6 +72,13 @@ TEST(PublicApi, ScopesOverRangesCustomLoopsAndExceptionsReachTheSummary) {
     }
     traceml::StepScope step;
   }
+  std::thread([] {  // steps 36-38 on a second thread: its own track in a timeline
+    for (int i = 0; i < 3; ++i) {
+      traceml::StepScope step;
+      TRACEML_PHASE(Forward);
+    }
+  })
+      .join();
   try {
     traceml::StepScope step;  // left by an exception: not a step
     throw 42;
@@ -84,10 +91,11 @@ TEST(PublicApi, ScopesOverRangesCustomLoopsAndExceptionsReachTheSummary) {
   const auto run = dir.path() / "api";
   const traceml::store::RunData db = traceml::store::read_run_db((run / "telemetry.db").string());
   const auto& steps = db.telemetry.steps;
-  ASSERT_EQ(steps.size(), 35u);
+  ASSERT_EQ(steps.size(), 38u);
   using traceml::model::Event;
-  for (std::size_t i = 0; i < steps.size(); ++i) {
+  for (std::size_t i = 0; i < 35; ++i) {
     EXPECT_EQ(steps[i].step, std::int64_t(i + 1));
+    EXPECT_EQ(steps[i].thread, 0) << i;
     // Every step has a traced time and an input wait (the loop is instrumented).
     EXPECT_TRUE(steps[i].events.cpu_ms(Event::TracedStepTime)) << i;
     EXPECT_TRUE(steps[i].events.cpu_ms(Event::InputWait)) << i;
@@ -96,11 +104,27 @@ TEST(PublicApi, ScopesOverRangesCustomLoopsAndExceptionsReachTheSummary) {
   EXPECT_TRUE(steps[0].events.cpu_ms(Event::Forward));
   EXPECT_FALSE(steps[0].events.has(Event::OptimizerStep));  // never timed: absent
   EXPECT_FALSE(steps[25].events.has(Event::Forward));
-  for (std::size_t i = 30; i < 35; ++i)
+  for (std::size_t i = 30; i < 35; ++i) {
     EXPECT_GE(*steps[i].events.cpu_ms(Event::InputWait), 3.0) << i;
+    // Fetched before the step scope opened: it began at least 3 ms before.
+    EXPECT_LE(*steps[i].events.begin_ms(Event::InputWait), -3.0) << i;
+  }
+  // Where each phase began: forward, then backward after forward's end.
+  const auto& first = steps[0].events;
+  EXPECT_GE(*first.begin_ms(Event::Forward), 0.0);
+  EXPECT_GE(*first.begin_ms(Event::Backward),
+            *first.begin_ms(Event::Forward) + *first.cpu_ms(Event::Forward));
+  EXPECT_LE(*first.begin_ms(Event::Backward) + *first.cpu_ms(Event::Backward),
+            *first.cpu_ms(Event::TracedStepTime) + 1e-3);
+  EXPECT_FALSE(first.begin_ms(Event::TracedStepTime));
+  for (std::size_t i = 35; i < 38; ++i) {  // the second thread's
+    EXPECT_EQ(steps[i].step, std::int64_t(i + 1));
+    EXPECT_EQ(steps[i].thread, 1) << i;
+    EXPECT_TRUE(steps[i].events.begin_ms(Event::Forward)) << i;
+  }
   ASSERT_EQ(db.deliveries.size(), 1u);
   ASSERT_TRUE(db.deliveries[0].tracer);
-  EXPECT_EQ(db.deliveries[0].tracer->steps_recorded, 35);
+  EXPECT_EQ(db.deliveries[0].tracer->steps_recorded, 38);
   EXPECT_EQ(db.deliveries[0].tracer->records_dropped, 0);
   EXPECT_TRUE(db.deliveries[0].clean_end);
   EXPECT_FALSE(db.telemetry.process.empty());  // the sampler ran

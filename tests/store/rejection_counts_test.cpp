@@ -4,16 +4,17 @@
 #include "store/rejection_counts.hpp"
 
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <string>
 
+#include "../support/sql_edit.hpp"
 #include "../support/subprocess.hpp"
 #include "store/run_db.hpp"
 
 namespace traceml::store {
 namespace {
 
+using testing::exec_sql;
 using testing::TempDir;
 
 std::string new_run_db(const TempDir& dir) {
@@ -22,13 +23,6 @@ std::string new_run_db(const TempDir& dir) {
   w.add_rejected({1.0, "127.0.0.1:5", "wrong run token (the connection is not from this run)"});
   w.flush();
   return path;
-}
-
-void exec(const std::string& path, const char* sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  sqlite3_close(db);
 }
 
 TEST(RejectionCounts, AbsentFromAFileWrittenBeforeThem) {
@@ -56,9 +50,9 @@ TEST(RejectionCounts, EditedFileReadsSafely) {
   TempDir dir;
   const std::string path = new_run_db(dir);
   write_rejection_counts(path, {{"wrong_token", 2}});
-  exec(path,
-       "INSERT INTO rejection_counts VALUES (CAST(x'626164ff' AS TEXT), 3), ('negative', -5), "
-       "(NULL, 1)");
+  exec_sql(path,
+           "INSERT INTO rejection_counts VALUES (CAST(x'626164ff' AS TEXT), 3), ('negative', -5), "
+           "(NULL, 1)");
   const auto counts = read_rejection_counts(path);
   ASSERT_TRUE(counts);
   EXPECT_EQ(*counts, (RejectionCounts{

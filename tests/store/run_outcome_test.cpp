@@ -4,16 +4,17 @@
 #include "store/run_outcome.hpp"
 
 #include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include <string>
 
+#include "../support/sql_edit.hpp"
 #include "../support/subprocess.hpp"
 #include "store/run_db.hpp"
 
 namespace traceml::store {
 namespace {
 
+using testing::exec_sql;
 using testing::TempDir;
 
 std::string new_run_db(const TempDir& dir) {
@@ -21,13 +22,6 @@ std::string new_run_db(const TempDir& dir) {
   RunDbWriter w(path);
   w.flush();
   return path;
-}
-
-void exec(const std::string& path, const char* sql) {
-  sqlite3* db = nullptr;
-  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-  EXPECT_EQ(sqlite3_exec(db, sql, nullptr, nullptr, nullptr), SQLITE_OK) << sqlite3_errmsg(db);
-  sqlite3_close(db);
 }
 
 RunOutcome hung_run() {
@@ -85,7 +79,7 @@ TEST(RunOutcome, ADatabaseFromBeforeStallsHasNone) {
   TempDir dir;
   const std::string path = new_run_db(dir);
   write_run_outcome(path, hung_run());
-  exec(path, "DROP TABLE run_stalls");
+  exec_sql(path, "DROP TABLE run_stalls");
   const auto back = read_run_outcome(path);
   ASSERT_TRUE(back);
   EXPECT_TRUE(back->stalls.empty());
@@ -104,7 +98,7 @@ TEST(RunOutcome, AStallNoCollectorWritesIsAnErrorNamingItsRow) {
     TempDir dir;
     const std::string path = new_run_db(dir);
     write_run_outcome(path, hung_run());
-    exec(path, sql);
+    exec_sql(path, sql);
     try {
       (void)read_run_outcome(path);
       ADD_FAILURE() << sql << " was read without an error";
@@ -120,9 +114,9 @@ TEST(RunOutcome, MoreStallsThanACollectorKeepsIsRefused) {
   TempDir dir;
   const std::string path = new_run_db(dir);
   write_run_outcome(path, hung_run());
-  exec(path,
-       "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000) "
-       "INSERT INTO run_stalls SELECT 0, 'silent', 1, NULL, 1.0, 1.0, 0, NULL FROM n");
+  exec_sql(path,
+           "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000) "
+           "INSERT INTO run_stalls SELECT 0, 'silent', 1, NULL, 1.0, 1.0, 0, NULL FROM n");
   EXPECT_THROW((void)read_run_outcome(path), RunDbError);
 }
 
