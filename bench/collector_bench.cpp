@@ -7,6 +7,8 @@
 // refresh of the live view costs on a run of 64 ranks x 20,000 steps.
 #include <benchmark/benchmark.h>
 
+#include <cstdlib>
+
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -29,8 +31,24 @@ std::vector<std::uint8_t> frame(transport::FrameType t, const std::vector<std::u
   return *transport::encode_frame(t, payload);
 }
 
+/// Where each phase began, as a rank of protocol 3 records it: the fetch
+/// before the step, the phases one after the other. Nothing on a tree whose
+/// steps have no begins (so that this file measures older trees too).
+template <class Events>
+auto add_begins(Events& ev, int) -> decltype(ev.set_begin(model::Event::Forward, 0.0), void()) {
+  double at = 0.0;
+  ev.set_begin(model::Event::InputWait, -1.25);
+  for (std::size_t e = 1; e + 1 < model::kEventCount; ++e) {
+    ev.set_begin(model::Event(e), at);
+    at += 1.0 + double(e);
+  }
+}
+template <class Events>
+void add_begins(Events&, long) {}
+
 /// One rank's whole stream: Hello, `steps` step records with every phase
-/// timed, Bye; pre-encoded so that the generator costs little CPU.
+/// timed (and, where the tree has them, their begins), Bye; pre-encoded so
+/// that the generator costs little CPU.
 std::vector<std::uint8_t> rank_stream(int rank, std::int64_t steps, const std::string& token) {
   std::vector<std::uint8_t> out;
   transport::Hello h;
@@ -48,6 +66,7 @@ std::vector<std::uint8_t> rank_stream(int rank, std::int64_t steps, const std::s
     r.ts = 1.7e9 + double(s) * 0.01;
     for (std::size_t e = 0; e < model::kEventCount; ++e)
       r.events.set(model::Event(e), model::Timing{1.0 + double(e), std::nullopt});
+    if (std::getenv("TRACEML_BENCH_NO_BEGINS") == nullptr) add_begins(r.events, 0);
     append(frame(transport::FrameType::Step, transport::encode_step(r)));
   }
   append(frame(transport::FrameType::Bye, {}));

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <condition_variable>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <mutex>
@@ -321,8 +322,19 @@ struct Collector::Impl final : transport::ServerHandler {
     if (pending.empty()) return;
     // The run in memory takes each record as it is accepted, also after the
     // database has failed: it is complete once the connections are, while
-    // the writer may still be storing the same records. The database's copy
-    // is queued first, so that it does not depend on the other.
+    // the writer may still be storing the same records. It reads the
+    // records first, so that the database's copy can then take them without
+    // a copy; a failure there is kept until the database has them too, so
+    // that neither copy depends on the other.
+    std::exception_ptr failed;
+    try {
+      state.apply([&](store::RunSink& s) {
+        for (const Item& item : pending)
+          write(item, s);
+      });
+    } catch (...) {
+      failed = std::current_exception();
+    }
     {
       std::unique_lock<std::mutex> lk(queue_mu);
       if (queue.size() >= kQueueCapacity && !writer_stopping) {
@@ -331,17 +343,21 @@ struct Collector::Impl final : transport::ServerHandler {
         io_waiting = false;
       }
       // The writer waits only for an empty queue: waking it for every
-      // record cost a futex call each.
+      // record cost a futex call each. An empty queue takes the records by
+      // swapping buffers (records are a few hundred bytes: copying them was
+      // a tenth of the collector's time); the writer's reserved buffer comes
+      // back as the next pending one.
       const bool was_empty = queue.empty();
-      queue.insert(queue.end(), pending.begin(), pending.end());
+      if (was_empty)
+        queue.swap(pending);
+      else
+        queue.insert(queue.end(), pending.begin(), pending.end());
       lk.unlock();
       if (was_empty) not_empty.notify_one();
     }
-    state.apply([&](store::RunSink& s) {
-      for (const Item& item : pending)
-        write(item, s);
-    });
     pending.clear();
+    pending.reserve(kPendingRecords);
+    if (failed) std::rethrow_exception(failed);
   }
 
   // ---- the writer thread ----

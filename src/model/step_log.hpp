@@ -1,5 +1,5 @@
 // The step records of a run, column by column (docs/run-database.md "In
-// memory"). A StepRecord is 256 bytes whatever it holds; a row here is
+// memory"). A StepRecord is 240 bytes whatever it holds; a row here is
 // 24 bytes plus 8 for each value its chunk measured (a CPU run with every
 // phase timed and its begins recorded: 112), with no copy between the
 // collector's state and the analysis, which reads the columns in place

@@ -76,9 +76,9 @@ class StepEvents {
   static constexpr std::uint16_t gpu_bit(Event e) { return std::uint16_t(1u << (unsigned(e) + 8)); }
   std::array<double, kEventCount> cpu_{};
   std::array<double, kEventCount> gpu_{};
-  std::uint16_t present_ = 0;      // bit e: event e present; bit e+8: its gpu_ms present
-  std::uint16_t cpu_present_ = 0;  // bit e: event e has cpu_ms
   std::array<double, kEventCount> begin_{};
+  std::uint16_t present_ = 0;       // bit e: event e present; bit e+8: its gpu_ms present
+  std::uint16_t cpu_present_ = 0;   // bit e: event e has cpu_ms
   std::uint8_t begin_present_ = 0;  // bit e: event e has begin_ms
 };
 
@@ -101,11 +101,12 @@ inline constexpr int kMaxThread = 0xFFFF;
 
 struct StepRecord {
   int global_rank = 0;
-  std::int64_t step = 0;  ///< step ids start at 1
-  double ts = 0.0;        ///< unix seconds at the end of the step
   /// The rank's thread that recorded the step, numbered from 0 in the order
   /// its threads first recorded (0 on data from before threads were kept).
+  /// Beside the rank, where it takes no room of its own.
   int thread = 0;
+  std::int64_t step = 0;  ///< step ids start at 1
+  double ts = 0.0;        ///< unix seconds at the end of the step
   StepEvents events;
   /// Absent when the rank had no activity records (no GPU, no CUPTI, or the
   /// records were lost): not the same as a step that launched nothing.

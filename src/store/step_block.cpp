@@ -45,7 +45,10 @@ constexpr std::uint64_t known_flags(std::uint8_t codec) {
 /// exactly from its nanoseconds; `ns` is set when it does.
 bool whole_nanoseconds(double ms, std::int64_t& ns) {
   if (!(std::fabs(ms) <= model::kMaxBeginMs)) return false;
-  ns = std::llround(ms * 1e6);
+  // Rounded by hand: llround is a library call, and the writer does this for
+  // every begin of every step. Exact or not, the check below decides.
+  const double scaled = ms * 1e6;
+  ns = static_cast<std::int64_t>(scaled < 0.0 ? scaled - 0.5 : scaled + 0.5);
   return double(ns) * 1e-6 == ms;
 }
 
