@@ -40,15 +40,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
+/// The ports every node of a multi-node run must agree on when none is
+/// given (torchrun's and TraceML's defaults). On one node a run that names
+/// no port takes free ones, so that two runs on one machine never collide.
+constexpr int kMultiNodeMasterPort = 29500;
+constexpr int kMultiNodeAggregatorPort = 29765;
+
 struct RunArgs {
   int nproc_per_node = 1;
   int nnodes = 1;
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
-  int master_port = 29500;
+  int master_port = kMultiNodeMasterPort;
   std::string run_name;
   std::string logs_dir = "./logs";
-  int aggregator_port = 29765;
+  int aggregator_port = kMultiNodeAggregatorPort;
   std::string aggregator_host;
   std::string aggregator_bind_host;
   double finalize_timeout_sec = 60.0;
@@ -430,12 +436,13 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--master-addr", a->master_addr, "MASTER_ADDR given to the ranks")
       ->capture_default_str();
   cmd->add_option("--master-port", a->master_port,
-                  "MASTER_PORT given to the ranks (0: a free port)")
-      ->capture_default_str();
+                  "MASTER_PORT given to the ranks (0: a free port; default: a free port on one "
+                  "node, 29500 with --nnodes > 1)");
   cmd->add_option("--run-name", a->run_name, "Run directory name (default PROGRAM_TIMESTAMP)");
   cmd->add_option("--logs-dir", a->logs_dir, "Where run directories go")->capture_default_str();
-  cmd->add_option("--aggregator-port", a->aggregator_port, "Collector TCP port (0: a free port)")
-      ->capture_default_str();
+  cmd->add_option("--aggregator-port", a->aggregator_port,
+                  "Collector TCP port (0: a free port; default: a free port on one node, 29765 "
+                  "with --nnodes > 1)");
   cmd->add_option("--aggregator-host", a->aggregator_host,
                   "Address ranks connect to (default: --master-addr; 127.0.0.1 on one node)");
   cmd->add_option(
@@ -468,6 +475,12 @@ void add_run_command(CLI::App& app, Action& action) {
     }
     if (cmd->count("--node-rank") == 0) {
       if (const auto n = slurm_int("SLURM_NODEID", 0, problem)) a->node_rank = *n;
+    }
+    // One node: ports nobody gave are free ones (0), picked when the run
+    // starts. Several nodes keep the fixed defaults every node knows.
+    if (a->nnodes == 1) {
+      if (cmd->count("--master-port") == 0) a->master_port = 0;
+      if (cmd->count("--aggregator-port") == 0) a->aggregator_port = 0;
     }
     if (!problem.empty()) {
       action = [problem] { return fail(problem); };

@@ -101,6 +101,33 @@ TEST(E2E, InputStragglerTwoRanksNamesTheSlowRank) {
   EXPECT_EQ(r.summary["meta"]["world_size"], 2);
 }
 
+TEST(E2E, TwoRunsAtOnceOnOneMachineWithDefaultPortsBothSucceed) {
+  // No --master-port, no --aggregator-port: each run picks free ones, so a
+  // second run on the machine does not find the first one's ports taken.
+  TempDir logs;
+  const auto argv = [&](const std::string& name) {
+    return std::vector<std::string>{
+        kCli,         "run",          "--logs-dir",       logs.path().string(),
+        "--run-name", name,           "--nproc-per-node", "2",
+        "--",         example("ddp"), "--steps",          "60"};
+  };
+  ChildProcess first(argv("first"));
+  ChildProcess second(argv("second"));
+  const ProcessResult a = first.wait();
+  const ProcessResult b = second.wait();
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  for (const char* name : {"first", "second"}) {
+    const Json summary = load(logs.path() / name / "final_summary.json");
+    const Json manifest = load(logs.path() / name / "manifest.json");
+    EXPECT_EQ(summary["meta"]["world_size"], 2) << name;
+    EXPECT_EQ(manifest["telemetry"]["ranks_connected"], 2) << name;
+    EXPECT_NE(manifest["master_port"], 29500) << name;  // not the fixed default
+  }
+  EXPECT_NE(load(logs.path() / "first" / "manifest.json")["master_port"],
+            load(logs.path() / "second" / "manifest.json")["master_port"]);
+}
+
 TEST(E2E, ComputeStragglerFourRanksNamesTheSlowRank) {
   const RunResult r = run_example(
       "compute_straggler", 4,
