@@ -33,6 +33,7 @@ void add_report_command(CLI::App& app, Action& action);
 void add_view_command(CLI::App& app, Action& action);
 void add_compare_command(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);
+void add_serve_command(CLI::App& app, Action& action);
 void add_export_command(CLI::App& app, Action& action);
 
 }  // namespace traceml::cli

@@ -46,7 +46,9 @@ void LiveDisplay::tick() {
 void LiveDisplay::refresh() {
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  const live::LiveModel m = live::build_model(collector_.live(), run_name_, world_size_, elapsed);
+  // A served run learns its world size from the ranks.
+  const int world = world_size_ > 0 ? world_size_ : collector_.progress().world_size.value_or(0);
+  const live::LiveModel m = live::build_model(collector_.live(), run_name_, world, elapsed);
   if (!screen_) {
     std::cerr << live::progress_line(m) << "\n" << std::flush;
     return;

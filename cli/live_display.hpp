@@ -23,6 +23,7 @@ class LiveDisplay final : public launcher::OutputHook {
   static constexpr std::chrono::milliseconds kProgressEvery{10000};
 
   /// `terminal`: stdout is a terminal (the view); else progress lines.
+  /// `world_size` 0: the one the collector learns from the ranks.
   LiveDisplay(collector::Collector& collector, std::string run_name, int world_size, bool terminal);
   ~LiveDisplay() override;
 

@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   Action action;
   add_run_command(app, action);
+  add_serve_command(app, action);
   add_report_command(app, action);
   add_export_command(app, action);
   add_view_command(app, action);

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
-#include <future>
 #include <iostream>
 #include <optional>
 #include <regex>
@@ -16,7 +15,6 @@
 #include <unistd.h>
 
 #include "collector/collector.hpp"
-#include "collector/finalize.hpp"
 #include "commands.hpp"
 #include "launcher/free_port.hpp"
 #include "launcher/interrupt_signals.hpp"
@@ -26,7 +24,7 @@
 #include "live_display.hpp"
 #include "model/env_contract.hpp"
 #include "model/text.hpp"
-#include "report/atomic_file.hpp"
+#include "run_end.hpp"
 #include "runtime/config.hpp"
 #include "store/run_db.hpp"
 #include "store/run_dir.hpp"
@@ -67,38 +65,6 @@ struct RunArgs {
   bool disable = false;
   std::vector<std::string> command;
 };
-
-/// With TRACEML_DEBUG set, where the end of the run went (docs/performance.md
-/// "The end of a run"): one stderr line of phases from the ranks' end.
-class EndTimer {
- public:
-  EndTimer() : on_(debug_on()), last_(std::chrono::steady_clock::now()) {}
-  void lap(const char* name) {
-    if (!on_) return;
-    const auto now = std::chrono::steady_clock::now();
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%s%s %.3f s", laps_.empty() ? "" : ", ", name,
-                  std::chrono::duration<double>(now - last_).count());
-    laps_ += buf;
-    last_ = now;
-  }
-  void report() const {
-    if (on_) std::cerr << "traceml: debug: end of run: " << laps_ << "\n";
-  }
-
- private:
-  static bool debug_on() {
-    const char* v = std::getenv(model::env::kDebug);
-    return v != nullptr && std::strcmp(v, "1") == 0;
-  }
-  bool on_;
-  std::chrono::steady_clock::time_point last_;
-  std::string laps_;
-};
-
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 // The ranges of the numeric options. Each bound says where a value stops
 // making sense (and, for durations, stays far from overflowing a wait).
@@ -211,9 +177,8 @@ std::string status_of(const launcher::LaunchOutcome& o) {
   return o.exit_code == 0 ? "completed" : "failed";
 }
 
-store::RunOutcome outcome_of(const launcher::LaunchOutcome& o, std::vector<model::Stall> stalls) {
+store::RunOutcome outcome_of(const launcher::LaunchOutcome& o) {
   store::RunOutcome r;
-  r.stalls = std::move(stalls);
   r.status = status_of(o);
   r.exit_code = o.exit_code;
   r.failed_rank = o.first_failed_rank;
@@ -345,55 +310,11 @@ int run(RunArgs a) {
   }
   if (!owner) return outcome.exit_code;
 
-  EndTimer timer;
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(std::int64_t(a.finalize_timeout_sec * 1000));
-  const int expected = a.nnodes > 1 ? world : 0;
-  collector->stop_ingest(deadline, expected);
-  timer.lap("ingest");
-  std::vector<model::Stall> stalls = collector->stalls();
-  // The end of the run is diagnosed from the run held in memory, not read
-  // back from the database (`traceml report RUN_DIR` gives the same bytes),
-  // on a thread of its own while the writer stores the rest.
-  const store::RunData run_data = collector->take_run();
-  std::future<analysis::Summary> summary;
-  try {
-    summary = std::async(std::launch::async, [&run_data, w = a.window] {
-      return collector::summarize_run(run_data, w);
-    });
-  } catch (const std::exception&) {
-    // No thread to be had: diagnosed below, after the writer.
-  }
-  const collector::CollectionReport collected = collector->finish(deadline, expected);
-  timer.lap("store");
+  const RunEnd end = end_run(*collector, run_dir, a.window, deadline, a.nnodes > 1 ? world : 0,
+                             outcome_of(outcome));
   collector.reset();
-  const std::string db = (run_dir / store::kRunDbFileName).string();
-  std::vector<std::string> artifacts = {store::kRunDbFileName};
-  std::optional<std::int64_t> dropped;
-  if (collected.write_error)
-    warn(*collected.write_error + "; " + std::to_string(collected.records) +
-         " records were stored, telemetry that arrived later was lost");
-  bool summary_written = false;
-  try {
-    store::write_run_outcome(db, outcome_of(outcome, std::move(stalls)));
-    const report::FinalSummary f = collector::finalize_run(
-        run_dir.string(), run_data,
-        summary.valid() ? summary.get() : collector::summarize_run(run_data, a.window));
-    timer.lap("summary");
-    summary_written = true;
-    if (f.html_error) warn(*f.html_error);
-    std::cout << f.text << "\n" << std::flush;
-    const auto& total = f.json["tracer"]["records_dropped"];
-    if (total.is_number_integer()) dropped = total.get<std::int64_t>();
-    artifacts.push_back("final_summary.json");
-    artifacts.push_back("final_summary.txt");
-    if (!f.html_error) artifacts.push_back("final_summary.html");
-  } catch (const std::exception& e) {
-    warn(std::string("no summary written: ") + e.what());
-  }
-  if (collected.ranks_connected == 0)
-    warn("no rank sent telemetry: does the program call traceml::init()?");
-  artifacts.push_back("manifest.json");
   launcher::ManifestInput m;
   m.run_name = run_name;
   m.command = a.command;
@@ -402,19 +323,11 @@ int run(RunArgs a) {
   m.ended_at = ended;
   m.outcome = outcome;
   m.status = status_of(outcome);
-  m.collection = collected;
-  m.records_dropped = dropped;
-  m.artifacts = artifacts;
-  try {
-    report::write_file_atomic((run_dir / "manifest.json").string(),
-                              report::dump_json(launcher::manifest_json(m)) + "\n");
-  } catch (const std::exception& e) {
-    warn(std::string("no manifest written: ") + e.what());
-  }
-  timer.lap("manifest");
-  timer.report();
-  if (summary_written)
-    std::cerr << "traceml: summary: " << (run_dir / "final_summary.txt").string() << "\n";
+  m.collection = end.collected;
+  m.records_dropped = end.records_dropped;
+  m.artifacts = end.artifacts;
+  write_manifest(run_dir, launcher::manifest_json(m));
+  say_where(run_dir, end);
   for (int sig : signals->take()) {
     warn(std::string(strsignal(sig)) + " arrived after the ranks ended; the summary was " +
          "finished first");

@@ -74,7 +74,8 @@ constexpr auto kSettle = 200ms;
 constexpr std::int64_t kMaxRejectedRows = 32;
 
 using Item = std::variant<model::StepRecord, model::StepMemoryRecord, model::SystemSample,
-                          model::ProcessSample, model::RankIdentity, store::RejectedConnection>;
+                          model::ProcessSample, model::RankIdentity, store::RejectedConnection,
+                          model::RunInfo>;
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -121,10 +122,37 @@ struct Collector::Impl final : transport::ServerHandler {
     bool clean_end = false;  // of its latest closed connection
     int open = 0;
     std::optional<model::TracerStats> tracer;
+    std::chrono::steady_clock::time_point closed_at{};  // of its latest connection
   };
 
   explicit Impl(const CollectorOptions& o)
-      : options(o), state(o.window), board(StallRules{o.interval_s}, unix_now()) {}
+      : options(o),
+        world(o.run.world_size),
+        state(o.window),
+        board(StallRules{o.interval_s}, unix_now()) {
+    if (world && *world > 0) shared_world.store(*world);
+  }
+
+  /// The world size a Hello is checked against: the run's, or (a run that
+  /// was given none: `traceml serve` without --world-size) the first rank's,
+  /// which then becomes the run's. A rank that disagrees is another job's.
+  std::optional<std::string> check_world(const model::RankIdentity& id) {
+    if (!world && id.world_size && *id.world_size > 0) {
+      world = id.world_size;
+      shared_world.store(*world);
+      model::RunInfo info = options.run;
+      info.world_size = world;
+      push(info);
+    }
+    if (!world || *world <= 0) return std::nullopt;
+    if (id.global_rank >= *world)
+      return "global rank " + std::to_string(id.global_rank) + " outside the run's world size " +
+             std::to_string(*world);
+    if (id.world_size && *id.world_size != *world)
+      return "world size " + std::to_string(*id.world_size) + " differs from the run's " +
+             std::to_string(*world) + " (a rank of another job?)";
+    return std::nullopt;
+  }
 
   // ---- ServerHandler (the server's I/O thread) ----
 
@@ -135,16 +163,14 @@ struct Collector::Impl final : transport::ServerHandler {
     if (identity.hostname) repair(*identity.hostname);
     c.rank = hello.identity.global_rank;
     c.node_rank = hello.identity.node_rank;
-    const auto world = options.run.world_size;
     if (c.rank < 0)
       c.refuse = "negative global rank " + std::to_string(c.rank) + " in Hello";
     else if (const auto bad = model::check_rank_identity(identity))
       // The run-database reader applies the same rule: an identity stored
       // unchecked would make every later report of the run fail.
       c.refuse = "invalid identity in Hello: " + *bad;
-    else if (world && *world > 0 && c.rank >= *world)
-      c.refuse = "global rank " + std::to_string(c.rank) + " outside the run's world size " +
-                 std::to_string(*world);
+    else
+      c.refuse = check_world(identity);
     if (c.refuse) {
       reject(peer, "invalid_identity", *c.refuse);
       connections.emplace(id, std::move(c));
@@ -238,6 +264,7 @@ struct Collector::Impl final : transport::ServerHandler {
         --r.open;
         r.records_received += c.records;
         r.clean_end = clean || c.said_bye;
+        r.closed_at = std::chrono::steady_clock::now();
       }
       board.closed(c.rank, LiveClock::now());
     }
@@ -293,6 +320,7 @@ struct Collector::Impl final : transport::ServerHandler {
     {
       std::lock_guard<std::mutex> lk(state_mu);
       ++rejection_counts[kind];
+      if (rejection_counts[kind] == 1) first_refusals.push_back({kind, peer, reason});
       detail = rejected_rows < kMaxRejectedRows;
       if (detail) ++rejected_rows;
     }
@@ -313,6 +341,7 @@ struct Collector::Impl final : transport::ServerHandler {
     if (!touched.empty()) {
       // The live board hears of each rank once a batch, not once a record.
       const auto now = LiveClock::now();
+      last_heard_ns.store(now.time_since_epoch().count(), std::memory_order_relaxed);
       for (Connection* c : touched) {
         board.heard(c->rank, c->max_step, now);
         c->touched = false;
@@ -376,6 +405,8 @@ struct Collector::Impl final : transport::ServerHandler {
             sink.add_process(x);
           else if constexpr (std::is_same_v<T, model::RankIdentity>)
             sink.add_rank(x);
+          else if constexpr (std::is_same_v<T, model::RunInfo>)
+            sink.set_run_info(x);
           else
             sink.add_rejected(x);
         },
@@ -547,6 +578,8 @@ struct Collector::Impl final : transport::ServerHandler {
   }
 
   CollectorOptions options;
+  std::optional<int> world;          // I/O thread: the world size Hellos are checked against
+  std::atomic<int> shared_world{0};  // the same for other threads (0: none yet)
   std::string db_path;
   std::unique_ptr<transport::TcpServer> server;
   std::unique_ptr<store::RunDbWriter> writer;
@@ -560,11 +593,14 @@ struct Collector::Impl final : transport::ServerHandler {
   std::mutex state_mu;
   std::map<int, RankState> ranks;  // sorted: deliveries are written in rank order
   store::RejectionCounts rejection_counts;
-  std::int64_t rejected_rows = 0;  // refusals queued as rows
+  std::int64_t rejected_rows = 0;       // refusals queued as rows
+  std::vector<Refusal> first_refusals;  // the first of each kind
 
   std::atomic<std::int64_t> invalid_records{0};
   std::atomic<std::int64_t> strings_repaired{0};
   std::atomic<std::int64_t> rejected{0};
+  /// When records last arrived (steady clock ticks; 0: never).
+  std::atomic<LiveClock::rep> last_heard_ns{0};
 
   std::mutex queue_mu;
   std::condition_variable not_empty;
@@ -660,6 +696,30 @@ LiveStatus Collector::live(std::int64_t rows) {
   s.invalid_records = impl_->invalid_records.load(std::memory_order_relaxed);
   s.rejected_connections = impl_->rejected.load(std::memory_order_relaxed);
   return s;
+}
+
+Progress Collector::progress() {
+  Impl& m = *impl_;
+  Progress p;
+  const auto now = std::chrono::steady_clock::now();
+  if (const int w = m.shared_world.load(); w > 0) p.world_size = w;
+  const auto heard = m.last_heard_ns.load(std::memory_order_relaxed);
+  if (heard != 0)
+    p.quiet_s =
+        std::chrono::duration<double>(now - LiveClock::time_point(LiveClock::duration(heard)))
+            .count();
+  p.rejected_connections = m.rejected.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lk(m.state_mu);
+  for (const auto& [rank, r] : m.ranks) {
+    RankProgress rp;
+    rp.global_rank = rank;
+    rp.open = r.open > 0;
+    rp.said_bye = !rp.open && r.clean_end;
+    if (!rp.open) rp.closed_s = std::chrono::duration<double>(now - r.closed_at).count();
+    p.ranks.push_back(rp);
+  }
+  p.first_refusals = m.first_refusals;
+  return p;
 }
 
 std::vector<model::Stall> Collector::stalls() {

@@ -32,7 +32,10 @@ struct CollectorOptions {
   std::uint16_t port = 0;  ///< 0: pick a free port
   std::string token;       ///< run token the ranks' Hello must carry
   std::string run_dir;     ///< created if missing; must not hold a run database yet
-  model::RunInfo run;      ///< run name, expected world size, strategy
+  /// Run name, expected world size, strategy. Without a world size the first
+  /// rank's sets it; either way a rank whose Hello names another world size,
+  /// or a rank outside it, is refused.
+  model::RunInfo run;
   /// The analysis window the run will be diagnosed with: the in-memory run
   /// (RunState) keeps what that window reads.
   std::int64_t window = 10000;
@@ -73,6 +76,33 @@ struct CollectionReport {
   std::optional<std::string> write_error;
 };
 
+/// A refused connection: its kind ("wrong_token", "invalid_identity", ...),
+/// the peer's address and why.
+struct Refusal {
+  std::string kind;
+  std::string peer;
+  std::string reason;
+};
+
+/// Where the collection stands, cheaply (no rows copied): what a host that
+/// decides when a run has ended (`traceml serve`) polls.
+struct RankProgress {
+  int global_rank = 0;
+  bool open = false;      ///< a connection of the rank is open
+  bool said_bye = false;  ///< closed, and its last connection ended with Bye
+  double closed_s = 0.0;  ///< closed: seconds since its last connection closed
+};
+struct Progress {
+  /// The run's world size: the one it was given or, when none was, the first
+  /// rank's (its Hello's WORLD_SIZE); absent until then.
+  std::optional<int> world_size;
+  std::vector<RankProgress> ranks;  ///< every rank that passed the handshake, by rank
+  /// Seconds since records last arrived; absent before the first.
+  std::optional<double> quiet_s;
+  std::int64_t rejected_connections = 0;
+  std::vector<Refusal> first_refusals;  ///< the first refusal of each kind
+};
+
 class Collector {
  public:
   /// Creates the run directory and database and starts listening. Throws
@@ -105,6 +135,8 @@ class Collector {
   /// any thread while the ranks send. Costs a copy of those rows under the
   /// run's lock (docs/performance.md "Live view").
   [[nodiscard]] LiveStatus live(std::int64_t rows = kLiveRows);
+  /// Where the collection stands; from any thread.
+  [[nodiscard]] Progress progress();
   /// Every stall the run has had, one still going counted up to now.
   [[nodiscard]] std::vector<model::Stall> stalls();
 

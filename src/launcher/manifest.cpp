@@ -2,10 +2,35 @@
 
 namespace traceml::launcher {
 
+namespace {
+
+using report::Json;
+
+/// The `telemetry` block: how much arrived, and what was refused.
+Json telemetry_json(const collector::CollectionReport& c,
+                    const std::optional<std::int64_t>& records_dropped) {
+  Json t = Json::object();
+  t["ranks_connected"] = c.ranks_connected;
+  t["ranks_unended"] = c.ranks_unended;
+  t["records"] = c.records;
+  t["records_dropped"] = records_dropped ? Json(*records_dropped) : Json();
+  t["invalid_records"] = c.invalid_records;
+  t["strings_repaired"] = c.strings_repaired;
+  t["rejected_connections"] = c.rejected_connections;
+  Json kinds = Json::object();
+  for (const auto& [kind, count] : c.rejected_by_kind)
+    kinds[kind] = count;
+  t["rejected_by_kind"] = kinds;
+  t["finalize_timed_out"] = c.timed_out;
+  return t;
+}
+
+}  // namespace
+
 report::Json manifest_json(const ManifestInput& in) {
-  using report::Json;
   Json j = Json::object();
   j["manifest_version"] = 1;
+  j["launched_by"] = "traceml run";
   j["run_name"] = in.run_name;
   j["status"] = in.status;
   j["exit_code"] = in.outcome.exit_code;
@@ -36,21 +61,33 @@ report::Json manifest_json(const ManifestInput& in) {
     ranks.push_back(o);
   }
   j["ranks"] = ranks;
-  const collector::CollectionReport& c = in.collection;
-  Json t = Json::object();
-  t["ranks_connected"] = c.ranks_connected;
-  t["ranks_unended"] = c.ranks_unended;
-  t["records"] = c.records;
-  t["records_dropped"] = in.records_dropped ? Json(*in.records_dropped) : Json();
-  t["invalid_records"] = c.invalid_records;
-  t["strings_repaired"] = c.strings_repaired;
-  t["rejected_connections"] = c.rejected_connections;
-  Json kinds = Json::object();
-  for (const auto& [kind, count] : c.rejected_by_kind)
-    kinds[kind] = count;
-  t["rejected_by_kind"] = kinds;
-  t["finalize_timed_out"] = c.timed_out;
-  j["telemetry"] = t;
+  j["telemetry"] = telemetry_json(in.collection, in.records_dropped);
+  j["artifacts"] = in.artifacts;
+  return j;
+}
+
+report::Json serve_manifest_json(const ServeManifestInput& in) {
+  Json j = Json::object();
+  j["manifest_version"] = 1;
+  j["launched_by"] = "traceml serve";
+  j["run_name"] = in.run_name;
+  j["status"] = in.status;
+  j["exit_code"] = in.exit_code;
+  j["end_reason"] = in.end_reason;
+  j["started_at"] = report::iso8601_utc(in.started_at);
+  j["ended_at"] = report::iso8601_utc(in.ended_at);
+  j["duration_s"] = in.ended_at - in.started_at;
+  j["world_size"] = in.world_size ? Json(*in.world_size) : Json();
+  j["listen"] = in.listen;
+  Json ranks = Json::array();
+  for (const ServedRank& r : in.ranks) {
+    Json o = Json::object();
+    o["rank"] = r.global_rank;
+    o["ended"] = r.ended;
+    ranks.push_back(o);
+  }
+  j["ranks"] = ranks;
+  j["telemetry"] = telemetry_json(in.collection, in.records_dropped);
   j["artifacts"] = in.artifacts;
   return j;
 }

@@ -1,5 +1,6 @@
 // manifest.json of a run directory: what was run, by whom, how each rank
-// ended, and how much telemetry arrived. Written by `traceml run` on node 0.
+// ended, and how much telemetry arrived. Written by `traceml run` on node 0
+// and by `traceml serve`.
 #pragma once
 
 #include <cstdint>
@@ -29,5 +30,34 @@ struct ManifestInput {
 };
 
 report::Json manifest_json(const ManifestInput& in);
+
+/// How a rank of a served run ended, as far as the collector can tell (it
+/// does not see the process): "goodbye" (its runtime said Bye),
+/// "connection_lost" (closed without one: a crash, a kill, a network
+/// failure), "still_connected" (open when the run was ended) or
+/// "never_connected" (a rank of the world that was never heard from).
+struct ServedRank {
+  int global_rank = 0;
+  std::string ended;
+};
+
+/// manifest.json of a run hosted by `traceml serve`.
+struct ServeManifestInput {
+  std::string run_name;
+  std::string status;  ///< completed | failed | interrupted | timed_out
+  int exit_code = 0;   ///< what `traceml serve` returned
+  /// world_ended | signal | idle_timeout
+  std::string end_reason;
+  double started_at = 0.0;  ///< unix seconds
+  double ended_at = 0.0;
+  std::optional<int> world_size;
+  std::string listen;  ///< "host:port" the collector listened on
+  std::vector<ServedRank> ranks;
+  collector::CollectionReport collection;
+  std::optional<std::int64_t> records_dropped;
+  std::vector<std::string> artifacts;
+};
+
+report::Json serve_manifest_json(const ServeManifestInput& in);
 
 }  // namespace traceml::launcher

@@ -1,0 +1,49 @@
+// The end of a run hosted by this process (`traceml run` on node 0,
+// `traceml serve`): the collection stops, the run is diagnosed from memory
+// while the writer stores the rest, the outcome and the summary are written
+// and the text report printed. Shared so that both commands end a run the
+// same way, with the same artifacts.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "collector/collector.hpp"
+#include "report/summary_json.hpp"
+#include "store/run_outcome.hpp"
+
+namespace traceml::cli {
+
+struct RunEnd {
+  collector::CollectionReport collected;
+  /// Records the ranks dropped (their own count, from the summary's tracer
+  /// block); absent when no summary was written.
+  std::optional<std::int64_t> records_dropped;
+  /// File names written in the run directory; manifest.json is the caller's.
+  std::vector<std::string> artifacts;
+  bool summary_written = false;
+};
+
+/// Ends the collection (waiting for the ranks until `deadline`, and for
+/// `expected_ranks` of them when > 0), stores `outcome` with the run's stalls,
+/// writes final_summary.{json,txt,html} and prints the text report on stdout.
+/// Never throws: what fails is a warning on stderr. With TRACEML_DEBUG=1 one
+/// stderr line says where the time went.
+RunEnd end_run(collector::Collector& collector, const std::filesystem::path& run_dir,
+               std::int64_t window, std::chrono::steady_clock::time_point deadline,
+               int expected_ranks, store::RunOutcome outcome);
+
+/// Writes RUN_DIR/manifest.json atomically; a failure is a warning.
+void write_manifest(const std::filesystem::path& run_dir, const report::Json& manifest);
+
+/// Prints "traceml: summary: RUN_DIR/final_summary.txt" and, when no rank
+/// sent anything, why that usually is.
+void say_where(const std::filesystem::path& run_dir, const RunEnd& end);
+
+double unix_now();
+
+}  // namespace traceml::cli

@@ -1,0 +1,295 @@
+// End-to-end: `traceml serve` hosting the collector for ranks that another
+// launcher starts. The ranks here are started by the test itself, as torchrun
+// or srun would, with torchrun's variables (RANK, WORLD_SIZE, LOCAL_RANK,
+// MASTER_ADDR, MASTER_PORT) and the two variables serve prints. Real
+// processes, real sockets, c10d Gloo between the ranks; the assertions are on
+// what a user sees: serve's exit code and lines, final_summary.json and
+// manifest.json, and the ranks' own exit codes and output.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../support/subprocess.hpp"
+#include "launcher/free_port.hpp"
+
+namespace traceml::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::string kCli = TRACEML_CLI_PATH;
+const std::string kExamples = TRACEML_EXAMPLES_DIR;
+
+Json load(const fs::path& p) {
+  const std::string text = read_file(p);
+  if (text.empty()) return Json();
+  return Json::parse(text, nullptr, false);
+}
+
+/// `traceml serve` on a free port, its variables written to an env file.
+struct Served {
+  Served(const TempDir& dir, const std::vector<std::string>& flags,
+         const std::vector<std::string>& env = {})
+      : env_file(dir.path() / "traceml.env"), child(argv(dir, flags, env)) {}
+
+  std::vector<std::string> argv(const TempDir& dir, const std::vector<std::string>& flags,
+                                const std::vector<std::string>& env) const {
+    std::vector<std::string> a = {"/usr/bin/env"};
+    a.insert(a.end(), env.begin(), env.end());
+    for (const std::string& s :
+         {kCli, std::string("serve"), std::string("--port"), std::string("0"),
+          std::string("--env-file"), env_file.string(), std::string("--logs-dir"),
+          (dir.path() / "logs").string(), std::string("--interval"), std::string("0.2")})
+      a.push_back(s);
+    a.insert(a.end(), flags.begin(), flags.end());
+    return a;
+  }
+
+  /// TRACEML_AGGREGATOR_HOST=... and TRACEML_AGGREGATOR_PORT=... once serve
+  /// listens (empty if it never does).
+  std::vector<std::string> rank_env() {
+    for (int i = 0; i < 300 && !fs::exists(env_file); ++i)
+      std::this_thread::sleep_for(20ms);
+    std::vector<std::string> vars;
+    std::ifstream in(env_file);
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty()) vars.push_back(line);
+    return vars;
+  }
+
+  /// Waits until serve's stderr holds `text` (at most `limit`).
+  bool said(const std::string& text, std::chrono::milliseconds limit = 60s) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+      if (child.err_so_far().find(text) != std::string::npos) return true;
+      std::this_thread::sleep_for(50ms);
+    }
+    return false;
+  }
+
+  fs::path env_file;
+  ChildProcess child;
+};
+
+/// One rank of a `world`-rank job, started as torchrun starts it.
+std::vector<std::string> rank_argv(const std::vector<std::string>& serve_env, int rank, int world,
+                                   int master_port, const std::vector<std::string>& program,
+                                   const std::vector<std::string>& extra_env = {}) {
+  std::vector<std::string> a = {"/usr/bin/env",
+                                "RANK=" + std::to_string(rank),
+                                "LOCAL_RANK=" + std::to_string(rank),
+                                "WORLD_SIZE=" + std::to_string(world),
+                                "LOCAL_WORLD_SIZE=" + std::to_string(world),
+                                "MASTER_ADDR=127.0.0.1",
+                                "MASTER_PORT=" + std::to_string(master_port),
+                                "TRACEML_INTERVAL=0.2"};
+  a.insert(a.end(), serve_env.begin(), serve_env.end());
+  a.insert(a.end(), extra_env.begin(), extra_env.end());
+  a.insert(a.end(), program.begin(), program.end());
+  return a;
+}
+
+std::string primary_kind(const Json& summary) {
+  return summary.value("/primary_diagnosis/kind"_json_pointer, std::string());
+}
+
+TEST(Serve, TwoRanksStartedByHandGiveOneSummaryThatNamesTheStraggler) {
+  TempDir dir;
+  Served serve(dir, {"--run-name", "job"});
+  const auto vars = serve.rank_env();
+  ASSERT_EQ(vars.size(), 2u) << serve.child.err_so_far();
+  const auto master = launcher::pick_free_port();
+  ASSERT_TRUE(master);
+  const std::vector<std::string> program = {
+      kExamples + "/ddp", "--steps", "120", "--slow-rank", "1", "--slow-input-ms", "15"};
+  ChildProcess r0(rank_argv(vars, 0, 2, *master, program));
+  ChildProcess r1(rank_argv(vars, 1, 2, *master, program));
+  const ProcessResult p0 = r0.wait();
+  const ProcessResult p1 = r1.wait();
+  EXPECT_EQ(p0.exit_code, 0) << p0.err;
+  EXPECT_EQ(p1.exit_code, 0) << p1.err;
+  // The run ends by itself once both ranks said goodbye: no signal needed.
+  const ProcessResult s = serve.child.wait();
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(s.err.find("traceml: ranks need: export TRACEML_AGGREGATOR_HOST=127.0.0.1 "
+                       "TRACEML_AGGREGATOR_PORT="),
+            std::string::npos)
+      << s.err;
+  EXPECT_NE(s.err.find("rank 1 connected (2 of 2)"), std::string::npos) << s.err;
+  // One diagnosis of the whole job, as a `traceml run` gives it.
+  const fs::path run = dir.path() / "logs" / "job";
+  const Json summary = load(run / "final_summary.json");
+  ASSERT_TRUE(summary.is_object()) << s.err;
+  EXPECT_EQ(primary_kind(summary), "INPUT_STRAGGLER") << s.out;
+  EXPECT_EQ(summary.value("/primary_diagnosis/evidence/worst/rank"_json_pointer, -1), 1);
+  EXPECT_NE(s.out.find("Verdict: INPUT STRAGGLER"), std::string::npos) << s.out;
+  EXPECT_TRUE(fs::exists(run / "final_summary.html"));
+  // Neither rank wrote a standalone directory of its own.
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir.path() / "logs"), fs::directory_iterator()),
+            1);
+  const Json manifest = load(run / "manifest.json");
+  EXPECT_EQ(manifest["launched_by"], "traceml serve");
+  EXPECT_EQ(manifest["status"], "completed");
+  EXPECT_EQ(manifest["end_reason"], "world_ended");
+  EXPECT_EQ(manifest["world_size"], 2);
+  ASSERT_EQ(manifest["ranks"].size(), 2u);
+  EXPECT_EQ(manifest["ranks"][1]["ended"], "goodbye");
+  EXPECT_EQ(manifest["telemetry"]["records_dropped"], 0);
+}
+
+TEST(Serve, WrongTokenAndRankOutsideTheWorldAreRefusedWithOneLineEachAndTheRunGoesOn) {
+  TempDir dir;
+  Served serve(dir, {"--run-name", "guarded", "--world-size", "1"},
+               {"TRACEML_RUN_TOKEN=the-right-token"});
+  const auto vars = serve.rank_env();
+  ASSERT_EQ(vars.size(), 2u) << serve.child.err_so_far();
+  const auto master = launcher::pick_free_port();
+  ASSERT_TRUE(master);
+  const std::vector<std::string> quick = {kExamples + "/quickstart", "--steps", "60"};
+  // A stray rank with the wrong token, and one of a bigger job: refused,
+  // and their training is untouched (fail-open).
+  const ProcessResult stray =
+      run_process(rank_argv(vars, 0, 1, *master, quick, {"TRACEML_RUN_TOKEN=wrong"}));
+  EXPECT_EQ(stray.exit_code, 0) << stray.err;
+  ASSERT_TRUE(serve.said("refused a connection")) << serve.child.err_so_far();
+  const ProcessResult outside =
+      run_process(rank_argv(vars, 1, 2, *master, quick, {"TRACEML_RUN_TOKEN=the-right-token"}));
+  EXPECT_EQ(outside.exit_code, 0) << outside.err;
+  ASSERT_TRUE(serve.said("outside the run's world size 1")) << serve.child.err_so_far();
+  // The rank that belongs ends the run.
+  const ProcessResult good =
+      run_process(rank_argv(vars, 0, 1, *master, quick, {"TRACEML_RUN_TOKEN=the-right-token"}));
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  const ProcessResult s = serve.child.wait();
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  // One line per kind of refusal, however often the stray ranks retried.
+  std::size_t lines = 0;
+  for (std::size_t at = 0; (at = s.err.find("refused a connection", at)) != std::string::npos; ++at)
+    ++lines;
+  EXPECT_EQ(lines, 2u) << s.err;
+  EXPECT_NE(s.err.find("ranks need this run's TRACEML_RUN_TOKEN"), std::string::npos) << s.err;
+  EXPECT_NE(s.err.find("TRACEML_RUN_TOKEN=\"$TRACEML_RUN_TOKEN\""), std::string::npos) << s.err;
+  const Json manifest = load(dir.path() / "logs" / "guarded" / "manifest.json");
+  EXPECT_EQ(manifest["status"], "completed") << s.err;
+  EXPECT_GE(manifest["telemetry"]["rejected_by_kind"].value("wrong_token", 0), 1);
+  EXPECT_GE(manifest["telemetry"]["rejected_by_kind"].value("invalid_identity", 0), 1);
+  const Json summary = load(dir.path() / "logs" / "guarded" / "final_summary.json");
+  EXPECT_EQ(summary.value("/tracer/ranks"_json_pointer, Json::array()).size(), 1u);
+}
+
+TEST(Serve, SigintEndsTheRunWithItsSummaryAndTheRankTrainsOn) {
+  TempDir dir;
+  Served serve(dir, {"--run-name", "stopped"});
+  const auto vars = serve.rank_env();
+  ASSERT_EQ(vars.size(), 2u) << serve.child.err_so_far();
+  const auto master = launcher::pick_free_port();
+  ASSERT_TRUE(master);
+  ChildProcess rank(rank_argv(vars, 0, 1, *master, {kExamples + "/quickstart", "--steps", "3000"}));
+  ASSERT_TRUE(serve.said("rank 0 connected")) << serve.child.err_so_far();
+  std::this_thread::sleep_for(1500ms);  // a few flushes of steps
+  serve.child.signal(SIGINT);
+  const ProcessResult s = serve.child.wait();
+  EXPECT_EQ(s.exit_code, 128 + SIGINT) << s.err;
+  EXPECT_NE(s.err.find("ending the run"), std::string::npos) << s.err;
+  const fs::path run = dir.path() / "logs" / "stopped";
+  const Json summary = load(run / "final_summary.json");
+  ASSERT_TRUE(summary.is_object()) << s.err;
+  EXPECT_EQ(summary.value("/run/status"_json_pointer, std::string()), "interrupted");
+  EXPECT_NE(s.out.find("Run: INTERRUPTED"), std::string::npos) << s.out;
+  const Json manifest = load(run / "manifest.json");
+  EXPECT_EQ(manifest["end_reason"], "signal");
+  EXPECT_EQ(manifest["ranks"][0]["ended"], "still_connected");
+  // The collector went away; the rank did not notice beyond one warning.
+  const ProcessResult r = rank.wait();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
+TEST(Serve, ARankKilledMidRunEndsTheRunAsFailedNamingIt) {
+  TempDir dir;
+  Served serve(dir, {"--run-name", "crashed", "--world-size", "1"});
+  const auto vars = serve.rank_env();
+  ASSERT_EQ(vars.size(), 2u) << serve.child.err_so_far();
+  const auto master = launcher::pick_free_port();
+  ASSERT_TRUE(master);
+  ChildProcess rank(
+      rank_argv(vars, 0, 1, *master, {kExamples + "/quickstart", "--steps", "100000"}));
+  ASSERT_TRUE(serve.said("rank 0 connected")) << serve.child.err_so_far();
+  std::this_thread::sleep_for(1000ms);
+  rank.signal(SIGKILL);
+  rank.wait();
+  const ProcessResult s = serve.child.wait();
+  EXPECT_EQ(s.exit_code, 1) << s.err;
+  EXPECT_NE(s.err.find("rank 0 closed its connection without a goodbye"), std::string::npos)
+      << s.err;
+  const fs::path run = dir.path() / "logs" / "crashed";
+  const Json summary = load(run / "final_summary.json");
+  ASSERT_TRUE(summary.is_object()) << s.err;
+  EXPECT_EQ(summary.value("/run/status"_json_pointer, std::string()), "failed");
+  EXPECT_EQ(summary.value("/run/failed_rank"_json_pointer, -1), 0);
+  const Json manifest = load(run / "manifest.json");
+  EXPECT_EQ(manifest["ranks"][0]["ended"], "connection_lost");
+  EXPECT_EQ(manifest["end_reason"], "world_ended");
+}
+
+TEST(Serve, BadOptionsGetOneLineAndExitTwoAndAGoodRunIsNotTouched) {
+  TempDir dir;
+  const std::string logs = (dir.path() / "logs").string();
+  const auto serve = [&](const std::vector<std::string>& flags) {
+    std::vector<std::string> a = {kCli, "serve", "--logs-dir", logs, "--port", "0"};
+    a.insert(a.end(), flags.begin(), flags.end());
+    return run_process(a);
+  };
+  const auto one_error_line = [](const ProcessResult& r, const std::string& text) {
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_EQ(r.err.rfind("traceml: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_NE(r.err.find(text), std::string::npos) << r.err;
+  };
+  one_error_line(serve({"--world-size", "0"}), "--world-size must be in [1,");
+  one_error_line(serve({"--idle-timeout", "-1"}), "--idle-timeout must be in [0,");
+  one_error_line(serve({"--token-file", (dir.path() / "missing").string()}),
+                 "cannot read --token-file");
+  {
+    std::ofstream(dir.path() / "empty_token") << "\n";
+    one_error_line(serve({"--token-file", (dir.path() / "empty_token").string()}), "is empty");
+  }
+  one_error_line(run_process({"/usr/bin/env", std::string("TRACEML_RUN_TOKEN=a\tb"), kCli, "serve",
+                              "--logs-dir", logs, "--port", "0"}),
+                 "TRACEML_RUN_TOKEN holds a control character");
+  // A run directory that holds a run is never reused: its files stay as they were.
+  const fs::path good = dir.path() / "logs" / "good";
+  fs::create_directories(good);
+  std::ofstream(good / "telemetry.db") << "a good run";
+  std::ofstream(good / "final_summary.json") << "{}";
+  one_error_line(serve({"--run-name", "good"}), "already holds a run");
+  EXPECT_EQ(read_file(good / "telemetry.db"), "a good run");
+  EXPECT_EQ(read_file(good / "final_summary.json"), "{}");
+  // A port that is taken.
+  Served first(dir, {"--run-name", "first"});
+  const auto vars = first.rank_env();
+  ASSERT_EQ(vars.size(), 2u);
+  const std::string port = vars[1].substr(vars[1].find('=') + 1);
+  const ProcessResult taken =
+      run_process({kCli, "serve", "--logs-dir", logs, "--run-name", "second", "--port", port});
+  one_error_line(taken, "address");
+  EXPECT_FALSE(fs::exists(dir.path() / "logs" / "second" / "telemetry.db"));
+  first.child.signal(SIGTERM);
+  const ProcessResult f = first.child.wait();
+  // Ended before any rank came: still a summary (of nothing) and a manifest.
+  EXPECT_EQ(f.exit_code, 128 + SIGTERM) << f.err;
+  EXPECT_TRUE(fs::exists(dir.path() / "logs" / "first" / "manifest.json")) << f.err;
+}
+
+}  // namespace
+}  // namespace traceml::testing
