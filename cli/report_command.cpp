@@ -1,10 +1,13 @@
 // traceml report RUN_DIR            (rebuild a run's summary from its database)
 // traceml report --telemetry FILE.jsonl --out DIR [--window N]
+// traceml report PIECE PIECE... --out DIR   (merge the pieces of one job:
+//   run directories of ranks traced on their own, or telemetry JSONL files)
 #include <filesystem>
 #include <iostream>
 
 #include "analysis/summary.hpp"
 #include "collector/finalize.hpp"
+#include "collector/merge.hpp"
 #include "commands.hpp"
 #include "report/atomic_file.hpp"
 #include "report/final_summary.hpp"
@@ -16,21 +19,19 @@ namespace traceml::cli {
 namespace {
 
 struct ReportArgs {
-  std::string run_dir;
+  std::vector<std::string> inputs;
   std::string telemetry;
   std::string out;
   std::int64_t window = 10000;
 };
 
-int report_run_dir(const ReportArgs& a) {
-  if (!std::filesystem::is_directory(a.run_dir))
+int report_run_dir(const std::string& run_dir, std::int64_t window) {
+  if (!std::filesystem::is_directory(run_dir))
     return fail(
-        a.run_dir +
+        run_dir +
         ": not a directory (pass the run directory that traceml run wrote, e.g. logs/<run>)");
-  if (!a.out.empty())
-    return fail("--out goes with --telemetry; a run directory's summary is written into it");
   try {
-    const report::FinalSummary f = collector::finalize_run(a.run_dir, a.window);
+    const report::FinalSummary f = collector::finalize_run(run_dir, window);
     if (f.html_error) warn(*f.html_error);
     std::cout << f.text << "\n";
   } catch (const store::RunDbError& e) {
@@ -41,10 +42,34 @@ int report_run_dir(const ReportArgs& a) {
   return kExitOk;
 }
 
+/// The pieces of one job merged into a new run directory, then reported
+/// from it as `traceml report OUT` would.
+int report_merged(const ReportArgs& a) {
+  if (a.out.empty())
+    return fail("merging " + std::to_string(a.inputs.size()) +
+                " runs needs --out DIR (where the merged run goes)");
+  collector::MergeResult merged;
+  try {
+    merged = collector::merge_runs(a.inputs, a.out);
+  } catch (const collector::MergeError& e) {
+    return fail(e.what());
+  }
+  for (const auto& w : merged.warnings)
+    warn(w);
+  std::cerr << "traceml: merged " << a.inputs.size() << " input(s), " << merged.ranks << " rank(s)"
+            << (merged.world_size ? " of " + std::to_string(*merged.world_size) : std::string())
+            << ", into " << a.out << "\n";
+  if (merged.world_size && merged.ranks < *merged.world_size)
+    warn("ranks are missing: the merged run still holds " + std::to_string(merged.ranks) +
+         " of the job's " + std::to_string(*merged.world_size));
+  return report_run_dir(a.out, a.window);
+}
+
 int run_report(const ReportArgs& a) {
-  if (!a.run_dir.empty()) {
-    if (!a.telemetry.empty()) return fail("give either RUN_DIR or --telemetry, not both");
-    return report_run_dir(a);
+  if (!a.inputs.empty()) {
+    if (!a.telemetry.empty()) return fail("give either run directories or --telemetry, not both");
+    if (a.inputs.size() == 1 && a.out.empty()) return report_run_dir(a.inputs.front(), a.window);
+    return report_merged(a);
   }
   if (a.telemetry.empty() || a.out.empty())
     return fail(
@@ -82,12 +107,14 @@ void add_report_command(CLI::App& app, Action& action) {
       "report",
       "Rebuild final_summary.json/.txt/.html of a run directory, or diagnose a telemetry JSONL "
       "file.");
-  cmd->add_option("run_dir", args->run_dir,
-                  "Run directory written by traceml run (holds telemetry.db)");
+  cmd->add_option("runs", args->inputs,
+                  "Run directory (holds telemetry.db); several, with --out: the pieces of one "
+                  "job to merge (run directories or telemetry JSONL files)");
   cmd->add_option("--telemetry", args->telemetry,
                   "Telemetry JSONL file (docs/telemetry-format.md)");
   cmd->add_option("--out", args->out,
-                  "With --telemetry: directory for final_summary.json, .txt and .html");
+                  "Where the report goes: with --telemetry, final_summary.json, .txt and .html; "
+                  "with run directories, the merged run (a new run directory)");
   cmd->add_option("--window", args->window, "Latest aligned steps/samples to analyse per rank")
       ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40))
       ->capture_default_str();

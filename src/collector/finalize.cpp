@@ -8,6 +8,8 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <regex>
+#include <set>
 #include <vector>
 
 #include "analysis/step_window.hpp"
@@ -161,6 +163,42 @@ report::Json tracer_block(const store::RunData& data,
   return j;
 }
 
+std::optional<report::Json> partial_block(const store::RunData& data, const std::string& run_dir) {
+  const model::Telemetry& t = data.telemetry;
+  const auto world = t.run.world_size;
+  if (!world || *world <= 1) return std::nullopt;
+  std::set<int> seen;
+  for (const model::RankIdentity& id : t.ranks)
+    seen.insert(id.global_rank);
+  for (const model::ProcessSample& s : t.process)
+    seen.insert(s.global_rank);
+  for (const auto& c : t.steps.chunks())
+    for (std::size_t i = 0; i < c->size(); ++i)
+      seen.insert(c->rank(i));
+  if (seen.empty() || std::int64_t(seen.size()) >= *world) return std::nullopt;
+  report::Json j = report::Json::object();
+  j["world_size"] = *world;
+  j["ranks"] = std::vector<int>(seen.begin(), seen.end());
+  j["ranks_missing"] = *world - std::int64_t(seen.size());
+  // A rank traced on its own names its directory <name>_rank<N>; the other
+  // ranks' directories are the same name with their numbers. Their default
+  // names carry the second each rank started in, which may differ between
+  // ranks: the command matches any second of the minute.
+  static const std::regex rank_dir("^(.*)_rank([0-9]+)$");
+  static const std::regex stamped("^(.*_[0-9]{8}_[0-9]{4})([0-9]{2})$");
+  const std::string hint = report::run_dir_hint_for(run_dir);
+  std::smatch m;
+  if (seen.size() == 1 && std::regex_match(hint, m, rank_dir) &&
+      std::stoll(m[2].str()) == *seen.begin()) {
+    const std::string name = m[1].str();
+    std::smatch when;
+    const std::string others = std::regex_match(name, when, stamped) ? when[1].str() + "??" : name;
+    j["merge_command"] =
+        "traceml report " + others + "_rank{0.." + std::to_string(*world - 1) + "} --out " + name;
+  }
+  return j;
+}
+
 report::FinalSummary finalize_run(const std::string& run_dir, std::int64_t window) {
   const std::string db = (std::filesystem::path(run_dir) / store::kRunDbFileName).string();
   RunState state(window);
@@ -190,7 +228,8 @@ report::FinalSummary finalize_run(const std::string& run_dir, const store::RunDa
       s, report::iso8601_utc(end_of_run(data.telemetry)), report::evidence_hint_for(run_dir),
       tracer_block(data, rejections),
       outcome ? std::optional<report::Json>(run_block(*outcome)) : std::nullopt,
-      report::run_dir_hint_for(run_dir), report::html_hint_for(run_dir));
+      report::run_dir_hint_for(run_dir), report::html_hint_for(run_dir),
+      partial_block(data, run_dir));
   report::write_run_report(f, run_dir, &data.telemetry);
   return f;
 }

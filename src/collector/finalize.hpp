@@ -32,6 +32,13 @@ double end_of_run(const model::Telemetry& t);
 /// The `run` block: how the traced program ended, as `traceml run` stored it.
 report::Json run_block(const store::RunOutcome& outcome);
 
+/// The `partial` block when the run names a world larger than the ranks it
+/// holds (a rank traced on its own, a rank that never reached the
+/// collector): the world size, the ranks held, how many are missing and, for
+/// a rank's own run directory (<name>_rank<N>), the command that merges the
+/// job's pieces. Absent when the run is whole.
+std::optional<report::Json> partial_block(const store::RunData& data, const std::string& run_dir);
+
 /// Reads RUN_DIR/telemetry.db into a RunState (only what the analysis reads is
 /// kept) and finalizes from it as below. Throws store::RunDbError (bad
 /// database) or report::WriteError.

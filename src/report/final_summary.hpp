@@ -33,12 +33,14 @@ struct FinalSummary {
 /// `run_dir` names the run directory in commands the text gives (TextOptions::run_dir).
 /// `html_hint` names the HTML report the text's last line points to, and
 /// asks write_run_report for it (TextOptions::html_hint); empty: no page.
+/// `partial`: the run holds only some of its world's ranks
+/// (collector::partial_block); the text then says so before the verdict.
 FinalSummary build_final_summary(const analysis::Summary& s, const std::string& generated_at,
                                  const std::string& evidence_hint,
                                  const std::optional<Json>& tracer = std::nullopt,
                                  const std::optional<Json>& run = std::nullopt,
-                                 const std::string& run_dir = {},
-                                 const std::string& html_hint = {});
+                                 const std::string& run_dir = {}, const std::string& html_hint = {},
+                                 const std::optional<Json>& partial = std::nullopt);
 
 /// Writes DIR/final_summary.json and DIR/final_summary.txt (creating DIR).
 /// Throws WriteError; an existing good file is never left half-written.

@@ -119,9 +119,12 @@ std::string render_text(const nlohmann::ordered_json& untrusted, const TextOptio
 
   out.push_back(p.paint("TraceML Run Summary", ansi::kBold));
   append(out, meta_lines(run));
+  const Partial partial = partial_lines(run);
+  append(out, partial.lines);
   out.emplace_back();
 
-  std::string verdict_line = "Verdict: " + p.by_severity(verdict.display, severity);
+  std::string verdict_line =
+      "Verdict" + partial.verdict_scope + ": " + p.by_severity(verdict.display, severity);
   if (const std::string sev = severity_word(run.severity); !sev.empty())
     verdict_line += "  " + p.by_severity("(" + sev + ")", severity);
   out.push_back(verdict_line);

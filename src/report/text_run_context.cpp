@@ -64,6 +64,38 @@ std::vector<std::string> hang_lines(const SummaryView& run) {
   return wrap("", line + ".", kProseWidth, 6);
 }
 
+Partial partial_lines(const SummaryView& run) {
+  Partial out;
+  const Json* partial = object_child(run.root, "partial");
+  if (partial == nullptr) return out;
+  const auto world = integer(child(partial, "world_size"));
+  std::vector<std::string> ranks;
+  if (const Json* held = json_read::array_child(partial, "ranks")) {
+    for (const Json& r : *held)
+      if (const auto n = integer(&r)) ranks.push_back(std::to_string(*n));
+  }
+  if (!world || ranks.empty()) return out;
+  const std::string of = " of " + std::to_string(*world);
+  std::string line;
+  if (ranks.size() == 1) {
+    out.verdict_scope = " (R" + ranks.front() + " only)";
+    line = "Partial view: rank " + ranks.front() + of +
+           ", traced on its own. The verdict is this rank's, not the job's: a rank that waits for "
+           "the others at a collective looks compute-bound here.";
+  } else {
+    out.verdict_scope = " (" + std::to_string(ranks.size()) + of + " ranks)";
+    line = "Partial view: " + std::to_string(ranks.size()) + of + " ranks sent telemetry (R" +
+           join(ranks, ", R") + "). The verdict covers only these ranks.";
+  }
+  out.lines = wrap("", line, kProseWidth, 0);
+  if (const auto merge = text(child(partial, "merge_command"))) {
+    out.lines.emplace_back("Merge the job's ranks for its verdict:");
+    // On a line of its own, never wrapped, so that it copies whole.
+    out.lines.push_back("  " + *merge);
+  }
+  return out;
+}
+
 std::vector<std::string> meta_lines(const SummaryView& run) {
   std::vector<std::string> parts;
   if (const auto name = text(child(run.meta, "run_name"))) parts.push_back(*name);

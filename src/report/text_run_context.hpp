@@ -14,6 +14,15 @@ namespace traceml::report {
 /// "run1 · 2 GPUs · 1 node · 100 steps analyzed · 1m 5s", wrapped.
 std::vector<std::string> meta_lines(const SummaryView& run);
 
+/// What the text says of a run that holds only some of its world's ranks
+/// (the summary's `partial` block): lines under the meta line, and the
+/// Verdict's scope (" (R0 only)"). Empty when the run is whole.
+struct Partial {
+  std::vector<std::string> lines;
+  std::string verdict_scope;
+};
+Partial partial_lines(const SummaryView& run);
+
 /// "Also, not the cause of slow steps:" and up to two warning/critical
 /// findings of System, Process and Step Memory; empty when there are none.
 std::vector<std::string> also_lines(const SummaryView& run, const Painter& p);

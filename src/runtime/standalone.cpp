@@ -40,7 +40,8 @@ std::string standalone_run_dir(const Config& config, const std::string& program,
 
 Standalone::Standalone(const Config& config)
     : run_dir_(standalone_run_dir(config, program_name(), std::time(nullptr))),
-      token_(transport::random_run_token()) {
+      token_(transport::random_run_token()),
+      config_rank_(config.identity.global_rank) {
   collector::CollectorOptions o;
   o.bind_host = "127.0.0.1";
   o.port = 0;
@@ -71,7 +72,18 @@ void Standalone::finish(std::chrono::steady_clock::time_point deadline) {
       verdict = p["status"].get<std::string>();
     if (p.is_object() && p.contains("summary") && p["summary"].is_string())
       verdict += ": " + p["summary"].get<std::string>();
-    write_stderr_line("traceml: " + verdict);
+    // One rank of several: its verdict is not the job's, and says so.
+    const auto& partial = f.json.contains("partial") ? f.json["partial"] : report::Json();
+    std::string scope;
+    if (partial.is_object() && partial.contains("world_size") &&
+        partial["world_size"].is_number_integer())
+      scope = "rank " + std::to_string(config_rank_) + " of " +
+              std::to_string(partial["world_size"].get<std::int64_t>()) + ", a partial view: ";
+    write_stderr_line("traceml: " + scope + verdict);
+    if (partial.is_object() && partial.contains("merge_command") &&
+        partial["merge_command"].is_string())
+      write_stderr_line("traceml: merge the job's ranks: " +
+                        partial["merge_command"].get<std::string>());
     write_stderr_line("traceml: summary written to " + run_dir_ + "/final_summary.txt");
     if (f.html_error) write_stderr_line("traceml: warning: " + *f.html_error);
   } catch (const std::exception& e) {

@@ -39,6 +39,7 @@ class Standalone {
  private:
   std::string run_dir_;
   std::string token_;
+  int config_rank_ = 0;
   std::unique_ptr<collector::Collector> collector_;
 };
 

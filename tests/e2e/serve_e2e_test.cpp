@@ -291,5 +291,50 @@ TEST(Serve, BadOptionsGetOneLineAndExitTwoAndAGoodRunIsNotTouched) {
   EXPECT_TRUE(fs::exists(dir.path() / "logs" / "first" / "manifest.json")) << f.err;
 }
 
+TEST(AnyLauncher, TwoRanksTracedOnTheirOwnSayPartialAndMergeIntoTheJobsVerdict) {
+  // No collector anywhere: each rank traces itself into logs/ under its
+  // working directory, as ranks started by hand without serve do.
+  TempDir dir;
+  const auto master = launcher::pick_free_port();
+  ASSERT_TRUE(master);
+  const std::vector<std::string> program = {
+      kExamples + "/ddp", "--steps", "120", "--slow-rank", "1", "--slow-input-ms", "15"};
+  ChildProcess r0(rank_argv({}, 0, 2, *master, program), dir.path().string());
+  ChildProcess r1(rank_argv({}, 1, 2, *master, program), dir.path().string());
+  const ProcessResult p0 = r0.wait();
+  const ProcessResult p1 = r1.wait();
+  ASSERT_EQ(p0.exit_code, 0) << p0.err;
+  ASSERT_EQ(p1.exit_code, 0) << p1.err;
+  // Each says it is one rank of two, and how to merge.
+  EXPECT_NE(p0.err.find("traceml: rank 0 of 2, a partial view: "), std::string::npos) << p0.err;
+  EXPECT_NE(p1.err.find("traceml: rank 1 of 2, a partial view: "), std::string::npos) << p1.err;
+  const std::string marker = "traceml: merge the job's ranks: ";
+  const auto at = p0.err.find(marker);
+  ASSERT_NE(at, std::string::npos) << p0.err;
+  const std::string merge =
+      p0.err.substr(at + marker.size(), p0.err.find('\n', at) - at - marker.size());
+  std::vector<fs::path> rank_dirs;
+  for (const auto& e : fs::directory_iterator(dir.path() / "logs"))
+    rank_dirs.push_back(e.path());
+  ASSERT_EQ(rank_dirs.size(), 2u);
+  for (const fs::path& d : rank_dirs) {
+    const Json s = load(d / "final_summary.json");
+    EXPECT_EQ(s.value("/partial/world_size"_json_pointer, 0), 2) << d;
+    EXPECT_NE(read_file(d / "final_summary.txt").find("Partial view: rank "), std::string::npos);
+  }
+  // The command as printed, pasted into bash where traceml is on PATH.
+  const std::string bin = fs::path(kCli).parent_path().string();
+  const ProcessResult m =
+      run_process({"/usr/bin/env", "PATH=" + bin + ":/usr/bin:/bin", "/bin/bash", "-c", merge},
+                  dir.path().string());
+  ASSERT_EQ(m.exit_code, 0) << merge << "\n" << m.err;
+  const std::string merged_name = merge.substr(merge.rfind(' ') + 1);
+  const Json summary = load(dir.path() / merged_name / "final_summary.json");
+  ASSERT_TRUE(summary.is_object()) << m.err;
+  EXPECT_EQ(primary_kind(summary), "INPUT_STRAGGLER") << m.out;
+  EXPECT_EQ(summary.value("/primary_diagnosis/evidence/worst/rank"_json_pointer, -1), 1);
+  EXPECT_FALSE(summary.contains("partial"));
+}
+
 }  // namespace
 }  // namespace traceml::testing
