@@ -275,6 +275,9 @@ int run(RunArgs a) {
   env.emplace_back(model::env::kExpectedWorldSize, std::to_string(world));
   if (!a.strategy.empty()) env.emplace_back(model::env::kStrategy, a.strategy);
 
+  // Each rank's output is kept beside the run (node 0, where the run
+  // directory is), so that a crash can be read after the run.
+  if (owner) plan.rank_log_dir = run_dir.string();
   if (owner)
     std::cerr << "traceml: tracing " << world << " rank(s) into " << run_dir.string() << "\n";
   const double started = unix_now();
@@ -306,7 +309,11 @@ int run(RunArgs a) {
   const double ended = unix_now();
   if (outcome.first_failed_rank) {
     std::cerr << "traceml: rank " << *outcome.first_failed_rank << " failed (exit code "
-              << outcome.exit_code << "); the other ranks were stopped\n";
+              << outcome.exit_code << "); the other ranks were stopped";
+    for (const auto& rank : outcome.ranks)
+      if (rank.global_rank == *outcome.first_failed_rank && !rank.log.empty())
+        std::cerr << "; its output: " << (run_dir / rank.log).string();
+    std::cerr << "\n";
   }
   if (!owner) return outcome.exit_code;
 
@@ -326,6 +333,11 @@ int run(RunArgs a) {
   m.collection = end.collected;
   m.records_dropped = end.records_dropped;
   m.artifacts = end.artifacts;
+  for (const auto& rank : outcome.ranks) {
+    if (rank.log.empty()) continue;
+    m.artifacts.push_back(rank.log);
+    if (rank.log_rotated) m.artifacts.push_back(rank.log + ".1");
+  }
   write_manifest(run_dir, launcher::manifest_json(m));
   say_where(run_dir, end);
   for (int sig : signals->take()) {

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <cerrno>
 #include <csignal>
+#include <memory>
 #include <string_view>
 
 #include "launcher/interrupt_signals.hpp"
 #include "launcher/line_relay.hpp"
 #include "launcher/output_keeper.hpp"
 #include "launcher/program_path.hpp"
+#include "launcher/rank_log.hpp"
 #include "launcher/rank_process.hpp"
 
 extern char** environ;
@@ -73,6 +75,7 @@ struct Rank {
   bool running = false;  ///< started and not yet reaped: its pid still names its group
   RankStream out;
   RankStream err;
+  std::unique_ptr<RankLog> log;  ///< null: none kept
 };
 
 std::vector<std::string> rank_environment(const LaunchPlan& plan, int local_rank) {
@@ -134,6 +137,7 @@ class Launch {
     for (auto& rank : ranks_) {
       for (RankStream* stream : {&rank.out, &rank.err})
         close_stream(*stream);
+      if (rank.log) rank.outcome.log_rotated = rank.log->rotated();
       result_.ranks.push_back(rank.outcome);
     }
     if (result_.exit_code == 0 && result_.interrupt_signal) {
@@ -158,13 +162,19 @@ class Launch {
         abandon_started();
         throw;
       }
+      const std::size_t index = ranks_.size();
+      const std::size_t skip = prefix.size();
       Rank rank{{},
                 process.pid,
                 true,
                 {std::move(process.stdout_read),
-                 LineRelay(prefix, [this](std::string_view l) { relay(false, l); })},
+                 LineRelay(prefix, [this, index,
+                                    skip](std::string_view l) { relay(index, skip, false, l); })},
                 {std::move(process.stderr_read),
-                 LineRelay(prefix, [this](std::string_view l) { relay(true, l); })}};
+                 LineRelay(prefix, [this, index,
+                                    skip](std::string_view l) { relay(index, skip, true, l); })},
+                open_log(global)};
+      if (rank.log) rank.outcome.log = "rank" + std::to_string(global) + ".log";
       rank.outcome.global_rank = global;
       rank.outcome.local_rank = local;
       rank.outcome.pid = static_cast<long>(process.pid);
@@ -173,9 +183,30 @@ class Launch {
     }
   }
 
-  void relay(bool to_stderr, std::string_view line) {
+  void relay(std::size_t index, std::size_t prefix, bool to_stderr, std::string_view line) {
+    if (RankLog* log = ranks_[index].log.get()) {
+      log->write(line.substr(std::min(prefix, line.size())));
+      if (log->error() && !log_error_told_) {
+        log_error_told_ = true;
+        stderr_.write("[TraceML] WARNING: " + *log->error() + "\n");
+      }
+    }
     if (plan_.output_hook == nullptr || !plan_.output_hook->line(to_stderr, line))
       (to_stderr ? stderr_ : stdout_).write(line);
+  }
+
+  std::unique_ptr<RankLog> open_log(int global) {
+    if (plan_.rank_log_dir.empty()) return nullptr;
+    auto log = std::make_unique<RankLog>(
+        plan_.rank_log_dir + "/rank" + std::to_string(global) + ".log", plan_.rank_log_max_bytes);
+    if (log->error()) {
+      if (!log_error_told_) {
+        log_error_told_ = true;
+        stderr_.write("[TraceML] WARNING: " + *log->error() + "\n");
+      }
+      return nullptr;
+    }
+    return log;
   }
 
   /// A later rank could not be started: the earlier ones must not outlive the
@@ -335,6 +366,7 @@ class Launch {
   OutputSink stdout_;
   OutputSink stderr_;
   InterruptSignals& interrupts_;
+  bool log_error_told_ = false;  ///< a rank log failed: said once
   std::vector<Rank> ranks_;
   /// Declared after ranks_, so destroyed first: stopped once the launcher no
   /// longer needs it, before the pipes it holds copies of are closed.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -45,6 +46,10 @@ struct LaunchPlan {
   bool prefix_output = true;
   /// Not owned; null: lines go to stdout and stderr as they come.
   OutputHook* output_hook = nullptr;
+  /// Non-empty: each rank's output lines (without the prefix) are also kept
+  /// in DIR/rank<N>.log (launcher/rank_log.hpp), bounded by rank_log_max_bytes.
+  std::string rank_log_dir;
+  std::int64_t rank_log_max_bytes = std::int64_t{16} << 20;
 };
 
 /// The torchrun names for one local rank: RANK, WORLD_SIZE, LOCAL_RANK,
@@ -62,6 +67,10 @@ struct RankOutcome {
   double ended_at = 0.0;
   bool stopped_by_launcher =
       false;  ///< it was terminated because another rank failed or on interrupt
+  /// Its output log's file name in LaunchPlan::rank_log_dir (empty: none
+  /// kept), and whether it was rotated (the older part is LOG.1).
+  std::string log;
+  bool log_rotated = false;
 };
 
 struct LaunchOutcome {

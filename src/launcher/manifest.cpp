@@ -58,6 +58,8 @@ report::Json manifest_json(const ManifestInput& in) {
     o["stopped_by_launcher"] = r.stopped_by_launcher;
     o["started_at"] = report::iso8601_utc(r.started_at);
     o["ended_at"] = report::iso8601_utc(r.ended_at);
+    o["log"] = r.log.empty() ? Json() : Json(r.log);
+    if (r.log_rotated) o["log_older"] = r.log + ".1";
     ranks.push_back(o);
   }
   j["ranks"] = ranks;

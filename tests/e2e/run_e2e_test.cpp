@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -45,9 +46,10 @@ std::vector<std::string> traceml_run(const TempDir& logs, const std::string& run
 
 struct RunResult {
   ProcessResult result;
-  fs::path dir;
+  fs::path dir;  ///< gone once run_example returns: what tests read is loaded below
   Json summary;
   Json manifest;
+  std::map<std::string, std::string> rank_logs;  ///< rank<N>.log by name
 };
 
 RunResult run_example(const std::string& run_name, int nproc,
@@ -58,6 +60,12 @@ RunResult run_example(const std::string& run_name, int nproc,
   r.dir = logs.path() / run_name;
   r.summary = load(r.dir / "final_summary.json");
   r.manifest = load(r.dir / "manifest.json");
+  if (fs::is_directory(r.dir)) {
+    for (const auto& e : fs::directory_iterator(r.dir)) {
+      const std::string name = e.path().filename().string();
+      if (name.rfind("rank", 0) == 0) r.rank_logs[name] = read_file(e.path());
+    }
+  }
   // TempDir removes the directory; keep what the assertions need in memory.
   return r;
 }
@@ -212,6 +220,17 @@ TEST(E2E, ACrashedRankStopsTheOthersAndTheSummaryNamesIt) {
   EXPECT_EQ(r.manifest["status"], "failed");
   EXPECT_EQ(r.manifest["first_failed_rank"], 1);
   EXPECT_EQ(r.manifest["exit_code"], 3);
+  // The crashed rank's own output is kept beside the run, named in the
+  // manifest, and the launcher points at it.
+  EXPECT_EQ(r.manifest["ranks"][1]["log"], "rank1.log");
+  const auto found = r.rank_logs.find("rank1.log");
+  const std::string log = found == r.rank_logs.end() ? "" : found->second;
+  EXPECT_NE(log.find("crashing at step 40"), std::string::npos) << log;
+  EXPECT_EQ(log.find("[rank1]: "), std::string::npos)
+      << "the log holds the rank's lines as written";
+  EXPECT_NE(r.result.err.find("its output: "), std::string::npos) << r.result.err;
+  const auto& artifacts = r.manifest["artifacts"];
+  EXPECT_NE(std::find(artifacts.begin(), artifacts.end(), "rank0.log"), artifacts.end());
 }
 
 TEST(E2E, ReportRebuildsAndExportRoundTrips) {
