@@ -26,6 +26,7 @@
 // TRACEML_EXAMPLE_NCCL and TRACEML_EXAMPLE_GLOO, and LibTorch's USE_C10D_NCCL
 // and USE_C10D_GLOO, when they are there).
 #include <torch/torch.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #if TRACEML_EXAMPLE_GLOO
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -134,12 +135,23 @@ class GradientAverager {
     if (backend == Backend::kNone) return;
     // Rank 0 hosts the store; the others connect to it, retrying until timeout,
     // so a rank whose peers never come (or died) fails instead of hanging.
+    // Under torchrun the agent hosts it already on MASTER_PORT
+    // (TORCHELASTIC_USE_AGENT_STORE=True): every rank is then a client and
+    // keys go under the attempt's prefix, as torch.distributed does.
+    const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+    const bool agent_store = agent != nullptr && std::string(agent) == "True";
     c10d::TCPStoreOptions store_options;
     store_options.port = rendezvous.master_port;
-    store_options.isServer = rendezvous.rank == 0;
+    store_options.isServer = rendezvous.rank == 0 && !agent_store;
     store_options.numWorkers = static_cast<std::size_t>(rendezvous.world_size);
     store_options.timeout = timeout;
-    auto store = c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, store_options);
+    c10::intrusive_ptr<c10d::Store> store =
+        c10::make_intrusive<c10d::TCPStore>(rendezvous.master_addr, store_options);
+    if (agent_store) {
+      const char* attempt = std::getenv("TORCHELASTIC_RESTART_COUNT");
+      store = c10::make_intrusive<c10d::PrefixStore>(
+          std::string("/worker/attempt_") + (attempt != nullptr ? attempt : "0"), store);
+    }
 
 #if TRACEML_EXAMPLE_NCCL
     if (backend == Backend::kNccl) {

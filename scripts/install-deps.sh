@@ -15,6 +15,9 @@ packages=(
   # The HTML report's tests render final_summary.html in headless Chromium;
   # the live view's run in a real terminal, tmux.
   chromium tmux
+  # torchrun (Debian's PyTorch 1.13), to test `traceml serve` with ranks
+  # that torchrun starts (docs/launchers.md).
+  python3-torch
 )
 
 missing=()

@@ -9,8 +9,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -146,6 +150,52 @@ TEST(Serve, TwoRanksStartedByHandGiveOneSummaryThatNamesTheStraggler) {
   ASSERT_EQ(manifest["ranks"].size(), 2u);
   EXPECT_EQ(manifest["ranks"][1]["ended"], "goodbye");
   EXPECT_EQ(manifest["telemetry"]["records_dropped"], 0);
+}
+
+/// torchrun on PATH (Debian: python3-torch, which scripts/install-deps.sh
+/// installs), or empty.
+std::string find_torchrun() {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    const std::size_t end = std::min(dirs.find(':', start), dirs.size());
+    const fs::path candidate = fs::path(dirs.substr(start, end - start)) / "torchrun";
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    start = end + 1;
+  }
+  return "";
+}
+
+TEST(Serve, TorchrunStartsTheCppBinaryAndServeGivesTheJobsVerdict) {
+  const std::string torchrun = find_torchrun();
+  if (torchrun.empty()) GTEST_SKIP() << "no torchrun on PATH (apt-get install python3-torch)";
+  TempDir dir;
+  Served serve(dir, {"--run-name", "torchrun_job"});
+  const auto vars = serve.rank_env();
+  ASSERT_EQ(vars.size(), 2u) << serve.child.err_so_far();
+  const auto master = launcher::pick_free_port();
+  ASSERT_TRUE(master);
+  std::vector<std::string> argv = {"/usr/bin/env", "TRACEML_INTERVAL=0.2"};
+  argv.insert(argv.end(), vars.begin(), vars.end());
+  // --redirects/--tee name a rank that does not exist: Debian's torch 1.13
+  // on Python 3.11 cannot parse their default "0" (its Std flag lookup
+  // fails), and a map that leaves ranks 0 and 1 out is the same default.
+  for (const std::string& a :
+       {torchrun, std::string("--nproc_per_node"), std::string("2"), std::string("--no_python"),
+        std::string("--master_port"), std::to_string(*master), std::string("--redirects"),
+        std::string("9:1"), std::string("--tee"), std::string("9:1"), kExamples + "/ddp",
+        std::string("--steps"), std::string("120"), std::string("--slow-rank"), std::string("1"),
+        std::string("--slow-input-ms"), std::string("15")})
+    argv.push_back(a);
+  const ProcessResult t = run_process(argv);
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  const ProcessResult s = serve.child.wait();
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const Json summary = load(dir.path() / "logs" / "torchrun_job" / "final_summary.json");
+  ASSERT_TRUE(summary.is_object()) << s.err;
+  EXPECT_EQ(primary_kind(summary), "INPUT_STRAGGLER") << s.out;
+  EXPECT_EQ(summary.value("/primary_diagnosis/evidence/worst/rank"_json_pointer, -1), 1);
+  EXPECT_EQ(summary.value("/meta/world_size"_json_pointer, 0), 2);
 }
 
 TEST(Serve, WrongTokenAndRankOutsideTheWorldAreRefusedWithOneLineEachAndTheRunGoesOn) {
