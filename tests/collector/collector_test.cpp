@@ -13,6 +13,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -504,6 +505,61 @@ TEST(Collector, RankOutsideTheWorldIsRefused) {
   ASSERT_EQ(d.rejected.size(), 1u);
   EXPECT_EQ(d.rejected[0].reason, "global rank 3 outside the run's world size 2");
   EXPECT_EQ(rep.rejected_by_kind, (std::map<std::string, std::int64_t>{{"invalid_identity", 1}}));
+}
+
+/// progress() once the collector's I/O thread has seen every rank close.
+collector::Progress progress_once_closed(Collector& c) {
+  for (int i = 0; i < 1000; ++i) {
+    const collector::Progress p = c.progress();
+    if (!p.ranks.empty() &&
+        std::none_of(p.ranks.begin(), p.ranks.end(), [](const auto& r) { return r.open; }))
+      return p;
+    std::this_thread::sleep_for(10ms);
+  }
+  return c.progress();
+}
+
+TEST(Collector, WithoutAWorldSizeTheFirstRankSetsItAndAnotherJobsRankIsRefused) {
+  // `traceml serve` without --world-size: the run takes the world size the
+  // first rank's Hello names (its WORLD_SIZE).
+  TempDir dir;
+  Collector c(options(dir, std::nullopt));
+  EXPECT_FALSE(c.progress().world_size);
+  send_and_close(c.port(), rank_stream(0, 3).bytes);  // world size 4, with a Bye
+  model::RankIdentity stray = identity(1);
+  stray.world_size = 8;
+  // A refused Hello closes the connection at the next frame.
+  Bytes b = hello(stray);
+  const Bytes f = frame(FrameType::Step, transport::encode_step(step_of(1, 1)));
+  b.insert(b.end(), f.begin(), f.end());
+  send_until_closed(c.port(), b);
+  const collector::Progress p = progress_once_closed(c);
+  EXPECT_EQ(p.world_size, 4);
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_EQ(p.ranks[0].global_rank, 0);
+  EXPECT_FALSE(p.ranks[0].open);
+  EXPECT_TRUE(p.ranks[0].said_bye);
+  EXPECT_TRUE(p.quiet_s);
+  ASSERT_EQ(p.first_refusals.size(), 1u);
+  EXPECT_EQ(p.first_refusals[0].kind, "invalid_identity");
+  EXPECT_EQ(p.first_refusals[0].reason,
+            "world size 8 differs from the run's 4 (a rank of another job?)");
+  c.finish(Clock::now() + kFinish);
+  const store::RunData d = store::read_run_db(db_path(dir));
+  EXPECT_EQ(d.telemetry.run.world_size, 4);  // stored for every later report
+  EXPECT_EQ(d.telemetry.steps.size(), 3u);
+}
+
+TEST(Collector, ARankClosedWithoutByeIsOpenNoMoreAndNotSaidBye) {
+  TempDir dir;
+  Collector c(options(dir));
+  send_and_close(c.port(), hello(identity(2)));
+  const collector::Progress p = progress_once_closed(c);
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_FALSE(p.ranks[0].open);
+  EXPECT_FALSE(p.ranks[0].said_bye);
+  EXPECT_GE(p.ranks[0].closed_s, 0.0);
+  EXPECT_FALSE(p.quiet_s);  // a Hello is not a record
 }
 
 TEST(Collector, AnIdentityTheReaderWouldRefuseIsRefusedAtTheDoor) {
