@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "../support/cli_expect.hpp"
+#include "../support/json_file.hpp"
 #include "../support/subprocess.hpp"
 #include "collector/merge.hpp"
 
@@ -60,10 +61,6 @@ class ReportMerge : public ::testing::Test {
   TempDir dir_;
 };
 
-Json load(const fs::path& p) {
-  return Json::parse(read_file(p), nullptr, false);
-}
-
 TEST_F(ReportMerge, TwoRanksTracedApartGiveTheJobsVerdict) {
   // Each piece alone: a partial view with a single rank's verdict.
   const ProcessResult alone = report({"--telemetry", piece(0).string(), "--out", out("alone")});
@@ -71,7 +68,7 @@ TEST_F(ReportMerge, TwoRanksTracedApartGiveTheJobsVerdict) {
   const ProcessResult r = report({piece(0).string(), piece(1).string(), "--out", out("merged")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.err.find("merged 2 input(s), 2 rank(s) of 2"), std::string::npos) << r.err;
-  const Json summary = load(fs::path(out("merged")) / "final_summary.json");
+  const Json summary = load_json(fs::path(out("merged")) / "final_summary.json");
   EXPECT_EQ(summary.value("/primary_diagnosis/kind"_json_pointer, std::string()),
             "INPUT_STRAGGLER");
   EXPECT_EQ(summary.value("/primary_diagnosis/evidence/worst/rank"_json_pointer, -1), 1);
@@ -91,7 +88,7 @@ TEST_F(ReportMerge, OneRankOfTwoSaysItIsAPartialView) {
   EXPECT_NE(r.err.find("ranks are missing: the merged run still holds 1 of the job's 2"),
             std::string::npos)
       << r.err;
-  const Json summary = load(fs::path(out("one")) / "final_summary.json");
+  const Json summary = load_json(fs::path(out("one")) / "final_summary.json");
   ASSERT_TRUE(summary.contains("partial")) << r.out;
   EXPECT_EQ(summary["partial"]["world_size"], 2);
   EXPECT_EQ(summary["partial"]["ranks"], Json::array({1}));

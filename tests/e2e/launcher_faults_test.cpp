@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/json_file.hpp"
 #include "../support/subprocess.hpp"
 
 namespace traceml::testing {
@@ -24,12 +25,6 @@ using namespace std::chrono_literals;
 
 const std::string kCli = TRACEML_CLI_PATH;
 const std::string kQuickstart = std::string(TRACEML_EXAMPLES_DIR) + "/quickstart";
-
-Json load(const fs::path& p) {
-  const std::string text = read_file(p);
-  if (text.empty()) return Json();
-  return Json::parse(text, nullptr, false);
-}
 
 std::size_t count_of(const std::string& text, const std::string& needle) {
   std::size_t n = 0;
@@ -81,7 +76,7 @@ TEST(LauncherFaults, LauncherKilledTheRankFinishesWithItsOwnExitCode) {
   // What the collector stored before it died is a readable run.
   const auto report = run_process({kCli, "report", (dir.path() / "killed").string()});
   EXPECT_EQ(report.exit_code, 0) << report.err;
-  const Json summary = load(dir.path() / "killed" / "final_summary.json");
+  const Json summary = load_json(dir.path() / "killed" / "final_summary.json");
   ASSERT_TRUE(summary.is_object()) << report.err;
   EXPECT_GT(summary["step_time"]["metadata"]["training_total_steps"].get<int>(), 0);
 }
@@ -105,8 +100,8 @@ TEST_P(LauncherSignal, IsForwardedAndTheSummaryAndManifestAreWritten) {
   run.signal(c.sig);
   const auto r = run.wait();
   EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
-  const Json summary = load(dir.path() / "sig" / "final_summary.json");
-  const Json manifest = load(dir.path() / "sig" / "manifest.json");
+  const Json summary = load_json(dir.path() / "sig" / "final_summary.json");
+  const Json manifest = load_json(dir.path() / "sig" / "manifest.json");
   ASSERT_TRUE(summary.is_object()) << r.err;
   ASSERT_TRUE(manifest.is_object()) << r.err;
   EXPECT_EQ(summary["run"]["status"], c.status);
@@ -162,7 +157,7 @@ TEST(LauncherFaults, DiskFullKeepsTheExitCodeAndNeverClaimsAMissingSummary) {
   fs::remove(run / "final_summary.txt");
   const auto report = run_process({kCli, "report", run.string()});
   EXPECT_EQ(report.exit_code, 0) << report.err;
-  const Json summary = load(run / "final_summary.json");
+  const Json summary = load_json(run / "final_summary.json");
   ASSERT_TRUE(summary.is_object());
   EXPECT_GT(summary["step_time"]["metadata"]["training_total_steps"].get<int>(), 0);
 }

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/json_file.hpp"
 #include "../support/subprocess.hpp"
 #include "../support/traceml_run.hpp"
 #include "launcher/free_port.hpp"
@@ -29,12 +30,6 @@ const std::string kExamples = TRACEML_EXAMPLES_DIR;
 
 std::string example(const std::string& name) {
   return kExamples + "/" + name;
-}
-
-Json load(const fs::path& p) {
-  const std::string text = read_file(p);
-  if (text.empty()) return Json();
-  return Json::parse(text, nullptr, false);
 }
 
 /// `traceml run` with the flags every test wants: its own logs directory, a
@@ -58,8 +53,8 @@ RunResult run_example(const std::string& run_name, int nproc,
   RunResult r;
   r.result = run_process(traceml_run(logs, run_name, nproc, program));
   r.dir = logs.path() / run_name;
-  r.summary = load(r.dir / "final_summary.json");
-  r.manifest = load(r.dir / "manifest.json");
+  r.summary = load_json(r.dir / "final_summary.json");
+  r.manifest = load_json(r.dir / "manifest.json");
   if (fs::is_directory(r.dir)) {
     for (const auto& e : fs::directory_iterator(r.dir)) {
       const std::string name = e.path().filename().string();
@@ -126,14 +121,14 @@ TEST(E2E, TwoRunsAtOnceOnOneMachineWithDefaultPortsBothSucceed) {
   ASSERT_EQ(a.exit_code, 0) << a.err;
   ASSERT_EQ(b.exit_code, 0) << b.err;
   for (const char* name : {"first", "second"}) {
-    const Json summary = load(logs.path() / name / "final_summary.json");
-    const Json manifest = load(logs.path() / name / "manifest.json");
+    const Json summary = load_json(logs.path() / name / "final_summary.json");
+    const Json manifest = load_json(logs.path() / name / "manifest.json");
     EXPECT_EQ(summary["meta"]["world_size"], 2) << name;
     EXPECT_EQ(manifest["telemetry"]["ranks_connected"], 2) << name;
     EXPECT_NE(manifest["master_port"], 29500) << name;  // not the fixed default
   }
-  EXPECT_NE(load(logs.path() / "first" / "manifest.json")["master_port"],
-            load(logs.path() / "second" / "manifest.json")["master_port"]);
+  EXPECT_NE(load_json(logs.path() / "first" / "manifest.json")["master_port"],
+            load_json(logs.path() / "second" / "manifest.json")["master_port"]);
 }
 
 TEST(E2E, ComputeStragglerFourRanksNamesTheSlowRank) {
@@ -252,8 +247,8 @@ TEST(E2E, ReportRebuildsAndExportRoundTrips) {
   const auto again = run_process(
       {kCli, "report", "--telemetry", jsonl.string(), "--out", (logs.path() / "again").string()});
   ASSERT_EQ(again.exit_code, 0) << again.err;
-  const Json a = load(dir / "final_summary.json");
-  const Json b = load(logs.path() / "again" / "final_summary.json");
+  const Json a = load_json(dir / "final_summary.json");
+  const Json b = load_json(logs.path() / "again" / "final_summary.json");
   EXPECT_EQ(primary_kind(a), "INPUT_BOUND");
   EXPECT_EQ(primary_kind(b), primary_kind(a));
   EXPECT_EQ(b["step_time"]["issues"][0]["score"], a["step_time"]["issues"][0]["score"]);
@@ -277,7 +272,7 @@ TEST(E2E, ExportDrawsEachRanksStepsAsATimelineWhereTheStragglerStandsOut) {
       << exported.err;
   EXPECT_EQ(exported.err.find("traced threads"), std::string::npos) << exported.err;
   EXPECT_NE(exported.err.find("ui.perfetto.dev"), std::string::npos);
-  const Json trace = load(out);
+  const Json trace = load_json(out);
   ASSERT_TRUE(trace.is_object()) << read_file(out).substr(0, 200);
   // A process per rank, named as the report names ranks.
   std::map<int, std::string> names;
@@ -348,7 +343,7 @@ TEST(E2E, ExportDrawsEachRanksStepsAsATimelineWhereTheStragglerStandsOut) {
                                    "--steps", "10:19", "--out", some.string()});
   ASSERT_EQ(ranged.exit_code, 0) << ranged.err;
   int drawn = 0;
-  const Json some_trace = load(some);
+  const Json some_trace = load_json(some);
   for (const auto& e : some_trace["traceEvents"])
     drawn += e["ph"] == "X" && e["cat"] == "step" ? 1 : 0;
   EXPECT_EQ(drawn, 20);
@@ -405,11 +400,11 @@ TEST(E2E, TwoNodesOneCollectorNamesTheSlowRankOnNodeOne) {
   ASSERT_EQ(r0.exit_code, 0) << r0.err;
   ASSERT_EQ(r1.exit_code, 0) << r1.err;
   EXPECT_FALSE(fs::exists(logs1.path() / "two_nodes"));  // only node 0 writes the run
-  const Json summary = load(logs0.path() / "two_nodes" / "final_summary.json");
+  const Json summary = load_json(logs0.path() / "two_nodes" / "final_summary.json");
   ASSERT_TRUE(summary.is_object()) << r0.err;
   EXPECT_EQ(primary_kind(summary), "INPUT_STRAGGLER") << r0.out;
   EXPECT_EQ(worst_rank(summary), 1);
-  const Json manifest = load(logs0.path() / "two_nodes" / "manifest.json");
+  const Json manifest = load_json(logs0.path() / "two_nodes" / "manifest.json");
   EXPECT_EQ(manifest["telemetry"]["ranks_connected"], 2);
   EXPECT_EQ(manifest["world_size"], 2);
 }
@@ -467,7 +462,7 @@ TEST(E2E, TheHotPathsClockFollowsTraceMlClockAndAWrongValueIsSaidOnce) {
       ASSERT_NE(at, std::string::npos) << r.err;
       EXPECT_EQ(r.err.find(warning, at + 1), std::string::npos) << "said once";
     }
-    const Json summary = load(logs.path() / "clock" / "final_summary.json");
+    const Json summary = load_json(logs.path() / "clock" / "final_summary.json");
     EXPECT_EQ(summary["tracer"]["ranks"][0]["steps_recorded"], 40) << value;
     EXPECT_EQ(summary["step_time"]["metadata"]["training_total_steps"], 40) << value;
   }
@@ -484,7 +479,7 @@ TEST(E2E, StandaloneProgramWritesItsOwnSummary) {
   for (const auto& e : fs::directory_iterator(cwd.path() / "logs"))
     runs.push_back(e.path());
   ASSERT_EQ(runs.size(), 1u);
-  const Json s = load(runs[0] / "final_summary.json");
+  const Json s = load_json(runs[0] / "final_summary.json");
   ASSERT_TRUE(s.is_object());
   EXPECT_GE(s["tracer"]["ranks"][0]["steps_recorded"].get<int>(), 60);
   EXPECT_TRUE(fs::exists(runs[0] / "final_summary.txt"));

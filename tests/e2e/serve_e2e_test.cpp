@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/json_file.hpp"
 #include "../support/subprocess.hpp"
 #include "launcher/free_port.hpp"
 
@@ -34,12 +35,6 @@ using namespace std::chrono_literals;
 
 const std::string kCli = TRACEML_CLI_PATH;
 const std::string kExamples = TRACEML_EXAMPLES_DIR;
-
-Json load(const fs::path& p) {
-  const std::string text = read_file(p);
-  if (text.empty()) return Json();
-  return Json::parse(text, nullptr, false);
-}
 
 /// `traceml serve` on a free port, its variables written to an env file.
 struct Served {
@@ -133,7 +128,7 @@ TEST(Serve, TwoRanksStartedByHandGiveOneSummaryThatNamesTheStraggler) {
   EXPECT_NE(s.err.find("rank 1 connected (2 of 2)"), std::string::npos) << s.err;
   // One diagnosis of the whole job, as a `traceml run` gives it.
   const fs::path run = dir.path() / "logs" / "job";
-  const Json summary = load(run / "final_summary.json");
+  const Json summary = load_json(run / "final_summary.json");
   ASSERT_TRUE(summary.is_object()) << s.err;
   EXPECT_EQ(primary_kind(summary), "INPUT_STRAGGLER") << s.out;
   EXPECT_EQ(summary.value("/primary_diagnosis/evidence/worst/rank"_json_pointer, -1), 1);
@@ -142,7 +137,7 @@ TEST(Serve, TwoRanksStartedByHandGiveOneSummaryThatNamesTheStraggler) {
   // Neither rank wrote a standalone directory of its own.
   EXPECT_EQ(std::distance(fs::directory_iterator(dir.path() / "logs"), fs::directory_iterator()),
             1);
-  const Json manifest = load(run / "manifest.json");
+  const Json manifest = load_json(run / "manifest.json");
   EXPECT_EQ(manifest["launched_by"], "traceml serve");
   EXPECT_EQ(manifest["status"], "completed");
   EXPECT_EQ(manifest["end_reason"], "world_ended");
@@ -191,7 +186,7 @@ TEST(Serve, TorchrunStartsTheCppBinaryAndServeGivesTheJobsVerdict) {
   ASSERT_EQ(t.exit_code, 0) << t.err;
   const ProcessResult s = serve.child.wait();
   ASSERT_EQ(s.exit_code, 0) << s.err;
-  const Json summary = load(dir.path() / "logs" / "torchrun_job" / "final_summary.json");
+  const Json summary = load_json(dir.path() / "logs" / "torchrun_job" / "final_summary.json");
   ASSERT_TRUE(summary.is_object()) << s.err;
   EXPECT_EQ(primary_kind(summary), "INPUT_STRAGGLER") << s.out;
   EXPECT_EQ(summary.value("/primary_diagnosis/evidence/worst/rank"_json_pointer, -1), 1);
@@ -230,11 +225,11 @@ TEST(Serve, WrongTokenAndRankOutsideTheWorldAreRefusedWithOneLineEachAndTheRunGo
   EXPECT_EQ(lines, 2u) << s.err;
   EXPECT_NE(s.err.find("ranks need this run's TRACEML_RUN_TOKEN"), std::string::npos) << s.err;
   EXPECT_NE(s.err.find("TRACEML_RUN_TOKEN=\"$TRACEML_RUN_TOKEN\""), std::string::npos) << s.err;
-  const Json manifest = load(dir.path() / "logs" / "guarded" / "manifest.json");
+  const Json manifest = load_json(dir.path() / "logs" / "guarded" / "manifest.json");
   EXPECT_EQ(manifest["status"], "completed") << s.err;
   EXPECT_GE(manifest["telemetry"]["rejected_by_kind"].value("wrong_token", 0), 1);
   EXPECT_GE(manifest["telemetry"]["rejected_by_kind"].value("invalid_identity", 0), 1);
-  const Json summary = load(dir.path() / "logs" / "guarded" / "final_summary.json");
+  const Json summary = load_json(dir.path() / "logs" / "guarded" / "final_summary.json");
   EXPECT_EQ(summary.value("/tracer/ranks"_json_pointer, Json::array()).size(), 1u);
 }
 
@@ -253,11 +248,11 @@ TEST(Serve, SigintEndsTheRunWithItsSummaryAndTheRankTrainsOn) {
   EXPECT_EQ(s.exit_code, 128 + SIGINT) << s.err;
   EXPECT_NE(s.err.find("ending the run"), std::string::npos) << s.err;
   const fs::path run = dir.path() / "logs" / "stopped";
-  const Json summary = load(run / "final_summary.json");
+  const Json summary = load_json(run / "final_summary.json");
   ASSERT_TRUE(summary.is_object()) << s.err;
   EXPECT_EQ(summary.value("/run/status"_json_pointer, std::string()), "interrupted");
   EXPECT_NE(s.out.find("Run: INTERRUPTED"), std::string::npos) << s.out;
-  const Json manifest = load(run / "manifest.json");
+  const Json manifest = load_json(run / "manifest.json");
   EXPECT_EQ(manifest["end_reason"], "signal");
   EXPECT_EQ(manifest["ranks"][0]["ended"], "still_connected");
   // The collector went away; the rank did not notice beyond one warning.
@@ -283,11 +278,11 @@ TEST(Serve, ARankKilledMidRunEndsTheRunAsFailedNamingIt) {
   EXPECT_NE(s.err.find("rank 0 closed its connection without a goodbye"), std::string::npos)
       << s.err;
   const fs::path run = dir.path() / "logs" / "crashed";
-  const Json summary = load(run / "final_summary.json");
+  const Json summary = load_json(run / "final_summary.json");
   ASSERT_TRUE(summary.is_object()) << s.err;
   EXPECT_EQ(summary.value("/run/status"_json_pointer, std::string()), "failed");
   EXPECT_EQ(summary.value("/run/failed_rank"_json_pointer, -1), 0);
-  const Json manifest = load(run / "manifest.json");
+  const Json manifest = load_json(run / "manifest.json");
   EXPECT_EQ(manifest["ranks"][0]["ended"], "connection_lost");
   EXPECT_EQ(manifest["end_reason"], "world_ended");
 }
@@ -368,7 +363,7 @@ TEST(AnyLauncher, TwoRanksTracedOnTheirOwnSayPartialAndMergeIntoTheJobsVerdict) 
     rank_dirs.push_back(e.path());
   ASSERT_EQ(rank_dirs.size(), 2u);
   for (const fs::path& d : rank_dirs) {
-    const Json s = load(d / "final_summary.json");
+    const Json s = load_json(d / "final_summary.json");
     EXPECT_EQ(s.value("/partial/world_size"_json_pointer, 0), 2) << d;
     EXPECT_NE(read_file(d / "final_summary.txt").find("Partial view: rank "), std::string::npos);
   }
@@ -379,7 +374,7 @@ TEST(AnyLauncher, TwoRanksTracedOnTheirOwnSayPartialAndMergeIntoTheJobsVerdict) 
                   dir.path().string());
   ASSERT_EQ(m.exit_code, 0) << merge << "\n" << m.err;
   const std::string merged_name = merge.substr(merge.rfind(' ') + 1);
-  const Json summary = load(dir.path() / merged_name / "final_summary.json");
+  const Json summary = load_json(dir.path() / merged_name / "final_summary.json");
   ASSERT_TRUE(summary.is_object()) << m.err;
   EXPECT_EQ(primary_kind(summary), "INPUT_STRAGGLER") << m.out;
   EXPECT_EQ(summary.value("/primary_diagnosis/evidence/worst/rank"_json_pointer, -1), 1);
