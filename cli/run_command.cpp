@@ -119,7 +119,8 @@ std::optional<std::string> validate(const RunArgs& a) {
   if (a.master_addr.empty()) return "--master-addr cannot be empty";
   if (a.mode != "summary" && a.mode != "live" && a.mode != "cli")
     return "invalid mode '" + a.mode + "' (use summary or live; cli is another name for live)";
-  if (!a.run_name.empty() && !std::regex_match(a.run_name, std::regex("^[A-Za-z0-9_.-]+$")))
+  if (!a.run_name.empty() && (!std::regex_match(a.run_name, std::regex("^[A-Za-z0-9_.-]+$")) ||
+                              a.run_name == "." || a.run_name == ".."))
     return "--run-name must be one path segment of letters, digits, '_', '.' or '-' (got '" +
            a.run_name + "')";
   if (a.nnodes > 1) {

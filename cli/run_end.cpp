@@ -123,8 +123,14 @@ void write_manifest(const std::filesystem::path& run_dir, const report::Json& ma
 }
 
 void say_where(const std::filesystem::path& run_dir, const RunEnd& end) {
-  if (end.collected.ranks_connected == 0)
-    warn("no rank sent telemetry: does the program call traceml::init()?");
+  if (end.collected.ranks_connected == 0) {
+    if (end.collected.rejected_connections > 0)
+      warn("no rank's telemetry was accepted: " +
+           std::to_string(end.collected.rejected_connections) +
+           " connection(s) were refused (manifest.json: telemetry.rejected_by_kind)");
+    else
+      warn("no rank sent telemetry: does the program call traceml::init()?");
+  }
   if (end.summary_written)
     std::cerr << "traceml: summary: " << (run_dir / "final_summary.txt").string() << "\n";
 }

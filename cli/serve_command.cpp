@@ -106,7 +106,8 @@ std::optional<std::string> validate(const ServeArgs& a) {
            ")";
   if (a.mode != "summary" && a.mode != "live" && a.mode != "cli")
     return "invalid mode '" + a.mode + "' (use summary or live; cli is another name for live)";
-  if (!a.run_name.empty() && !std::regex_match(a.run_name, std::regex("^[A-Za-z0-9_.-]+$")))
+  if (!a.run_name.empty() && (!std::regex_match(a.run_name, std::regex("^[A-Za-z0-9_.-]+$")) ||
+                              a.run_name == "." || a.run_name == ".."))
     return "--run-name must be one path segment of letters, digits, '_', '.' or '-' (got '" +
            a.run_name + "')";
   if (a.bind_host.empty()) return "--bind-host cannot be empty";
@@ -190,12 +191,14 @@ class Watch {
   /// a goodbye, after kReconnectGraceSec).
   bool world_ended() const {
     const auto w = world();
-    if (!w || *w <= 0 || int(p_.ranks.size()) < *w) return false;
+    if (!w || *w <= 0) return false;
+    int ended = 0;  // ranks 0..w-1 that have ended
     for (const collector::RankProgress& r : p_.ranks) {
       if (r.open) return false;
       if (!r.said_bye && r.closed_s < kReconnectGraceSec) return false;
+      if (r.global_rank < *w) ++ended;
     }
-    return true;
+    return ended == *w;
   }
   bool quiet_for(double seconds) const {
     return seconds > 0 && p_.quiet_s && *p_.quiet_s >= seconds;
@@ -213,15 +216,24 @@ class Watch {
       say("traceml: warning: " + model::escape_for_terminal(line, true));
     }
     const auto w = world();
+    const std::string of = w ? " of " + std::to_string(*w) : "";
     for (const collector::RankProgress& r : p_.ranks) {
-      if (told_connected_.insert(r.global_rank).second && told_connected_.size() <= kRanksNamed)
-        say("traceml: rank " + std::to_string(r.global_rank) + " connected" +
-            (w ? " (" + std::to_string(told_connected_.size()) + " of " + std::to_string(*w) + ")"
-               : ""));
-      if (!r.open && !r.said_bye && told_lost_.insert(r.global_rank).second)
+      const bool named = told_connected_.size() < std::size_t(kRanksNamed);
+      if (told_connected_.insert(r.global_rank).second && named)
+        say("traceml: rank " + std::to_string(r.global_rank) + " connected (" +
+            std::to_string(told_connected_.size()) + of + ")");
+      if (r.open) {
+        told_ended_.erase(r.global_rank);
+        continue;
+      }
+      if (!told_ended_.insert(r.global_rank).second) continue;
+      if (!r.said_bye) {
         say("traceml: warning: rank " + std::to_string(r.global_rank) +
             " closed its connection without a goodbye (crashed or killed?)");
-      if (r.open) told_lost_.erase(r.global_rank);
+      } else if (named) {
+        say("traceml: rank " + std::to_string(r.global_rank) + " ended (" +
+            std::to_string(told_ended_.size()) + of + ")");
+      }
     }
     if (w && !told_all_ && int(told_connected_.size()) >= *w) {
       told_all_ = true;
@@ -259,7 +271,7 @@ class Watch {
   collector::Progress p_;
   std::set<std::string> told_refusals_;
   std::set<int> told_connected_;
-  std::set<int> told_lost_;
+  std::set<int> told_ended_;
   bool told_all_ = false;
 };
 
@@ -277,6 +289,7 @@ int serve(const ServeArgs& a) {
   if (fs::exists(run_dir / store::kRunDbFileName))
     return fail(run_dir.string() + " already holds a run (" + store::kRunDbFileName +
                 "); pick another --run-name or remove it");
+  const bool created_dir = !fs::exists(run_dir);
   collector::CollectorOptions o;
   o.bind_host = a.bind_host;
   o.port = std::uint16_t(a.port);
@@ -314,8 +327,15 @@ int serve(const ServeArgs& a) {
     } catch (const std::exception& e) {
       collector->finish(Clock::now());
       collector.reset();
+      // Only what this command created goes: a directory that was there
+      // keeps what it held.
       std::error_code ec;
-      fs::remove_all(run_dir, ec);
+      if (created_dir) {
+        fs::remove_all(run_dir, ec);
+      } else {
+        for (const char* suffix : {"", "-wal", "-shm"})
+          fs::remove(run_dir / (std::string(store::kRunDbFileName) + suffix), ec);
+      }
       return fail(std::string("cannot write --env-file: ") + e.what());
     }
   }
@@ -373,8 +393,22 @@ int serve(const ServeArgs& a) {
               << " s (--idle-timeout): ending the run\n";
   const double ended = unix_now();
 
-  // How the run ended, as the collector saw it.
-  const std::vector<launcher::ServedRank> ranks = watch.ranks();
+  // How the run ended, as the collector saw it: ranks still connected are
+  // given the flush wait to say goodbye; the server then closes the rest.
+  const auto deadline =
+      Clock::now() + (end_reason == "world_ended" ? std::chrono::seconds(0) : kFlushWait);
+  std::vector<launcher::ServedRank> ranks = watch.ranks();
+  try {
+    collector->stop_ingest(deadline);
+  } catch (const std::exception&) {
+    // end_run below tries again and says what failed.
+  }
+  watch.poll();
+  for (const launcher::ServedRank& late : watch.ranks()) {
+    if (late.ended != "goodbye") continue;
+    for (launcher::ServedRank& r : ranks)
+      if (r.global_rank == late.global_rank) r.ended = late.ended;
+  }
   store::RunOutcome outcome;
   std::optional<int> lost;
   bool all_ended = !ranks.empty();
@@ -399,9 +433,6 @@ int serve(const ServeArgs& a) {
   else if (outcome.status != "completed")
     code = 1;
   outcome.exit_code = code;
-
-  const auto deadline =
-      Clock::now() + (end_reason == "world_ended" ? std::chrono::seconds(0) : kFlushWait);
   const RunEnd end = end_run(*collector, run_dir, a.window, deadline, 0, outcome);
   collector.reset();
   if (!end.summary_written) code = 1;

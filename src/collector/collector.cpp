@@ -73,6 +73,10 @@ constexpr auto kSettle = 200ms;
 /// database and the writer's queue with it.
 constexpr std::int64_t kMaxRejectedRows = 32;
 
+/// The largest world size a rank's Hello may teach a run that was given none
+/// (runtime::kMaxWorldSize, which this module cannot include).
+constexpr int kMaxWorldSize = 1 << 24;
+
 using Item = std::variant<model::StepRecord, model::StepMemoryRecord, model::SystemSample,
                           model::ProcessSample, model::RankIdentity, store::RejectedConnection,
                           model::RunInfo>;
@@ -134,30 +138,41 @@ struct Collector::Impl final : transport::ServerHandler {
   }
 
   /// The world size a Hello is checked against: the run's, or (a run that
-  /// was given none: `traceml serve` without --world-size) the first rank's,
-  /// which then becomes the run's. A rank that disagrees is another job's.
+  /// was given none: `traceml serve` without --world-size) the first
+  /// accepted rank's, which then becomes the run's. A rank that disagrees is
+  /// another job's. A Hello that is refused teaches nothing: a stray peer
+  /// must not set the world for the ranks that follow.
   std::optional<std::string> check_world(const model::RankIdentity& id) {
-    if (!world && id.world_size && *id.world_size > 0) {
+    if (id.world_size && id.global_rank >= *id.world_size)
+      return "global rank " + std::to_string(id.global_rank) + " outside its own world size " +
+             std::to_string(*id.world_size);
+    if (world && *world > 0) {
+      if (id.global_rank >= *world)
+        return "global rank " + std::to_string(id.global_rank) + " outside the run's world size " +
+               std::to_string(*world);
+      if (id.world_size && *id.world_size != *world)
+        return "world size " + std::to_string(*id.world_size) + " differs from the run's " +
+               std::to_string(*world) + " (a rank of another job, or a wrong --world-size?)";
+      return std::nullopt;
+    }
+    if (id.world_size && *id.world_size > kMaxWorldSize)
+      return "world size " + std::to_string(*id.world_size) + " is over " +
+             std::to_string(kMaxWorldSize);
+    if (id.world_size) {
       world = id.world_size;
       shared_world.store(*world);
       model::RunInfo info = options.run;
       info.world_size = world;
       push(info);
     }
-    if (!world || *world <= 0) return std::nullopt;
-    if (id.global_rank >= *world)
-      return "global rank " + std::to_string(id.global_rank) + " outside the run's world size " +
-             std::to_string(*world);
-    if (id.world_size && *id.world_size != *world)
-      return "world size " + std::to_string(*id.world_size) + " differs from the run's " +
-             std::to_string(*world) + " (a rank of another job?)";
     return std::nullopt;
   }
 
   // ---- ServerHandler (the server's I/O thread) ----
 
-  void on_hello(transport::ConnectionId id, const transport::Hello& hello,
-                const std::string& peer) override {
+  std::optional<std::string> on_hello(transport::ConnectionId id, const transport::Hello& hello,
+                                      const std::string& peer) override {
+    contact();
     Connection c;
     model::RankIdentity identity = hello.identity;
     if (identity.hostname) repair(*identity.hostname);
@@ -172,9 +187,10 @@ struct Collector::Impl final : transport::ServerHandler {
     else
       c.refuse = check_world(identity);
     if (c.refuse) {
+      // Closed at once: an open refused connection would hold the end of
+      // the run, and its sender would not back off.
       reject(peer, "invalid_identity", *c.refuse);
-      connections.emplace(id, std::move(c));
-      return;
+      return c.refuse;
     }
     {
       std::lock_guard<std::mutex> lk(state_mu);
@@ -183,6 +199,7 @@ struct Collector::Impl final : transport::ServerHandler {
     board.connected(c.rank, c.node_rank, LiveClock::now());
     connections.emplace(id, std::move(c));
     push(std::move(identity));
+    return std::nullopt;
   }
 
   std::optional<std::string> on_frame(transport::ConnectionId id,
@@ -315,6 +332,7 @@ struct Collector::Impl final : transport::ServerHandler {
 
   /// Counts every refusal by kind; stores only the first kMaxRejectedRows.
   void reject(const std::string& peer, const std::string& kind, const std::string& reason) {
+    contact();
     rejected.fetch_add(1, std::memory_order_relaxed);
     bool detail = false;
     {
@@ -601,6 +619,15 @@ struct Collector::Impl final : transport::ServerHandler {
   std::atomic<std::int64_t> rejected{0};
   /// When records last arrived (steady clock ticks; 0: never).
   std::atomic<LiveClock::rep> last_heard_ns{0};
+  /// When a peer first got as far as a Hello or a refusal (0: never): a run
+  /// whose ranks are all refused goes quiet from then.
+  std::atomic<LiveClock::rep> first_contact_ns{0};
+
+  void contact() {
+    LiveClock::rep none = 0;
+    first_contact_ns.compare_exchange_strong(none, LiveClock::now().time_since_epoch().count(),
+                                             std::memory_order_relaxed);
+  }
 
   std::mutex queue_mu;
   std::condition_variable not_empty;
@@ -703,7 +730,8 @@ Progress Collector::progress() {
   Progress p;
   const auto now = std::chrono::steady_clock::now();
   if (const int w = m.shared_world.load(); w > 0) p.world_size = w;
-  const auto heard = m.last_heard_ns.load(std::memory_order_relaxed);
+  auto heard = m.last_heard_ns.load(std::memory_order_relaxed);
+  if (heard == 0) heard = m.first_contact_ns.load(std::memory_order_relaxed);
   if (heard != 0)
     p.quiet_s =
         std::chrono::duration<double>(now - LiveClock::time_point(LiveClock::duration(heard)))

@@ -97,7 +97,8 @@ struct Progress {
   /// rank's (its Hello's WORLD_SIZE); absent until then.
   std::optional<int> world_size;
   std::vector<RankProgress> ranks;  ///< every rank that passed the handshake, by rank
-  /// Seconds since records last arrived; absent before the first.
+  /// Seconds since records last arrived, or (none yet) since a peer first
+  /// reached the collector, refused ones too; absent before either.
   std::optional<double> quiet_s;
   std::int64_t rejected_connections = 0;
   std::vector<Refusal> first_refusals;  ///< the first refusal of each kind

@@ -163,7 +163,8 @@ report::Json tracer_block(const store::RunData& data,
   return j;
 }
 
-std::optional<report::Json> partial_block(const store::RunData& data, const std::string& run_dir) {
+std::optional<report::Json> partial_block(const store::RunData& data, const std::string& run_dir,
+                                          std::int64_t refused) {
   const model::Telemetry& t = data.telemetry;
   const auto world = t.run.world_size;
   if (!world || *world <= 1) return std::nullopt;
@@ -180,16 +181,20 @@ std::optional<report::Json> partial_block(const store::RunData& data, const std:
   j["world_size"] = *world;
   j["ranks"] = std::vector<int>(seen.begin(), seen.end());
   j["ranks_missing"] = *world - std::int64_t(seen.size());
+  if (refused > 0) j["connections_refused"] = refused;
   // A rank traced on its own names its directory <name>_rank<N>; the other
   // ranks' directories are the same name with their numbers. Their default
   // names carry the second each rank started in, which may differ between
   // ranks: the command matches any second of the minute.
-  static const std::regex rank_dir("^(.*)_rank([0-9]+)$");
+  // Only for names a shell takes as they are, and worlds whose list of
+  // directories stays far below the shell's argument limit.
+  static const std::regex rank_dir("^([A-Za-z0-9_./-]+)_rank([0-9]+)$");
+  constexpr std::int64_t kMaxMergeWorld = 4096;
   static const std::regex stamped("^(.*_[0-9]{8}_[0-9]{4})([0-9]{2})$");
   const std::string hint = report::run_dir_hint_for(run_dir);
   std::smatch m;
-  if (seen.size() == 1 && std::regex_match(hint, m, rank_dir) &&
-      std::stoll(m[2].str()) == *seen.begin()) {
+  if (seen.size() == 1 && *world <= kMaxMergeWorld && std::regex_match(hint, m, rank_dir) &&
+      m[2].str() == std::to_string(*seen.begin())) {
     const std::string name = m[1].str();
     std::smatch when;
     const std::string others = std::regex_match(name, when, stamped) ? when[1].str() + "??" : name;
@@ -229,7 +234,9 @@ report::FinalSummary finalize_run(const std::string& run_dir, const store::RunDa
       tracer_block(data, rejections),
       outcome ? std::optional<report::Json>(run_block(*outcome)) : std::nullopt,
       report::run_dir_hint_for(run_dir), report::html_hint_for(run_dir),
-      partial_block(data, run_dir));
+      partial_block(data, run_dir,
+                    rejections ? store::total_rejections(*rejections)
+                               : static_cast<std::int64_t>(data.rejected.size())));
   report::write_run_report(f, run_dir, &data.telemetry);
   return f;
 }

@@ -36,8 +36,10 @@ report::Json run_block(const store::RunOutcome& outcome);
 /// holds (a rank traced on its own, a rank that never reached the
 /// collector): the world size, the ranks held, how many are missing and, for
 /// a rank's own run directory (<name>_rank<N>), the command that merges the
-/// job's pieces. Absent when the run is whole.
-std::optional<report::Json> partial_block(const store::RunData& data, const std::string& run_dir);
+/// job's pieces; `refused`: connections the collector refused (a reason
+/// ranks may be missing). Absent when the run is whole.
+std::optional<report::Json> partial_block(const store::RunData& data, const std::string& run_dir,
+                                          std::int64_t refused = 0);
 
 /// Reads RUN_DIR/telemetry.db into a RunState (only what the analysis reads is
 /// kept) and finalizes from it as below. Throws store::RunDbError (bad

@@ -18,9 +18,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-/// Ranks of one job start and end at slightly different times; pieces whose
-/// spans are further apart than this did not run together.
-constexpr double kSpanSlackSec = 60.0;
+/// Ranks of one job run at the same time: their records' time spans
+/// overlap. They start and stop a little apart (a rank that fails early
+/// stops first, but started with the others), so spans that miss each other
+/// by up to this much still count as overlapping; two runs one after the
+/// other do not.
+constexpr double kSpanSlackSec = 5.0;
 
 struct Piece {
   std::string source;  ///< the input as given
@@ -115,8 +118,8 @@ std::optional<std::string> not_one_job(const std::vector<Piece>& pieces) {
     if (a.first && p.first &&
         (*p.first > *a.last + kSpanSlackSec || *a.first > *p.last + kSpanSlackSec))
       return "different runs: " + quoted(a.source) + " and " + quoted(p.source) +
-             " did not run at the same time (their records are more than " +
-             std::to_string(int(kSpanSlackSec)) + " s apart)";
+             " did not run at the same time (one's records end more than " +
+             std::to_string(int(kSpanSlackSec)) + " s before the other's begin)";
   }
   return std::nullopt;
 }
@@ -153,6 +156,7 @@ MergeResult merge_runs(const std::vector<std::string>& inputs, const std::string
   for (const Piece& p : pieces)
     if (fs::equivalent(p.source, out, ec))
       throw MergeError("--out " + out_dir + " is one of the inputs; choose another directory");
+  const bool created = !fs::exists(out, ec);
   fs::create_directories(out, ec);
   if (ec)
     throw MergeError("cannot create " + out_dir + ": " + ec.message() +
@@ -161,23 +165,34 @@ MergeResult merge_runs(const std::vector<std::string>& inputs, const std::string
   info.run_name = out.filename().string();
   if (info.run_name.empty()) info.run_name = out.parent_path().filename().string();
   info.world_size = pieces.front().world;
-  try {
-    store::RunDbWriter w(db.string());
-    w.set_run_info(info);
-    for (Piece& p : pieces) {
-      p.data.telemetry.run = info;
-      store::feed(p.data.telemetry, w);
-      for (const auto& d : p.data.deliveries)
-        w.set_delivery(d);
-      for (const auto& r : p.data.rejected)
-        w.add_rejected(r);
-      // Each piece is written and let go before the next is fed.
-      p.data = {};
-    }
-    w.flush();
-  } catch (const std::exception& e) {
+  // Written under another name and renamed into place once complete: an
+  // interrupted merge never leaves a run database that looks whole.
+  const std::string partial = (out / (std::string(store::kRunDbFileName) + ".merging")).string();
+  const auto remove_partial = [&] {
     for (const char* suffix : {"", "-wal", "-shm", "-journal"})
-      fs::remove(db.string() + suffix, ec);
+      fs::remove(partial + suffix, ec);
+  };
+  remove_partial();  // a merge killed before
+  try {
+    {
+      store::RunDbWriter w(partial);
+      w.set_run_info(info);
+      for (Piece& p : pieces) {
+        p.data.telemetry.run = info;
+        store::feed(p.data.telemetry, w);
+        for (const auto& d : p.data.deliveries)
+          w.set_delivery(d);
+        for (const auto& r : p.data.rejected)
+          w.add_rejected(r);
+        // Each piece is written and let go before the next is fed.
+        p.data = {};
+      }
+      w.flush();
+    }  // closed: its journal is folded into the file
+    fs::rename(partial, db);
+  } catch (const std::exception& e) {
+    remove_partial();
+    if (created) fs::remove(out, ec);  // only if still empty
     throw MergeError(std::string("cannot write the merged run: ") + e.what());
   }
   std::set<int> ranks;

@@ -76,19 +76,26 @@ Partial partial_lines(const SummaryView& run) {
   }
   if (!world || ranks.empty()) return out;
   const std::string of = " of " + std::to_string(*world);
+  const auto merge = text(child(partial, "merge_command"));
+  const auto refused = integer(child(partial, "connections_refused"));
   std::string line;
   if (ranks.size() == 1) {
     out.verdict_scope = " (R" + ranks.front() + " only)";
     line = "Partial view: rank " + ranks.front() + of +
-           ", traced on its own. The verdict is this rank's, not the job's: a rank that waits for "
-           "the others at a collective looks compute-bound here.";
+           (merge ? ", traced on its own." : "; the others sent no telemetry.") +
+           " The verdict is this rank's, not the job's: a rank that waits for the others at a "
+           "collective looks compute-bound here.";
   } else {
     out.verdict_scope = " (" + std::to_string(ranks.size()) + of + " ranks)";
     line = "Partial view: " + std::to_string(ranks.size()) + of + " ranks sent telemetry (R" +
            join(ranks, ", R") + "). The verdict covers only these ranks.";
   }
+  if (refused && *refused > 0)
+    line += " " + std::to_string(*refused) +
+            (*refused == 1 ? " connection was" : " connections were") +
+            " refused (tracer.rejected_by_kind).";
   out.lines = wrap("", line, kProseWidth, 0);
-  if (const auto merge = text(child(partial, "merge_command"))) {
+  if (merge) {
     out.lines.emplace_back("Merge the job's ranks for its verdict:");
     // On a line of its own, never wrapped, so that it copies whole.
     out.lines.push_back("  " + *merge);

@@ -203,13 +203,20 @@ bool Sender::ensure_connected(Clock::time_point now, bool final_attempt) {
     ok = client_.send_all(head.data(), head.size(), settings_.send_timeout);
   }
   if (ok) {
-    backoff_ = settings_.backoff_min;
+    connected_at_ = Clock::now();
     return true;
   }
   warn_once("cannot reach");
   next_attempt_ = Clock::now() + backoff_;
   backoff_ = std::min(backoff_ * 2, settings_.backoff_max);
   return false;
+}
+
+void Sender::retry_later() {
+  const auto now = Clock::now();
+  if (now - connected_at_ >= settings_.backoff_max) backoff_ = settings_.backoff_min;
+  next_attempt_ = now + backoff_;
+  backoff_ = std::min(backoff_ * 2, settings_.backoff_max);
 }
 
 void Sender::warn_once(const std::string& what) {
@@ -226,7 +233,7 @@ bool Sender::flush(milliseconds timeout) {
     // arrive are then received twice, and a later duplicate of a step wins
     // with the same values.
     warn_once("lost the connection to");
-    next_attempt_ = Clock::now() + backoff_;
+    retry_later();
     return false;
   }
   sent_.fetch_add(pending_records_);

@@ -130,6 +130,12 @@ class Sender {
   std::int64_t scopes_drained_ = 0;
   std::chrono::milliseconds backoff_;
   std::chrono::steady_clock::time_point next_attempt_{};
+  std::chrono::steady_clock::time_point connected_at_{};  // of the current connection
+  /// A connection ended: the next attempt waits the backoff. A connection
+  /// that lasted less than backoff_max (a collector that refuses this rank
+  /// closes it at the Hello) doubles it; a longer one starts again from
+  /// backoff_min.
+  void retry_later();
   bool warned_ = false;
 
   std::atomic<std::int64_t> sent_{0};

@@ -377,11 +377,15 @@ bool TcpServer::Impl::on_hello_frame(const ConnectionPtr& c, const Frame& frame)
   pending.fetch_sub(1);
   c->hello_timer.cancel();
   c->decoder.set_max_payload_bytes(kMaxFrameBytes);
+  std::optional<std::string> refused;
   try {
-    handler.on_hello(c->id, *hello, c->peer);
+    refused = handler.on_hello(c->id, *hello, c->peer);
   } catch (const std::exception& e) {
+    refused = std::string("the collector failed on the hello: ") + e.what();
+  }
+  if (refused) {
     // Handshaken already: the handler hears of the end through on_closed.
-    end(c, false, std::string("the collector failed on the hello: ") + e.what());
+    end(c, false, *refused);
     return false;
   }
   return true;

@@ -73,8 +73,11 @@ using ConnectionId = std::uint64_t;
 class ServerHandler {
  public:
   virtual ~ServerHandler() = default;
-  /// A connection passed the handshake. `peer` is "address:port".
-  virtual void on_hello(ConnectionId id, const Hello& hello, const std::string& peer) = 0;
+  /// A connection passed the handshake. `peer` is "address:port". Returning
+  /// a reason closes the connection at once: the handler refuses the
+  /// identity the Hello gives (it still hears of the end through on_closed).
+  virtual std::optional<std::string> on_hello(ConnectionId id, const Hello& hello,
+                                              const std::string& peer) = 0;
   /// A frame after the Hello (never a Hello; a Bye too). Returning a reason
   /// closes the connection: the handler found the payload malformed.
   virtual std::optional<std::string> on_frame(ConnectionId id, const Frame& frame) = 0;

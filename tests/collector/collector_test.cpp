@@ -543,11 +543,34 @@ TEST(Collector, WithoutAWorldSizeTheFirstRankSetsItAndAnotherJobsRankIsRefused) 
   ASSERT_EQ(p.first_refusals.size(), 1u);
   EXPECT_EQ(p.first_refusals[0].kind, "invalid_identity");
   EXPECT_EQ(p.first_refusals[0].reason,
-            "world size 8 differs from the run's 4 (a rank of another job?)");
+            "world size 8 differs from the run's 4 (a rank of another job, or a wrong "
+            "--world-size?)");
   c.finish(Clock::now() + kFinish);
   const store::RunData d = store::read_run_db(db_path(dir));
   EXPECT_EQ(d.telemetry.run.world_size, 4);  // stored for every later report
   EXPECT_EQ(d.telemetry.steps.size(), 3u);
+}
+
+TEST(Collector, ARefusedHelloTeachesTheRunNoWorldSize) {
+  // A stray peer first (rank 7 of a world of 4: refused) must not decide
+  // the world for the ranks that follow.
+  TempDir dir;
+  Collector c(options(dir, std::nullopt));
+  Bytes b = hello(identity(7));
+  const Bytes f = frame(FrameType::Step, transport::encode_step(step_of(7, 1)));
+  b.insert(b.end(), f.begin(), f.end());
+  send_until_closed(c.port(), b);
+  EXPECT_FALSE(c.progress().world_size);
+  model::RankIdentity huge = identity(0);
+  huge.world_size = 1 << 30;
+  send_until_closed(c.port(), hello(huge));  // closed at the Hello itself
+  EXPECT_FALSE(c.progress().world_size);
+  send_and_close(c.port(), rank_stream(1, 2).bytes);
+  const collector::Progress p = progress_once_closed(c);
+  EXPECT_EQ(p.world_size, 4);
+  const CollectionReport rep = c.finish(Clock::now() + kFinish);
+  EXPECT_EQ(rep.rejected_connections, 2);
+  EXPECT_FALSE(rep.timed_out);
 }
 
 TEST(Collector, ARankClosedWithoutByeIsOpenNoMoreAndNotSaidBye) {
@@ -559,7 +582,10 @@ TEST(Collector, ARankClosedWithoutByeIsOpenNoMoreAndNotSaidBye) {
   EXPECT_FALSE(p.ranks[0].open);
   EXPECT_FALSE(p.ranks[0].said_bye);
   EXPECT_GE(p.ranks[0].closed_s, 0.0);
-  EXPECT_FALSE(p.quiet_s);  // a Hello is not a record
+  // No record yet: quiet since the rank's Hello, so that an idle timeout
+  // still ends a run whose ranks never sent anything.
+  ASSERT_TRUE(p.quiet_s);
+  EXPECT_GE(*p.quiet_s, 0.0);
 }
 
 TEST(Collector, AnIdentityTheReaderWouldRefuseIsRefusedAtTheDoor) {

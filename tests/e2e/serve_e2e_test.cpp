@@ -125,7 +125,11 @@ TEST(Serve, TwoRanksStartedByHandGiveOneSummaryThatNamesTheStraggler) {
                        "TRACEML_AGGREGATOR_PORT="),
             std::string::npos)
       << s.err;
-  EXPECT_NE(s.err.find("rank 1 connected (2 of 2)"), std::string::npos) << s.err;
+  // The ranks are numbered as they come, in either order.
+  EXPECT_NE(s.err.find("rank 0 connected ("), std::string::npos) << s.err;
+  EXPECT_NE(s.err.find("rank 1 connected ("), std::string::npos) << s.err;
+  EXPECT_NE(s.err.find(" connected (2 of 2)"), std::string::npos) << s.err;
+  EXPECT_NE(s.err.find(" ended (2 of 2)"), std::string::npos) << s.err;
   // One diagnosis of the whole job, as a `traceml run` gives it.
   const fs::path run = dir.path() / "logs" / "job";
   const Json summary = load_json(run / "final_summary.json");
@@ -233,6 +237,29 @@ TEST(Serve, WrongTokenAndRankOutsideTheWorldAreRefusedWithOneLineEachAndTheRunGo
   EXPECT_EQ(summary.value("/tracer/ranks"_json_pointer, Json::array()).size(), 1u);
 }
 
+TEST(Serve, RanksAllRefusedEndTheRunAtTheIdleTimeoutWithOneClearLine) {
+  // --world-size 1, but the job has 2 ranks: both are refused. The idle
+  // clock runs from their first attempt, so serve does not wait forever.
+  TempDir dir;
+  Served serve(dir, {"--run-name", "refused", "--world-size", "1", "--idle-timeout", "2"});
+  const auto vars = serve.rank_env();
+  ASSERT_EQ(vars.size(), 2u) << serve.child.err_so_far();
+  const auto master = launcher::pick_free_port();
+  ASSERT_TRUE(master);
+  const ProcessResult r =
+      run_process(rank_argv(vars, 1, 2, *master, {kExamples + "/quickstart", "--steps", "60"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;  // the training is untouched
+  const ProcessResult s = serve.child.wait();
+  EXPECT_EQ(s.exit_code, 1) << s.err;
+  EXPECT_NE(s.err.find("outside the run's world size 1"), std::string::npos) << s.err;
+  EXPECT_NE(s.err.find("(--idle-timeout): ending the run"), std::string::npos) << s.err;
+  EXPECT_NE(s.err.find("no rank's telemetry was accepted"), std::string::npos) << s.err;
+  const Json manifest = load_json(dir.path() / "logs" / "refused" / "manifest.json");
+  EXPECT_EQ(manifest["status"], "timed_out");
+  EXPECT_EQ(manifest["end_reason"], "idle_timeout");
+  EXPECT_EQ(manifest["ranks"][0]["ended"], "never_connected");
+}
+
 TEST(Serve, SigintEndsTheRunWithItsSummaryAndTheRankTrainsOn) {
   TempDir dir;
   Served serve(dir, {"--run-name", "stopped"});
@@ -240,7 +267,8 @@ TEST(Serve, SigintEndsTheRunWithItsSummaryAndTheRankTrainsOn) {
   ASSERT_EQ(vars.size(), 2u) << serve.child.err_so_far();
   const auto master = launcher::pick_free_port();
   ASSERT_TRUE(master);
-  ChildProcess rank(rank_argv(vars, 0, 1, *master, {kExamples + "/quickstart", "--steps", "3000"}));
+  ChildProcess rank(
+      rank_argv(vars, 0, 1, *master, {kExamples + "/quickstart", "--steps", "10000"}));
   ASSERT_TRUE(serve.said("rank 0 connected")) << serve.child.err_so_far();
   std::this_thread::sleep_for(1500ms);  // a few flushes of steps
   serve.child.signal(SIGINT);

@@ -110,11 +110,13 @@ class Recorder : public ServerHandler {
   /// throughput test: frames of rank r carry steps 1, 2, 3, ... in order).
   explicit Recorder(bool keep_frames = true) : keep_frames_(keep_frames) {}
 
-  void on_hello(ConnectionId id, const Hello& hello, const std::string& peer) override {
+  std::optional<std::string> on_hello(ConnectionId id, const Hello& hello,
+                                      const std::string& peer) override {
     const std::lock_guard<std::mutex> lock(mu_);
     hellos_[id] = hello;
     peers_[id] = peer;
     cv_.notify_all();
+    return std::nullopt;
   }
 
   std::optional<std::string> on_frame(ConnectionId id, const Frame& frame) override {
