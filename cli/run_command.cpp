@@ -276,9 +276,19 @@ int run(RunArgs a) {
   env.emplace_back(model::env::kExpectedWorldSize, std::to_string(world));
   if (!a.strategy.empty()) env.emplace_back(model::env::kStrategy, a.strategy);
 
-  // Each rank's output is kept beside the run (node 0, where the run
-  // directory is), so that a crash can be read after the run.
-  if (owner) plan.rank_log_dir = run_dir.string();
+  // Each rank's output is kept beside the run, so that a crash can be read
+  // after the run: every node writes its own ranks' logs into the run
+  // directory (node 0's holds the run; on a shared file system, one
+  // directory holds every log).
+  {
+    std::error_code ec;
+    if (!owner) created_dir = !fs::exists(run_dir, ec);
+    fs::create_directories(run_dir, ec);
+    if (ec)
+      warn("cannot create " + run_dir.string() + " for the ranks' logs: " + ec.message());
+    else
+      plan.rank_log_dir = run_dir.string();
+  }
   if (owner)
     std::cerr << "traceml: tracing " << world << " rank(s) into " << run_dir.string() << "\n";
   const double started = unix_now();

@@ -399,7 +399,13 @@ TEST(E2E, TwoNodesOneCollectorNamesTheSlowRankOnNodeOne) {
   const auto r0 = node0.wait();
   ASSERT_EQ(r0.exit_code, 0) << r0.err;
   ASSERT_EQ(r1.exit_code, 0) << r1.err;
-  EXPECT_FALSE(fs::exists(logs1.path() / "two_nodes"));  // only node 0 writes the run
+  // Only node 0 writes the run; node 1 keeps its rank's output (on a shared
+  // file system both land in one run directory).
+  EXPECT_FALSE(fs::exists(logs1.path() / "two_nodes" / "telemetry.db"));
+  EXPECT_FALSE(fs::exists(logs1.path() / "two_nodes" / "final_summary.json"));
+  EXPECT_TRUE(fs::exists(logs1.path() / "two_nodes" / "rank1.log"));
+  EXPECT_TRUE(fs::exists(logs0.path() / "two_nodes" / "rank0.log"));
+  EXPECT_FALSE(fs::exists(logs0.path() / "two_nodes" / "rank1.log"));
   const Json summary = load_json(logs0.path() / "two_nodes" / "final_summary.json");
   ASSERT_TRUE(summary.is_object()) << r0.err;
   EXPECT_EQ(primary_kind(summary), "INPUT_STRAGGLER") << r0.out;
