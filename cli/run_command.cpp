@@ -24,6 +24,7 @@
 #include "live_display.hpp"
 #include "model/env_contract.hpp"
 #include "model/text.hpp"
+#include "option_checks.hpp"
 #include "run_end.hpp"
 #include "runtime/config.hpp"
 #include "store/run_db.hpp"
@@ -72,20 +73,6 @@ constexpr int kMaxProcPerNode = 1024;        // more processes than any node has
 constexpr double kMaxGraceSec = 3600.0;      // an hour between SIGTERM and SIGKILL
 constexpr double kMaxFinalizeSec = 86400.0;  // a day of waiting for the last telemetry
 constexpr std::int64_t kMaxTraceSteps = std::int64_t{1} << 62;
-
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.12g", v);
-  return buf;
-}
-
-/// "--flag must be in [lo, hi] unit (got v)" when v is outside or not a number.
-std::optional<std::string> out_of_range(const char* flag, double v, double lo, double hi,
-                                        const char* unit = "") {
-  if (v >= lo && v <= hi) return std::nullopt;  // false for NaN
-  return std::string(flag) + " must be in [" + number_text(lo) + ", " + number_text(hi) + "]" +
-         unit + " (got " + number_text(v) + ")";
-}
 
 /// The checks of spec §1.1 that apply to us, and a range for every number;
 /// a message to print, or none.

@@ -28,6 +28,7 @@
 #include "live_display.hpp"
 #include "model/env_contract.hpp"
 #include "model/text.hpp"
+#include "option_checks.hpp"
 #include "report/atomic_file.hpp"
 #include "run_end.hpp"
 #include "runtime/config.hpp"
@@ -85,25 +86,15 @@ struct ServeArgs {
   std::string mode = "summary";
 };
 
-std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.12g", v);
-  return buf;
-}
-
 std::optional<std::string> validate(const ServeArgs& a) {
-  if (a.port < 0 || a.port > 65535)
-    return "--port must be in [0, 65535] (got " + std::to_string(a.port) + "); 0 picks a free one";
-  if (a.world_size && (*a.world_size < 1 || *a.world_size > runtime::kMaxWorldSize))
-    return "--world-size must be in [1, " + std::to_string(runtime::kMaxWorldSize) + "] (got " +
-           std::to_string(*a.world_size) + ")";
-  if (!(a.idle_timeout_sec >= 0 && a.idle_timeout_sec <= kMaxIdleTimeoutSec))
-    return "--idle-timeout must be in [0, " + number_text(kMaxIdleTimeoutSec) + "] seconds (got " +
-           number_text(a.idle_timeout_sec) + "); 0 never ends a run for quiet";
-  if (!(a.interval >= runtime::kMinIntervalSec && a.interval <= runtime::kMaxIntervalSec))
-    return "--interval must be in [" + number_text(runtime::kMinIntervalSec) + ", " +
-           number_text(runtime::kMaxIntervalSec) + "] seconds (got " + number_text(a.interval) +
-           ")";
+  for (const auto& problem :
+       {out_of_range("--port", a.port, 0, 65535),
+        out_of_range("--world-size", a.world_size.value_or(1), 1, double(runtime::kMaxWorldSize)),
+        out_of_range("--idle-timeout", a.idle_timeout_sec, 0, kMaxIdleTimeoutSec, " seconds"),
+        out_of_range("--interval", a.interval, runtime::kMinIntervalSec, runtime::kMaxIntervalSec,
+                     " seconds")}) {
+    if (problem) return problem;
+  }
   if (a.mode != "summary" && a.mode != "live" && a.mode != "cli")
     return "invalid mode '" + a.mode + "' (use summary or live; cli is another name for live)";
   if (!a.run_name.empty() && (!std::regex_match(a.run_name, std::regex("^[A-Za-z0-9_.-]+$")) ||
