@@ -728,22 +728,26 @@ LiveStatus Collector::live(std::int64_t rows) {
 Progress Collector::progress() {
   Impl& m = *impl_;
   Progress p;
+  // Everything is read under the lock the I/O thread takes after it set the
+  // world and the first contact (on_hello) and before a rank shows closed
+  // (on_closed): a rank seen here comes with what was set before it, and
+  // `now` is not older than any time stored.
+  std::lock_guard<std::mutex> lk(m.state_mu);
   const auto now = std::chrono::steady_clock::now();
+  const auto since = [now](std::chrono::steady_clock::time_point t) {
+    return std::max(0.0, std::chrono::duration<double>(now - t).count());
+  };
   if (const int w = m.shared_world.load(); w > 0) p.world_size = w;
   auto heard = m.last_heard_ns.load(std::memory_order_relaxed);
   if (heard == 0) heard = m.first_contact_ns.load(std::memory_order_relaxed);
-  if (heard != 0)
-    p.quiet_s =
-        std::chrono::duration<double>(now - LiveClock::time_point(LiveClock::duration(heard)))
-            .count();
+  if (heard != 0) p.quiet_s = since(LiveClock::time_point(LiveClock::duration(heard)));
   p.rejected_connections = m.rejected.load(std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lk(m.state_mu);
   for (const auto& [rank, r] : m.ranks) {
     RankProgress rp;
     rp.global_rank = rank;
     rp.open = r.open > 0;
     rp.said_bye = !rp.open && r.clean_end;
-    if (!rp.open) rp.closed_s = std::chrono::duration<double>(now - r.closed_at).count();
+    if (!rp.open) rp.closed_s = since(r.closed_at);
     p.ranks.push_back(rp);
   }
   p.first_refusals = m.first_refusals;
