@@ -7,7 +7,10 @@
 // there: that is how traceml finds the straggler and what made it late.
 //
 // The ranks take their identity from the environment that `traceml run` (or
-// torchrun) sets: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT.
+// torchrun) sets: RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT; under srun or
+// mpirun, SLURM_PROCID/SLURM_NTASKS or OMPI_COMM_WORLD_RANK/_SIZE (or MPICH's
+// PMI_RANK/PMI_SIZE) stand for RANK/WORLD_SIZE, and MASTER_ADDR/MASTER_PORT
+// are passed by hand (docs/launchers.md).
 //
 //   build/bin/traceml run --nproc-per-node 2 -- build/bin/examples/ddp FLAGS
 //
@@ -40,6 +43,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <thread>
@@ -92,21 +96,31 @@ struct Rendezvous {
   std::uint16_t master_port = 29500;
 };
 
-std::optional<std::int64_t> env_int(const examples::Flags& flags, const char* name) {
-  const char* text = std::getenv(name);
-  if (text == nullptr || *text == '\0') return std::nullopt;
-  char* end = nullptr;
-  const long long value = std::strtoll(text, &end, 10);
-  if (*end != '\0')
-    flags.fail(std::string("environment variable ") + name + "=" + text + " is not an integer");
-  return static_cast<std::int64_t>(value);
+/// The first of `names` that is set, as an integer (launchers name the same
+/// thing differently: torchrun, Slurm, Open MPI, MPICH, in that order, as
+/// traceml's runtime reads them).
+std::optional<std::int64_t> env_int(const examples::Flags& flags,
+                                    std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    const char* text = std::getenv(name);
+    if (text == nullptr || *text == '\0') continue;
+    char* end = nullptr;
+    const long long value = std::strtoll(text, &end, 10);
+    if (*end != '\0')
+      flags.fail(std::string("environment variable ") + name + "=" + text + " is not an integer");
+    return static_cast<std::int64_t>(value);
+  }
+  return std::nullopt;
 }
 
 Rendezvous read_rendezvous(const examples::Flags& flags) {
   Rendezvous rendezvous;
-  const std::int64_t world_size = env_int(flags, "WORLD_SIZE").value_or(1);
-  const std::int64_t rank = env_int(flags, "RANK").value_or(0);
-  const std::int64_t port = env_int(flags, "MASTER_PORT").value_or(29500);
+  const std::int64_t world_size =
+      env_int(flags, {"WORLD_SIZE", "SLURM_NTASKS", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE"})
+          .value_or(1);
+  const std::int64_t rank =
+      env_int(flags, {"RANK", "SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK"}).value_or(0);
+  const std::int64_t port = env_int(flags, {"MASTER_PORT"}).value_or(29500);
   if (world_size < 1 || rank < 0 || rank >= world_size) {
     flags.fail("RANK=" + std::to_string(rank) + " WORLD_SIZE=" + std::to_string(world_size) +
                ": need 0 <= RANK < WORLD_SIZE");

@@ -18,6 +18,8 @@ packages=(
   # torchrun (Debian's PyTorch 1.13), to test `traceml serve` with ranks
   # that torchrun starts (docs/launchers.md).
   python3-torch
+  # mpirun (Open MPI), to test the same with ranks that mpirun starts.
+  openmpi-bin
 )
 
 missing=()

@@ -151,14 +151,14 @@ TEST(Serve, TwoRanksStartedByHandGiveOneSummaryThatNamesTheStraggler) {
   EXPECT_EQ(manifest["telemetry"]["records_dropped"], 0);
 }
 
-/// torchrun on PATH (Debian: python3-torch, which scripts/install-deps.sh
-/// installs), or empty.
-std::string find_torchrun() {
+/// `program` on PATH, or empty. torchrun (Debian: python3-torch) and mpirun
+/// (openmpi-bin) are installed by scripts/install-deps.sh.
+std::string find_on_path(const std::string& program) {
   const char* path = std::getenv("PATH");
   std::string dirs = path != nullptr ? path : "";
   for (std::size_t start = 0; start <= dirs.size();) {
     const std::size_t end = std::min(dirs.find(':', start), dirs.size());
-    const fs::path candidate = fs::path(dirs.substr(start, end - start)) / "torchrun";
+    const fs::path candidate = fs::path(dirs.substr(start, end - start)) / program;
     if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
     start = end + 1;
   }
@@ -166,7 +166,7 @@ std::string find_torchrun() {
 }
 
 TEST(Serve, TorchrunStartsTheCppBinaryAndServeGivesTheJobsVerdict) {
-  const std::string torchrun = find_torchrun();
+  const std::string torchrun = find_on_path("torchrun");
   if (torchrun.empty()) GTEST_SKIP() << "no torchrun on PATH (apt-get install python3-torch)";
   TempDir dir;
   Served serve(dir, {"--run-name", "torchrun_job"});
@@ -195,6 +195,54 @@ TEST(Serve, TorchrunStartsTheCppBinaryAndServeGivesTheJobsVerdict) {
   EXPECT_EQ(primary_kind(summary), "INPUT_STRAGGLER") << s.out;
   EXPECT_EQ(summary.value("/primary_diagnosis/evidence/worst/rank"_json_pointer, -1), 1);
   EXPECT_EQ(summary.value("/meta/world_size"_json_pointer, 0), 2);
+}
+
+// docs/launchers.md's mpirun recipe: Open MPI starts the C++ binary, which
+// never calls MPI_Init; the ranks take OMPI_COMM_WORLD_RANK/_SIZE as their
+// identity (traceml's and the example's process group alike), and `-x`
+// passes serve's variables and the rendezvous.
+TEST(Serve, MpirunStartsTheCppBinaryAndServeGivesTheJobsVerdict) {
+  const std::string mpirun = find_on_path("mpirun");
+  if (mpirun.empty()) GTEST_SKIP() << "no mpirun on PATH (apt-get install openmpi-bin)";
+  TempDir dir;
+  Served serve(dir, {"--run-name", "mpirun_job", "--world-size", "2"});
+  const auto vars = serve.rank_env();
+  ASSERT_EQ(vars.size(), 2u) << serve.child.err_so_far();
+  const auto master = launcher::pick_free_port();
+  ASSERT_TRUE(master);
+  // Open MPI refuses to run as root unless told twice; CI runs as root.
+  std::vector<std::string> argv = {"/usr/bin/env",
+                                   "OMPI_ALLOW_RUN_AS_ROOT=1",
+                                   "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1",
+                                   mpirun,
+                                   "-np",
+                                   "2",
+                                   "--bind-to",
+                                   "none"};
+  for (const std::string& v : vars) {
+    argv.push_back("-x");
+    argv.push_back(v);
+  }
+  for (const std::string& a :
+       {std::string("-x"), std::string("TRACEML_INTERVAL=0.2"), std::string("-x"),
+        std::string("MASTER_ADDR=127.0.0.1"), std::string("-x"),
+        "MASTER_PORT=" + std::to_string(*master), kExamples + "/ddp", std::string("--steps"),
+        std::string("120"), std::string("--slow-rank"), std::string("1"),
+        std::string("--slow-input-ms"), std::string("15")})
+    argv.push_back(a);
+  const ProcessResult m = run_process(argv);
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  const ProcessResult s = serve.child.wait();
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const Json summary = load_json(dir.path() / "logs" / "mpirun_job" / "final_summary.json");
+  ASSERT_TRUE(summary.is_object()) << s.err;
+  EXPECT_EQ(primary_kind(summary), "INPUT_STRAGGLER") << s.out;
+  EXPECT_EQ(summary.value("/primary_diagnosis/evidence/worst/rank"_json_pointer, -1), 1);
+  EXPECT_EQ(summary.value("/meta/world_size"_json_pointer, 0), 2);
+  const Json manifest = load_json(dir.path() / "logs" / "mpirun_job" / "manifest.json");
+  EXPECT_EQ(manifest.value("launched_by", ""), "traceml serve");
+  EXPECT_EQ(manifest["ranks"][0]["ended"], "goodbye");
+  EXPECT_EQ(manifest["ranks"][1]["ended"], "goodbye");
 }
 
 TEST(Serve, WrongTokenAndRankOutsideTheWorldAreRefusedWithOneLineEachAndTheRunGoesOn) {
