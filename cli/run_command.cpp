@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <iostream>
 #include <optional>
-#include <regex>
 #include <system_error>
 
 #include <unistd.h>
@@ -23,6 +22,7 @@
 #include "launcher/program_path.hpp"
 #include "live_display.hpp"
 #include "model/env_contract.hpp"
+#include "model/env_values.hpp"
 #include "model/text.hpp"
 #include "option_checks.hpp"
 #include "run_end.hpp"
@@ -106,10 +106,12 @@ std::optional<std::string> validate(const RunArgs& a) {
   if (a.master_addr.empty()) return "--master-addr cannot be empty";
   if (a.mode != "summary" && a.mode != "live" && a.mode != "cli")
     return "invalid mode '" + a.mode + "' (use summary or live; cli is another name for live)";
-  if (!a.run_name.empty() && (!std::regex_match(a.run_name, std::regex("^[A-Za-z0-9_.-]+$")) ||
-                              a.run_name == "." || a.run_name == ".."))
-    return "--run-name must be one path segment of letters, digits, '_', '.' or '-' (got '" +
-           a.run_name + "')";
+  if (!a.run_name.empty())
+    if (const auto why = model::run_name_problem(a.run_name))
+      return "--run-name " + *why + " (got '" + model::quote_value(a.run_name) + "')";
+  if (!a.strategy.empty())
+    if (const auto why = model::strategy_problem(a.strategy))
+      return "--strategy " + *why + " (got '" + model::quote_value(a.strategy) + "')";
   if (a.nnodes > 1) {
     if (a.run_name.empty())
       return "--run-name is required when --nnodes > 1 so every node writes into the same run";
@@ -210,9 +212,8 @@ int run(RunArgs a) {
   std::string token;
   if (const char* env = std::getenv(model::env::kRunToken); env != nullptr && *env != '\0') {
     token = env;
-    if (token.size() > transport::kMaxStringBytes)
-      return fail(std::string(model::env::kRunToken) + " is " + std::to_string(token.size()) +
-                  " bytes; at most " + std::to_string(transport::kMaxStringBytes) + " are allowed");
+    if (const auto why = model::token_problem(token))
+      return fail(std::string(model::env::kRunToken) + " " + *why);
   } else {
     token = a.nnodes > 1 ? "run:" + run_name : transport::random_run_token();
   }

@@ -27,6 +27,7 @@
 #include "launcher/manifest.hpp"
 #include "live_display.hpp"
 #include "model/env_contract.hpp"
+#include "model/env_values.hpp"
 #include "model/text.hpp"
 #include "option_checks.hpp"
 #include "report/atomic_file.hpp"
@@ -97,23 +98,13 @@ std::optional<std::string> validate(const ServeArgs& a) {
   }
   if (a.mode != "summary" && a.mode != "live" && a.mode != "cli")
     return "invalid mode '" + a.mode + "' (use summary or live; cli is another name for live)";
-  if (!a.run_name.empty() && (!std::regex_match(a.run_name, std::regex("^[A-Za-z0-9_.-]+$")) ||
-                              a.run_name == "." || a.run_name == ".."))
-    return "--run-name must be one path segment of letters, digits, '_', '.' or '-' (got '" +
-           a.run_name + "')";
+  if (!a.run_name.empty())
+    if (const auto why = model::run_name_problem(a.run_name))
+      return "--run-name " + *why + " (got '" + model::quote_value(a.run_name) + "')";
+  if (!a.strategy.empty())
+    if (const auto why = model::strategy_problem(a.strategy))
+      return "--strategy " + *why + " (got '" + model::quote_value(a.strategy) + "')";
   if (a.bind_host.empty()) return "--bind-host cannot be empty";
-  return std::nullopt;
-}
-
-/// A run token must be text a shell and the wire carry unchanged.
-std::optional<std::string> bad_token(const std::string& token) {
-  if (token.empty()) return "is empty";
-  if (token.size() > transport::kMaxStringBytes)
-    return "is " + std::to_string(token.size()) + " bytes; at most " +
-           std::to_string(transport::kMaxStringBytes) + " are allowed";
-  if (!model::valid_utf8(token)) return "is not valid UTF-8";
-  for (const unsigned char c : token)
-    if (c < 0x20 || c == 0x7f) return "holds a control character";
   return std::nullopt;
 }
 
@@ -140,13 +131,14 @@ std::string read_token(const ServeArgs& a, std::string& problem) {
       return "";
     }
     if (!token.empty() && token.back() == '\r') token.pop_back();
-    if (const auto bad = bad_token(token)) problem = "the token in " + a.token_file + " " + *bad;
+    if (const auto bad = model::token_problem(token))
+      problem = "the token in " + a.token_file + " " + *bad;
     return token;
   }
   const char* env = std::getenv(model::env::kRunToken);
   if (env == nullptr || *env == '\0') return "";
   const std::string token = env;
-  if (const auto bad = bad_token(token))
+  if (const auto bad = model::token_problem(token))
     problem = std::string(model::env::kRunToken) + " " + *bad + "; fix or unset it";
   return token;
 }

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "model/env_contract.hpp"
+#include "model/env_values.hpp"
 
 namespace traceml::runtime {
 namespace {
@@ -57,8 +58,9 @@ class Reader {
       if (!raw || raw->empty()) continue;  // set but empty means unset (traceml run does that)
       const auto v = parse_int(*raw);
       if (v && *v >= lo && *v <= hi) return v;
-      problems_.push_back(std::string(name) + "='" + *raw + "' is not an integer in [" +
-                          std::to_string(lo) + ", " + std::to_string(hi) + "]");
+      problems_.push_back(std::string(name) + "='" + model::quote_value(*raw) +
+                          "' is not an integer in [" + std::to_string(lo) + ", " +
+                          std::to_string(hi) + "]");
     }
     return std::nullopt;
   }
@@ -67,14 +69,26 @@ class Reader {
     if (v && v->empty()) return std::nullopt;
     return v;
   }
+  /// Text that `problem_of` accepts; a set value it refuses is a problem.
+  template <typename Rule>
+  std::optional<std::string> checked(const char* name, Rule problem_of) {
+    auto v = text(name);
+    if (!v) return std::nullopt;
+    if (const auto why = problem_of(*v)) {
+      problems_.push_back(std::string(name) + "='" + model::quote_value(*v) + "' " + *why);
+      return std::nullopt;
+    }
+    return v;
+  }
   /// A number in [lo, hi]; a set but unusable value is a problem.
   std::optional<double> number(const char* name, double lo, double hi) {
     const auto raw = env_(name);
     if (!raw || raw->empty()) return std::nullopt;
     const auto v = parse_double(*raw);
     if (v && *v >= lo && *v <= hi) return v;
-    problems_.push_back(std::string(name) + "='" + *raw + "' is not a number in [" +
-                        format_number(lo) + ", " + format_number(hi) + "]");
+    problems_.push_back(std::string(name) + "='" + model::quote_value(*raw) +
+                        "' is not a number in [" + format_number(lo) + ", " + format_number(hi) +
+                        "]");
     return std::nullopt;
   }
 
@@ -121,9 +135,16 @@ Config resolve_config(const Options& options, const EnvLookup& env, const std::s
   id.node_rank = int(node.value_or(0));
   if (!hostname.empty()) id.hostname = hostname;
 
-  if (options.strategy) {
+  const auto usable_option = [&](const char* what, const std::optional<std::string>& v,
+                                 auto problem_of) {
+    if (!v) return false;
+    const auto why = problem_of(*v);
+    if (why) c.problems.push_back(std::string(what) + "='" + model::quote_value(*v) + "' " + *why);
+    return !why;
+  };
+  if (usable_option("Options::strategy", options.strategy, model::strategy_problem)) {
     c.strategy = *options.strategy;
-  } else if (auto s = r.text(model::env::kStrategy)) {
+  } else if (auto s = r.checked(model::env::kStrategy, model::strategy_problem)) {
     c.strategy = *s;
   } else {
     c.strategy = *id.world_size > 1 ? "ddp" : "single_process";
@@ -150,11 +171,16 @@ Config resolve_config(const Options& options, const EnvLookup& env, const std::s
   const auto port = r.integer({model::env::kAggregatorPort}, 1, 65535);
   if (port) {
     c.collector_port = std::uint16_t(*port);
-    c.collector_host = r.text(model::env::kAggregatorHost).value_or("127.0.0.1");
+    c.collector_host =
+        r.checked(model::env::kAggregatorHost, model::host_problem).value_or("127.0.0.1");
   }
-  c.token = r.text(model::env::kRunToken).value_or("");
+  c.token = r.checked(model::env::kRunToken, model::token_problem).value_or("");
   c.logs_dir = options.logs_dir ? *options.logs_dir : r.text(model::env::kLogsDir).value_or("logs");
-  c.run_name = options.run_name ? options.run_name : r.text(model::env::kSessionId);
+  if (usable_option("Options::run_name", options.run_name, model::run_name_problem)) {
+    c.run_name = options.run_name;
+  } else {
+    c.run_name = r.checked(model::env::kSessionId, model::run_name_problem);
+  }
   c.launcher_pipes = r.text(model::env::kLauncherPipes).value_or("");
   return c;
 }

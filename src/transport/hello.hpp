@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/env_values.hpp"
 #include "model/telemetry.hpp"
 #include "transport/record_codec.hpp"
 
@@ -41,6 +42,7 @@ inline constexpr std::size_t kMaxHelloPayloadBytes =
 /// collector buffer 4 KiB, not kMaxFrameBytes (1 MiB), per connection.
 inline constexpr std::size_t kMaxPreHelloFrameBytes = 4096;
 static_assert(kMaxHelloPayloadBytes <= kMaxPreHelloFrameBytes);
+static_assert(model::kMaxTokenBytes <= kMaxStringBytes, "a valid token travels whole");
 
 struct Hello {
   std::uint16_t protocol_version = kProtocolVersion;

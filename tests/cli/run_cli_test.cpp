@@ -35,6 +35,11 @@ TEST(RunCli, InvalidInvocationsAreOneLineErrors) {
                         "--aggregator-port 0 (pick a free port) works only with --nnodes 1");
   expect_one_error_line(traceml({"run", "--run-name", "../up", "--", "/bin/true"}),
                         "--run-name must be one path segment");
+  expect_one_error_line(traceml({"run", "--run-name", std::string(129, 'n'), "--", "/bin/true"}),
+                        "--run-name is 129 bytes; at most 128 are allowed");
+  expect_one_error_line(traceml({"run", "--strategy", "dd p\n", "--", "/bin/true"}),
+                        "--strategy must be one word of letters, digits, '_' or '-' (ddp, fsdp, "
+                        "single_process) (got 'dd p\\x0a')");
   expect_one_error_line(traceml({"run", "--mode", "dashboard", "--", "/bin/true"}),
                         "invalid mode 'dashboard'");
   expect_one_error_line(traceml({"run", "--trace-max-steps", "0", "--", "/bin/true"}),

@@ -2,8 +2,13 @@
 // environment of traceml run, torchrun, Slurm or Open MPI.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
+#include <random>
 
+#include "../fuzz/config_invariants.hpp"
 #include "runtime/config.hpp"
 
 namespace traceml::runtime {
@@ -164,6 +169,106 @@ TEST(Config, LauncherPipesComeFromTheLauncher) {
   EXPECT_EQ(resolve_config({}, env_of({}), "h").launcher_pipes, "");
   EXPECT_EQ(resolve_config({}, env_of({{"TRACEML_LAUNCHER_PIPES", "12,13"}}), "h").launcher_pipes,
             "12,13");
+}
+
+// A value that is set but unusable is one short, printable line, whatever it
+// holds: a newline or an escape sequence in RANK must not break the warning
+// or drive the terminal, and a megabyte of it must not flood stderr.
+TEST(Config, AnUnusableValueIsQuotedOnOneShortLine) {
+  const Config c = resolve_config(
+      {}, env_of({{"RANK", "1\n\x1b[31mRED"}, {"LOCAL_RANK", std::string(1 << 20, '7') + "x"}}),
+      "node-a");
+  ASSERT_EQ(c.problems.size(), 2u);
+  EXPECT_EQ(c.problems[0], "RANK='1\\x0a\\x1b[31mRED' is not an integer in [0, 16777216]");
+  EXPECT_LT(c.problems[1].size(), 200u) << c.problems[1];
+  EXPECT_NE(c.problems[1].find("7777...' is not an integer"), std::string::npos) << c.problems[1];
+  EXPECT_EQ(c.identity.global_rank, 0);
+}
+
+// TRACEML_SESSION_ID names the standalone run's directory inside the logs
+// directory: the rule of `traceml run --run-name` holds, so that "../x" or
+// "a/b" cannot put it elsewhere. A refused name falls back to the default
+// (<program>_<timestamp>), as every unusable value does.
+TEST(Config, ARunNameThatIsNotOnePathSegmentIsRefused) {
+  for (const char* name : {"../escaped", "a/b", "..", ".", "sp ace", "tab\t"}) {
+    const Config c = resolve_config({}, env_of({{"TRACEML_SESSION_ID", name}}), "node-a");
+    EXPECT_FALSE(c.run_name) << name;
+    ASSERT_EQ(c.problems.size(), 1u) << name;
+    EXPECT_NE(c.problems[0].find("must be one path segment"), std::string::npos) << c.problems[0];
+  }
+  Options bad;
+  bad.run_name = "../up";
+  const Config c = resolve_config(bad, env_of({{"TRACEML_SESSION_ID", "from_env"}}), "node-a");
+  EXPECT_EQ(c.run_name, "from_env");
+  ASSERT_EQ(c.problems.size(), 1u);
+  EXPECT_EQ(c.problems[0].rfind("Options::run_name='../up' must be one path segment", 0), 0u)
+      << c.problems[0];
+  EXPECT_EQ(resolve_config({}, env_of({{"TRACEML_SESSION_ID", "job_7.b-2"}}), "n").run_name,
+            "job_7.b-2");
+}
+
+TEST(Config, AStrategyHostOrTokenThatBreaksItsRuleIsRefused) {
+  const Config c = resolve_config({},
+                                  env_of({{"WORLD_SIZE", "2"},
+                                          {"TRACEML_STRATEGY", "dd\xffp"},
+                                          {"TRACEML_AGGREGATOR_PORT", "29765"},
+                                          {"TRACEML_AGGREGATOR_HOST", "evil host"},
+                                          {"TRACEML_RUN_TOKEN",
+                                           "tok\x07"
+                                           "en"}}),
+                                  "node-a");
+  EXPECT_EQ(c.strategy, "ddp");  // the default for WORLD_SIZE 2
+  EXPECT_EQ(c.collector_host, "127.0.0.1");
+  EXPECT_EQ(c.token, "");
+  ASSERT_EQ(c.problems.size(), 3u);
+  EXPECT_NE(c.problems[0].find("TRACEML_STRATEGY='dd\xef\xbf\xbdp' must be one word"),
+            std::string::npos)
+      << c.problems[0];
+  EXPECT_NE(c.problems[1].find("must be a host name or an IP address"), std::string::npos);
+  EXPECT_NE(c.problems[2].find("TRACEML_RUN_TOKEN='tok\\x07en' holds a control character"),
+            std::string::npos)
+      << c.problems[2];
+  const Config ok = resolve_config({},
+                                   env_of({{"TRACEML_STRATEGY", "fsdp"},
+                                           {"TRACEML_AGGREGATOR_PORT", "1"},
+                                           {"TRACEML_AGGREGATOR_HOST", "[fe80::1%eth0]"}}),
+                                   "node-a");
+  EXPECT_TRUE(ok.problems.empty()) << ok.problems[0];
+  EXPECT_EQ(ok.strategy, "fsdp");
+  EXPECT_EQ(ok.collector_host, "[fe80::1%eth0]");
+}
+
+// fuzz_config's promises (tests/fuzz/config_invariants.hpp) on its corpus and
+// on a fixed-seed stream of random environments, so that every build checks
+// them, not only the sanitizer stage's fuzzing.
+TEST(ConfigFuzzCorpus, EveryEnvironmentGivesAUsableConfiguration) {
+  const auto dir = std::filesystem::path(TRACEML_TEST_DATA_DIR) / "fuzz" / "corpus" / "fuzz_config";
+  int seeds = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::ifstream in(entry.path(), std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto why =
+        fuzz::check_config_input(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+    EXPECT_FALSE(why) << entry.path() << ": " << *why;
+    ++seeds;
+  }
+  EXPECT_GE(seeds, 7);
+  std::mt19937 gen(20261205);
+  const std::string alphabet = "0123456789-+.e()x/:[]% _abcTRUE\n\x1b\x7f\xc3\xff";
+  for (int i = 0; i < 3000; ++i) {
+    std::string bytes;
+    const int records = int(gen() % 12);
+    for (int r = 0; r < records; ++r) {
+      bytes += char(gen() % 29);
+      const int len = int(gen() % 24);
+      for (int k = 0; k < len; ++k)
+        bytes += alphabet[gen() % alphabet.size()];
+      bytes += '\0';
+    }
+    const auto why =
+        fuzz::check_config_input(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
+    ASSERT_FALSE(why) << "random environment " << i << ": " << *why;
+  }
 }
 
 }  // namespace

@@ -1,0 +1,63 @@
+#include "model/env_values.hpp"
+
+#include "model/text.hpp"
+
+namespace traceml::model {
+
+namespace {
+
+bool word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '-';
+}
+
+std::string too_long(std::size_t size, std::size_t max) {
+  return "is " + std::to_string(size) + " bytes; at most " + std::to_string(max) + " are allowed";
+}
+
+}  // namespace
+
+std::optional<std::string> run_name_problem(std::string_view name) {
+  const char* rule = "must be one path segment of letters, digits, '_', '.' or '-'";
+  if (name.empty() || name == "." || name == "..") return std::string(rule);
+  for (const char c : name)
+    if (!word_char(c) && c != '.') return std::string(rule);
+  if (name.size() > kMaxRunNameBytes) return too_long(name.size(), kMaxRunNameBytes);
+  return std::nullopt;
+}
+
+std::optional<std::string> strategy_problem(std::string_view word) {
+  const char* rule = "must be one word of letters, digits, '_' or '-' (ddp, fsdp, single_process)";
+  if (word.empty()) return std::string(rule);
+  for (const char c : word)
+    if (!word_char(c)) return std::string(rule);
+  if (word.size() > kMaxStrategyBytes) return too_long(word.size(), kMaxStrategyBytes);
+  return std::nullopt;
+}
+
+std::optional<std::string> token_problem(std::string_view token) {
+  if (token.empty()) return std::string("is empty");
+  if (token.size() > kMaxTokenBytes) return too_long(token.size(), kMaxTokenBytes);
+  if (!valid_utf8(token)) return std::string("is not valid UTF-8");
+  for (const unsigned char c : token)
+    if (c < 0x20 || c == 0x7f) return std::string("holds a control character");
+  return std::nullopt;
+}
+
+std::optional<std::string> host_problem(std::string_view host) {
+  if (host.empty()) return std::string("is empty");
+  if (host.size() > kMaxHostBytes) return too_long(host.size(), kMaxHostBytes);
+  for (const char c : host) {
+    if (!word_char(c) && c != '.' && c != ':' && c != '%' && c != '[' && c != ']')
+      return std::string("must be a host name or an IP address");
+  }
+  return std::nullopt;
+}
+
+std::string quote_value(std::string_view value) {
+  constexpr std::size_t kShown = 64;
+  if (value.size() <= kShown) return escape_for_terminal(value, true);
+  return escape_for_terminal(sanitize_utf8(value, kShown), true) + "...";
+}
+
+}  // namespace traceml::model
