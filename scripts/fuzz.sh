@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
 # Builds build-sanitize/ with clang, ASan+UBSan on every target and the
 # libFuzzer targets (tests/fuzz/), then
-#   (a) runs each fuzz_* target for TRACEML_FUZZ_SECONDS (default 45) on a
-#       temporary copy of its seed corpus (the tree is never written), failing
-#       on any crash, leak, timeout or out-of-memory;
+#   (a) runs each fuzz_* target for TRACEML_FUZZ_SECONDS (default 45), one
+#       per core at a time, on a temporary copy of its seed corpus (the tree
+#       is never written), failing on any crash, leak, timeout or
+#       out-of-memory;
 #   (b) runs the unit tests of that build under ASan+UBSan (ctest).
 # Prints how long each stage took, and per fuzz target the executions done and
 # executions per second.
 #
 # TRACEML_FUZZ_SECONDS=N     seconds per fuzz target (0: build and unit tests only)
 # TRACEML_FUZZ_TARGETS="a b" only these fuzz targets (default: every fuzz_*)
+# TRACEML_FUZZ_JOBS=N        targets fuzzed at once (default: nproc)
 # TRACEML_FUZZ_KEEP_GOING=1  keep fuzzing after a crash (libFuzzer -fork=1
 #                            -ignore_crashes=1): lists every finding instead of
 #                            stopping at the first, and does not fail on them
@@ -18,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build_dir=build-sanitize
-# 45 s each: four targets fuzz as long together as three did at 60 s.
+# 45 s each, as many targets at once as there are cores.
 seconds="${TRACEML_FUZZ_SECONDS:-45}"
 script_start=$SECONDS
 
@@ -56,22 +58,37 @@ export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:strict_string_checks=1:detec
 export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
 
 # ---------------------------------------------------------------- (a) fuzz
+# A libFuzzer process uses one core: the targets run side by side, one per
+# core (TRACEML_FUZZ_JOBS, default nproc), each for the full time.
 failed=()
 if [ "$seconds" -gt 0 ]; then
   work=$(mktemp -d "${TMPDIR:-/tmp}/traceml-fuzz.XXXXXX")
   targets="${TRACEML_FUZZ_TARGETS:-$(cd "$build_dir/tests/fuzz" && ls fuzz_* | grep -v '\.' | tr '\n' ' ')}"
-  for target in $targets; do
+  jobs="${TRACEML_FUZZ_JOBS:-$(nproc)}"
+  fuzz_one() {
+    local target=$1
     mkdir -p "$work/$target/corpus" "$work/$target/artifacts"
     cp tests/fuzz/corpus/"$target"/* "$work/$target/corpus/"
-    args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
-          -artifact_prefix="$work/$target/artifacts/")
+    local args=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+                -artifact_prefix="$work/$target/artifacts/")
     if [ -f "tests/fuzz/$target.dict" ]; then args+=(-dict="tests/fuzz/$target.dict"); fi
     if [ "${TRACEML_FUZZ_KEEP_GOING:-0}" = 1 ]; then
       args+=(-fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1)
     fi
+    local rc=0
+    "$build_dir/tests/fuzz/$target" "${args[@]}" "$work/$target/corpus" >"$work/$target/log" 2>&1 || rc=$?
+    echo "$rc" >"$work/$target/rc"
+  }
+  running=0
+  for target in $targets; do
+    if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+    fuzz_one "$target" &
+    running=$((running + 1))
+  done
+  wait
+  for target in $targets; do
     log="$work/$target/log"
-    rc=0
-    "$build_dir/tests/fuzz/$target" "${args[@]}" "$work/$target/corpus" >"$log" 2>&1 || rc=$?
+    rc=$(cat "$work/$target/rc" 2>/dev/null || echo 1)
     execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
     rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
     echo "fuzz.sh: $target: ${execs:-?} execs, ${rate:-?} exec/s, corpus $(ls "$work/$target/corpus" | wc -l) inputs, exit $rc"
@@ -87,8 +104,8 @@ if [ "$seconds" -gt 0 ]; then
       head -c 4096 "$work/$target/artifacts/$f" | base64 -w 0
       echo
     done
-    stage_done "fuzz $target"
   done
+  stage_done "fuzz ($(echo $targets | wc -w) targets, $seconds s each, $jobs at a time)"
   if [ ${#failed[@]} -eq 0 ]; then rm -rf "$work"; else echo "fuzz.sh: logs and inputs kept in $work"; fi
 fi
 
