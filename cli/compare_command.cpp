@@ -169,7 +169,7 @@ void add_compare_command(CLI::App& app, Action& action) {
     args->gates.strict = args->compare.strict;
     if (step->count() > 0) args->gates.max_step_time_regression_pct = args->max_step_pct;
     if (memory->count() > 0) args->gates.max_memory_regression_pct = args->max_memory_pct;
-    action = [args] { return run_compare(*args); };
+    action.run = [args] { return run_compare(*args); };
   });
 }
 

@@ -131,7 +131,7 @@ void add_export_command(CLI::App& app, Action& action) {
   cmd->add_option("--window", args->window,
                   "chrome-trace: the analysed window whose steps are drawn by default")
       ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40));
-  cmd->callback([args, &action] { action = [args] { return run_export(*args); }; });
+  cmd->callback([args, &action] { action.run = [args] { return run_export(*args); }; });
 }
 
 }  // namespace traceml::cli

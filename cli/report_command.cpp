@@ -118,7 +118,7 @@ void add_report_command(CLI::App& app, Action& action) {
   cmd->add_option("--window", args->window, "Latest aligned steps/samples to analyse per rank")
       ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40))
       ->capture_default_str();
-  cmd->callback([args, &action] { action = [args] { return run_report(*args); }; });
+  cmd->callback([args, &action] { action.run = [args] { return run_report(*args); }; });
 }
 
 }  // namespace traceml::cli

@@ -178,7 +178,6 @@ store::RunOutcome outcome_of(const launcher::LaunchOutcome& o) {
 }
 
 int run(RunArgs a) {
-  if (const auto problem = validate(a)) return fail(*problem);
   launcher::LaunchPlan plan = plan_of(a);
   if (a.master_port == 0) {
     const auto port = launcher::pick_free_port();
@@ -406,11 +405,11 @@ void add_run_command(CLI::App& app, Action& action) {
       if (cmd->count("--master-port") == 0) a->master_port = 0;
       if (cmd->count("--aggregator-port") == 0) a->aggregator_port = 0;
     }
-    if (!problem.empty()) {
-      action = [problem] { return fail(problem); };
-      return;
-    }
-    action = [a] { return run(*a); };
+    action.check = [a, problem]() -> std::optional<std::string> {
+      if (!problem.empty()) return problem;
+      return validate(*a);
+    };
+    action.run = [a] { return run(*a); };
   });
 }
 

@@ -259,7 +259,6 @@ class Watch {
 };
 
 int serve(const ServeArgs& a) {
-  if (const auto problem = validate(a)) return fail(*problem);
   std::string problem;
   const std::string token = read_token(a, problem);
   if (!problem.empty()) return fail(problem);
@@ -479,7 +478,10 @@ void add_serve_command(CLI::App& app, Action& action) {
   cmd->add_option("--mode", a->mode,
                   "summary (the report at the end) or live (a live view while the run goes)")
       ->capture_default_str();
-  cmd->callback([a, &action] { action = [a] { return serve(*a); }; });
+  cmd->callback([a, &action] {
+    action.check = [a] { return validate(*a); };
+    action.run = [a] { return serve(*a); };
+  });
 }
 
 }  // namespace traceml::cli

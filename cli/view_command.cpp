@@ -105,7 +105,7 @@ void add_view_command(CLI::App& app, Action& action) {
           ->expected(0, 1);
   cmd->callback([args, html, &action] {
     args->html = html->count() > 0;
-    action = [args] { return run_view(*args); };
+    action.run = [args] { return run_view(*args); };
   });
 }
 
