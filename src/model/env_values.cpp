@@ -56,8 +56,15 @@ std::optional<std::string> host_problem(std::string_view host) {
 
 std::string quote_value(std::string_view value) {
   constexpr std::size_t kShown = 64;
-  if (value.size() <= kShown) return escape_for_terminal(value, true);
-  return escape_for_terminal(sanitize_utf8(value, kShown), true) + "...";
+  const std::string shown = value.size() <= kShown
+                                ? escape_for_terminal(value, true)
+                                : escape_for_terminal(sanitize_utf8(value, kShown), true) + "...";
+  // A tab would pass for spaces inside the quotes: shown like the other
+  // control characters.
+  std::string out;
+  for (const char c : shown)
+    out += c == '\t' ? std::string("\\x09") : std::string(1, c);
+  return out;
 }
 
 }  // namespace traceml::model

@@ -43,7 +43,7 @@ std::optional<std::string> token_problem(std::string_view token);
 /// IPv6 address), at most kMaxHostBytes.
 std::optional<std::string> host_problem(std::string_view host);
 
-/// `value` for a one-line message: control characters and newlines escaped,
+/// `value` for a one-line message: control characters, tabs and newlines escaped,
 /// ill-formed UTF-8 replaced, and cut after 64 bytes with "...", so that a
 /// hostile or mistaken value can neither drive the terminal, nor break the
 /// line, nor flood it.

@@ -53,6 +53,8 @@ TEST(EnvValues, AHostIsANameOrAnAddress) {
 TEST(EnvValues, AQuotedValueIsOneShortPrintableLine) {
   EXPECT_EQ(quote_value("plain"), "plain");
   EXPECT_EQ(quote_value("a\nb\x1b[0m"), "a\\x0ab\\x1b[0m");
+  // fuzz_config found SLURM_PROCID='<tab>' quoted with the tab itself.
+  EXPECT_EQ(quote_value("\t"), "\\x09");
   EXPECT_EQ(quote_value("x\xffy"), "x\xef\xbf\xbdy");  // U+FFFD
   const std::string long_value(1 << 20, 'v');
   EXPECT_EQ(quote_value(long_value), std::string(64, 'v') + "...");

@@ -254,7 +254,7 @@ TEST(ConfigFuzzCorpus, EveryEnvironmentGivesAUsableConfiguration) {
   }
   EXPECT_GE(seeds, 7);
   std::mt19937 gen(20261205);
-  const std::string alphabet = "0123456789-+.e()x/:[]% _abcTRUE\n\x1b\x7f\xc3\xff";
+  const std::string alphabet = "0123456789-+.e()x/:[]% _abcTRUE\n\t\x1b\x7f\xc3\xff";
   for (int i = 0; i < 3000; ++i) {
     std::string bytes;
     const int records = int(gen() % 12);
