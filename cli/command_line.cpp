@@ -68,19 +68,7 @@ CommandLine read_command_line(const std::vector<std::string>& args) {
     argv.push_back(a.c_str());
   try {
     app.parse(int(argv.size()), argv.data());
-  } catch (const CLI::CallForHelp& e) {
-    std::ostringstream text, err;
-    out.exit_code = app.exit(e, text, err);
-    out.out = text.str();
-    out.usage = err.str();
-    return out;
-  } catch (const CLI::CallForAllHelp& e) {
-    std::ostringstream text, err;
-    out.exit_code = app.exit(e, text, err);
-    out.out = text.str();
-    out.usage = err.str();
-    return out;
-  } catch (const CLI::CallForVersion& e) {
+  } catch (const CLI::Success& e) {  // --help, --help-all, --version
     std::ostringstream text, err;
     out.exit_code = app.exit(e, text, err);
     out.out = text.str();

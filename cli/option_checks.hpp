@@ -1,11 +1,14 @@
-// The range checks of the commands' numeric options, shared so that every
-// command says a bad number the same way: "--flag must be in [lo, hi] unit
-// (got v)".
+// The checks of the commands' options, shared so that every command says a
+// bad value the same way: "--flag must be in [lo, hi] unit (got v)" for a
+// number, "--flag <why> (got 'v')" for a name (model/env_values.hpp).
 #pragma once
 
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <string_view>
+
+#include "model/env_values.hpp"
 
 namespace traceml::cli {
 
@@ -22,6 +25,16 @@ inline std::optional<std::string> out_of_range(const char* flag, double v, doubl
   if (v >= lo && v <= hi) return std::nullopt;  // false for NaN
   return std::string(flag) + " must be in [" + number_text(lo) + ", " + number_text(hi) + "]" +
          unit + " (got " + number_text(v) + ")";
+}
+
+/// "--flag <why> (got 'v')" when `value`, given, breaks `rule` (one of
+/// model/env_values.hpp's); std::nullopt for an empty value (not given).
+inline std::optional<std::string> bad_name(const char* flag, const std::string& value,
+                                           std::optional<std::string> (*rule)(std::string_view)) {
+  if (value.empty()) return std::nullopt;
+  const auto why = rule(value);
+  if (!why) return std::nullopt;
+  return std::string(flag) + " " + *why + " (got '" + model::quote_value(value) + "')";
 }
 
 }  // namespace traceml::cli

@@ -106,12 +106,9 @@ std::optional<std::string> validate(const RunArgs& a) {
   if (a.master_addr.empty()) return "--master-addr cannot be empty";
   if (a.mode != "summary" && a.mode != "live" && a.mode != "cli")
     return "invalid mode '" + a.mode + "' (use summary or live; cli is another name for live)";
-  if (!a.run_name.empty())
-    if (const auto why = model::run_name_problem(a.run_name))
-      return "--run-name " + *why + " (got '" + model::quote_value(a.run_name) + "')";
-  if (!a.strategy.empty())
-    if (const auto why = model::strategy_problem(a.strategy))
-      return "--strategy " + *why + " (got '" + model::quote_value(a.strategy) + "')";
+  for (const auto& problem : {bad_name("--run-name", a.run_name, model::run_name_problem),
+                              bad_name("--strategy", a.strategy, model::strategy_problem)})
+    if (problem) return problem;
   if (a.nnodes > 1) {
     if (a.run_name.empty())
       return "--run-name is required when --nnodes > 1 so every node writes into the same run";

@@ -98,12 +98,9 @@ std::optional<std::string> validate(const ServeArgs& a) {
   }
   if (a.mode != "summary" && a.mode != "live" && a.mode != "cli")
     return "invalid mode '" + a.mode + "' (use summary or live; cli is another name for live)";
-  if (!a.run_name.empty())
-    if (const auto why = model::run_name_problem(a.run_name))
-      return "--run-name " + *why + " (got '" + model::quote_value(a.run_name) + "')";
-  if (!a.strategy.empty())
-    if (const auto why = model::strategy_problem(a.strategy))
-      return "--strategy " + *why + " (got '" + model::quote_value(a.strategy) + "')";
+  for (const auto& problem : {bad_name("--run-name", a.run_name, model::run_name_problem),
+                              bad_name("--strategy", a.strategy, model::strategy_problem)})
+    if (problem) return problem;
   if (a.bind_host.empty()) return "--bind-host cannot be empty";
   return std::nullopt;
 }
