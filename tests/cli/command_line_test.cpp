@@ -4,11 +4,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <string>
 #include <vector>
 
+#include "../fuzz/cli_invariants.hpp"
+#include "../support/subprocess.hpp"
 #include "commands.hpp"
 
 namespace traceml::cli {
@@ -65,32 +65,16 @@ TEST(CommandLine, ALineThatPassesItsCheckHasAnActionAndRunsNothingYet) {
   EXPECT_TRUE(c.action.check);
 }
 
-// The fuzz_cli corpus (tests/fuzz/corpus/fuzz_cli/), read in every build:
-// each seed gives an exit code before running (0 or 2) or an action.
-TEST(CommandLine, EveryFuzzSeedIsReadWithoutAnExceptionOrAStrayExitCode) {
+// The fuzz_cli corpus (tests/fuzz/corpus/fuzz_cli/), read in every build
+// with fuzz_cli's promises (tests/fuzz/cli_invariants.hpp).
+TEST(CommandLine, EveryFuzzSeedKeepsTheCommandLinesPromises) {
   const auto dir = std::filesystem::path(TRACEML_TEST_DATA_DIR) / "fuzz" / "corpus" / "fuzz_cli";
   int seeds = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(entry.path(), std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::vector<std::string> args = {"traceml"};
-    std::string arg;
-    for (const char ch : bytes) {
-      if (ch == '\0') {
-        args.push_back(arg);
-        arg.clear();
-      } else {
-        arg += ch;
-      }
-    }
-    if (!arg.empty()) args.push_back(arg);
-    const CommandLine c = read_command_line(args);
-    if (c.exit_code) {
-      EXPECT_TRUE(*c.exit_code == kExitOk || *c.exit_code == kExitBadInput) << entry.path();
-      EXPECT_EQ(*c.exit_code == kExitBadInput, !c.error.empty()) << entry.path();
-    } else {
-      EXPECT_TRUE(c.action.run) << entry.path();
-    }
+    const std::string bytes = testing::read_file(entry.path());
+    const auto why = fuzz::check_cli_args(
+        fuzz::cli_args_of(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+    EXPECT_FALSE(why) << entry.path() << ": " << *why;
     ++seeds;
   }
   EXPECT_GE(seeds, 13);

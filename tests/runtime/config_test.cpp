@@ -3,12 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <random>
 
 #include "../fuzz/config_invariants.hpp"
+#include "../support/subprocess.hpp"
 #include "runtime/config.hpp"
 
 namespace traceml::runtime {
@@ -245,8 +244,7 @@ TEST(ConfigFuzzCorpus, EveryEnvironmentGivesAUsableConfiguration) {
   const auto dir = std::filesystem::path(TRACEML_TEST_DATA_DIR) / "fuzz" / "corpus" / "fuzz_config";
   int seeds = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    std::ifstream in(entry.path(), std::ios::binary);
-    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string bytes = testing::read_file(entry.path());
     const auto why =
         fuzz::check_config_input(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
     EXPECT_FALSE(why) << entry.path() << ": " << *why;
