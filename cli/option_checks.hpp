@@ -27,6 +27,13 @@ inline std::optional<std::string> out_of_range(const char* flag, double v, doubl
          unit + " (got " + number_text(v) + ")";
 }
 
+/// "invalid mode 'm' ..." unless `mode` is one that run and serve take.
+inline std::optional<std::string> bad_mode(const std::string& mode) {
+  if (mode == "summary" || mode == "live" || mode == "cli") return std::nullopt;
+  return "invalid mode '" + model::quote_value(mode) +
+         "' (use summary or live; cli is another name for live)";
+}
+
 /// "--flag <why> (got 'v')" when `value`, given, breaks `rule` (one of
 /// model/env_values.hpp's); std::nullopt for an empty value (not given).
 inline std::optional<std::string> bad_name(const char* flag, const std::string& value,

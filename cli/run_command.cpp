@@ -104,10 +104,9 @@ std::optional<std::string> validate(const RunArgs& a) {
            ")";
   if (a.node_rank >= a.nnodes) return "--node-rank must be less than --nnodes";
   if (a.master_addr.empty()) return "--master-addr cannot be empty";
-  if (a.mode != "summary" && a.mode != "live" && a.mode != "cli")
-    return "invalid mode '" + a.mode + "' (use summary or live; cli is another name for live)";
-  for (const auto& problem : {bad_name("--run-name", a.run_name, model::run_name_problem),
-                              bad_name("--strategy", a.strategy, model::strategy_problem)})
+  for (const auto& problem :
+       {bad_mode(a.mode), bad_name("--run-name", a.run_name, model::run_name_problem),
+        bad_name("--strategy", a.strategy, model::strategy_problem)})
     if (problem) return problem;
   if (a.nnodes > 1) {
     if (a.run_name.empty())
@@ -218,9 +217,7 @@ int run(RunArgs a) {
   bool created_dir = false;
   std::uint16_t port = std::uint16_t(a.aggregator_port);
   if (owner) {
-    if (fs::exists(run_dir / store::kRunDbFileName))
-      return fail(run_dir.string() + " already holds a run (" + store::kRunDbFileName +
-                  "); pick another --run-name or remove it");
+    if (const auto taken = holds_a_run(run_dir)) return fail(*taken);
     created_dir = !fs::exists(run_dir);
     collector::CollectorOptions o;
     o.bind_host = bind_host;

@@ -135,4 +135,10 @@ void say_where(const std::filesystem::path& run_dir, const RunEnd& end) {
     std::cerr << "traceml: summary: " << (run_dir / "final_summary.txt").string() << "\n";
 }
 
+std::optional<std::string> holds_a_run(const std::filesystem::path& run_dir) {
+  if (!std::filesystem::exists(run_dir / store::kRunDbFileName)) return std::nullopt;
+  return run_dir.string() + " already holds a run (" + store::kRunDbFileName +
+         "); pick another --run-name or remove it";
+}
+
 }  // namespace traceml::cli

@@ -46,4 +46,8 @@ void say_where(const std::filesystem::path& run_dir, const RunEnd& end);
 
 double unix_now();
 
+/// "RUN_DIR already holds a run (telemetry.db); pick another --run-name or
+/// remove it" when it does: a named run never writes over another.
+std::optional<std::string> holds_a_run(const std::filesystem::path& run_dir);
+
 }  // namespace traceml::cli

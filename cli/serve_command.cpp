@@ -96,10 +96,9 @@ std::optional<std::string> validate(const ServeArgs& a) {
                      " seconds")}) {
     if (problem) return problem;
   }
-  if (a.mode != "summary" && a.mode != "live" && a.mode != "cli")
-    return "invalid mode '" + a.mode + "' (use summary or live; cli is another name for live)";
-  for (const auto& problem : {bad_name("--run-name", a.run_name, model::run_name_problem),
-                              bad_name("--strategy", a.strategy, model::strategy_problem)})
+  for (const auto& problem :
+       {bad_mode(a.mode), bad_name("--run-name", a.run_name, model::run_name_problem),
+        bad_name("--strategy", a.strategy, model::strategy_problem)})
     if (problem) return problem;
   if (a.bind_host.empty()) return "--bind-host cannot be empty";
   return std::nullopt;
@@ -265,9 +264,7 @@ int serve(const ServeArgs& a) {
                                a.logs_dir, store::default_run_name("serve", std::time(nullptr)))
                          : fs::path(a.logs_dir) / a.run_name;
   const std::string run_name = run_dir.filename().string();
-  if (fs::exists(run_dir / store::kRunDbFileName))
-    return fail(run_dir.string() + " already holds a run (" + store::kRunDbFileName +
-                "); pick another --run-name or remove it");
+  if (const auto taken = holds_a_run(run_dir)) return fail(*taken);
   const bool created_dir = !fs::exists(run_dir);
   collector::CollectorOptions o;
   o.bind_host = a.bind_host;
