@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds build-sanitize/ with clang, ASan+UBSan on every target and the
 # libFuzzer targets (tests/fuzz/), then
-#   (a) runs each fuzz_* target for TRACEML_FUZZ_SECONDS (default 45), one
+#   (a) runs each fuzz_* target for TRACEML_FUZZ_SECONDS (default 60), one
 #       per core at a time, on a temporary copy of its seed corpus (the tree
 #       is never written), failing on any crash, leak, timeout or
 #       out-of-memory;
@@ -20,8 +20,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 build_dir=build-sanitize
-# 45 s each, as many targets at once as there are cores.
-seconds="${TRACEML_FUZZ_SECONDS:-45}"
+# A minute each, as many targets at once as there are cores.
+seconds="${TRACEML_FUZZ_SECONDS:-60}"
 script_start=$SECONDS
 
 stage_start=$SECONDS

@@ -2,7 +2,7 @@
 # Builds everything (library, CLI, tests, benchmarks) with warnings as errors,
 # checks formatting, and runs the whole test suite; then the same unit tests
 # under AddressSanitizer + UndefinedBehaviorSanitizer with every libFuzzer
-# target run for TRACEML_FUZZ_SECONDS (default 45) each (scripts/fuzz.sh), and
+# target run for TRACEML_FUZZ_SECONDS (default 60) each (scripts/fuzz.sh), and
 # the runtime, transport and collector tests under ThreadSanitizer
 # (scripts/sanitize-thread.sh). TRACEML_QUICK=1 skips the sanitizer stages.
 set -euo pipefail

@@ -44,6 +44,24 @@ std::string format_number(double v) {
   return buf;
 }
 
+/// One problem line: the variable or option, its value quoted, and why it
+/// cannot be used.
+std::string refused(const char* name, const std::string& value, const std::string& why) {
+  return std::string(name) + "='" + model::quote_value(value) + "' " + why;
+}
+
+/// `value` when `problem_of` accepts it; a set value it refuses is a problem.
+template <typename Rule>
+std::optional<std::string> following(const char* name, std::optional<std::string> value,
+                                     Rule problem_of, std::vector<std::string>& problems) {
+  if (!value) return std::nullopt;
+  if (const auto why = problem_of(*value)) {
+    problems.push_back(refused(name, *value, *why));
+    return std::nullopt;
+  }
+  return value;
+}
+
 class Reader {
  public:
   Reader(const EnvLookup& env, std::vector<std::string>& problems)
@@ -58,9 +76,9 @@ class Reader {
       if (!raw || raw->empty()) continue;  // set but empty means unset (traceml run does that)
       const auto v = parse_int(*raw);
       if (v && *v >= lo && *v <= hi) return v;
-      problems_.push_back(std::string(name) + "='" + model::quote_value(*raw) +
-                          "' is not an integer in [" + std::to_string(lo) + ", " +
-                          std::to_string(hi) + "]");
+      problems_.push_back(
+          refused(name, *raw,
+                  "is not an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"));
     }
     return std::nullopt;
   }
@@ -72,13 +90,7 @@ class Reader {
   /// Text that `problem_of` accepts; a set value it refuses is a problem.
   template <typename Rule>
   std::optional<std::string> checked(const char* name, Rule problem_of) {
-    auto v = text(name);
-    if (!v) return std::nullopt;
-    if (const auto why = problem_of(*v)) {
-      problems_.push_back(std::string(name) + "='" + model::quote_value(*v) + "' " + *why);
-      return std::nullopt;
-    }
-    return v;
+    return following(name, text(name), problem_of, problems_);
   }
   /// A number in [lo, hi]; a set but unusable value is a problem.
   std::optional<double> number(const char* name, double lo, double hi) {
@@ -86,9 +98,8 @@ class Reader {
     if (!raw || raw->empty()) return std::nullopt;
     const auto v = parse_double(*raw);
     if (v && *v >= lo && *v <= hi) return v;
-    problems_.push_back(std::string(name) + "='" + model::quote_value(*raw) +
-                        "' is not a number in [" + format_number(lo) + ", " + format_number(hi) +
-                        "]");
+    problems_.push_back(refused(
+        name, *raw, "is not a number in [" + format_number(lo) + ", " + format_number(hi) + "]"));
     return std::nullopt;
   }
 
@@ -135,15 +146,9 @@ Config resolve_config(const Options& options, const EnvLookup& env, const std::s
   id.node_rank = int(node.value_or(0));
   if (!hostname.empty()) id.hostname = hostname;
 
-  const auto usable_option = [&](const char* what, const std::optional<std::string>& v,
-                                 auto problem_of) {
-    if (!v) return false;
-    const auto why = problem_of(*v);
-    if (why) c.problems.push_back(std::string(what) + "='" + model::quote_value(*v) + "' " + *why);
-    return !why;
-  };
-  if (usable_option("Options::strategy", options.strategy, model::strategy_problem)) {
-    c.strategy = *options.strategy;
+  if (auto given =
+          following("Options::strategy", options.strategy, model::strategy_problem, c.problems)) {
+    c.strategy = *given;
   } else if (auto s = r.checked(model::env::kStrategy, model::strategy_problem)) {
     c.strategy = *s;
   } else {
@@ -176,11 +181,9 @@ Config resolve_config(const Options& options, const EnvLookup& env, const std::s
   }
   c.token = r.checked(model::env::kRunToken, model::token_problem).value_or("");
   c.logs_dir = options.logs_dir ? *options.logs_dir : r.text(model::env::kLogsDir).value_or("logs");
-  if (usable_option("Options::run_name", options.run_name, model::run_name_problem)) {
-    c.run_name = options.run_name;
-  } else {
-    c.run_name = r.checked(model::env::kSessionId, model::run_name_problem);
-  }
+  c.run_name =
+      following("Options::run_name", options.run_name, model::run_name_problem, c.problems);
+  if (!c.run_name) c.run_name = r.checked(model::env::kSessionId, model::run_name_problem);
   c.launcher_pipes = r.text(model::env::kLauncherPipes).value_or("");
   return c;
 }

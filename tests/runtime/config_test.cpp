@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <set>
 
 #include "../fuzz/config_invariants.hpp"
 #include "../support/subprocess.hpp"
@@ -235,6 +236,25 @@ TEST(Config, AStrategyHostOrTokenThatBreaksItsRuleIsRefused) {
   EXPECT_TRUE(ok.problems.empty()) << ok.problems[0];
   EXPECT_EQ(ok.strategy, "fsdp");
   EXPECT_EQ(ok.collector_host, "[fe80::1%eth0]");
+}
+
+// fuzz_config picks variables from config_variables(): a variable that
+// resolve_config reads and the list lacks would never be fuzzed. The names
+// read are recorded with every variable unset (each fallback is asked) and
+// with every one set (the host is asked only with a port).
+TEST(ConfigFuzzCorpus, TheFuzzTargetKnowsEveryVariableTheRuntimeReads) {
+  std::set<std::string> read;
+  for (const char* value : {static_cast<const char*>(nullptr), "1"}) {
+    resolve_config(
+        {},
+        [&](const char* name) {
+          read.insert(name);
+          return value != nullptr ? std::optional<std::string>(value) : std::nullopt;
+        },
+        "node-a");
+  }
+  const auto& listed = fuzz::config_variables();
+  EXPECT_EQ(read, std::set<std::string>(listed.begin(), listed.end()));
 }
 
 // fuzz_config's promises (tests/fuzz/config_invariants.hpp) on its corpus and
