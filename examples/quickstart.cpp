@@ -63,9 +63,10 @@ struct Settings {
   std::int64_t threads = 1;
   std::int64_t log_every = 50;
   std::string device = "cpu";
-  std::string step_times;     // empty: not written
-  std::string cpu_times;      // empty: not written
-  bool no_gpu_clock = false;  // true: no traceml::enable_torch_cuda (CPU clock only)
+  std::string step_times;         // empty: not written
+  std::string cpu_times;          // empty: not written
+  bool no_gpu_clock = false;      // true: no traceml::enable_torch_cuda (CPU clock only)
+  double after_training_s = 0.0;  // evaluation after the last step, outside any step
 };
 
 /// CPU time the calling thread has used, in microseconds.
@@ -158,6 +159,20 @@ int train(const Settings& settings, const torch::Device& device) {
     }
   }
 
+  // --after-training-s: what many programs do after their last step (an
+  // evaluation pass), untraced: a rank between steps, which is no stall.
+  if (settings.after_training_s > 0.0) {
+    const torch::NoGradGuard no_grad;
+    const auto until =
+        std::chrono::steady_clock::now() + std::chrono::duration<double>(settings.after_training_s);
+    while (std::chrono::steady_clock::now() < until) {
+      for (auto& batch : *loader) {
+        model->forward(batch.data.to(device));
+        if (std::chrono::steady_clock::now() >= until) break;
+      }
+    }
+  }
+
   traceml::shutdown();
   if (time_steps && !write_lines(settings.step_times, step_ms)) return 1;
   if (time_cpu && !write_lines(settings.cpu_times, cpu_us)) return 1;
@@ -184,7 +199,10 @@ int main(int argc, char** argv) {
             "do not hand traceml LibTorch's CUDA stream and allocator (the CPU clock only)");
   flags.add("cpu-times", &settings.cpu_times,
             "write each step's CPU time of the training thread (us) to this file");
+  flags.add("after-training-s", &settings.after_training_s,
+            "evaluate for this many seconds after the last step (untraced)");
   flags.parse(argc, argv);
+  if (!(settings.after_training_s >= 0.0)) flags.fail("--after-training-s must be >= 0");
   if (settings.steps < 0 || settings.batch_size < 1 || settings.hidden < 1 ||
       settings.samples < 1 || settings.threads < 1 || settings.log_every < 1) {
     flags.fail(
