@@ -44,6 +44,10 @@ inline constexpr const char* kCuptiPerThreadBuffers = "TRACEML_CUPTI_PER_THREAD_
 /// every runtime and driver call ("all", the default). Not yet verified on a
 /// GPU (docs/gpu-validation.md).
 inline constexpr const char* kCuptiApiRecords = "TRACEML_CUPTI_API_RECORDS";
+/// "K/M" (e.g. "8/128"): CUPTI records a window of K steps every M steps
+/// and is off in between ("off", the default: every step). Not yet measured
+/// on a GPU (docs/gpu-validation.md); read by runtime/config.cpp.
+inline constexpr const char* kCuptiDuty = "TRACEML_CUPTI_DUTY";
 /// "1": each rank prints what the GPU paths did at shutdown, and `traceml run`
 /// where the end of the run went.
 inline constexpr const char* kDebug = "TRACEML_DEBUG";

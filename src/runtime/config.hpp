@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/telemetry.hpp"
+#include "timing/cupti_duty_cycle.hpp"
 #include "traceml/traceml.hpp"
 
 namespace traceml::runtime {
@@ -45,6 +46,8 @@ struct Config {
   /// TRACEML_LAUNCHER_PIPES: the inodes of the pipes `traceml run` gave this
   /// rank as stdout and stderr (runtime/pipe_safety.hpp); empty otherwise.
   std::string launcher_pipes;
+  /// TRACEML_CUPTI_DUTY: CUPTI's records on a duty cycle; absent: every step.
+  std::optional<timing::DutyCycle> cupti_duty;
   /// Values that were set but could not be used, one line each; the runtime
   /// prints them (as one warning) and falls back to the default.
   std::vector<std::string> problems;

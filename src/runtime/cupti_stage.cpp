@@ -8,7 +8,8 @@
 namespace traceml::runtime {
 
 std::unique_ptr<CuptiStage> CuptiStage::start(std::string& why,
-                                              timing::CuptiSourceSettings settings) noexcept {
+                                              timing::CuptiSourceSettings settings,
+                                              std::optional<timing::DutyCycle> duty) noexcept {
   try {
     const timing::CuptiApiLoad load = timing::load_cupti_api();
     if (!load.api) {
@@ -16,7 +17,7 @@ std::unique_ptr<CuptiStage> CuptiStage::start(std::string& why,
       return nullptr;
     }
     auto stage = std::make_unique<CuptiStage>(*load.api, settings);
-    if (const std::optional<std::string> failed = stage->start_source()) {
+    if (const std::optional<std::string> failed = stage->start_source(duty)) {
       why = *failed;
       return nullptr;
     }
@@ -25,6 +26,39 @@ std::unique_ptr<CuptiStage> CuptiStage::start(std::string& why,
     why = "out of memory";
     return nullptr;
   }
+}
+
+CuptiStage::~CuptiStage() {
+  if (duty_ != nullptr) duty_->detach();
+}
+
+std::optional<std::string> CuptiStage::start_source(
+    std::optional<timing::DutyCycle> duty) noexcept {
+  if (auto why = source_.start()) return why;
+  if (duty) {
+    try {
+      owned_duty_ = std::make_unique<timing::CuptiDutyCycle>(*duty, source_, timing::now_ns());
+      duty_ = owned_duty_.get();
+    } catch (...) {  // no duty cycle: the records stay on, as without one
+    }
+  }
+  return std::nullopt;
+}
+
+bool CuptiStage::records_step(std::int64_t begin_ns, std::int64_t end_ns) {
+  if (duty_ == nullptr) return true;
+  const bool recorded = duty_->covers(begin_ns, end_ns);
+  ++(recorded ? steps_recorded_ : steps_unrecorded_);
+  return recorded;
+}
+
+std::optional<std::string> CuptiStage::duty_summary() const {
+  if (duty_ == nullptr) return std::nullopt;
+  const timing::DutyCycle& c = duty_->cycle();
+  return "duty cycle " + std::to_string(c.window) + "/" + std::to_string(c.period) + ": windows " +
+         std::to_string(duty_->windows()) + ", steps recorded " + std::to_string(steps_recorded_) +
+         ", steps not recorded " + std::to_string(steps_unrecorded_) + ", switches refused " +
+         std::to_string(duty_->failed_switches());
 }
 
 void CuptiStage::take(timing::FlushMode mode) {
@@ -42,8 +76,12 @@ void CuptiStage::take(timing::FlushMode mode) {
 }
 
 void CuptiStage::collect(bool final) {
-  // The final collect stops CUPTI, which hands back everything.
-  if (final) source_.stop();
+  // The final collect stops CUPTI, which hands back everything; no training
+  // thread switches the records after that.
+  if (final) {
+    if (duty_ != nullptr) duty_->detach();
+    source_.stop();
+  }
   take(final ? timing::FlushMode::Forced : timing::FlushMode::Completed);
 }
 

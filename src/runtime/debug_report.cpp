@@ -66,6 +66,7 @@ std::vector<std::string> debug_lines(const std::optional<GpuClockDebug>& gpu,
                     ", outside steps " + std::to_string(a.outside_steps()) + ", dropped " +
                     std::to_string(a.dropped()) + ", still held " + std::to_string(a.stored()) +
                     ", records lost in all " + std::to_string(cupti->records_lost()));
+    if (auto duty = cupti->duty_summary()) lines.push_back(*duty);
   }
   std::string libs;
   for (const std::string& l : libraries)

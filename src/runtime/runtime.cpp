@@ -52,6 +52,9 @@ std::atomic<detail::CurrentCudaStream> g_current_stream{nullptr};
 /// The GPU clock, when this process found CUDA; created at the first init and
 /// never freed (a scope begun before shutdown may end after it).
 std::atomic<GpuClock*> g_gpu_clock{nullptr};
+/// CUPTI's duty cycle (TRACEML_CUPTI_DUTY), when one runs; like the GPU
+/// clock never freed, since a step begun before shutdown may still ask it.
+std::atomic<timing::CuptiDutyCycle*> g_cupti_duty{nullptr};
 thread_local GpuThread* t_gpu = nullptr;
 thread_local std::int64_t t_gpu_next_check = 0;
 /// How often a thread asks whether the program uses a GPU yet, in the hot
@@ -242,8 +245,10 @@ class Runtime {
         warn("TRACEML_CUPTI_API_RECORDS must be all or launches; using all");
     }
     std::string why;
-    cupti_ = CuptiStage::start(why, settings);
+    cupti_ = CuptiStage::start(why, settings, config_.cupti_duty);
     cupti_why_ = why;
+    if (cupti_ && cupti_->duty_cycle() != nullptr)
+      g_cupti_duty.store(cupti_->release_duty_cycle(), std::memory_order_release);
     if (!cupti_ && config_.identity.local_rank.value_or(0) == 0)
       write_stderr_line("traceml: no GPU activity records (" + why + ")");
   }
@@ -498,7 +503,13 @@ std::int64_t step_begin() noexcept {
   auto* r = runtime::recorder();
   if (r == nullptr) return 0;
   const bool outermost = r->enter_step();
-  if (outermost) runtime::hot_position(runtime::g_hot, model::LoopPhase::Step);
+  if (outermost) {
+    runtime::hot_position(runtime::g_hot, model::LoopPhase::Step);
+    // Before the step's clock starts: a switch of CUPTI's records belongs to
+    // no step. The id is the one hot_step_end will give it (one thread).
+    if (auto* duty = runtime::g_cupti_duty.load(std::memory_order_acquire))
+      duty->at_step_begin(runtime::g_hot.last_step.load(std::memory_order_relaxed) + 1);
+  }
   const std::int64_t start = timing::now_ticks();
   if (outermost)
     if (auto* g = runtime::gpu_thread(start)) g->builder.scope_begin(start);

@@ -137,6 +137,11 @@ void StepPipeline::take_times(std::vector<timing::GpuStepTimes>& times, TimePoin
       emit(w.record, w.memory);
       continue;
     }
+    if (!activity_->records_step(w.begin_ns, w.end_ns)) {
+      ++steps_unrecorded_;
+      emit(w.record, w.memory);
+      continue;
+    }
     w.since = now;
     for_activity_.push_back(std::move(w));
   }
@@ -148,9 +153,14 @@ void StepPipeline::attribute_ready(TimePoint now, bool final, const Emit& emit) 
     const std::optional<std::int64_t> through = activity_->delivered_through();
     const bool arrived = final || (through && *through >= w.end_ns);
     // The GPU idle for steps: none waits for it, and the last one it
-    // finished did so kIdleFlushWait ago.
-    if (!arrived && !w.flushed && waiting_.empty() &&
-        now - for_activity_.back().since >= kIdleFlushWait) {
+    // finished did so kIdleFlushWait ago. Or the duty cycle turned the
+    // records off after this step and the GPU has passed every step launched
+    // before that: nothing more will come to carry the horizon.
+    const std::optional<std::int64_t> off =
+        arrived || w.flushed ? std::nullopt : activity_->records_off_after(w.end_ns);
+    const bool window_done = off && (waiting_.empty() || waiting_.front().begin_ns >= *off);
+    if (!arrived && !w.flushed &&
+        (window_done || (waiting_.empty() && now - for_activity_.back().since >= kIdleFlushWait))) {
       w.flushed = true;
       activity_->flush_idle();
       continue;  // look again, with what the flush brought

@@ -41,6 +41,19 @@ class ActivityStage {
   /// records: hand back everything now (work still running, which no step
   /// waits for, is then lost), so that delivered_through() covers this time.
   virtual void flush_idle() {}
+  /// Whether every launch of the step body [begin_ns, end_ns] was recorded:
+  /// false for a step outside the duty cycle's windows (TRACEML_CUPTI_DUTY),
+  /// which then goes out with no activity (absent: nothing is known of it),
+  /// without waiting for records that never come. Asked once per step whose
+  /// GPU work has finished, in order.
+  virtual bool records_step(std::int64_t /*begin_ns*/, std::int64_t /*end_ns*/) { return true; }
+  /// When the records were turned off after end_ns, once the window holding
+  /// it has closed: no later launch will carry delivered_through() past it,
+  /// so the pipeline flushes as soon as the GPU has passed the window.
+  [[nodiscard]] virtual std::optional<std::int64_t> records_off_after(
+      std::int64_t /*end_ns*/) const {
+    return std::nullopt;
+  }
 };
 
 class StepPipeline {
@@ -66,6 +79,9 @@ class StepPipeline {
   [[nodiscard]] std::size_t waiting_for_gpu() const { return waiting_.size(); }
   /// Steps that went out without activity because their records never came.
   [[nodiscard]] std::int64_t activity_timeouts() const { return activity_timeouts_; }
+  /// Steps that went out without activity because the duty cycle had the
+  /// records off (ActivityStage::records_step).
+  [[nodiscard]] std::int64_t steps_unrecorded() const { return steps_unrecorded_; }
 
   /// How long a step waits for its activity records after its GPU work ended.
   static constexpr std::chrono::seconds kActivityWait{20};
@@ -105,6 +121,7 @@ class StepPipeline {
   std::deque<Waiting> for_activity_;  // for their activity records
   std::vector<Held> held_;            // GPU records whose CPU step is not drained yet
   std::int64_t activity_timeouts_ = 0;
+  std::int64_t steps_unrecorded_ = 0;
 };
 
 /// A finished step's CPU record (durations in ms, end time as unix seconds).

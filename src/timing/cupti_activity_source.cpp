@@ -422,6 +422,13 @@ std::string CuptiActivitySource::failure(const char* call, int result) const {
 }
 
 void CuptiActivitySource::disable_enabled() noexcept {
+  // Paused, the kinds are off already; turning an API on one by one now would
+  // record it alone, so the per-API settings are left as they are.
+  if (paused_) {
+    disabled_apis_.clear();
+    enabled_.clear();
+    return;
+  }
   // APIs turned off one by one are turned on again while their kind is still
   // enabled, then the kinds go: disabling a kind last overrides every per-API
   // setting, so nothing stays recorded after us.
@@ -473,6 +480,40 @@ void CuptiActivitySource::keep_launch_apis_only() {
     return;
   }
   launch_apis_ = kept;
+}
+
+bool CuptiActivitySource::pause() noexcept {
+  if (!running_ || paused_) return running_;
+  // Every kind off, the API kinds first (they are the training thread's
+  // cost); a kind CUPTI refuses to disable is turned back on so that the
+  // records stay whole rather than half on.
+  for (auto it = enabled_.rbegin(); it != enabled_.rend(); ++it) {
+    if (api_.activity_disable(*it) == kCuptiSuccess) continue;
+    for (auto back = enabled_.rbegin(); back != it; ++back)
+      api_.activity_enable(*back);
+    return false;
+  }
+  paused_ = true;
+  return true;
+}
+
+bool CuptiActivitySource::resume() noexcept {
+  if (!running_ || !paused_) return running_;
+  for (std::size_t i = 0; i < enabled_.size(); ++i) {
+    if (api_.activity_enable(enabled_[i]) == kCuptiSuccess) continue;
+    for (std::size_t j = 0; j < i; ++j)
+      api_.activity_disable(enabled_[j]);
+    return false;
+  }
+  for (const ApiId& id : disabled_apis_) {
+    if (id.domain == kCuptiCbDomainRuntimeApi) {
+      api_.activity_enable_runtime_api(id.cbid, 0);
+    } else {
+      api_.activity_enable_driver_api(id.cbid, 0);
+    }
+  }
+  paused_ = false;
+  return true;
 }
 
 void CuptiActivitySource::stop() noexcept {

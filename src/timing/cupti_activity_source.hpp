@@ -135,6 +135,17 @@ class CuptiActivitySource {
 
   [[nodiscard]] bool running() const noexcept { return running_; }
 
+  /// The duty cycle (timing/cupti_duty_cycle.hpp): turns the kinds start()
+  /// enabled off, and on again, while running; what was recorded before still
+  /// comes back through collect(). With launch_api_records_only the APIs
+  /// turned off stay off across a pause (they are turned off again after the
+  /// kinds come back, in case CUPTI forgot them). Called under the duty
+  /// cycle's mutex, never concurrently with stop() (which detaches it first).
+  /// False when CUPTI refused: the records stay as they were.
+  bool pause() noexcept;
+  bool resume() noexcept;
+  [[nodiscard]] bool paused() const noexcept { return paused_; }
+
   /// Flushes (while running) and appends the records of every buffer CUPTI
   /// has handed back since the last call. Returns how many were appended.
   std::size_t collect(std::vector<ApiLaunch>& launches, std::vector<GpuActivity>& activities,
@@ -190,6 +201,7 @@ class CuptiActivitySource {
   CuptiSourceSettings settings_;
   bool started_ = false;  // start() was called: a source starts once
   bool running_ = false;
+  bool paused_ = false;  // the kinds are off for the duty cycle
   bool timestamp_callback_ = false;
   PerThreadBuffers per_thread_ = PerThreadBuffers::CuptiDefault;
   std::optional<std::uint32_t> version_;

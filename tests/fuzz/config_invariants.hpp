@@ -54,7 +54,8 @@ inline const std::vector<std::string>& config_variables() {
                                                  model::env::kRunToken,
                                                  model::env::kLogsDir,
                                                  model::env::kSessionId,
-                                                 model::env::kLauncherPipes};
+                                                 model::env::kLauncherPipes,
+                                                 model::env::kCuptiDuty};
   return names;
 }
 

@@ -21,6 +21,7 @@
 #include "timing/clock.hpp"
 #include "timing/cupti_activity_source.hpp"
 #include "timing/cupti_api.hpp"
+#include "timing/cupti_duty_cycle.hpp"
 
 #if TRACEML_HAVE_CUPTI
 #include <cupti_activity.h>
@@ -1073,6 +1074,236 @@ TEST_F(FakeCuptiSource, AnIdleFlushHandsBackEverythingUpToNow) {
   ASSERT_TRUE(stage.delivered_through());
   EXPECT_GE(*stage.delivered_through(), now);
   EXPECT_EQ(stage.attribute(now - 5000, now - 1000).h2d_copies, 1);
+}
+
+// --- CUPTI on a duty cycle (TRACEML_CUPTI_DUTY, issue 36) --------------------
+
+bool kind_on(int kind) {
+  return std::find(FakeCupti::enabled.begin(), FakeCupti::enabled.end(), kind) !=
+         FakeCupti::enabled.end();
+}
+
+/// What the training thread does in one step, as CUPTI would record it: the
+/// duty cycle asked at the step's begin, then a pageable 64-byte H2D copy
+/// and a kernel launched inside the step, recorded only while their kinds
+/// are on. Returns the step body [begin, end] on the now_ns clock.
+std::pair<std::int64_t, std::int64_t> fake_step(runtime::CuptiStage& stage, std::int64_t step) {
+  stage.duty_cycle()->at_step_begin(step);
+  const std::int64_t begin = timing::now_ns();
+  const auto corr = static_cast<std::uint32_t>(step * 10);
+  const auto t = static_cast<std::uint64_t>(timing::now_ns());
+  if (kind_on(kCuptiActivityKindRuntime)) {
+    FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, corr, t));
+    FakeCupti::queue(api_record(CUPTI_ACTIVITY_KIND_RUNTIME, corr + 1, t + 1));
+  }
+  if (kind_on(kCuptiActivityKindMemcpy))
+    FakeCupti::queue(memcpy_record(corr, t + 10, t + 20, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                   CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 64));
+  if (kind_on(kCuptiActivityKindConcurrentKernel))
+    FakeCupti::queue(kernel_record(corr + 1, t + 30, t + 40, kGemmName));
+  // The step's end after its launches, on a clock that has moved on.
+  std::int64_t end = timing::now_ns();
+  while (end <= static_cast<std::int64_t>(t) + 1)
+    end = timing::now_ns();
+  return {begin, end};
+}
+
+TEST(CuptiDutyCycleSteps, WindowsOfKStepsEveryMFromStepOne) {
+  const DutyCycle c{2, 5};
+  std::vector<std::int64_t> on;
+  for (std::int64_t s = 1; s <= 12; ++s)
+    if (c.records(s)) on.push_back(s);
+  EXPECT_EQ(on, (std::vector<std::int64_t>{1, 2, 6, 7, 11, 12}));
+  EXPECT_FALSE(c.records(0));
+  EXPECT_EQ(c.next_boundary(0), 1);
+  EXPECT_EQ(c.next_boundary(1), 3);
+  EXPECT_EQ(c.next_boundary(2), 3);
+  EXPECT_EQ(c.next_boundary(3), 6);
+  EXPECT_EQ(c.next_boundary(5), 6);
+  EXPECT_EQ(c.next_boundary(6), 8);
+  EXPECT_EQ(c.next_boundary(8), 11);
+}
+
+TEST(CuptiDutyCycleSteps, ParsesKOfMAndRefusesAnythingElseInOneLine) {
+  std::string why;
+  EXPECT_EQ(parse_duty_cycle("8/128", why), (DutyCycle{8, 128}));
+  EXPECT_TRUE(why.empty());
+  EXPECT_EQ(parse_duty_cycle("1/1000000", why), (DutyCycle{1, 1000000}));
+  for (const char* off : {"", "off", "0"}) {
+    EXPECT_EQ(parse_duty_cycle(off, why), std::nullopt) << off;
+    EXPECT_TRUE(why.empty()) << off;
+  }
+  for (const char* bad :
+       {"8", "8/", "/128", "0/128", "128/128", "200/128", "8/1000001", "-1/4", "8/128x", " 8/128",
+        "8 / 128", "1e1/100", "8/128/2", "on", "1", "99999999999999999999/2"}) {
+    EXPECT_EQ(parse_duty_cycle(bad, why), std::nullopt) << bad;
+    EXPECT_NE(why.find("is not K/M with 1 <= K < M"), std::string::npos) << bad << ": " << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos);
+  }
+}
+
+// The records are on for steps 1-2 and 6-7 of a 2/5 cycle, off for 3-5 and
+// 8: CUPTI is switched at the boundaries only, and a step's copy and kernel
+// reach that step, inside the windows alone.
+TEST_F(FakeCuptiSource, DutyCycleRecordsOnlyInsideItsWindowsAndAttributesThere) {
+  runtime::CuptiStage stage(FakeCupti::api(true));
+  ASSERT_EQ(stage.start_source(DutyCycle{2, 5}), std::nullopt);
+  ASSERT_NE(stage.duty_cycle(), nullptr);
+  std::vector<std::pair<std::int64_t, std::int64_t>> bodies;
+  std::vector<bool> on_during;
+  for (std::int64_t s = 1; s <= 8; ++s) {
+    bodies.push_back(fake_step(stage, s));
+    on_during.push_back(kind_on(kCuptiActivityKindRuntime));
+    // Every kind switches together: never a kernel without its launch.
+    EXPECT_EQ(FakeCupti::enabled.size(), on_during.back() ? 5u : 0u) << "step " << s;
+  }
+  EXPECT_EQ(on_during, (std::vector<bool>{true, true, false, false, false, true, true, false}));
+  EXPECT_EQ(stage.duty_cycle()->windows(), 2);
+  EXPECT_EQ(stage.duty_cycle()->failed_switches(), 0);
+  stage.collect(false);
+  for (std::size_t i = 0; i < bodies.size(); ++i) {
+    const auto [begin, end] = bodies[i];
+    const bool recorded = stage.records_step(begin, end);
+    EXPECT_EQ(recorded, on_during[i]) << "step " << i + 1;
+    if (!recorded) continue;
+    const model::StepGpuActivity a = stage.attribute(begin, end);
+    EXPECT_EQ(a.h2d_copies, 1) << "step " << i + 1;
+    EXPECT_EQ(a.h2d_pageable_copies, 1);
+    EXPECT_DOUBLE_EQ(a.h2d_bytes, 64.0);
+    EXPECT_DOUBLE_EQ(a.busy_ms, 20e-6);  // the copy's 10 ns and the kernel's 10 ns
+  }
+  EXPECT_EQ(stage.steps_recorded(), 4);
+  EXPECT_EQ(stage.steps_unrecorded(), 4);
+  EXPECT_EQ(stage.attributor().attributed(), 8);
+  EXPECT_EQ(stage.records_lost(), 0);
+  EXPECT_EQ(
+      stage.duty_summary(),
+      "duty cycle 2/5: windows 2, steps recorded 4, steps not recorded 4, switches refused 0");
+  // A step that straddles a switch (another thread's, begun before the
+  // window opened) is not whole: not recorded.
+  EXPECT_FALSE(stage.records_step(bodies[4].first, bodies[5].second));
+  EXPECT_FALSE(stage.records_step(bodies[1].first, bodies[2].second));
+}
+
+// The first window closed after step 2: from then on nothing carries the
+// horizon past step 2, so the pipeline is told when the records went off.
+TEST_F(FakeCuptiSource, AClosedWindowSaysWhenItsRecordsWentOff) {
+  runtime::CuptiStage stage(FakeCupti::api(true));
+  ASSERT_EQ(stage.start_source(DutyCycle{2, 4}), std::nullopt);
+  const auto s1 = fake_step(stage, 1);
+  const auto s2 = fake_step(stage, 2);
+  EXPECT_EQ(stage.records_off_after(s2.second), std::nullopt);  // still open
+  const std::int64_t before_off = timing::now_ns();
+  const auto s3 = fake_step(stage, 3);
+  const auto off = stage.records_off_after(s2.second);
+  ASSERT_TRUE(off);
+  EXPECT_GE(*off, before_off);
+  EXPECT_LE(*off, s3.first);
+  EXPECT_EQ(stage.records_off_after(s1.second), off);
+  EXPECT_EQ(stage.records_off_after(s3.second), std::nullopt);  // in no window
+  // The steps' records came back; the last launch is step 2's, before its end.
+  stage.collect(false);
+  ASSERT_TRUE(stage.delivered_through());
+  EXPECT_LT(*stage.delivered_through(), s2.second);
+  stage.flush_idle();  // what the pipeline does once the GPU passed step 2
+  EXPECT_GE(*stage.delivered_through(), *off);
+  EXPECT_EQ(stage.attribute(s1.first, s1.second).h2d_copies, 1);
+  EXPECT_EQ(stage.attribute(s2.first, s2.second).h2d_copies, 1);
+}
+
+// Step ids as the hot path gives them: a boundary jumped over (a step id that
+// lands past it), several periods, and a thread that asks with an older id
+// after a newer one switched: the state follows the newest step.
+TEST_F(FakeCuptiSource, DutyCycleFollowsStepIdsAcrossPeriodsAndJumps) {
+  runtime::CuptiStage stage(FakeCupti::api(true));
+  ASSERT_EQ(stage.start_source(DutyCycle{8, 128}), std::nullopt);
+  timing::CuptiDutyCycle& duty = *stage.duty_cycle();
+  for (std::int64_t s = 1; s <= 8; ++s)
+    duty.at_step_begin(s);
+  EXPECT_TRUE(duty.recording());
+  duty.at_step_begin(9);
+  EXPECT_FALSE(duty.recording());
+  duty.at_step_begin(8);  // an older id after the switch: ignored
+  EXPECT_FALSE(duty.recording());
+  duty.at_step_begin(130);  // inside the second window, its start jumped over
+  EXPECT_TRUE(duty.recording());
+  EXPECT_EQ(duty.windows(), 2);
+  duty.at_step_begin(200);
+  EXPECT_FALSE(duty.recording());
+  for (std::int64_t s = 201; s <= 128 * 10; ++s)
+    duty.at_step_begin(s);
+  // Windows 3..10 opened at steps 257, 385, ..., 1153; step 1280 is after the last.
+  EXPECT_EQ(duty.windows(), 10);
+  EXPECT_FALSE(duty.recording());
+  duty.at_step_begin(128 * 10 + 1);
+  EXPECT_TRUE(duty.recording());
+  EXPECT_EQ(duty.windows(), 11);
+  // Stopping detaches it: no switch afterwards, and the kinds stay off.
+  stage.collect(true);
+  EXPECT_TRUE(FakeCupti::enabled.empty());
+  duty.at_step_begin(128 * 10 + 9);
+  duty.at_step_begin(128 * 11 + 1);
+  EXPECT_TRUE(FakeCupti::enabled.empty());
+}
+
+// A CUPTI that refuses to turn the kinds on again: no window opens, the
+// refusal is counted, and the next boundary tries again.
+TEST_F(FakeCuptiSource, ARefusedSwitchLeavesTheRecordsAsTheyWere) {
+  runtime::CuptiStage stage(FakeCupti::api(true));
+  ASSERT_EQ(stage.start_source(DutyCycle{1, 2}), std::nullopt);
+  const auto s1 = fake_step(stage, 1);
+  (void)fake_step(stage, 2);
+  EXPECT_TRUE(FakeCupti::enabled.empty());
+  FakeCupti::failing_kind = kCuptiActivityKindMemset;
+  const auto s3 = fake_step(stage, 3);
+  EXPECT_TRUE(FakeCupti::enabled.empty());  // the kinds turned on first are off again
+  EXPECT_EQ(stage.duty_cycle()->failed_switches(), 1);
+  EXPECT_EQ(stage.duty_cycle()->windows(), 1);
+  EXPECT_FALSE(stage.records_step(s3.first, s3.second));
+  EXPECT_TRUE(stage.records_step(s1.first, s1.second));
+  FakeCupti::failing_kind = -1;
+  (void)fake_step(stage, 4);
+  const auto s5 = fake_step(stage, 5);
+  EXPECT_EQ(FakeCupti::enabled.size(), 5u);
+  EXPECT_TRUE(stage.records_step(s5.first, s5.second));
+}
+
+// With the launching API calls only: the APIs turned off stay off after a
+// window reopens, and stopping while paused turns no API on by itself.
+TEST_F(FakeCuptiSource, DutyCycleKeepsTheLaunchApisOnlyAcrossWindows) {
+  const auto rt = kCuptiCbDomainRuntimeApi;
+  const auto drv = kCuptiCbDomainDriverApi;
+  FakeCupti::api_names = {{{rt, 3}, "cudaGetDevice_v3020"},
+                          {{rt, 211}, "cudaLaunchKernel_v7000"},
+                          {{drv, 17}, "cuCtxGetCurrent"},
+                          {{drv, 307}, "cuLaunchKernel"}};
+  CuptiSourceSettings settings;
+  settings.launch_api_records_only = true;
+  runtime::CuptiStage stage(FakeCupti::api_with_per_api_records(), settings);
+  ASSERT_EQ(stage.start_source(DutyCycle{1, 2}), std::nullopt);
+  using Id = std::pair<int, std::uint32_t>;
+  const std::set<Id> off = {{rt, 3}, {drv, 17}};
+  EXPECT_EQ(FakeCupti::apis_off, off);
+  stage.duty_cycle()->at_step_begin(2);  // paused
+  EXPECT_TRUE(FakeCupti::enabled.empty());
+  stage.duty_cycle()->at_step_begin(3);  // on again
+  EXPECT_EQ(FakeCupti::enabled.size(), 5u);
+  EXPECT_EQ(FakeCupti::apis_off, off);
+  stage.duty_cycle()->at_step_begin(4);  // paused, then the run ends
+  stage.collect(true);
+  EXPECT_TRUE(FakeCupti::enabled.empty());
+  EXPECT_TRUE(FakeCupti::api_on_after_kind_disabled.empty());
+}
+
+// Without a duty cycle every step is recorded, as before issue 36.
+TEST_F(FakeCuptiSource, WithoutADutyCycleEveryStepIsRecorded) {
+  runtime::CuptiStage stage(FakeCupti::api(true));
+  ASSERT_EQ(stage.start_source(), std::nullopt);
+  EXPECT_EQ(stage.duty_cycle(), nullptr);
+  EXPECT_TRUE(stage.records_step(1, 2));
+  EXPECT_EQ(stage.records_off_after(2), std::nullopt);
+  EXPECT_EQ(stage.duty_summary(), std::nullopt);
+  EXPECT_EQ(stage.steps_recorded(), 0);
 }
 
 #endif  // TRACEML_HAVE_CUPTI
