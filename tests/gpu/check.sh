@@ -11,9 +11,12 @@
 # then ddp on a one-rank NCCL process group (collective time and GPU idle
 # asserted, with a probe of the kernels a one-rank all-reduce launches), four
 # short h2d_bound variants whose numbers are printed, not asserted (--pinned;
-# TRACEML_CUPTI=0; TRACEML_CUPTI_PER_THREAD_BUFFERS=0 and =1), and the overhead
-# (bench/overhead.sh: traced/untraced median step time and the training
-# thread's CPU per step, at about 5 ms, 1 ms and launch-bound steps). Every rank runs with TRACEML_DEBUG=1; the check prints each
+# TRACEML_CUPTI=0; TRACEML_CUPTI_PER_THREAD_BUFFERS=0 and =1), the evidence
+# that the cheaper CUPTI settings keep (h2d_bound and ddp with
+# TRACEML_CUPTI_API_RECORDS=launches and TRACEML_CUPTI_DUTY=8/128), and the
+# overhead (tests/gpu/overhead_variants.sh: every CUPTI setting against
+# untraced in 7 rounds of interleaved pairs, at launch-bound, ~3 ms and ~10 ms
+# steps, against issue 36's targets). Every rank runs with TRACEML_DEBUG=1; the check prints each
 # run's `traceml: debug:` lines, the CUDA libraries the rank really mapped
 # (/proc/<pid>/maps, sampled while it runs) and a row of key numbers from
 # final_summary.json, plus the versions of everything involved and each
@@ -43,9 +46,11 @@
 #   BUDGET_S          the whole check's budget in seconds [480]
 #   JOBS              build parallelism [nproc]
 #   GPU_CHECK_STAGES  the stages after the build, of: runs nccl variants
-#                     overhead [all four]
-#   GPU_CHECK_OVERHEAD the overhead runs, ';'-separated, each "name steps
-#                     fixed-cost-pairs env|- quickstart-flags" [six, see below]
+#                     evidence overhead [all five; issue 36's measurement:
+#                     "evidence overhead"]
+#   GPU_CHECK_OVERHEAD the overhead plan, ';'-separated workloads, each "name
+#                     steps quickstart-flags : variant ..." (tests/gpu/
+#                     overhead_variants.sh's OVERHEAD_PLAN; default there)
 #   OUT               when set: the output is also written to $OUT/gpu-check.txt,
 #                     the versions to $OUT/gpu-versions.txt and the logs (run
 #                     folders, configure and build logs) to $OUT/gpu-logs.tgz
@@ -523,8 +528,9 @@ run_and_check() {
 }
 
 # GPU_CHECK_STAGES: which of the stages after the build run (default all):
-# runs nccl variants overhead.
-stages="${GPU_CHECK_STAGES:-runs nccl variants overhead}"
+# runs nccl variants evidence overhead. Issue 36's one call is "evidence
+# overhead" (docs/gpu-validation.md).
+stages="${GPU_CHECK_STAGES:-runs nccl variants evidence overhead}"
 wanted() { [[ " $stages " == *" $1 "* ]]; }
 
 # Pageable copies of 64 MiB, not marked: only the automatic H2D capture sees them.
@@ -610,49 +616,49 @@ run_and_check h2d_per_thread_1 - TRACEML_CUPTI_PER_THREAD_BUFFERS=1 "$examples/h
 
 fi
 
+if wanted evidence; then
+stage evidence "evidence: h2d_bound and one-rank NCCL ddp under each cheaper CUPTI setting"
+# What the overhead stage's cheaper settings keep of the evidence (issue 36),
+# printed, not asserted: the H2D verdict and pageable share, and the
+# collective time, as the runs and nccl stages give them with every API call
+# recorded. The duty cycle records steps 1-8 and 129-136 of 200 (1-8, 129-136
+# and 257-264 of ddp's 300); its sample size is in the `duty cycle` debug line.
+run_and_check h2d_launches - TRACEML_CUPTI_API_RECORDS=launches "$examples/h2d_bound" \
+  "${h2d_args[@]}" --steps 200
+run_and_check h2d_duty - TRACEML_CUPTI_DUTY=8/128 "$examples/h2d_bound" "${h2d_args[@]}" \
+  --steps 200
+run_and_check ddp_launches - TRACEML_CUPTI_API_RECORDS=launches "$examples/ddp" --device cuda \
+  --backend nccl --steps 300 --batch-size 256 --log-every 100
+run_and_check ddp_duty - TRACEML_CUPTI_DUTY=8/128 "$examples/ddp" --device cuda --backend nccl \
+  --steps 300 --batch-size 256 --log-every 100
+
+fi
+
 echo
 echo "== runs at a glance =="
 sed 's/^/  /' "$rows"
 
 if wanted overhead; then
 
-# ---- 5. Overhead ------------------------------------------------------------------
-stage overhead "overhead: bench/overhead.sh, quickstart on the GPU (step sizes, CUPTI on and off)"
-# name, steps, fixed-cost pairs, traced side's environment, quickstart flags:
-# GPU-bound steps of about 10 ms and 3 ms on an H200, and a launch-bound one
-# (a tiny model: the CPU that launches the kernels sets the pace, so what
-# tracing costs the training thread shows in full).
-# The traced side's environment (- for none) tells what the cost is made of:
-# TRACEML_CUPTI=0 leaves CUPTI's activity records out, --no-gpu-clock the CUDA
-# events and allocator reads too (the CPU clock alone).
-overhead_runs=(
-  "gpu_10ms 300 1 - --hidden 16384 --batch-size 256"
-  "gpu_10ms_cupti_off 300 0 TRACEML_CUPTI=0 --hidden 16384 --batch-size 256"
-  "gpu_3ms 1000 0 - --hidden 8192 --batch-size 256"
-  "launch_bound 3000 0 - --hidden 256 --batch-size 64"
-  "launch_bound_cupti_off 3000 0 TRACEML_CUPTI=0 --hidden 256 --batch-size 64"
-  "launch_bound_cpu_clock 3000 0 TRACEML_CUPTI=0 --hidden 256 --batch-size 64 --no-gpu-clock"
-)
-if [ -n "${GPU_CHECK_OVERHEAD:-}" ]; then
-  IFS=';' read -r -a overhead_runs <<<"$GPU_CHECK_OVERHEAD"
-fi
-for spec in "${overhead_runs[@]}"; do
-  read -r oname osteps ofixed oenv oargs <<<"$spec"
-  oenv_args=()
-  if [ "$oenv" != "-" ]; then read -r -a oenv_args <<<"$oenv"; fi
-  echo
-  echo "-- overhead $oname: ${oenv_args[*]:+${oenv_args[*]} }quickstart $oargs, $osteps steps --"
-  limit=$(stage_limit 75)
+# ---- 6. Overhead ------------------------------------------------------------------
+stage overhead "overhead: every CUPTI setting against untraced, quickstart at three step sizes"
+# tests/gpu/overhead_variants.sh says the plan and its arithmetic: launch-bound,
+# ~3 ms and ~10 ms steps; untraced, every API recorded (today's default),
+# launching APIs only, the duty cycle 8/128 and CUPTI off; 7 rounds of
+# interleaved pairs, fewer when the budget would not hold another round.
+# What is left of the budget, less a margin for the table and the archive.
+overhead_s=$((budget - SECONDS - 20))
+if ((overhead_s < 60)); then
+  check_failed "overhead: only $overhead_s s of the ${budget} s budget left (BUDGET_S)"
+else
   rc=0
-  env "${oenv_args[@]}" N=3 STEPS="$osteps" WARMUP=30 FIXED_REPEATS="$ofixed" FIXED_STEPS=0 CPU_TIMES=1 \
-    QUICKSTART_ARGS="--device cuda $oargs --log-every 100000" \
-    timeout --kill-after=10 "$limit" bash "$repo/bench/overhead.sh" "$build" \
-    >"$logs/overhead_$oname.log" 2>&1 || rc=$?
-  cat "$logs/overhead_$oname.log"
+  if [ -n "${GPU_CHECK_OVERHEAD:-}" ]; then export OVERHEAD_PLAN="$GPU_CHECK_OVERHEAD"; fi
+  timeout --kill-after=10 "$((overhead_s + 15))" bash "$repo/tests/gpu/overhead_variants.sh" \
+    "$build" "$logs/overhead" "$overhead_s" || rc=$?
   if ((rc != 0)); then
-    check_failed "overhead.sh $oname: $(exit_reason "$rc" "$limit")"
+    check_failed "overhead: $(exit_reason "$rc" "$((overhead_s + 15))")"
   fi
-done
+fi
 fi
 
 finish 0
