@@ -363,7 +363,47 @@ const char* outcome_of(const std::string& status) {
   return "unclear";
 }
 
-Json verdict_json(const Json& sections, const CompareOptions& options) {
+/// "A", "A and B", "A, B and C".
+std::string joined(const std::vector<std::string>& parts) {
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i)
+    out += (i == 0 ? "" : i + 1 == parts.size() ? " and " : ", ") + parts[i];
+  return out;
+}
+
+/// The diagnoses that --fail-on-diagnosis-change watches (primary, step time,
+/// step memory) and that changed, as clauses: "the primary and step time
+/// diagnoses changed from INPUT-BOUND to COMPUTE-BOUND". Diagnoses that
+/// changed the same way share a clause.
+std::vector<std::string> diagnosis_changes(const Json& primary, const Json& step,
+                                           const Json& memory) {
+  struct Change {
+    std::vector<std::string> names;
+    std::string from;
+    std::string to;
+  };
+  std::vector<Change> changes;
+  for (const auto& [name, diag] : {std::pair<const char*, const Json*>{"primary", &primary},
+                                   std::pair<const char*, const Json*>{"step time", &step},
+                                   std::pair<const char*, const Json*>{"step memory", &memory}}) {
+    if (!diag->value("changed", false)) continue;
+    const std::string from = text_of(*diag, "lhs").value_or("n/a");
+    const std::string to = text_of(*diag, "rhs").value_or("n/a");
+    const auto same = std::find_if(changes.begin(), changes.end(),
+                                   [&](const Change& c) { return c.from == from && c.to == to; });
+    if (same != changes.end())
+      same->names.push_back(name);
+    else
+      changes.push_back(Change{{name}, from, to});
+  }
+  std::vector<std::string> out;
+  for (const Change& c : changes)
+    out.push_back("the " + joined(c.names) + (c.names.size() > 1 ? " diagnoses" : " diagnosis") +
+                  " changed from " + c.from + " to " + c.to);
+  return out;
+}
+
+Json verdict_json(const Json& sections, const Json& primary_diag, const CompareOptions& options) {
   const Json& step_sec = sections["step_time"];
   const Json& mem_sec = sections["step_memory"];
   const Json& step = step_sec["metrics"]["step_time_ms"];
@@ -451,15 +491,34 @@ Json verdict_json(const Json& sections, const CompareOptions& options) {
   if (!step_worse && ma && mb && status_rank(mb) > status_rank(ma))
     add("REGRESSION", 10, "step_memory", "diagnosis", "warning",
         "Step memory diagnosis worsened from " + *ma + " to " + *mb + ".");
+  // An EQUIVALENT finding says what stayed stable and never hides what
+  // changed: a diagnosis may change without getting worse (INPUT-BOUND to
+  // COMPUTE-BOUND), and the step time or memory may have moved in another
+  // finding. TraceML's one sentence ("Primary training signals stayed
+  // stable.") is kept for the case where it is true.
+  const std::vector<std::string> diag_changes =
+      diagnosis_changes(primary_diag, step_diag, mem_diag);
+  const std::string but = diag_changes.empty() ? "" : ", but " + joined(diag_changes);
+  const bool memory_note = mem_unmeasured && availability == "comparable";
   if (step_in_noise) {
     add("EQUIVALENT", 11, "step_time", "step_time_ms", "info",
         label + " changed by " + signed_fixed(*step_pct) + "%, within run-to-run noise (" +
-            noise_evidence(noise) + ").");
+            noise_evidence(noise) + ")" + but + ".");
   } else if (availability != "insufficient") {
-    add("EQUIVALENT", 11, "compare", kNull, "info",
-        mem_unmeasured && availability == "comparable"
-            ? "Step time and diagnoses stayed stable; step memory was not measured in either run."
-            : "Primary training signals stayed stable.");
+    const bool mem_moved = mem_pct && std::fabs(*mem_pct) >= mem_gate;
+    std::vector<std::string> stable;
+    if (step_ok && !step_slower && !step_faster) stable.push_back("step time");
+    if (mem_ok && !mem_moved) stable.push_back("step memory");
+    if (diag_changes.empty()) stable.push_back("diagnoses");
+    std::string why = joined(stable) + " stayed stable";
+    why[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(why[0])));
+    if (!memory_note && !step_slower && !step_faster && !mem_moved && diag_changes.empty())
+      why = "Primary training signals stayed stable";
+    // Nothing stable: the findings above already say what changed.
+    if (!stable.empty())
+      add("EQUIVALENT", 11, "compare", kNull, "info",
+          why + but +
+              (memory_note ? "; step memory was not measured in either run." : std::string(".")));
   }
   if (f.empty())
     add("INCONCLUSIVE", 99, "compare", kNull, "info", "No compare verdict could be derived.");
@@ -582,7 +641,7 @@ CompareResult compare_summaries(const Json& lhs, const Json& rhs, const CompareI
       {"primary_diagnosis",
        Json{{"lhs", opt_json(pa)}, {"rhs", opt_json(pb)}, {"changed", pa != pb}}}};
   out["text"] = "";
-  out["verdict"] = verdict_json(out["sections"], options);
+  out["verdict"] = verdict_json(out["sections"], out["overview"]["primary_diagnosis"], options);
   out["text"] = render_compare_text(out);
   CompareResult r;
   r.status = out["verdict"]["status"].get<std::string>();
