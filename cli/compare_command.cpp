@@ -8,10 +8,12 @@
 #include <optional>
 #include <sstream>
 #include <system_error>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "output_paths.hpp"
 #include "report/atomic_file.hpp"
 #include "report/compare.hpp"
 #include "report/compare_gate.hpp"
@@ -58,11 +60,14 @@ Loaded load_summary(const std::string& abs) {
   return {std::move(summary.json), ""};
 }
 
-/// `--output` with a trailing .json/.txt removed, else <cwd>/compare/{A}_vs_{B}.
+/// `--output` with a trailing .json/.txt removed, else ./compare/{A}_vs_{B}.
 std::string output_base(const std::string& output, const std::string& a, const std::string& b) {
   const auto first = output.find_first_not_of(" \t");
-  if (first == std::string::npos)
-    return (fs::current_path() / "compare" / (a + "_vs_" + b)).string();
+  if (first == std::string::npos) {
+    std::error_code ec;
+    const fs::path here = fs::current_path(ec);
+    return ((ec ? fs::path(".") : here) / "compare" / (a + "_vs_" + b)).string();
+  }
   std::string base = output.substr(first, output.find_last_not_of(" \t") - first + 1);
   for (const char* suffix : {".json", ".txt"}) {
     const std::string s = suffix;
@@ -74,40 +79,110 @@ std::string output_base(const std::string& output, const std::string& a, const s
   return base;
 }
 
+/// The inputs and outputs of one compare: both found (as absolute paths)
+/// before anything is read or written, or an error.
+struct ComparePaths {
+  std::string lhs_abs;
+  std::string rhs_abs;
+  std::string la;
+  std::string lb;
+  std::string json;
+  std::string txt;
+  std::string error;
+};
+
+ComparePaths compare_paths(const CompareArgs& args) {
+  ComparePaths p;
+  const SummaryPath lhs_path = resolve_summary_path(args.lhs);
+  const SummaryPath rhs_path = resolve_summary_path(args.rhs);
+  if (!lhs_path.error.empty() || !rhs_path.error.empty()) {
+    p.error = !lhs_path.error.empty() ? lhs_path.error : rhs_path.error;
+    return p;
+  }
+  std::error_code ec;
+  p.lhs_abs = fs::absolute(lhs_path.path, ec).lexically_normal().string();
+  if (!ec) p.rhs_abs = fs::absolute(rhs_path.path, ec).lexically_normal().string();
+  if (ec) {
+    p.error = "cannot resolve the summaries' paths: " + ec.message();
+    return p;
+  }
+  std::tie(p.la, p.lb) = report::compare_labels(p.lhs_abs, p.rhs_abs);
+  const std::string base = output_base(args.output, p.la, p.lb);
+  p.json = base + ".json";
+  p.txt = base + ".txt";
+  return p;
+}
+
+/// Every output path, checked before anything is read or written: a
+/// command that exits 2 leaves no file behind.
+std::optional<std::string> check_compare(const CompareArgs& args) {
+  const ComparePaths p = compare_paths(args);
+  if (!p.error.empty()) return p.error;
+  for (const std::string& out : {p.json, p.txt})
+    if (auto why = unwritable_file("--output", out, true)) return why;
+  if (auto why = unwritable_file("--junit", args.junit, false)) return why;
+  if (!args.junit.empty()) {
+    std::error_code ec;
+    const fs::path junit = fs::absolute(args.junit, ec).lexically_normal();
+    for (const std::string& other : {p.json, p.txt})
+      if (junit == fs::path(other).lexically_normal())
+        return "--junit " + args.junit + ": is also " + other + "; choose another --junit path";
+  }
+  return std::nullopt;
+}
+
+/// An output that would replace a summary being compared; checked once
+/// both were read, so that a file that is no summary says so first.
+std::optional<std::string> replaces_an_input(const ComparePaths& p, const std::string& junit) {
+  std::error_code ec;
+  for (const std::string& in : {p.lhs_abs, p.rhs_abs}) {
+    for (const std::string& out : {p.json, p.txt})
+      if (fs::equivalent(out, in, ec))
+        return "--output " + out + ": is one of the summaries compared; choose another --output";
+    if (!junit.empty() && fs::equivalent(junit, in, ec))
+      return "--junit " + junit + ": is one of the summaries compared; choose another --junit path";
+  }
+  return std::nullopt;
+}
+
 int run_compare(const CompareArgs& args) {
   report::GateOptions gates = args.gates;
-  const SummaryPath lhs_path = resolve_summary_path(args.lhs);
-  if (!lhs_path.error.empty()) return fail(lhs_path.error);
-  const SummaryPath rhs_path = resolve_summary_path(args.rhs);
-  if (!rhs_path.error.empty()) return fail(rhs_path.error);
-  const std::string lhs_abs = fs::absolute(lhs_path.path).lexically_normal().string();
-  const std::string rhs_abs = fs::absolute(rhs_path.path).lexically_normal().string();
+  // Checked again: the files may have changed since the check.
+  if (const auto why = check_compare(args)) return fail(*why);
+  const ComparePaths paths = compare_paths(args);
+  const std::string& lhs_abs = paths.lhs_abs;
+  const std::string& rhs_abs = paths.rhs_abs;
   const Loaded lhs = load_summary(lhs_abs);
   if (!lhs.json) return fail(lhs.error);
   const Loaded rhs = load_summary(rhs_abs);
   if (!rhs.json) return fail(rhs.error);
+  if (const auto why = replaces_an_input(paths, args.junit)) return fail(*why);
 
-  const auto [la, lb] = report::compare_labels(lhs_abs, rhs_abs);
+  const std::string& la = paths.la;
+  const std::string& lb = paths.lb;
   const report::CompareInputs meta{report::compare_side(lhs_abs, la),
                                    report::compare_side(rhs_abs, lb)};
   const report::CompareResult result =
       report::compare_summaries(*lhs.json, *rhs.json, meta, args.compare);
   const std::string text = result.json["text"].get<std::string>();
 
-  const std::string base = output_base(args.output, la, lb);
-  const std::string json_path = base + ".json";
-  const std::string txt_path = base + ".txt";
+  const std::string& json_path = paths.json;
+  const std::string& txt_path = paths.txt;
   const std::vector<report::GateCheck> checks = report::evaluate_gates(result.json, gates);
   try {
-    const fs::path parent = fs::path(base).parent_path();
-    std::error_code ec;
-    if (!parent.empty()) fs::create_directories(parent, ec);
+    // A failure on a later file takes back what this call created before it.
+    CreatedOutputs created;
+    created.make_dirs(fs::path(json_path).parent_path());
+    created.before_writing(json_path);
     report::write_file_atomic(json_path, report::dump_json(result.json) + "\n");
+    created.before_writing(txt_path);
     report::write_file_atomic(txt_path, text + "\n");
     if (!args.junit.empty()) {
+      created.before_writing(args.junit);
       report::write_file_atomic(args.junit,
                                 report::junit_xml(checks, "traceml compare " + la + " vs " + lb));
     }
+    created.keep();
   } catch (const report::WriteError& e) {
     return fail(std::string(e.what()) + " (choose a writable --output or --junit path)");
   }
@@ -169,6 +244,7 @@ void add_compare_command(CLI::App& app, Action& action) {
     args->gates.strict = args->compare.strict;
     if (step->count() > 0) args->gates.max_step_time_regression_pct = args->max_step_pct;
     if (memory->count() > 0) args->gates.max_memory_regression_pct = args->max_memory_pct;
+    action.check = [args] { return check_compare(*args); };
     action.run = [args] { return run_compare(*args); };
   });
 }

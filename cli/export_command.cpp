@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "output_paths.hpp"
 #include "report/atomic_file.hpp"
 #include "report/chrome_trace.hpp"
 #include "store/jsonl_writer.hpp"
@@ -131,7 +132,11 @@ void add_export_command(CLI::App& app, Action& action) {
   cmd->add_option("--window", args->window,
                   "chrome-trace: the analysed window whose steps are drawn by default")
       ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40));
-  cmd->callback([args, &action] { action.run = [args] { return run_export(*args); }; });
+  cmd->callback([args, &action] {
+    // Before the run database is read: a command that exits 2 writes nothing.
+    action.check = [args] { return unwritable_file("--out", args->out, false); };
+    action.run = [args] { return run_export(*args); };
+  });
 }
 
 }  // namespace traceml::cli

@@ -2,6 +2,10 @@
 // traceml report --telemetry FILE.jsonl --out DIR [--window N]
 // traceml report PIECE PIECE... --out DIR   (merge the pieces of one job:
 //   run directories of ranks traced on their own, or telemetry JSONL files)
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -9,6 +13,7 @@
 #include "collector/finalize.hpp"
 #include "collector/merge.hpp"
 #include "commands.hpp"
+#include "output_paths.hpp"
 #include "report/atomic_file.hpp"
 #include "report/final_summary.hpp"
 #include "store/jsonl_reader.hpp"
@@ -25,13 +30,26 @@ struct ReportArgs {
   std::int64_t window = 10000;
 };
 
+/// The files a report writes into its directory.
+constexpr const char* kReportFiles[] = {"final_summary.json", "final_summary.txt",
+                                        "final_summary.html"};
+
+/// Notes the report's files in `dir` that are about to be written.
+void before_report(CreatedOutputs& created, const std::string& dir) {
+  for (const char* name : kReportFiles)
+    created.before_writing(std::filesystem::path(dir) / name);
+}
+
 int report_run_dir(const std::string& run_dir, std::int64_t window) {
   if (!std::filesystem::is_directory(run_dir))
     return fail(
         run_dir +
         ": not a directory (pass the run directory that traceml run wrote, e.g. logs/<run>)");
   try {
+    CreatedOutputs created;
+    before_report(created, run_dir);
     const report::FinalSummary f = collector::finalize_run(run_dir, window);
+    created.keep();
     if (f.html_error) warn(*f.html_error);
     std::cout << f.text << "\n";
   } catch (const store::RunDbError& e) {
@@ -48,6 +66,11 @@ int report_merged(const ReportArgs& a) {
   if (a.out.empty())
     return fail("merging " + std::to_string(a.inputs.size()) +
                 " runs needs --out DIR (where the merged run goes)");
+  // The merged run goes if its report cannot be written (exit 2 leaves
+  // nothing behind); merge_runs refuses a directory that holds a run.
+  CreatedOutputs created;
+  created.before_making(a.out);
+  created.before_writing(std::filesystem::path(a.out) / store::kRunDbFileName);
   collector::MergeResult merged;
   try {
     merged = collector::merge_runs(a.inputs, a.out);
@@ -62,7 +85,9 @@ int report_merged(const ReportArgs& a) {
   if (merged.world_size && merged.ranks < *merged.world_size)
     warn("ranks are missing: the merged run still holds " + std::to_string(merged.ranks) +
          " of the job's " + std::to_string(*merged.world_size));
-  return report_run_dir(a.out, a.window);
+  const int rc = report_run_dir(a.out, a.window);
+  if (rc == kExitOk) created.keep();
+  return rc;
 }
 
 int run_report(const ReportArgs& a) {
@@ -90,13 +115,30 @@ int run_report(const ReportArgs& a) {
       s, report::iso8601_utc(collector::end_of_run(in.telemetry)), report::evidence_hint_for(a.out),
       std::nullopt, std::nullopt, {}, report::html_hint_for(a.out));
   try {
+    CreatedOutputs created;
+    created.make_dirs(a.out);
+    before_report(created, a.out);
     report::write_run_report(f, a.out, &in.telemetry);
+    created.keep();
   } catch (const report::WriteError& e) {
     return fail(std::string(e.what()) + " (choose a writable --out directory)");
   }
   if (f.html_error) warn(*f.html_error);
   std::cout << f.text << "\n";
   return kExitOk;
+}
+
+/// Every output directory, checked before anything is read or written.
+std::optional<std::string> check_report(const ReportArgs& a) {
+  if (!a.out.empty()) return unwritable_dir("--out", a.out);
+  if (a.inputs.size() == 1 && a.telemetry.empty()) {
+    const std::string& dir = a.inputs.front();
+    std::error_code ec;
+    if (std::filesystem::is_directory(dir, ec) && ::access(dir.c_str(), W_OK | X_OK) != 0)
+      return dir + ": cannot write the run's summary into it: " + std::strerror(errno) +
+             " (is the run directory writable?)";
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -118,7 +160,10 @@ void add_report_command(CLI::App& app, Action& action) {
   cmd->add_option("--window", args->window, "Latest aligned steps/samples to analyse per rank")
       ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40))
       ->capture_default_str();
-  cmd->callback([args, &action] { action.run = [args] { return run_report(*args); }; });
+  cmd->callback([args, &action] {
+    action.check = [args] { return check_report(*args); };
+    action.run = [args] { return run_report(*args); };
+  });
 }
 
 }  // namespace traceml::cli

@@ -25,6 +25,7 @@
 #include "model/env_values.hpp"
 #include "model/text.hpp"
 #include "option_checks.hpp"
+#include "output_paths.hpp"
 #include "run_end.hpp"
 #include "runtime/config.hpp"
 #include "store/run_db.hpp"
@@ -116,6 +117,7 @@ std::optional<std::string> validate(const RunArgs& a) {
              "know the port; give a fixed one";
     if (a.master_port == 0) return "--master-port 0 works only with --nnodes 1; give a fixed port";
   }
+  if (!a.disable) return unwritable_run_dir(a.logs_dir, a.run_name);
   return std::nullopt;
 }
 

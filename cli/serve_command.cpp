@@ -30,6 +30,7 @@
 #include "model/env_values.hpp"
 #include "model/text.hpp"
 #include "option_checks.hpp"
+#include "output_paths.hpp"
 #include "report/atomic_file.hpp"
 #include "run_end.hpp"
 #include "runtime/config.hpp"
@@ -101,7 +102,8 @@ std::optional<std::string> validate(const ServeArgs& a) {
         bad_name("--strategy", a.strategy, model::strategy_problem)})
     if (problem) return problem;
   if (a.bind_host.empty()) return "--bind-host cannot be empty";
-  return std::nullopt;
+  if (auto why = unwritable_file("--env-file", a.env_file, false)) return why;
+  return unwritable_run_dir(a.logs_dir, a.run_name);
 }
 
 /// The run token from --token-file (its first line), else TRACEML_RUN_TOKEN,

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "output_paths.hpp"
 #include "report/atomic_file.hpp"
 #include "report/html_report.hpp"
 #include "report/summary_file.hpp"
@@ -30,13 +31,18 @@ struct ViewArgs {
   std::string html_out;  ///< its value; empty: <summary stem>.html beside the summary
 };
 
+/// Where --html writes the page of the summary at `summary_path`.
+fs::path html_path(const std::string& summary_path, const ViewArgs& a) {
+  return a.html_out.empty() ? fs::path(summary_path).replace_extension(".html")
+                            : fs::path(a.html_out);
+}
+
 /// The page of a summary alone (it says that the plots need the run
 /// directory), written to `out` atomically.
 int write_html(const std::string& summary_path, const nlohmann::ordered_json& j,
                const ViewArgs& a) {
   const fs::path input(summary_path);
-  const fs::path out =
-      a.html_out.empty() ? fs::path(input).replace_extension(".html") : fs::path(a.html_out);
+  const fs::path out = html_path(summary_path, a);
   std::error_code ec;
   if (fs::equivalent(out, input, ec))
     return fail(out.string() + ": is the summary itself; pass another --html path");
@@ -76,6 +82,15 @@ int run_view(const ViewArgs& a) {
   return kExitOk;
 }
 
+/// The page's path, checked before the summary is read: a command that
+/// exits 2 writes nothing.
+std::optional<std::string> check_view(const ViewArgs& a) {
+  if (!a.html) return std::nullopt;
+  const SummaryPath resolved = resolve_summary_path(a.summary);
+  if (!resolved.error.empty()) return resolved.error;
+  return unwritable_file("--html", html_path(resolved.path, a).string(), false);
+}
+
 }  // namespace
 
 SummaryPath resolve_summary_path(const std::string& arg) {
@@ -105,6 +120,7 @@ void add_view_command(CLI::App& app, Action& action) {
           ->expected(0, 1);
   cmd->callback([args, html, &action] {
     args->html = html->count() > 0;
+    action.check = [args] { return check_view(*args); };
     action.run = [args] { return run_view(*args); };
   });
 }

@@ -65,15 +65,62 @@ TEST(CommandLine, ALineThatPassesItsCheckHasAnActionAndRunsNothingYet) {
   EXPECT_TRUE(c.action.check);
 }
 
+/// Runs in an empty directory of its own while it lives, as fuzz_cli does.
+class InEmptyDirectory {
+ public:
+  InEmptyDirectory() : home_(std::filesystem::current_path()) {
+    std::filesystem::current_path(dir_.path());
+  }
+  ~InEmptyDirectory() { std::filesystem::current_path(home_); }
+  InEmptyDirectory(const InEmptyDirectory&) = delete;
+  InEmptyDirectory& operator=(const InEmptyDirectory&) = delete;
+  const std::filesystem::path& path() const { return dir_.path(); }
+
+ private:
+  testing::TempDir dir_;
+  std::filesystem::path home_;
+};
+
+// Every output path is checked before anything starts (a command that exits
+// 2 leaves no file behind), and checking creates nothing.
+TEST(CommandLine, OutputPathsAreCheckedAndTheCheckCreatesNothing) {
+  const InEmptyDirectory here;
+  const CommandLine junit = read({"compare", "a.json", "b.json", "--junit", "missing/dir/x.xml"});
+  ASSERT_EQ(junit.exit_code, kExitBadInput);
+  EXPECT_EQ(junit.error,
+            "--junit missing/dir/x.xml: directory missing/dir does not exist (choose a writable "
+            "--junit path)");
+  // The default compare/ directory and a missing --output directory are
+  // made when the command runs, not by the check.
+  EXPECT_FALSE(read({"compare", "a.json", "b.json"}).exit_code);
+  EXPECT_FALSE(read({"compare", "a.json", "b.json", "--output", "new/dir/c"}).exit_code);
+  EXPECT_FALSE(read({"report", "--telemetry", "t.jsonl", "--out", "new/run"}).exit_code);
+  EXPECT_FALSE(read({"serve", "--logs-dir", "new/logs", "--env-file", "env"}).exit_code);
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"export", "run", "--out", "missing/x.jsonl"},
+        {"view", "s.json", "--html", "missing/x.html"},
+        {"serve", "--env-file", "missing/env"},
+        {"serve", "--env-file", "."},
+        {"run", "--logs-dir", "/dev/null/logs", "--", "/bin/true"}}) {
+    const CommandLine c = read(bad);
+    EXPECT_EQ(c.exit_code, kExitBadInput) << bad.front() << " " << bad[1];
+    EXPECT_NE(c.error.find("(choose a writable "), std::string::npos) << c.error;
+  }
+  EXPECT_FALSE(fuzz::holds_anything(here.path()));
+}
+
 // The fuzz_cli corpus (tests/fuzz/corpus/fuzz_cli/), read in every build
-// with fuzz_cli's promises (tests/fuzz/cli_invariants.hpp).
+// with fuzz_cli's promises (tests/fuzz/cli_invariants.hpp), in an empty
+// working directory as fuzz_cli reads it.
 TEST(CommandLine, EveryFuzzSeedKeepsTheCommandLinesPromises) {
   const auto dir = std::filesystem::path(TRACEML_TEST_DATA_DIR) / "fuzz" / "corpus" / "fuzz_cli";
+  const InEmptyDirectory here;
   int seeds = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string bytes = testing::read_file(entry.path());
     const auto why = fuzz::check_cli_args(
-        fuzz::cli_args_of(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()));
+        fuzz::cli_args_of(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()),
+        &here.path());
     EXPECT_FALSE(why) << entry.path() << ": " << *why;
     ++seeds;
   }
