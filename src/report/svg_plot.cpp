@@ -21,21 +21,63 @@ std::string num(double v) {
   return buf;
 }
 
+namespace {
+
+/// A span narrower than this fraction of its values' size is the rounding of
+/// the arithmetic that made it (quantile interpolation of equal step times
+/// leaves an ulp or two), drawn as one value: ticks that close could not be
+/// told apart, and stepping through them by addition stalls (at 83.386 one
+/// ulp is 1.4e-14, and 83.386 + 5e-15 is 83.386).
+constexpr double kMinRelativeSpan = 1e-9;
+/// Values all smaller than this are zero to a plot: the spacing of ticks
+/// over them would leave the range of normal doubles.
+constexpr double kTiny = 1e-290;
+/// The most ticks a caller may ask for: an axis holds a few labels.
+constexpr int kMaxTarget = 100;
+
+}  // namespace
+
 std::vector<double> nice_ticks(double lo, double hi, int target) {
   if (!std::isfinite(lo) || !std::isfinite(hi)) return {0.0, 1.0};
-  if (hi <= lo) hi = lo + (lo == 0.0 ? 1.0 : std::fabs(lo) * 0.1);
-  const double raw = (hi - lo) / std::max(1, target);
+  if (hi < lo) hi = lo;
+  const double size = std::max(std::fabs(lo), std::fabs(hi));
+  if (size < kTiny) {
+    lo = lo < 0.0 ? -1.0 : 0.0;
+    hi = hi > 0.0 ? 1.0 : 0.0;
+  }
+  if (!(hi - lo > size * kMinRelativeSpan)) {
+    hi = lo + (lo == 0.0 ? 1.0 : std::fabs(lo) * 0.1);
+    if (!std::isfinite(hi)) {  // lo near the largest double: widen downwards
+      hi = lo;
+      lo = hi - std::fabs(hi) * 0.1;
+    }
+  }
+  const int t = std::clamp(target, 1, kMaxTarget);
+  const double raw = (hi - lo) / t;
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   double step = mag;
   for (const double m : {1.0, 2.0, 5.0, 10.0}) {
     step = m * mag;
     if (step >= raw) break;
   }
-  const double first = std::floor(lo / step) * step;
+  // The span exceeds the largest double (values of both signs near it): the
+  // ends are the only ticks that can be written.
+  if (!std::isfinite(raw) || !std::isfinite(step) || !(step > 0.0)) return {lo, hi};
+  // Ticks by whole multiples of the step, counted, never by adding the step
+  // to the last tick: their number is then fixed before the first is made.
+  // step >= raw = (hi - lo) / t gives at most t + 2 of them.
+  const double first = std::floor(lo / step);
+  const double last = std::max(first + 1.0, std::ceil(hi / step - 1e-9));
+  const double count = last - first + 1.0;
+  if (!(count <= double(t) + 3.0)) return {lo, hi};  // + 1: the rounding of lo / step
   std::vector<double> ticks;
-  for (double t = first; ticks.empty() || ticks.back() < hi - step * 1e-9; t += step)
-    ticks.push_back(std::fabs(t) < step * 1e-9 ? 0.0 : t);
-  if (ticks.size() < 2) ticks.push_back(ticks.back() + step);
+  ticks.reserve(std::size_t(count));
+  for (int i = 0; i < int(count); ++i) {
+    const double k = first + double(i);
+    ticks.push_back(k == 0.0 ? 0.0 : k * step);
+  }
+  // A tick beyond the largest double, outside [lo, hi]: the ends instead.
+  if (!std::isfinite(ticks.front()) || !std::isfinite(ticks.back())) return {lo, hi};
   return ticks;
 }
 
@@ -73,7 +115,9 @@ Chart::Chart(double height, const std::string& label) : height_(height), label_(
 
 double Chart::y(double v) const {
   const double f = hi_ > lo_ ? (v - lo_) / (hi_ - lo_) : 0.0;
-  return bottom() - std::clamp(f, 0.0, 1.0) * (bottom() - top());
+  // NaN (an infinite value on an infinite scale) at the bottom: std::clamp
+  // would pass it through to the coordinates.
+  return bottom() - (f > 0.0 ? std::min(f, 1.0) : 0.0) * (bottom() - top());
 }
 
 void Chart::grid_line(double at, const std::string& label) {

@@ -24,7 +24,11 @@ inline constexpr double kBottom = 34;
 std::string num(double v);
 
 /// Tick values covering [lo, hi] at a 1-2-5 x 10^k spacing, about `target`
-/// of them (at least two when hi > lo).
+/// of them: at least two, at most target + 3, finite and ascending, for any
+/// lo and hi. A range narrower than a billionth of its values (equal values,
+/// values an ulp apart) is widened by a tenth of lo; values all below 1e-290
+/// count as zero; a range no double step can cross (values of both signs
+/// near the largest double) gets its two ends.
 std::vector<double> nice_ticks(double lo, double hi, int target = 5);
 
 /// The sequential scale of the heatmaps at t in [0, 1] (viridis: readable
