@@ -28,7 +28,15 @@ double quantile_of_sorted(const std::vector<double>& sorted, double q) {
   const double pos = std::clamp(q, 0.0, 1.0) * double(sorted.size() - 1);
   const auto lo = std::size_t(std::floor(pos));
   const std::size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (sorted[hi] - sorted[lo]) * (pos - double(lo));
+  const double f = pos - double(lo);
+  // An order statistic itself, exactly: with an infinite neighbour (a sum
+  // of values near the largest double) the interpolation is inf * 0, NaN.
+  // (+ 0.0: a -0 comes out as the interpolation gives it, +0.)
+  if (f == 0.0 || sorted[hi] == sorted[lo]) return sorted[lo] + 0.0;
+  const double gap = sorted[hi] - sorted[lo];
+  // Ends of both signs near the largest double: their difference overflows.
+  if (!std::isfinite(gap)) return sorted[lo] * (1.0 - f) + sorted[hi] * f;
+  return sorted[lo] + gap * f;
 }
 
 }  // namespace traceml::analysis

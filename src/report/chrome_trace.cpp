@@ -86,8 +86,20 @@ std::string number(double v) {
   return std::string(buf, r.ptr);
 }
 
+/// The most nanoseconds a time or duration of the trace holds either way
+/// (18 years). A slice's edge is a sum of at most four of them and its
+/// duration a difference of two edges: 8 x 2^59 stays inside int64, where a
+/// duration near the largest double (valid telemetry) would overflow, and
+/// llround of a value beyond int64 has no meaning.
+constexpr double kMaxNs = 576460752303423488.0;  // 2^59
+
+std::int64_t saturated_ns(double ns) {
+  if (std::isnan(ns)) return 0;
+  return std::llround(std::clamp(ns, -kMaxNs, kMaxNs));
+}
+
 std::int64_t to_ns(double ms) {
-  return std::llround(ms * 1e6);
+  return saturated_ns(ms * 1e6);
 }
 
 class TraceWriter {
@@ -96,7 +108,7 @@ class TraceWriter {
 
   /// Nanoseconds since the origin of a unix time in seconds.
   [[nodiscard]] std::int64_t at(double unix_s) const {
-    return std::llround((unix_s - origin_s_) * 1e9);
+    return saturated_ns((unix_s - origin_s_) * 1e9);
   }
 
   void metadata(std::int64_t pid, std::optional<int> tid, const char* what, const char* key,

@@ -233,8 +233,14 @@ std::string heatmap_figure(const PlotData& d, bool input, const std::optional<Sl
   // From zero, so that a colour says how long, not how far from the
   // fastest cell: ranks that step in lockstep look alike, noise stays faint.
   const double lo = std::min(0.0, cells.front());
+  // Cells of steps near the largest double sum to infinity; the scale ends
+  // at a finite value, or every level computed from it is NaN.
+  const auto finite =
+      std::find_if(cells.rbegin(), cells.rend(), [](double v) { return std::isfinite(v); });
+  const double top = finite == cells.rend() ? lo : *finite;
   double hi = analysis::quantile_of_sorted(cells, kHeatTop);
-  if (hi <= lo) hi = cells.back() > lo ? cells.back() : lo + 1.0;
+  if (!(hi <= top)) hi = top;
+  if (hi <= lo) hi = top > lo ? top : lo + 1.0;
 
   const double rows_n = double(rows.size());
   const double row_h = std::clamp(400.0 / rows_n, 5.0, 22.0);
@@ -248,8 +254,11 @@ std::string heatmap_figure(const PlotData& d, bool input, const std::optional<Sl
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const std::vector<double>& v = *rows[i].second;
     const auto level = [&](std::size_t c) {
-      const double f = std::clamp((v[c] - lo) / (hi - lo), 0.0, 1.0);
-      return static_cast<std::size_t>(std::lround(f * (kHeatLevels - 1)));
+      // Written so that NaN takes the bottom level: std::clamp passes NaN
+      // through, and a NaN level indexes far outside `paths`.
+      const double f = (v[c] - lo) / (hi - lo);
+      return static_cast<std::size_t>(
+          std::lround((f > 0.0 ? std::min(f, 1.0) : 0.0) * (kHeatLevels - 1)));
     };
     for (std::size_t c = 0; c < n;) {
       const std::size_t l = level(c);
@@ -449,7 +458,7 @@ std::string lines_figure(const std::string& id, const std::string& title, const 
     legend += escape_html(std::to_string(set.series.size()) + " lines; hover one for its name");
   for (const double t : svg::nice_ticks(set.x_first, set.x_first + set.x_span, 6)) {
     const double f = (t - set.x_first) / set.x_span;
-    if (f < 0.0 || f > 1.0) continue;
+    if (!(f >= 0.0 && f <= 1.0)) continue;  // NaN too: a single sample's span is 0
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.6g", t);
     ch.x_label(f, buf);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <utility>
 
@@ -81,6 +82,24 @@ std::size_t column_of(double x, double first, double last, std::size_t n) {
   return std::min(n - 1, static_cast<std::size_t>(std::max(0.0, at)));
 }
 
+/// Column of step offset `d` (< span) among `columns` equal columns of
+/// `span` steps: floor(d * columns / span). Step ids reach 2^63 - 1, where
+/// the product overflows: there, the last column whose first offset,
+/// ceil(c * span / columns) = c * q + ceil(c * r / columns), is at most d.
+std::size_t step_column(std::uint64_t d, std::uint64_t span, std::uint64_t columns) {
+  if (span <= std::numeric_limits<std::uint64_t>::max() / columns) return d * columns / span;
+  const std::uint64_t q = span / columns;
+  const std::uint64_t r = span % columns;
+  const auto start = [&](std::uint64_t c) { return c * q + (c * r + columns - 1) / columns; };
+  std::uint64_t lo = 0;  // start(lo) <= d < start(hi)
+  std::uint64_t hi = columns;
+  while (hi - lo > 1) {
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    (start(mid) <= d ? lo : hi) = mid;
+  }
+  return std::size_t(lo);
+}
+
 /// Per-rank step memory: peak allocated bytes, the largest of each column
 /// (a peak is what a column must not hide), x = step id.
 SeriesSet memory_series(const model::Telemetry& t,
@@ -93,8 +112,9 @@ SeriesSet memory_series(const model::Telemetry& t,
     last = std::max(last.value_or(r.step), r.step);
   }
   if (!first) return set;
-  const auto span = std::size_t(*last - *first + 1);
-  set.columns = std::min(span, kMaxColumns);
+  // In unsigned arithmetic: last - first + 1 of ids near 2^63 overflows int64.
+  const std::uint64_t span = std::uint64_t(*last) - std::uint64_t(*first) + 1;
+  set.columns = std::size_t(std::min<std::uint64_t>(span, kMaxColumns));
   set.x_first = double(*first);
   set.x_span = double(span);
   std::map<int, Columns> per_rank;
@@ -102,7 +122,7 @@ SeriesSet memory_series(const model::Telemetry& t,
     if (!r.peak_allocated_bytes) continue;
     auto it = per_rank.try_emplace(r.global_rank, set.columns).first;
     // Steps as whole columns: step s goes to floor((s - first) * columns / span).
-    it->second.add(std::size_t((r.step - *first) * std::int64_t(set.columns) / std::int64_t(span)),
+    it->second.add(step_column(std::uint64_t(r.step) - std::uint64_t(*first), span, set.columns),
                    *r.peak_allocated_bytes);
   }
   for (const auto& [rank, cols] : per_rank) {

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <vector>
 
 namespace traceml::analysis {
@@ -50,6 +52,20 @@ TEST(OrderStatistics, QuantileInterpolatesBetweenOrderStatistics) {
   EXPECT_DOUBLE_EQ(quantile_of_sorted(v, 1.0), 4.0);
   EXPECT_DOUBLE_EQ(quantile_of_sorted(v, -1.0), 1.0);  // clamped
   EXPECT_DOUBLE_EQ(quantile_of_sorted(v, 2.0), 4.0);
+}
+
+// Step times of the largest doubles sum to infinity (valid telemetry, issue
+// 30): the interpolation gave inf * 0 = NaN for an order statistic that is
+// finite, and inf - inf = NaN between two infinities.
+TEST(OrderStatistics, QuantileNextToInfinityIsTheOrderStatistic) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double max = std::numeric_limits<double>::max();
+  EXPECT_EQ(quantile_of_sorted({1.0, inf}, 0.0), 1.0);
+  EXPECT_EQ(quantile_of_sorted({1.0, 2.0, inf}, 0.5), 2.0);
+  EXPECT_EQ(quantile_of_sorted({inf, inf}, 0.5), inf);
+  EXPECT_EQ(quantile_of_sorted({1.0, inf}, 0.5), inf);
+  EXPECT_EQ(quantile_of_sorted({-max, max}, 0.5), 0.0);               // the difference overflows
+  EXPECT_FALSE(std::signbit(quantile_of_sorted({-0.0, -0.0}, 0.5)));  // as before: +0
 }
 
 }  // namespace
