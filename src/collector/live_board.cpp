@@ -22,6 +22,8 @@ const char* condition_name(RankCondition c) {
       return "waiting";
     case RankCondition::Running:
       return "running";
+    case RankCondition::Idle:
+      return "idle";
     case RankCondition::Stalled:
       return "stalled";
     case RankCondition::Silent:
@@ -88,7 +90,7 @@ void LiveBoard::closed(int r, LiveClock::time_point now) {
   std::lock_guard<std::mutex> lk(mu_);
   Rank& k = rank(r);
   k.open = std::max(0, k.open - 1);
-  if (k.open == 0) classify(k, now);
+  if (k.open == 0) settle(k, classify(k, now), now);
 }
 
 void LiveBoard::set_median_steps(const std::vector<std::pair<int, double>>& median_s) {
@@ -97,22 +99,30 @@ void LiveBoard::set_median_steps(const std::vector<std::pair<int, double>>& medi
     if (r >= 0 && m > 0.0) rank(r).median_step_s = m;
 }
 
-void LiveBoard::classify(Rank& k, LiveClock::time_point now) {
-  if (k.last_heard == LiveClock::time_point{}) return;  // never connected
+RankCondition LiveBoard::classify(Rank& k, LiveClock::time_point now) {
   RankLive& l = k.live;
+  if (k.last_heard == LiveClock::time_point{}) return l.condition;  // never connected
   l.quiet_s = seconds(now - k.last_heard);
   l.stuck_s = seconds(now - k.step_advanced);
   const double floor = kSilentIntervals * rules_.interval_s;
-  RankCondition next = RankCondition::Running;
-  if (k.open == 0)
-    next = RankCondition::Ended;
-  else if (l.quiet_s > floor)
-    next = RankCondition::Silent;
-  else if (k.median_step_s && (!l.position || l.position->recording) &&
-           l.stuck_s > std::max(floor, rules_.step_multiple * *k.median_step_s))
-    next = RankCondition::Stalled;
-  else if (l.max_step == 0 && (!l.position || l.position->steps_done == 0))
-    next = RankCondition::Waiting;
+  if (k.open == 0) return RankCondition::Ended;
+  if (l.quiet_s > floor) return RankCondition::Silent;
+  if (k.median_step_s && (!l.position || l.position->recording) &&
+      l.stuck_s > std::max(floor, rules_.step_multiple * *k.median_step_s)) {
+    // Between steps the program does what it likes (an evaluation pass, a
+    // checkpoint, the work after its last step): that is no stall unless
+    // another rank waits for it (DECISIONS 15), which update_locked decides.
+    if (l.position && l.position->phase == model::LoopPhase::Outside) return RankCondition::Idle;
+    return RankCondition::Stalled;
+  }
+  if (l.max_step == 0 && (!l.position || l.position->steps_done == 0))
+    return RankCondition::Waiting;
+  return RankCondition::Running;
+}
+
+void LiveBoard::settle(Rank& k, RankCondition next, LiveClock::time_point now) {
+  if (k.last_heard == LiveClock::time_point{}) return;  // never connected
+  RankLive& l = k.live;
   l.condition = next;
 
   if (stopped(next)) {
@@ -165,8 +175,22 @@ LiveBoard::Snapshot LiveBoard::snapshot(LiveClock::time_point now) {
 }
 
 std::vector<RankLive> LiveBoard::update_locked(LiveClock::time_point now) {
-  for (Rank& k : ranks_)
-    classify(k, now);
+  std::vector<RankCondition> next;
+  next.reserve(ranks_.size());
+  bool someone_waits = false;  // a rank stuck in a collective phase
+  for (Rank& k : ranks_) {
+    next.push_back(classify(k, now));
+    someone_waits = someone_waits || (next.back() == RankCondition::Stalled && k.live.position &&
+                                      model::collective_phase(k.live.position->phase));
+  }
+  for (std::size_t i = 0; i < ranks_.size(); ++i) {
+    // A rank between steps is stalled when the others wait in a collective
+    // (it is likely the one they wait for); a stall once open goes on until
+    // the rank advances or ends, whoever still waits.
+    if (next[i] == RankCondition::Idle && (someone_waits || ranks_[i].stall))
+      next[i] = RankCondition::Stalled;
+    settle(ranks_[i], next[i], now);
+  }
   // Who the others wait for: ranks stuck in a collective phase while exactly
   // one stopped rank is elsewhere (silent, in another phase, or behind).
   std::vector<std::size_t> waiting;

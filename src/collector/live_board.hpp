@@ -22,6 +22,9 @@ using LiveClock = std::chrono::steady_clock;
 enum class RankCondition : std::uint8_t {
   Waiting,  ///< connected, no step yet
   Running,  ///< steps advance
+  /// Between steps for long while no rank waits for it (an evaluation pass,
+  /// the work after its last step): no stall (DECISIONS 15).
+  Idle,
   Stalled,  ///< it is heard from, but its step has not advanced for long
   Silent,   ///< nothing heard from it for 3 intervals
   Ended,    ///< its connection closed
@@ -105,7 +108,11 @@ class LiveBoard {
     std::optional<std::size_t> stall;  ///< index into stalls_ of the open stall
   };
   Rank& rank(int r);
-  void classify(Rank& r, LiveClock::time_point now);
+  /// The rank's condition at `now` by its own rules alone (Idle: between
+  /// steps for long; whether another rank waits for it is the caller's).
+  RankCondition classify(Rank& r, LiveClock::time_point now);
+  /// Makes `next` the rank's condition: opens, extends or closes its stall.
+  void settle(Rank& r, RankCondition next, LiveClock::time_point now);
   std::vector<RankLive> update_locked(LiveClock::time_point now);
   double unix_at(LiveClock::time_point t) const;
 

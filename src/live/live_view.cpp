@@ -141,7 +141,9 @@ std::string rank_line(const RankRow& r, const Paint& paint, int bar_width) {
   const collector::RankLive& l = r.live;
   const std::string cond = condition_text(l);
   if (!cond.empty()) {
-    const char* color = l.condition == RankCondition::Ended ? "2" : "1;31";
+    // Dim for a rank that is done or between steps; red for one that stopped.
+    const char* color =
+        l.condition == RankCondition::Ended || l.condition == RankCondition::Idle ? "2" : "1;31";
     return paint(cond, color);
   }
   std::string line = rank_name(l);
@@ -188,6 +190,9 @@ std::string condition_text(const collector::RankLive& r) {
     case RankCondition::Stalled:
       return name + " stalled " + duration_text(r.stuck_s) + " (at " + where_text(step, phase) +
              ")";
+    case RankCondition::Idle:
+      return name + " idle " + duration_text(r.stuck_s) + " after step " +
+             std::to_string(step - 1) + ", between steps";
     case RankCondition::Waiting:
       return name + " connected, no step yet";
     case RankCondition::Ended:

@@ -3,6 +3,8 @@
 // than 3 intervals), the stalls it records, and who the others wait for.
 #include "collector/live_board.hpp"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 namespace traceml::collector {
@@ -153,6 +155,83 @@ TEST(LiveBoard, StallsAreCappedAndTheRestCounted) {
   }
   EXPECT_EQ(b.stalls(t).size(), LiveBoard::kMaxStalls);
   EXPECT_EQ(b.stalls_dropped(), 10);
+}
+
+// DECISIONS 15: a rank between steps that no rank waits for is idle. The
+// program of a new user evaluated for 9 s after its 938th step and the report
+// said "R0 was stalled for 9.4 s at step 939, outside · it never resumed".
+TEST(LiveBoard, ARankBetweenStepsThatNobodyWaitsForIsIdleNotStalled) {
+  const auto t0 = LiveClock::now();
+  LiveBoard b(StallRules{1.0}, 0.0);
+  b.connected(0, 0, t0);
+  b.heard(0, 938, t0);
+  b.set_median_steps({{0, 0.003}});
+  for (int s = 1; s <= 10; ++s)  // it evaluates, beating every second
+    b.heartbeat(at(0, 938, model::LoopPhase::Outside), t0 + std::chrono::seconds(s));
+  const RankLive r = rank_of(b.update(t0 + 10s), 0);
+  EXPECT_EQ(r.condition, RankCondition::Idle);
+  EXPECT_NEAR(r.stuck_s, 10.0, 1e-6);
+  EXPECT_TRUE(b.stalls(t0 + 10s).empty());
+  b.closed(0, t0 + 10500ms);  // the program ends
+  EXPECT_EQ(rank_of(b.update(t0 + 11s), 0).condition, RankCondition::Ended);
+  EXPECT_TRUE(b.stalls(t0 + 11s).empty());
+}
+
+TEST(LiveBoard, ARankBetweenStepsIsStalledWhileTheOthersWaitInACollective) {
+  const auto t0 = LiveClock::now();
+  LiveBoard b(StallRules{1.0}, 0.0);
+  for (int r = 0; r < 3; ++r) {
+    b.connected(r, 0, t0);
+    b.heard(r, 50, t0);
+  }
+  b.set_median_steps({{0, 0.1}, {1, 0.1}, {2, 0.1}});
+  // R1 never begins step 51; R0 and R2 sit in its all-reduce.
+  for (int s = 1; s <= 8; ++s) {
+    const auto t = t0 + std::chrono::seconds(s);
+    b.heartbeat(at(0, 50, model::LoopPhase::Backward), t);
+    b.heartbeat(at(1, 50, model::LoopPhase::Outside), t);
+    b.heartbeat(at(2, 50, model::LoopPhase::Backward), t);
+  }
+  const auto ranks = b.update(t0 + 8s);
+  EXPECT_EQ(rank_of(ranks, 1).condition, RankCondition::Stalled);
+  const auto stalls = b.stalls(t0 + 8s);
+  const auto r1 = std::find_if(stalls.begin(), stalls.end(),
+                               [](const model::Stall& s) { return s.global_rank == 1; });
+  ASSERT_NE(r1, stalls.end());
+  EXPECT_EQ(r1->kind, "stalled");
+  EXPECT_EQ(r1->step, 51);
+  EXPECT_EQ(r1->phase, model::LoopPhase::Outside);
+  ASSERT_TRUE(r1->others_waiting);
+  EXPECT_EQ(*r1->others_waiting, 2);
+
+  // The waiters give up (a collective's timeout ends them); R1 has still not
+  // advanced: its stall goes on to its end, it does not turn idle.
+  b.closed(0, t0 + 9s);
+  b.closed(2, t0 + 9s);
+  b.heartbeat(at(1, 50, model::LoopPhase::Outside), t0 + 10s);
+  EXPECT_EQ(rank_of(b.update(t0 + 10s), 1).condition, RankCondition::Stalled);
+  b.closed(1, t0 + 11s);
+  for (const auto& s : b.stalls(t0 + 12s)) {
+    if (s.global_rank == 1) {
+      EXPECT_FALSE(s.resumed);
+    }
+  }
+}
+
+TEST(LiveBoard, ARankStuckInsideAPhaseIsStalledWhenAlone) {
+  const auto t0 = LiveClock::now();
+  LiveBoard b(StallRules{1.0}, 0.0);
+  b.connected(0, 0, t0);
+  b.heard(0, 938, t0);
+  b.set_median_steps({{0, 0.003}});
+  for (int s = 1; s <= 10; ++s)
+    b.heartbeat(at(0, 938, model::LoopPhase::Step), t0 + std::chrono::seconds(s));
+  EXPECT_EQ(rank_of(b.update(t0 + 10s), 0).condition, RankCondition::Stalled);
+  b.closed(0, t0 + 10500ms);
+  const auto stalls = b.stalls(t0 + 11s);
+  ASSERT_EQ(stalls.size(), 1u);
+  EXPECT_EQ(stalls[0].phase, model::LoopPhase::Step);
+  EXPECT_FALSE(stalls[0].resumed);
 }
 
 }  // namespace

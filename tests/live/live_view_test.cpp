@@ -100,6 +100,21 @@ TEST(LiveView, ASilentRankIsNamedWithWhereItWasAndWhoWaitsForIt) {
   EXPECT_NE(line.find("likely for R1"), std::string::npos) << line;
 }
 
+TEST(LiveView, ARankBetweenStepsThatNobodyWaitsForIsIdleNotStopped) {
+  collector::LiveStatus s = status_of(1, 20, 1.0, 10.0);
+  s.ranks[0].condition = RankCondition::Idle;
+  s.ranks[0].stuck_s = 9.4;
+  s.ranks[0].max_step = 938;
+  s.ranks[0].position = model::RankPosition{0, 0.0, 938, model::LoopPhase::Outside, true};
+  const LiveModel m = build_model(s, "demo", 1, 10.0);
+  EXPECT_EQ(condition_text(m.ranks[0].live), "R0/N0 idle 9 s after step 938, between steps");
+  const std::string line = progress_line(m);
+  EXPECT_EQ(line.find("stalled"), std::string::npos) << line;
+  EXPECT_EQ(line.find("idle"), std::string::npos) << line;  // the line lists stopped ranks only
+  const std::string view = joined(render_view(m, 120, 30, true));
+  EXPECT_NE(view.find("\x1b[2mR0/N0 idle 9 s"), std::string::npos) << view;  // dim, not red
+}
+
 TEST(LiveView, AShortTerminalShowsTheWorstRanksAndCountsTheRest) {
   collector::LiveStatus s = status_of(64, 10, 1.0, 10.0);
   s.ranks[37].condition = RankCondition::Silent;
