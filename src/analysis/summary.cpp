@@ -3,6 +3,8 @@
 #include "analysis/summary.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 #include <set>
 
 #include "analysis/diagnosis_kind.hpp"
@@ -308,6 +310,50 @@ Meta derive_meta(const model::Telemetry& t, const Summary& s) {
 
 }  // namespace
 
+double step_begin(double end_ts, std::optional<double> traced_ms,
+                  std::optional<double> input_wait_ms) {
+  double ms = 0.0;
+  for (const auto& part : {traced_ms, input_wait_ms})
+    if (part && std::isfinite(*part) && *part > 0.0) ms += *part;
+  return end_ts - ms / 1000.0;
+}
+
+std::optional<double> run_duration(const model::Telemetry& t) {
+  std::optional<double> first;
+  std::optional<double> last;
+  const auto see = [&](double begin, double end) {
+    if (std::isfinite(begin) && (!first || begin < *first)) first = begin;
+    if (std::isfinite(end) && (!last || end > *last)) last = end;
+  };
+  const auto traced = static_cast<std::size_t>(model::Event::TracedStepTime);
+  const auto input = static_cast<std::size_t>(model::Event::InputWait);
+  // A column of an event no row of the chunk measured may hold nothing:
+  // read a value only under its bit.
+  const auto measured = [](const auto& c, std::size_t i, std::size_t e) {
+    return ((c.cpu_mask(i) >> e) & 1u) != 0 ? std::optional<double>(c.cpu(i, e)) : std::nullopt;
+  };
+  for (const auto& c : t.steps.chunks()) {
+    for (std::size_t i = 0; i < c->size(); ++i)
+      see(step_begin(c->ts(i), measured(*c, i, traced), measured(*c, i, input)), c->ts(i));
+  }
+  for (const auto& r : t.system)
+    see(r.ts, r.ts);
+  for (const auto& r : t.process)
+    see(r.ts, r.ts);
+  // A store that keeps the run bounded (collector::RunState) has left the
+  // oldest rows out: its totals hold the run's ends.
+  if (t.totals) {
+    if (const auto e = t.totals->earliest_ts; e && std::isfinite(*e) && (!first || *e < *first))
+      first = *e;
+    if (const auto l = t.totals->latest_ts; l && std::isfinite(*l) && (!last || *l > *last))
+      last = *l;
+  }
+  if (!first || !last || *last < *first) return std::nullopt;
+  // To the millisecond: the clocks' sum and difference carry float noise
+  // (18.000309944152832) that no reader wants in the file.
+  return std::round((*last - *first) * 1000.0) / 1000.0;
+}
+
 Summary summarize(const model::Telemetry& t, const Options& o) {
   Summary s;
   // Spec §5.1: sections are built in this order.
@@ -319,6 +365,7 @@ Summary summarize(const model::Telemetry& t, const Options& o) {
   s.duration_s = s.step_time.metadata.duration_s;
   if (!s.duration_s) s.duration_s = s.process.metadata.duration_s;
   if (!s.duration_s) s.duration_s = s.system.metadata.duration_s;
+  s.run_duration_s = run_duration(t);
   s.meta = derive_meta(t, s);
   s.primary = primary_diagnosis(s.system, s.process, s.step_time, s.step_memory);
   return s;

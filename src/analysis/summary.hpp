@@ -46,7 +46,11 @@ struct Meta {
 };
 
 struct Summary {
+  /// TraceML's: the span of a section's samples (spec §5.1).
   std::optional<double> duration_s;
+  /// The run's own (DECISIONS 16): from the earliest moment any record
+  /// covers to the latest record, so never shorter than the steps' span.
+  std::optional<double> run_duration_s;
   Meta meta;
   Primary primary;
   Section system;
@@ -69,6 +73,16 @@ Section analyze_step_memory(const model::Telemetry& t, const Options& o);
 /// Spec §4.5: promotes the step-time finding, or explains why there is none.
 Primary primary_diagnosis(const Section& system, const Section& process, const Section& step_time,
                           const Section& step_memory);
+
+/// When a step began, in unix seconds: `end_ts` (a step record's `ts`) less
+/// its traced time and the input wait before it, those it has (finite, > 0).
+double step_begin(double end_ts, std::optional<double> traced_ms,
+                  std::optional<double> input_wait_ms);
+
+/// The run's duration in seconds (Summary::run_duration_s): from
+/// `totals.earliest_ts` (else the records' earliest step begin or sample) to
+/// `totals.latest_ts` (else their latest `ts`); absent without records.
+std::optional<double> run_duration(const model::Telemetry& t);
 
 /// Runs every section (a section that throws becomes the fallback payload) and
 /// derives meta and the primary diagnosis.

@@ -53,6 +53,16 @@ std::map<int, double> median_step_ms(const model::Telemetry& t) {
   return out;
 }
 
+/// The distinct steps of `rank` the telemetry holds.
+std::int64_t steps_held(const model::Telemetry& t, int rank) {
+  std::vector<std::int64_t> ids;
+  for (const auto& c : t.steps.chunks())
+    for (std::size_t i = 0; i < c->size(); ++i)
+      if (c->rank(i) == rank) ids.push_back(c->step(i));
+  std::sort(ids.begin(), ids.end());
+  return std::unique(ids.begin(), ids.end()) - ids.begin();
+}
+
 report::Json opt_json(const std::optional<double>& v) {
   return v ? report::Json(*v) : report::Json();
 }
@@ -115,11 +125,27 @@ report::Json tracer_block(const store::RunData& data,
     r["rank"] = d.global_rank;
     const model::TracerStats* t = d.tracer ? &*d.tracer : nullptr;
     // Without the rank's own report its counters are unknown (null), not 0.
-    r["steps_recorded"] = t ? report::Json(t->steps_recorded) : report::Json();
-    r["records_sent"] = t ? report::Json(t->records_sent) : report::Json();
+    // A rank that did not end cleanly (killed, its connection lost) sent its
+    // counters last an interval or more before its end, and the collector
+    // holds more of it than they say: they are raised to what it holds, so
+    // that they never contradict it, and marked as lower bounds.
+    const bool partial = t != nullptr && !d.clean_end;
+    std::optional<std::int64_t> steps;
+    std::optional<std::int64_t> sent;
+    if (t) {
+      steps = t->steps_recorded;
+      sent = t->records_sent;
+    }
+    if (partial) {
+      steps = std::max(*steps, steps_held(data.telemetry, d.global_rank));
+      sent = std::max(*sent, d.records_received);
+    }
+    r["steps_recorded"] = steps ? report::Json(*steps) : report::Json();
+    r["records_sent"] = sent ? report::Json(*sent) : report::Json();
     r["records_received"] = d.records_received;
     r["records_dropped"] = t ? report::Json(t->records_dropped) : report::Json();
     r["clean_end"] = d.clean_end;
+    if (partial) r["counters_partial"] = true;  // an added key, only when true
     // A pointer, not a copied optional: GCC 12 warns (maybe-uninitialized) on
     // the copy once tracer_block's callers inline differently.
     const double* overhead =

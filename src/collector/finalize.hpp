@@ -18,7 +18,9 @@ namespace traceml::collector {
 
 /// The `tracer` block of final_summary.json (DECISIONS 9): per rank, records
 /// sent (by the rank), received (by the collector) and dropped, and the
-/// tracer's measured cost per step; plus totals and refused connections:
+/// tracer's measured cost per step (a rank without a clean end: its own
+/// counters as of its last report, raised to what the collector holds of it,
+/// and `counters_partial`); plus totals and refused connections:
 /// their total from `rejections` when the file has the counts (then also
 /// `rejected_by_kind`, when some were refused), else the detailed rows.
 report::Json tracer_block(const store::RunData& data,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/history.hpp"
+#include "analysis/summary.hpp"
 
 namespace traceml::collector {
 
@@ -335,6 +336,7 @@ struct RunState::Impl {
   IdSet step_ids;
   IdSet memory_ids;
   std::optional<double> latest_ts;
+  std::optional<double> earliest_ts;
 
   /// A rank's rows; records come in runs of one rank (a connection's batch),
   /// so the last rank looked up is kept at hand.
@@ -348,9 +350,13 @@ struct RunState::Impl {
   RankRows* last_rank_rows = nullptr;
   int last_rank = 0;
 
-  void saw_ts(double ts) {
+  /// A record that covers [begin, ts] (a step its whole length, a sample
+  /// its moment): the run's ends, which rows left out must not move.
+  void saw_ts(double ts, double begin) {
     if (!latest_ts || ts > *latest_ts) latest_ts = ts;
+    if (!earliest_ts || begin < *earliest_ts) earliest_ts = begin;
   }
+  void saw_ts(double ts) { saw_ts(ts, ts); }
 
   /// Copies (or, with `release`, moves) the state out; the caller holds `mu`.
   /// Returns the shared chunks to be read outside the lock.
@@ -370,7 +376,7 @@ struct RunState::Impl {
     for (const auto& [rank, d] : deliveries)
       o.data.deliveries.push_back(d);
     o.data.rejected = rejected;
-    t.totals = model::RunTotals{step_ids.count(), memory_ids.count(), latest_ts};
+    t.totals = model::RunTotals{step_ids.count(), memory_ids.count(), latest_ts, earliest_ts};
     for (auto& [rank, r] : ranks) {
       auto take = [release](auto& log, auto& shared) {
         shared.logs.emplace_back();
@@ -423,7 +429,8 @@ class RunState::Unlocked final : public store::RunSink {
   }
 
   void add_step(const model::StepRecord& r) override {
-    m_.saw_ts(r.ts);
+    m_.saw_ts(r.ts, analysis::step_begin(r.ts, r.events.cpu_ms(model::Event::TracedStepTime),
+                                         r.events.cpu_ms(model::Event::InputWait)));
     if (!analysis::is_step_row(r)) return;  // no section reads it
     m_.step_ids.add(r.step);
     auto& log = m_.rank(r.global_rank).steps;
@@ -514,7 +521,7 @@ store::RunData RunState::latest(std::int64_t rows) const {
   t.run = m.run;
   for (const auto& [rank, id] : m.identities)
     t.ranks.push_back(id);
-  t.totals = model::RunTotals{m.step_ids.count(), m.memory_ids.count(), m.latest_ts};
+  t.totals = model::RunTotals{m.step_ids.count(), m.memory_ids.count(), m.latest_ts, m.earliest_ts};
   for (const auto& [rank, r] : m.ranks) {
     // The step log's tail, row by row from the chunk that holds its first row.
     const std::size_t from = r.steps.size() - std::min(n, r.steps.size());

@@ -123,6 +123,9 @@ struct RunTotals {
   std::int64_t step_ids = 0;         ///< distinct steps over every rank's step rows
   std::int64_t step_memory_ids = 0;  ///< distinct steps over every rank's step-memory rows
   std::optional<double> latest_ts;   ///< latest `ts` of any step, system or process record
+  /// Earliest moment any record covers: a step's begin (its `ts` less its
+  /// input wait and traced time), a sample's `ts`; the run's own start.
+  std::optional<double> earliest_ts;
 };
 
 struct Telemetry {

@@ -133,6 +133,8 @@ Json summary_json(const analysis::Summary& s, const std::string& generated_at,
   j["schema_version"] = kSchemaVersion;
   j["generated_at"] = generated_at;
   j["duration_s"] = opt(s.duration_s);
+  // Added (DECISIONS 16): `duration_s` stays TraceML's span of samples.
+  j["run_duration_s"] = opt(s.run_duration_s);
   j["producer"] = Json{{"name", "traceml-cpp"}, {"version", traceml::version()}};
   j["meta"] = Json{{"run_name", opt(s.meta.run_name)},
                    {"mode", s.meta.mode},

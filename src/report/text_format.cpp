@@ -101,4 +101,26 @@ std::optional<std::string> node_label(const json_read::Json* row,
   return "N" + std::to_string(*n);
 }
 
+std::string issue_summary(const json_read::Json* issue) {
+  using namespace json_read;
+  std::string s = text_or(child(issue, "summary"));
+  // The scope the analysis wrote names the node (and GPU) the words end with.
+  const Json* scope = path(issue, {"evidence", "scope"});
+  const auto node = text(child(scope, "node"));
+  const auto node_rank = integer(child(scope, "node_rank"));
+  if (!node || !node_rank) return s;
+  const std::string n = "N" + std::to_string(*node_rank);
+  std::string theirs = " on " + *node;
+  std::string ours = " on " + n;
+  if (const auto gpu = integer(child(scope, "gpu_idx"))) {
+    theirs += " gpu" + std::to_string(*gpu);
+    ours = " on G" + std::to_string(*gpu) + "/" + n;
+  }
+  theirs += ".";
+  ours += ".";
+  if (s.size() >= theirs.size() && s.compare(s.size() - theirs.size(), theirs.size(), theirs) == 0)
+    s.replace(s.size() - theirs.size(), theirs.size(), ours);
+  return s;
+}
+
 }  // namespace traceml::report

@@ -37,4 +37,10 @@ std::optional<std::string> rank_label(const json_read::Json* row,
 std::optional<std::string> node_label(const json_read::Json* row,
                                       const std::optional<std::string>& key);
 
+/// An issue's `summary` in the report's notation: a System finding scoped to
+/// a node ends "on 0." or "on 0 gpu2." in TraceML's words, which reads as
+/// "zero"; the text and page say "on N0." and "on G2/N0." (the Scope legend).
+/// The JSON keeps TraceML's string. "" when the issue has no summary.
+std::string issue_summary(const json_read::Json* issue);
+
 }  // namespace traceml::report

@@ -160,7 +160,7 @@ Block system_block(const SummaryView& run, const Painter& p, std::size_t wrap_wi
   Block b;
   b.head.push_back(title_line("SYSTEM METRICS", sys, p, Where::Node));
   const auto kind = analysis::kind_from_name(diagnosis_field(sys, "kind"));
-  std::string evidence = diagnosis_field(sys, "summary");
+  std::string evidence = issue_summary(object_child(sys, "diagnosis"));
   if (kind && analysis::is_gpu_utilization(*kind)) {
     auto u = number(path(sys, {"diagnosis", "evidence", "gpu_util_avg_percent"}));
     if (!u) u = number(path(sys, {"global", "average", "gpu_util_percent"}));

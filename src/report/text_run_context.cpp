@@ -119,7 +119,11 @@ std::vector<std::string> meta_lines(const SummaryView& run) {
   }
   if (const auto s = steps_analyzed(run))
     parts.push_back(std::to_string(*s) + (*s == 1 ? " step analyzed" : " steps analyzed"));
-  if (const auto d = number(child(run.root, "duration_s"))) parts.push_back(fmt_duration(*d));
+  // The run's own duration (DECISIONS 16); a file from before it has only
+  // TraceML's span of 1 Hz samples.
+  auto d = number(child(run.root, "run_duration_s"));
+  if (!d) d = number(child(run.root, "duration_s"));
+  if (d) parts.push_back(fmt_duration(*d));
   return wrap("", join(parts, " · "), kProseWidth, 0);
 }
 
@@ -134,7 +138,7 @@ std::vector<std::string> also_lines(const SummaryView& run, const Painter& p) {
     if (issues == nullptr) continue;
     for (const auto& issue : *issues) {
       const std::string sev = text_or(child(&issue, "severity"));
-      const std::string summary = text_or(child(&issue, "summary"));
+      const std::string summary = issue_summary(&issue);
       const Severity severity = severity_of(sev);
       if (severity != Severity::Info && !summary.empty()) found.push_back({severity, summary, sev});
     }
@@ -190,6 +194,7 @@ std::vector<std::string> run_lines(const SummaryView& run) {
     int gpu_ranks = 0;
     std::int64_t unresolved = 0;
     std::int64_t activity_lost = 0;
+    std::vector<std::string> cut_short;  // ranks whose counters are as of their last report
     if (const Json* ranks = json_read::array_child(t, "ranks")) {
       for (const Json& rank : *ranks) {
         ++rank_count;
@@ -204,6 +209,10 @@ std::vector<std::string> run_lines(const SummaryView& run) {
           cpu_only.push_back("r" + std::to_string(*r));
         }
         activity_lost += integer(child(&rank, "activity_records_lost")).value_or(0);
+        const Json* partial = child(&rank, "counters_partial");
+        if (partial != nullptr && partial->is_boolean() && partial->get<bool>())
+          if (const auto r = integer(child(&rank, "rank")))
+            cut_short.push_back("R" + std::to_string(*r));
       }
     }
     const auto received = integer(child(t, "records_received"));
@@ -215,8 +224,14 @@ std::vector<std::string> run_lines(const SummaryView& run) {
       parts.push_back(c);
     }
     if (received && dropped)
-      parts.push_back(std::to_string(*dropped) + " of " + std::to_string(*received + *dropped) +
-                      " records dropped");
+      parts.push_back((cut_short.empty() ? "" : "at least ") + std::to_string(*dropped) + " of " +
+                      std::to_string(*received + *dropped) + " records dropped");
+    // Their last report came before their end: the rest of their counts
+    // never reached the collector, so no count of theirs is exact.
+    if (!cut_short.empty())
+      parts.push_back(join(cut_short, ", ") + (cut_short.size() == 1 ? " ended" : " each ended") +
+                      " without a goodbye: " + (cut_short.size() == 1 ? "its" : "their") +
+                      " counters are as of the last report");
     if (gpu_ranks > 0) {
       // Why a window can read the CPU clock on a GPU run: a rank without GPU
       // times (spec §4.1.3 takes the GPU clock only when every row has one).

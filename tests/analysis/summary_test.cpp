@@ -171,6 +171,35 @@ TEST(SummaryMeta, GpusComeFromSystemSamplesFirst) {
   EXPECT_DOUBLE_EQ(*s.duration_s, 2.0);  // system samples 100..102
 }
 
+// DECISIONS 16: the run's duration, not the span of its 1 Hz samples
+// (TraceML's duration_s read 1.8 s for 2.8 s of steps).
+TEST(SummaryMeta, TheRunsDurationSpansItsStepsAndSamples) {
+  model::Telemetry t;
+  for (std::int64_t i = 1; i <= 28; ++i) {  // 100 ms steps: 10 ms input wait + 90 ms traced
+    model::StepRecord r;
+    r.step = i;
+    r.ts = 1000.0 + 0.1 * double(i);
+    r.events.set(model::Event::InputWait, {10.0, std::nullopt});
+    r.events.set(model::Event::TracedStepTime, {90.0, std::nullopt});
+    t.steps.push_back(r);
+  }
+  for (const double ts : {1000.5, 1001.5, 1002.3})
+    t.system.push_back(system_sample(ts, {}));
+  Summary s = summarize(t);
+  EXPECT_NEAR(s.duration_s.value_or(0.0), 1.8, 1e-9);  // TraceML's, kept
+  // From step 1's begin (1000.0) to step 28's end (1002.8).
+  EXPECT_NEAR(s.run_duration_s.value_or(0.0), 2.8, 1e-9);
+  // Work after the last step (an evaluation pass) is the run's too.
+  model::ProcessSample p;
+  p.ts = 1005.0;
+  t.process.push_back(p);
+  EXPECT_NEAR(summarize(t).run_duration_s.value_or(0.0), 5.0, 1e-9);
+  // A bounded store (collector::RunState) holds the ends in its totals.
+  t.totals = model::RunTotals{28, 0, 1006.0, 999.0};
+  EXPECT_NEAR(summarize(t).run_duration_s.value_or(0.0), 7.0, 1e-9);
+  EXPECT_FALSE(summarize(model::Telemetry{}).run_duration_s.has_value());
+}
+
 TEST(SummaryMeta, WithoutSystemSamplesGpusComeFromProcessSamples) {
   model::Telemetry t;
   add_steps(t, 0, 1, 30, {5, 0, 40, 40, 6, 95});

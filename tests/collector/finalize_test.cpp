@@ -224,6 +224,7 @@ TEST(Finalize, TracerBlockNumbers) {
       "records_received": 4,
       "records_dropped": 0,
       "clean_end": false,
+      "counters_partial": true,
       "overhead_ns_per_step": 1500.0,
       "overhead_pct_of_step": 0.01
     },
@@ -254,6 +255,7 @@ TEST(Finalize, TracerBlockNumbers) {
       "records_received": 0,
       "records_dropped": 0,
       "clean_end": false,
+      "counters_partial": true,
       "overhead_ns_per_step": null,
       "overhead_pct_of_step": null
     }
@@ -263,6 +265,40 @@ TEST(Finalize, TracerBlockNumbers) {
   "rejected_connections": 3
 })";
   EXPECT_EQ(report::dump_json(j), expected);
+}
+
+// A rank killed mid-run last sent its counters an interval before its end:
+// 461 steps and 469 records, while the collector received 490 records and
+// holds 482 steps. The block must not contradict itself.
+TEST(Finalize, AKilledRanksCountersNeverContradictWhatTheCollectorHolds) {
+  model::Telemetry t;
+  t.run.run_name = "killed";
+  for (std::int64_t id = 1; id <= 482; ++id)
+    t.steps.push_back(step(0, id, 10.0));
+  for (std::int64_t id = 1; id <= 3; ++id)
+    t.steps.push_back(step(1, id, 10.0));
+  model::TracerStats killed{0, 10, "ddp", 461, 469, 2, 900.0, std::nullopt, std::nullopt};
+  model::TracerStats clean{1, 11, "ddp", 3, 3, 0, 900.0, std::nullopt, std::nullopt};
+  TempDir tmp;
+  const fs::path run_dir = tmp.path() / "logs" / "killed";
+  write_db(run_dir, t, {{0, 490, false, killed}, {1, 3, true, clean}});
+
+  const report::FinalSummary f = finalize_run(run_dir.string());
+  const Json& r0 = f.json["tracer"]["ranks"][0];
+  EXPECT_EQ(r0["steps_recorded"], 482);  // raised to the steps held
+  EXPECT_EQ(r0["records_sent"], 490);    // raised to the records received
+  EXPECT_EQ(r0["records_received"], 490);
+  EXPECT_EQ(r0["records_dropped"], 2);  // as of its last report
+  EXPECT_EQ(r0["clean_end"], false);
+  EXPECT_EQ(r0["counters_partial"], true);
+  // A rank that said goodbye has its own exact counters, with no mark.
+  const Json& r1 = f.json["tracer"]["ranks"][1];
+  EXPECT_EQ(r1["steps_recorded"], 3);
+  EXPECT_FALSE(r1.contains("counters_partial"));
+  EXPECT_NE(f.text.find("at least 2 of 495 records dropped"), std::string::npos) << f.text;
+  EXPECT_NE(f.text.find("R0 ended without a goodbye: its counters are as of the last report"),
+            std::string::npos)
+      << f.text;
 }
 
 TEST(Finalize, TracerShareIsOfTheWholeStepInputWaitIncluded) {

@@ -234,6 +234,8 @@ TEST(RunState, StaysBoundedOnALongRun) {
   EXPECT_EQ(d.telemetry.totals->step_ids, 200000);
   EXPECT_EQ(d.telemetry.totals->step_memory_ids, 200000);
   EXPECT_EQ(d.telemetry.totals->latest_ts, 200000.0);
+  // The run's start survives its rows: step 1 began 1 ms before its end.
+  EXPECT_DOUBLE_EQ(d.telemetry.totals->earliest_ts.value_or(0.0), 0.999);
   EXPECT_EQ(state.rows_held(), 0);  // take() leaves it empty
 }
 

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 #include <sstream>
@@ -167,6 +168,32 @@ TEST(E2E, QuickstartIsComputeBoundOrBalanced) {
       << r.result.err;
   EXPECT_NE(r.result.err.find("traceml: debug: rank 0: cuda libraries loaded: "),
             std::string::npos);
+}
+
+// DECISIONS 15 and 16: a program that evaluates for 3 s after its last
+// step. Its rank sits between steps while nobody waits for it: idle, no
+// stall ("R0 was stalled ... at step 101, outside · it never resumed" was
+// printed for a run of 100 steps); the header's duration is the run's,
+// evaluation included, not the span of the 1 Hz samples.
+TEST(E2E, WorkAfterTheLastStepIsNoStallAndCountsInTheRunsDuration) {
+  const RunResult r =
+      run_example("after", 1, {example("quickstart"), "--steps", "100", "--after-training-s", "3"});
+  ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
+  const Json& run = r.summary["run"];
+  EXPECT_EQ(run.value("status", ""), "completed") << run;
+  EXPECT_EQ(run["stalls"], Json::array()) << run;
+  const std::string text = r.summary.value("text", "");
+  EXPECT_EQ(text.find("Stall:"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Hang:"), std::string::npos) << text;
+  ASSERT_TRUE(r.summary["run_duration_s"].is_number()) << r.summary.dump(2);
+  const double run_s = r.summary["run_duration_s"].get<double>();
+  EXPECT_GE(run_s, 3.0);
+  if (r.summary["duration_s"].is_number()) {
+    EXPECT_GE(run_s, r.summary["duration_s"].get<double>());
+  }
+  char header[32];
+  std::snprintf(header, sizeof header, " · %.1fs\n", run_s);
+  EXPECT_NE(text.find(header), std::string::npos) << header << "\n" << text;
 }
 
 TEST(E2E, H2DBoundOnTheCpuClockMeasuresTheCopyButGivesNoH2DVerdict) {

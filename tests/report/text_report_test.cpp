@@ -789,6 +789,17 @@ TEST(TextReportHeader, DurationFormat) {
   EXPECT_EQ(lines_of(plain(s))[1], "bert_finetune · 1 GPU · 256 steps analyzed");
 }
 
+TEST(TextReportHeader, TheRunsOwnDurationNotTheSpanOfItsSamples) {
+  // DECISIONS 16: 2.77 s of steps whose 1 Hz samples span 1.8 s read "1.8s".
+  Json s = bert_summary();
+  s["duration_s"] = 1.8;
+  s["run_duration_s"] = 2.77;
+  EXPECT_EQ(lines_of(plain(s))[1], "bert_finetune · 1 GPU · 256 steps analyzed · 2.8s");
+  // A file from before the run's duration: TraceML's.
+  s.erase("run_duration_s");
+  EXPECT_EQ(lines_of(plain(s))[1], "bert_finetune · 1 GPU · 256 steps analyzed · 1.8s");
+}
+
 TEST(TextReportHeader, LongRunNameWraps) {
   // 100 + " · 1 GPU · 256 steps" = 120 columns fit; " analyzed" would not.
   Json s = bert_summary();
@@ -1334,6 +1345,32 @@ TEST(TextReportMetrics, LongEvidenceWrapsInsideItsColumn) {
   EXPECT_EQ(lines[at + 3].rfind("                  median node avg", 0), 0U);
   EXPECT_NE(lines[at + 3].find("||                 median rank avg"), std::string::npos);
   expect_aligned(text);
+}
+
+TEST(TextReportMetrics, ANodeAndItsGpuAreNamedAsTheScopeLegendNamesThem) {
+  // TraceML's "averaging 100.0% on 0." reads as "zero"; the legend says N0.
+  const Json node = Json{{"scope", {{"level", "node"}, {"node", "0"}, {"node_rank", 0}}}};
+  const Json gpu =
+      Json{{"scope", {{"level", "gpu"}, {"node", "1"}, {"node_rank", 1}, {"gpu_idx", 2}}}};
+  Json s = bert_summary();
+  s["system"]["diagnosis"] =
+      issue("HIGH_CPU", "HIGH CPU", "warn", "CPU usage was high, averaging 100.0% on 0.", node);
+  s["system"]["issues"] =
+      Json::array({s["system"]["diagnosis"],
+                   issue("HIGH_GPU_TEMPERATURE", "HIGH GPU TEMP", "crit",
+                         "GPU temperature was high, peaking at 88.8 C on 1 gpu2.", gpu)});
+  const std::string text = plain(s);
+  // The Evidence line, wrapped in its column: the node is N0, never "0".
+  EXPECT_EQ(left_of(line_starting(text, "Evidence:")).rfind("Evidence: CPU usage was high", 0), 0U)
+      << text;
+  EXPECT_EQ(text.find(" on 0."), std::string::npos) << text;
+  EXPECT_EQ(text.find(" on 1 gpu2"), std::string::npos) << text;
+  EXPECT_TRUE(has_line(text, "! GPU temperature was high, peaking at 88.8 C on G2/N1.  (CRITICAL)"))
+      << text;
+  EXPECT_TRUE(has_line(text, "! CPU usage was high, averaging 100.0% on N0.  (WARNING)")) << text;
+  // The words are TraceML's elsewhere (a summary without a scope is as it is).
+  s["system"]["issues"][0]["evidence"] = Json::object();
+  EXPECT_TRUE(has_line(plain(s), "! CPU usage was high, averaging 100.0% on 0.  (WARNING)"));
 }
 
 TEST(TextReportMetrics, WideValuesWidenTheBlockNotBreakIt) {
