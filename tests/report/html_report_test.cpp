@@ -185,6 +185,23 @@ TEST(HtmlReport, ThePageLoadsNothing) {
   EXPECT_NE(page.find("Content-Security-Policy\" content=\"default-src 'none'"), std::string::npos);
 }
 
+TEST(HtmlReport, TheHeaderSaysTheRunsDurationNotTheSpanOfItsSamples) {
+  // DECISIONS 16: 2.77 s of run whose 1 Hz samples span 1.8 s.
+  RunShape shape;
+  shape.ranks = 1;
+  shape.steps = 60;
+  const model::Telemetry t = synthetic_run(shape);
+  FinalSummary f = summary_of(t, shape);
+  f.json["duration_s"] = 1.8;
+  f.json["run_duration_s"] = 2.77;
+  const std::string page = render_html(f.json, nullptr);
+  const auto header = page.find("<header>");
+  ASSERT_NE(header, std::string::npos);
+  const std::string head = page.substr(header, page.find("</header>") - header);
+  EXPECT_NE(head.find(" \u00B7 2.8s</p>"), std::string::npos) << head;
+  EXPECT_EQ(head.find("1.8s"), std::string::npos) << head;
+}
+
 TEST(HtmlReport, APageFromASummaryAloneSaysThatPlotsNeedTheRunDirectory) {
   RunShape shape;
   shape.ranks = 2;
