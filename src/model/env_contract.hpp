@@ -54,4 +54,13 @@ inline constexpr const char* kDebug = "TRACEML_DEBUG";
 /// The hot path's clock: auto (the TSC where it is invariant), tsc or steady.
 inline constexpr const char* kClock = "TRACEML_CLOCK";
 
+// Read wherever final_summary.html is drawn (report/page_process.hpp): by
+// `traceml run`, `serve` and `report`, and by a rank traced on its own.
+/// Seconds the page may take to draw before it is given up (default 60).
+inline constexpr const char* kPageTimeout = "TRACEML_PAGE_TIMEOUT_S";
+/// MiB of memory the page may take to draw (default 2048).
+inline constexpr const char* kPageMemory = "TRACEML_PAGE_MEMORY_MB";
+/// Tests only: "hang", "abort" or "oom" makes drawing the page fail that way.
+inline constexpr const char* kTestPageFault = "TRACEML_TEST_PAGE_FAULT";
+
 }  // namespace traceml::model::env

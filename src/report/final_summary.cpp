@@ -5,6 +5,7 @@
 
 #include "report/atomic_file.hpp"
 #include "report/html_report.hpp"
+#include "report/page_process.hpp"
 #include "report/text_report.hpp"
 
 namespace traceml::report {
@@ -41,24 +42,51 @@ void write_final_summary(const FinalSummary& f, const std::string& dir) {
 }
 
 void write_run_report(FinalSummary& f, const std::string& dir, const model::Telemetry* telemetry) {
-  if (!f.text_options.html_hint.empty()) {
-    // The page first: the text may name it only once it exists.
-    try {
-      std::error_code ec;
-      fs::create_directories(dir, ec);
-      HtmlOptions opts;
-      opts.run_dir = f.text_options.run_dir;
-      opts.step_window = f.step_window.get();
-      write_file_atomic((fs::path(dir) / "final_summary.html").string(),
-                        render_html(f.json, telemetry, opts));
-    } catch (const std::exception& e) {
-      f.html_error = std::string("final_summary.html not written: ") + e.what();
-      f.text_options.html_hint.clear();
-      f.text = render_text(f.json, f.text_options);
-      f.json["text"] = f.text;
-    }
+  const std::string html_hint = f.text_options.html_hint;
+  if (html_hint.empty()) {
+    write_final_summary(f, dir);
+    return;
   }
+  // The summary as it reads once the page exists: the page shows this text.
+  FinalSummary named = f;
+  // The JSON and the text first, naming no page: whatever drawing the page
+  // does (a loop that never ends, memory without bound, a crash), they are
+  // already on disk.
+  f.text_options.html_hint.clear();
+  f.text = render_text(f.json, f.text_options);
+  f.json["text"] = f.text;
   write_final_summary(f, dir);
+
+  const fs::path page_path = fs::path(dir) / "final_summary.html";
+  HtmlOptions opts;
+  opts.run_dir = named.text_options.run_dir;
+  opts.step_window = named.step_window.get();
+  const DrawnPage drawn = draw_page_in_child(named.json, telemetry, opts, page_limits_from_env());
+  std::optional<std::string> error;
+  if (drawn.page) {
+    try {
+      write_file_atomic(page_path.string(), *drawn.page);
+    } catch (const WriteError& e) {
+      error = e.what();
+    }
+  } else {
+    error = drawn.error;
+  }
+  if (error) {
+    f.html_error = "final_summary.html not written: " + *error;
+    // A page left from an earlier report would be another summary's.
+    std::error_code ec;
+    if (fs::is_regular_file(page_path, ec)) fs::remove(page_path, ec);
+    return;
+  }
+  // The page exists: the text names it now.
+  try {
+    write_final_summary(named, dir);
+    f = std::move(named);
+  } catch (const WriteError&) {
+    // The JSON and text on disk are whole and agree; they just do not name
+    // the page, and neither does what the caller prints.
+  }
 }
 
 std::string html_hint_for(const std::string& dir) {

@@ -1,6 +1,6 @@
 // The end-of-run artifacts: final_summary.json (with its `text`),
 // final_summary.txt and final_summary.html, written atomically into a run
-// directory.
+// directory, the page last.
 #pragma once
 
 #include <memory>
@@ -46,14 +46,17 @@ FinalSummary build_final_summary(const analysis::Summary& s, const std::string& 
 /// Throws WriteError; an existing good file is never left half-written.
 void write_final_summary(const FinalSummary& f, const std::string& dir);
 
-/// write_final_summary, and first DIR/final_summary.html when `f` names one
-/// (its html_hint): the page of f.json with the plots of `telemetry`, which
-/// must be the run the summary was made from (its f.step_window points into
-/// it); nullptr: no plots. The page is an extra
-/// and never costs the summary: when it cannot be rendered or written, f's
-/// text is rendered again without naming it, the reason goes to
-/// f.html_error, and the JSON and text are written all the same. Throws
-/// WriteError only for those two.
+/// write_final_summary, then DIR/final_summary.html when `f` names one (its
+/// html_hint): the page of f.json with the plots of `telemetry`, which must
+/// be the run the summary was made from (its f.step_window points into it);
+/// nullptr: no plots. The JSON and the text are written first, naming no
+/// page; the page is drawn in a child process with a time and a memory limit
+/// (report/page_process.hpp) and written by this one; once it exists, the JSON
+/// and text are written again, naming it. The page is an extra and never
+/// costs the summary: when it cannot be drawn or written, f keeps the text
+/// that does not name it, the reason goes to f.html_error (one line), and no
+/// page is left (not even an earlier report's). Throws WriteError only for
+/// the JSON and the text.
 void write_run_report(FinalSummary& f, const std::string& dir, const model::Telemetry* telemetry);
 
 /// "<parent>/<dir>/final_summary.json" for a run directory (as the report names it).

@@ -1,0 +1,49 @@
+// Drawing final_summary.html in a child process with a time and a memory
+// limit. The page is an extra: a plot loop that never returns, memory without
+// bound or a crash while drawing it must cost the run neither its summary nor
+// its end. A time budget checked between steps cannot stop a loop that never
+// returns; a process that is killed can.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "model/telemetry.hpp"
+#include "report/html_report.hpp"
+#include "report/summary_json.hpp"
+
+namespace traceml::report {
+
+struct PageLimits {
+  /// How long the child may draw before it is killed.
+  std::chrono::milliseconds time{std::chrono::seconds(60)};
+  /// Address space the child may add to what it inherited (RLIMIT_AS);
+  /// 0: no limit.
+  std::uint64_t memory_bytes = std::uint64_t(2048) << 20;
+};
+
+/// The limits from TRACEML_PAGE_TIMEOUT_S (seconds, > 0) and
+/// TRACEML_PAGE_MEMORY_MB (MiB, >= 1); a variable that is unset or holds
+/// anything else leaves its default.
+PageLimits page_limits_from_env();
+
+struct DrawnPage {
+  std::optional<std::string> page;  ///< the whole page; absent when it could not be drawn
+  std::string error;                ///< why not, one line ("drawing it took longer than 60 s ...")
+};
+
+/// render_html(summary, run, opts), drawn by a forked child that only renders,
+/// sends the page back through a pipe and _exits. The child is killed when it
+/// outlives limits.time, and is always reaped. The page comes back only when
+/// it arrived whole; the caller writes it (nothing the child does touches a
+/// file). Never throws.
+///
+/// Test hook, inert unless set: TRACEML_TEST_PAGE_FAULT=hang|abort|oom makes
+/// the child wait forever, abort, or allocate until its memory limit stops it
+/// (docs/html-report.md).
+DrawnPage draw_page_in_child(const Json& summary, const model::Telemetry* run,
+                             const HtmlOptions& opts, const PageLimits& limits);
+
+}  // namespace traceml::report

@@ -1,0 +1,66 @@
+// `traceml report` draws final_summary.html last, in a child process with a
+// time limit (issue 30): a page whose drawing never ends costs one warning
+// line; the command still writes the JSON and the text, prints the report,
+// exits 0, and returns within the limit. TRACEML_TEST_PAGE_FAULT makes the
+// page hang on demand.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <string>
+
+#include "../support/subprocess.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using traceml::testing::read_file;
+using traceml::testing::run_process;
+using traceml::testing::TempDir;
+
+const std::string kCli = TRACEML_CLI_PATH;
+const fs::path kSample =
+    fs::path(TRACEML_TEST_DATA_DIR) / "golden" / "data" / "single_input_bound.jsonl";
+
+TEST(ReportPage, APageThatNeverEndsCostsOneLineNotTheReport) {
+  TempDir dir;
+  const fs::path out = dir.path() / "out";
+  const auto start = std::chrono::steady_clock::now();
+  const auto r =
+      run_process({"/usr/bin/env", "TRACEML_TEST_PAGE_FAULT=hang", "TRACEML_PAGE_TIMEOUT_S=1", kCli,
+                   "report", "--telemetry", kSample.string(), "--out", out.string()});
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_LT(seconds, 30.0);
+  EXPECT_EQ(r.err,
+            "traceml: warning: final_summary.html not written: drawing it took longer than 1 s "
+            "(TRACEML_PAGE_TIMEOUT_S); it was stopped\n");
+  const std::string txt = read_file(out / "final_summary.txt");
+  EXPECT_EQ(r.out, txt);
+  EXPECT_NE(txt.find("Full evidence: "), std::string::npos) << txt;
+  EXPECT_EQ(txt.find("final_summary.html"), std::string::npos) << txt;
+  const auto json = nlohmann::ordered_json::parse(read_file(out / "final_summary.json"));
+  EXPECT_EQ(json["text"].get<std::string>() + "\n", txt);
+  EXPECT_FALSE(fs::exists(out / "final_summary.html"));
+}
+
+TEST(ReportPage, TheReportNamesThePageItDrew) {
+  TempDir dir;
+  const fs::path out = dir.path() / "out";
+  const auto r =
+      run_process({kCli, "report", "--telemetry", kSample.string(), "--out", out.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const std::string txt = read_file(out / "final_summary.txt");
+  EXPECT_EQ(r.out, txt);
+  EXPECT_NE(
+      txt.find(" · " + (fs::path(dir.path().filename()) / "out" / "final_summary.html").string()),
+      std::string::npos)
+      << txt;
+  EXPECT_TRUE(fs::is_regular_file(out / "final_summary.html"));
+}
+
+}  // namespace
