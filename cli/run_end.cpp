@@ -1,10 +1,12 @@
 #include "run_end.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <future>
 #include <iostream>
+#include <set>
 
 #include "collector/finalize.hpp"
 #include "commands.hpp"
@@ -66,6 +68,18 @@ RunEnd end_run(collector::Collector& collector, const std::filesystem::path& run
   // back from the database (`traceml report RUN_DIR` gives the same bytes),
   // on a thread of its own while the writer stores the rest.
   const store::RunData run_data = collector.take_run();
+  end.exits = outcome.ranks;
+  {
+    std::set<int> stepped;
+    for (const auto& chunk : run_data.telemetry.steps.chunks())
+      for (std::size_t i = 0; i < chunk->size(); ++i)
+        stepped.insert(chunk->rank(i));
+    for (const auto& id : run_data.telemetry.ranks)
+      if (stepped.count(id.global_rank) == 0) end.ranks_without_steps.push_back(id.global_rank);
+    std::sort(end.ranks_without_steps.begin(), end.ranks_without_steps.end());
+    for (const auto& d : run_data.deliveries)
+      if (d.clean_end) end.said_goodbye.push_back(d.global_rank);
+  }
   std::future<analysis::Summary> summary;
   try {
     summary = std::async(std::launch::async, [&run_data, window] {
@@ -122,15 +136,92 @@ void write_manifest(const std::filesystem::path& run_dir, const report::Json& ma
   }
 }
 
-void say_where(const std::filesystem::path& run_dir, const RunEnd& end) {
-  if (end.collected.ranks_connected == 0) {
-    if (end.collected.rejected_connections > 0)
-      warn("no rank's telemetry was accepted: " +
-           std::to_string(end.collected.rejected_connections) +
-           " connection(s) were refused (manifest.json: telemetry.rejected_by_kind)");
-    else
-      warn("no rank sent telemetry: does the program call traceml::init()?");
+namespace {
+
+std::string ranks_text(const std::vector<int>& ranks) {
+  std::string s = ranks.size() == 1 ? "rank " : "ranks ";
+  constexpr std::size_t kNamed = 8;
+  for (std::size_t i = 0; i < ranks.size() && i < kNamed; ++i)
+    s += (i > 0 ? ", " : "") + std::to_string(ranks[i]);
+  if (ranks.size() > kNamed) s += " and " + std::to_string(ranks.size() - kNamed) + " more";
+  return s;
+}
+
+std::string exit_text(const store::RankExit& e) {
+  if (e.signal) {
+    const char* abbrev = ::sigabbrev_np(*e.signal);
+    return "killed by " + (abbrev != nullptr ? "SIG" + std::string(abbrev)
+                                             : "signal " + std::to_string(*e.signal));
   }
+  return "exit code " + std::to_string(e.exit_code);
+}
+
+const store::RankExit* exit_of(const std::vector<store::RankExit>& exits, int rank) {
+  for (const auto& e : exits)
+    if (e.global_rank == rank) return &e;
+  return nullptr;
+}
+
+bool failed(const store::RankExit& e) {
+  return !e.stopped_by_launcher && (e.exit_code != 0 || e.signal);
+}
+
+}  // namespace
+
+std::vector<std::string> missing_telemetry_lines(const RunEnd& end) {
+  std::vector<std::string> lines;
+  if (end.collected.ranks_connected == 0) {
+    if (end.collected.rejected_connections > 0) {
+      lines.push_back("no rank's telemetry was accepted: " +
+                      std::to_string(end.collected.rejected_connections) +
+                      " connection(s) were refused (manifest.json: telemetry.rejected_by_kind)");
+      return lines;
+    }
+    // A rank that dies within its first moments after traceml::init() may
+    // not have connected yet: a failed exit does not say which it was.
+    for (const auto& e : end.exits)
+      if (failed(e)) {
+        lines.push_back("no rank sent telemetry: rank " + std::to_string(e.global_rank) +
+                        " died (" + exit_text(e) +
+                        ") before it connected (before traceml::init(), or just after it)");
+        return lines;
+      }
+    lines.push_back(end.exits.empty() ? "no rank sent telemetry: do the ranks call "
+                                        "traceml::init(), and live until they connect?"
+                                      : "no rank sent telemetry: does the program call "
+                                        "traceml::init()?");
+    return lines;
+  }
+  // Ranks that connected and recorded no step, grouped by how they ended
+  // (a job whose every rank died the same way is one line), lowest rank first.
+  std::vector<std::pair<std::string, std::vector<int>>> by_end;
+  const auto add = [&by_end](const std::string& how, int rank) {
+    for (auto& [h, ranks] : by_end)
+      if (h == how) {
+        ranks.push_back(rank);
+        return;
+      }
+    by_end.push_back({how, {rank}});
+  };
+  for (const int rank : end.ranks_without_steps) {
+    const store::RankExit* e = exit_of(end.exits, rank);
+    if (e != nullptr) {
+      if (failed(*e)) add("(" + exit_text(*e) + ")", rank);
+    } else if (std::find(end.said_goodbye.begin(), end.said_goodbye.end(), rank) ==
+               end.said_goodbye.end()) {
+      // Under serve (or on another node) the exit status is not ours to see.
+      add("(its connection ended without a goodbye)", rank);
+    }
+  }
+  for (const auto& [how, ranks] : by_end)
+    lines.push_back(ranks_text(ranks) + " died before " + (ranks.size() == 1 ? "its" : "their") +
+                    " first step " + how + ": traceml::init() ran, no step was recorded");
+  return lines;
+}
+
+void say_where(const std::filesystem::path& run_dir, const RunEnd& end) {
+  for (const std::string& line : missing_telemetry_lines(end))
+    warn(line);
   if (end.summary_written)
     std::cerr << "traceml: summary: " << (run_dir / "final_summary.txt").string() << "\n";
 }

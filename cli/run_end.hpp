@@ -26,6 +26,14 @@ struct RunEnd {
   /// File names written in the run directory; manifest.json is the caller's.
   std::vector<std::string> artifacts;
   bool summary_written = false;
+  /// Ranks that passed the handshake (traceml::init() ran and its sender
+  /// connected) but recorded no step, by rank.
+  std::vector<int> ranks_without_steps;
+  /// Of those, the ones whose last connection ended with a goodbye.
+  std::vector<int> said_goodbye;
+  /// How this node's ranks exited, as the launcher saw it (`traceml run`);
+  /// empty under `traceml serve`, which does not see the ranks' processes.
+  std::vector<store::RankExit> exits;
 };
 
 /// Ends the collection (waiting for the ranks until `deadline`, and for
@@ -40,9 +48,16 @@ RunEnd end_run(collector::Collector& collector, const std::filesystem::path& run
 /// Writes RUN_DIR/manifest.json atomically; a failure is a warning.
 void write_manifest(const std::filesystem::path& run_dir, const report::Json& manifest);
 
-/// Prints "traceml: summary: RUN_DIR/final_summary.txt" and, when no rank
-/// sent anything, why that usually is.
+/// Prints "traceml: summary: RUN_DIR/final_summary.txt" and the lines of
+/// missing_telemetry_lines as warnings.
 void say_where(const std::filesystem::path& run_dir, const RunEnd& end);
+
+/// Why ranks sent no telemetry, or no step, one line each (without
+/// "traceml: warning: "): no rank connected at all (the program does not call
+/// traceml::init(), or a rank died before it connected: with its exit status
+/// where the launcher knows it), or ranks connected and died before their
+/// first step.
+std::vector<std::string> missing_telemetry_lines(const RunEnd& end);
 
 double unix_now();
 

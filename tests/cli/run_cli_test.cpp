@@ -119,8 +119,10 @@ TEST(RunCli, TheProgramsExitCodeComesBackAndTheRunIsStillWritten) {
                           "--run-name", "four", "--", "/bin/sh", "-c", "echo hello; exit 4"});
   EXPECT_EQ(r.exit_code, 4);
   EXPECT_NE(r.out.find("[rank0]: hello\n"), std::string::npos) << r.out;
-  // The program never called traceml::init(): the user is told why there is no data.
-  EXPECT_NE(r.err.find("no rank sent telemetry: does the program call traceml::init()?"),
+  // The program never connected and failed: the user is told how it ended
+  // (issue 30: not "does the program call traceml::init()?").
+  EXPECT_NE(r.err.find("traceml: warning: no rank sent telemetry: rank 0 died (exit code 4) "
+                       "before it connected (before traceml::init(), or just after it)\n"),
             std::string::npos)
       << r.err;
   EXPECT_NE(r.err.find("traceml: rank 0 failed (exit code 4)"), std::string::npos) << r.err;
