@@ -40,7 +40,9 @@ void expect_axis(double lo, double hi, int target = 5) {
   EXPECT_LE(t.size(), std::size_t(std::clamp(target, 1, 100)) + 3);
   for (std::size_t i = 0; i < t.size(); ++i) {
     ASSERT_TRUE(std::isfinite(t[i])) << i;
-    if (i > 0) ASSERT_GT(t[i], t[i - 1]) << i;
+    if (i > 0) {
+      ASSERT_GT(t[i], t[i - 1]) << i;
+    }
   }
   if (!std::isfinite(lo) || !std::isfinite(hi) || hi < lo) return;
   if (std::max(std::fabs(lo), std::fabs(hi)) < 1e-290) return;
