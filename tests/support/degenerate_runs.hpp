@@ -15,6 +15,7 @@
 #include <functional>
 #include <limits>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,11 @@ struct DegenerateRun {
   std::string name;   ///< a file name's stem: [a-z0-9_]
   std::string jsonl;  ///< the whole file
 };
+
+/// A run as a test parameter prints as its name, not its bytes.
+inline void PrintTo(const DegenerateRun& run, std::ostream* os) {
+  *os << run.name;
+}
 
 namespace degenerate {
 
@@ -166,7 +172,9 @@ inline std::vector<DegenerateRun> degenerate_runs() {
     for (std::int64_t s = 1; s <= 40; ++s) {
       for (int r = 0; r < 4; ++r)
         w.step(r, s, kTs + double(s) * 0.1,
-               {{"forward", 40.0}, {"traced_step_time", (s + r) % 2 == 0 ? kX : above(kX)}});
+               {{"input_wait", 0.0},
+                {"forward", 40.0},
+                {"traced_step_time", (s + r) % 2 == 0 ? kX : above(kX)}});
       w.system(0, kTs + double(s) * 0.1, 50.0, 90.0, 1e10);
     }
     add("one_ulp_steps", w.str());
