@@ -67,7 +67,7 @@ std::vector<std::uint8_t> rank_stream(int rank, std::int64_t steps, const std::s
     for (std::size_t e = 0; e < model::kEventCount; ++e)
       r.events.set(model::Event(e), model::Timing{1.0 + double(e), std::nullopt});
     if (std::getenv("TRACEML_BENCH_NO_BEGINS") == nullptr) add_begins(r.events, 0);
-    append(frame(transport::FrameType::Step, transport::encode_step(r)));
+    append(frame(transport::FrameType::Step, transport::encode(r)));
   }
   append(frame(transport::FrameType::Bye, {}));
   return out;

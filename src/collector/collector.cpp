@@ -211,7 +211,7 @@ struct Collector::Impl final : transport::ServerHandler {
     using transport::FrameType;
     switch (frame.type) {
       case FrameType::Step: {
-        auto r = transport::decode_step(frame.payload);
+        auto r = transport::decode<model::StepRecord>(frame.payload);
         if (!r) return malformed(frame.type);
         if (r->global_rank != c.rank || !valid_step(*r)) return invalid();
         c.max_step = std::max(c.max_step, r->step);
@@ -219,7 +219,7 @@ struct Collector::Impl final : transport::ServerHandler {
         return std::nullopt;
       }
       case FrameType::StepMemory: {
-        auto r = transport::decode_step_memory(frame.payload);
+        auto r = transport::decode<model::StepMemoryRecord>(frame.payload);
         if (!r) return malformed(frame.type);
         repair(r->device);
         if (r->global_rank != c.rank || !valid_step_memory(*r)) return invalid();
@@ -227,7 +227,7 @@ struct Collector::Impl final : transport::ServerHandler {
         return std::nullopt;
       }
       case FrameType::System: {
-        auto s = transport::decode_system(frame.payload);
+        auto s = transport::decode<model::SystemSample>(frame.payload);
         if (!s) return malformed(frame.type);
         // Local rank 0 samples its own node: another node's number is a bug.
         if ((c.node_rank && s->node_rank != *c.node_rank) || !valid_system(*s)) return invalid();
@@ -235,14 +235,14 @@ struct Collector::Impl final : transport::ServerHandler {
         return std::nullopt;
       }
       case FrameType::Process: {
-        auto s = transport::decode_process(frame.payload);
+        auto s = transport::decode<model::ProcessSample>(frame.payload);
         if (!s) return malformed(frame.type);
         if (s->global_rank != c.rank || !valid_process(*s)) return invalid();
         accept(c, std::move(*s));
         return std::nullopt;
       }
       case FrameType::TracerStats: {
-        auto s = transport::decode_tracer_stats(frame.payload);
+        auto s = transport::decode<model::TracerStats>(frame.payload);
         if (!s) return malformed(frame.type);
         repair(s->strategy);
         if (s->global_rank != c.rank || !valid_tracer_stats(*s)) return invalid();
@@ -252,7 +252,7 @@ struct Collector::Impl final : transport::ServerHandler {
         return std::nullopt;
       }
       case FrameType::Heartbeat: {
-        auto p = transport::decode_heartbeat(frame.payload);
+        auto p = transport::decode<model::RankPosition>(frame.payload);
         if (!p) return malformed(frame.type);
         if (p->global_rank != c.rank) return invalid();
         board.heartbeat(*p, LiveClock::now());

@@ -50,15 +50,14 @@ Sender::Sender(SenderSettings settings, RecorderRegistry& recorders, SampleQueue
       recorders_(recorders),
       samples_(samples),
       stats_(std::move(stats)),
-      emit_step_([this](const model::StepRecord& r,
-                        const std::optional<model::StepMemoryRecord>& m) {
-        add_record(transport::FrameType::Step,
-                   [&](std::vector<std::uint8_t>& out) { transport::encode_step_into(out, r); });
-        if (m)
-          add_record(transport::FrameType::StepMemory, [&](std::vector<std::uint8_t>& out) {
-            transport::encode_step_memory_into(out, *m);
-          });
-      }),
+      emit_step_(
+          [this](const model::StepRecord& r, const std::optional<model::StepMemoryRecord>& m) {
+            add_record(transport::FrameType::Step,
+                       [&](std::vector<std::uint8_t>& out) { transport::encode_into(out, r); });
+            if (m)
+              add_record(transport::FrameType::StepMemory,
+                         [&](std::vector<std::uint8_t>& out) { transport::encode_into(out, *m); });
+          }),
       pipeline_(settings_.identity.global_rank, wall, settings_.gpu_clock, settings_.activity),
       backoff_(settings_.backoff_min) {}
 
@@ -134,10 +133,10 @@ std::size_t Sender::collect() {
   for (auto& s : samples_.take()) {
     if (const auto* p = std::get_if<model::ProcessSample>(&s)) {
       add_record(transport::FrameType::Process,
-                 [&](std::vector<std::uint8_t>& out) { transport::encode_process_into(out, *p); });
+                 [&](std::vector<std::uint8_t>& out) { transport::encode_into(out, *p); });
     } else if (const auto* sys = std::get_if<model::SystemSample>(&s)) {
       add_record(transport::FrameType::System,
-                 [&](std::vector<std::uint8_t>& out) { transport::encode_system_into(out, *sys); });
+                 [&](std::vector<std::uint8_t>& out) { transport::encode_into(out, *sys); });
     }
   }
   return steps_.size();
@@ -195,8 +194,7 @@ bool Sender::ensure_connected(Clock::time_point now, bool final_attempt) {
     std::vector<std::uint8_t> head;
     for (const auto& [type, payload] :
          {std::pair{transport::FrameType::Hello, transport::encode_hello(hello)},
-          std::pair{transport::FrameType::TracerStats,
-                    transport::encode_tracer_stats(full_stats())}}) {
+          std::pair{transport::FrameType::TracerStats, transport::encode(full_stats())}}) {
       const auto f = transport::encode_frame(type, payload);
       if (f) head.insert(head.end(), f->begin(), f->end());
     }
@@ -263,9 +261,8 @@ void Sender::loop() {
       // Only while connected: heartbeats are not kept for a collector that
       // is away (they would say where the rank was, not where it is).
       if (settings_.position && now - last_heartbeat >= settings_.heartbeat_interval) {
-        add_frame(transport::FrameType::Heartbeat,
-                  transport::encode_heartbeat(settings_.position()));
-        add_frame(transport::FrameType::TracerStats, transport::encode_tracer_stats(full_stats()));
+        add_frame(transport::FrameType::Heartbeat, transport::encode(settings_.position()));
+        add_frame(transport::FrameType::TracerStats, transport::encode(full_stats()));
         last_heartbeat = now;
       }
       flush(settings_.send_timeout);
@@ -284,7 +281,7 @@ void Sender::loop() {
   }
   pipeline_.abandon(emit_step_);
   const model::TracerStats stats = full_stats();
-  add_frame(transport::FrameType::TracerStats, transport::encode_tracer_stats(stats));
+  add_frame(transport::FrameType::TracerStats, transport::encode(stats));
   add_frame(transport::FrameType::Bye, {});
   bool delivered = false;
   while (!delivered && remaining(deadline_).count() > 0) {

@@ -3,53 +3,33 @@
 #include <algorithm>
 #include <utility>
 
+#include "model/record_kinds.hpp"
 #include "transport/wire.hpp"
 
 namespace traceml::transport {
 
+// Hello and Bye carry no record; every other frame type is a record kind's
+// (model/record_kinds.hpp), named as its kind.
+
 const char* frame_type_name(FrameType t) {
-  switch (t) {
-    case FrameType::Hello:
-      return "hello";
-    case FrameType::Step:
-      return "step";
-    case FrameType::StepMemory:
-      return "step_memory";
-    case FrameType::System:
-      return "system";
-    case FrameType::Process:
-      return "process";
-    case FrameType::Bye:
-      return "bye";
-    case FrameType::TracerStats:
-      return "tracer_stats";
-    case FrameType::Heartbeat:
-      return "heartbeat";
-  }
-  return "unknown";
+  if (t == FrameType::Hello) return "hello";
+  if (t == FrameType::Bye) return "bye";
+  const char* name = "unknown";
+  model::for_each_kind([&](const auto& row) {
+    if (row.frame != 0 && row.frame == static_cast<std::uint8_t>(t)) name = row.name;
+  });
+  return name;
 }
 
 std::optional<FrameType> frame_type_from_byte(std::uint8_t b) {
-  switch (b) {
-    case 1:
-      return FrameType::Hello;
-    case 2:
-      return FrameType::Step;
-    case 3:
-      return FrameType::StepMemory;
-    case 4:
-      return FrameType::System;
-    case 5:
-      return FrameType::Process;
-    case 6:
-      return FrameType::Bye;
-    case 7:
-      return FrameType::TracerStats;
-    case 8:
-      return FrameType::Heartbeat;
-    default:
-      return std::nullopt;
-  }
+  std::optional<FrameType> type;
+  if (b == static_cast<std::uint8_t>(FrameType::Hello) ||
+      b == static_cast<std::uint8_t>(FrameType::Bye))
+    type = static_cast<FrameType>(b);
+  model::for_each_kind([&](const auto& row) {
+    if (row.frame != 0 && row.frame == b) type = static_cast<FrameType>(b);
+  });
+  return type;
 }
 
 std::optional<std::vector<std::uint8_t>> encode_frame(FrameType type,

@@ -12,7 +12,9 @@
 namespace traceml::transport {
 
 /// What a frame's payload holds. Serialized values are stable: never renumber,
-/// never reuse a retired value.
+/// never reuse a retired value. A record's frame type is its kind's frame
+/// byte (model/record_kinds.hpp); the names here are for readers and tests,
+/// and a new kind needs none (transport::frame_type_of).
 enum class FrameType : std::uint8_t {
   Hello = 1,        ///< first frame of a connection: protocol version, token, rank identity
   Step = 2,         ///< one model::StepRecord

@@ -16,7 +16,7 @@ std::vector<std::uint8_t> encode_hello(const Hello& h) {
   wire::Writer w(out);
   w.u16(h.protocol_version);
   w.str(h.token.substr(0, kMaxStringBytes));
-  const std::vector<std::uint8_t> id = encode_rank_identity(h.identity);
+  const std::vector<std::uint8_t> id = encode(h.identity);
   out.insert(out.end(), id.begin(), id.end());
   return out;
 }
@@ -30,7 +30,7 @@ std::optional<Hello> decode_hello(const std::vector<std::uint8_t>& payload) {
   // The identity is the rest of the payload, in its own encoding.
   const std::vector<std::uint8_t> rest(payload.begin() + static_cast<std::ptrdiff_t>(r.pos()),
                                        payload.end());
-  std::optional<model::RankIdentity> id = decode_rank_identity(rest);
+  std::optional<model::RankIdentity> id = decode<model::RankIdentity>(rest);
   if (!id) return std::nullopt;
   h.identity = std::move(*id);
   return h;

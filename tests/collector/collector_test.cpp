@@ -142,17 +142,17 @@ RankStream rank_stream(int rank, int steps) {
     s.bytes.insert(s.bytes.end(), f.begin(), f.end());
   };
   add(FrameType::Hello, transport::encode_hello({transport::kProtocolVersion, kToken, s.id}));
-  add(FrameType::TracerStats, transport::encode_tracer_stats(stats(rank, 0, 0)));
+  add(FrameType::TracerStats, transport::encode(stats(rank, 0, 0)));
   std::int64_t sent = 0;
   for (int i = 1; i <= steps; ++i) {
     s.steps.push_back(step_of(rank, i));
-    add(FrameType::Step, transport::encode_step(s.steps.back()));
+    add(FrameType::Step, transport::encode(s.steps.back()));
     ++sent;
     if (i % 10 == 0) {
       model::StepMemoryRecord m{rank, i, "cuda:" + std::to_string(rank % 2), 1e9 * i,
                                 i % 20 == 0 ? std::optional<double>() : 2e9};
       s.memory.push_back(m);
-      add(FrameType::StepMemory, transport::encode_step_memory(m));
+      add(FrameType::StepMemory, transport::encode(m));
       ++sent;
     }
     if (i % 25 == 0) {
@@ -164,7 +164,7 @@ RankStream rank_stream(int rank, int steps) {
       p.rss_bytes = 1e9;
       if (i % 50 == 0) p.gpu = model::ProcessGpu{rank % 2, 1e9, std::nullopt, 8e10};
       s.process.push_back(p);
-      add(FrameType::Process, transport::encode_process(p));
+      add(FrameType::Process, transport::encode(p));
       ++sent;
       if (rank % 2 == 0) {  // local rank 0 samples its node
         model::SystemSample y;
@@ -177,13 +177,13 @@ RankStream rank_stream(int rank, int steps) {
         g.temperature_c = -1.0;  // below zero is still a temperature
         y.gpus = {g, model::GpuSample{1, std::nullopt, 1.0, 2.0, std::nullopt, 3.0, 4.0}};
         s.system.push_back(y);
-        add(FrameType::System, transport::encode_system(y));
+        add(FrameType::System, transport::encode(y));
         ++sent;
       }
     }
   }
   s.final_stats = stats(rank, steps, sent);
-  add(FrameType::TracerStats, transport::encode_tracer_stats(s.final_stats));
+  add(FrameType::TracerStats, transport::encode(s.final_stats));
   add(FrameType::Bye, {});
   return s;
 }
@@ -328,50 +328,51 @@ TEST(Collector, InvalidRecordsAreCountedAndSkipped) {
     b.insert(b.end(), f.begin(), f.end());
   };
   const model::StepRecord good1 = step_of(1, 1);
-  add(FrameType::Step, transport::encode_step(good1));
+  add(FrameType::Step, transport::encode(good1));
   model::StepRecord bad = step_of(1, 2);
   bad.events.set(Event::Forward, {-1.0, std::nullopt});  // negative duration
-  add(FrameType::Step, transport::encode_step(bad));
+  add(FrameType::Step, transport::encode(bad));
   bad = step_of(1, 2);
   bad.events.set(Event::Backward, {1.0, std::numeric_limits<double>::quiet_NaN()});
-  add(FrameType::Step, transport::encode_step(bad));
+  add(FrameType::Step, transport::encode(bad));
   bad = step_of(1, 2);
   bad.events.set(Event::Backward, {std::numeric_limits<double>::infinity(), std::nullopt});
-  add(FrameType::Step, transport::encode_step(bad));
-  add(FrameType::Step, transport::encode_step(step_of(1, 0)));  // step ids start at 1
-  add(FrameType::Step, transport::encode_step(step_of(2, 2)));  // another rank's record
+  add(FrameType::Step, transport::encode(bad));
+  add(FrameType::Step, transport::encode(step_of(1, 0)));  // step ids start at 1
+  add(FrameType::Step, transport::encode(step_of(2, 2)));  // another rank's record
   bad = step_of(1, 2);
   bad.ts = std::numeric_limits<double>::quiet_NaN();
-  add(FrameType::Step, transport::encode_step(bad));
-  add(FrameType::StepMemory, transport::encode_step_memory({1, 2, "cuda:1", -5.0, std::nullopt}));
+  add(FrameType::Step, transport::encode(bad));
+  add(FrameType::StepMemory,
+      transport::encode(model::StepMemoryRecord{1, 2, "cuda:1", -5.0, std::nullopt}));
   model::ProcessSample p;
   p.global_rank = 1;
   p.ts = 1.7e9;
   p.rss_bytes = std::numeric_limits<double>::infinity();
-  add(FrameType::Process, transport::encode_process(p));
+  add(FrameType::Process, transport::encode(p));
   model::SystemSample y;
   y.node_rank = 3;  // rank 1 lives on node 0
   y.ts = 1.7e9;
-  add(FrameType::System, transport::encode_system(y));
+  add(FrameType::System, transport::encode(y));
   model::TracerStats ts = stats(1, 5, 5);
   ts.records_dropped = -1;
-  add(FrameType::TracerStats, transport::encode_tracer_stats(ts));
+  add(FrameType::TracerStats, transport::encode(ts));
   // GPU activity: a negative time, more pageable copies than copies.
   bad = step_of(1, 2);
   bad.gpu_activity = model::StepGpuActivity{};
   bad.gpu_activity->busy_ms = -1.0;
-  add(FrameType::Step, transport::encode_step(bad));
+  add(FrameType::Step, transport::encode(bad));
   bad.gpu_activity = model::StepGpuActivity{};
   bad.gpu_activity->h2d_copies = 1;
   bad.gpu_activity->h2d_pageable_copies = 2;
-  add(FrameType::Step, transport::encode_step(bad));
+  add(FrameType::Step, transport::encode(bad));
   model::StepRecord good2 = step_of(1, 2);
   good2.gpu_activity = model::StepGpuActivity{};
   good2.gpu_activity->h2d_copies = 2;
   good2.gpu_activity->h2d_pageable_copies = 2;
   good2.gpu_activity->h2d_bytes = 8.0;
   good2.gpu_activity->h2d_pageable_bytes = 8.0;
-  add(FrameType::Step, transport::encode_step(good2));
+  add(FrameType::Step, transport::encode(good2));
   add(FrameType::Bye, {});
   send_and_close(c.port(), b);
 
@@ -395,11 +396,11 @@ TEST(Collector, MalformedPayloadClosesOnlyThatConnection) {
   Collector c(options(dir));
   Bytes b = hello(identity(0));
   const model::StepRecord first = step_of(0, 1);
-  const Bytes f1 = frame(FrameType::Step, transport::encode_step(first));
+  const Bytes f1 = frame(FrameType::Step, transport::encode(first));
   b.insert(b.end(), f1.begin(), f1.end());
   const Bytes junk = frame(FrameType::Step, Bytes{1, 2, 3});
   b.insert(b.end(), junk.begin(), junk.end());
-  const Bytes f2 = frame(FrameType::Step, transport::encode_step(step_of(0, 2)));
+  const Bytes f2 = frame(FrameType::Step, transport::encode(step_of(0, 2)));
   b.insert(b.end(), f2.begin(), f2.end());
   send_until_closed(c.port(), b);
 
@@ -423,7 +424,7 @@ TEST(Collector, CloseWithoutByeIsAnUncleanEnd) {
   TempDir dir;
   Collector c(options(dir));
   Bytes b = hello(identity(2));
-  const Bytes f = frame(FrameType::Step, transport::encode_step(step_of(2, 1)));
+  const Bytes f = frame(FrameType::Step, transport::encode(step_of(2, 1)));
   b.insert(b.end(), f.begin(), f.end());
   send_and_close(c.port(), b);
   const CollectionReport rep = c.finish(Clock::now() + kFinish, 1);
@@ -440,7 +441,7 @@ TEST(Collector, ReconnectingRankAddsUpAndTheLastEndCounts) {
   TempDir dir;
   Collector c(options(dir));
   Bytes first = hello(identity(1));
-  const Bytes f = frame(FrameType::Step, transport::encode_step(step_of(1, 1)));
+  const Bytes f = frame(FrameType::Step, transport::encode(step_of(1, 1)));
   first.insert(first.end(), f.begin(), f.end());
   send_and_close(c.port(), first);  // no Bye: the sender lost its connection
   RankStream again = rank_stream(1, 3);
@@ -493,7 +494,7 @@ TEST(Collector, RankOutsideTheWorldIsRefused) {
   TempDir dir;
   Collector c(options(dir, 2));
   Bytes b = hello(identity(3));
-  const Bytes f = frame(FrameType::Step, transport::encode_step(step_of(3, 1)));
+  const Bytes f = frame(FrameType::Step, transport::encode(step_of(3, 1)));
   b.insert(b.end(), f.begin(), f.end());
   send_until_closed(c.port(), b);
   const CollectionReport rep = c.finish(Clock::now() + kFinish);
@@ -530,7 +531,7 @@ TEST(Collector, WithoutAWorldSizeTheFirstRankSetsItAndAnotherJobsRankIsRefused) 
   stray.world_size = 8;
   // A refused Hello closes the connection at the next frame.
   Bytes b = hello(stray);
-  const Bytes f = frame(FrameType::Step, transport::encode_step(step_of(1, 1)));
+  const Bytes f = frame(FrameType::Step, transport::encode(step_of(1, 1)));
   b.insert(b.end(), f.begin(), f.end());
   send_until_closed(c.port(), b);
   const collector::Progress p = progress_once_closed(c);
@@ -557,7 +558,7 @@ TEST(Collector, ARefusedHelloTeachesTheRunNoWorldSize) {
   TempDir dir;
   Collector c(options(dir, std::nullopt));
   Bytes b = hello(identity(7));
-  const Bytes f = frame(FrameType::Step, transport::encode_step(step_of(7, 1)));
+  const Bytes f = frame(FrameType::Step, transport::encode(step_of(7, 1)));
   b.insert(b.end(), f.begin(), f.end());
   send_until_closed(c.port(), b);
   EXPECT_FALSE(c.progress().world_size);
@@ -596,7 +597,7 @@ TEST(Collector, AnIdentityTheReaderWouldRefuseIsRefusedAtTheDoor) {
   model::RankIdentity id = identity(1);
   id.local_world_size = 0;
   Bytes b = hello(id);
-  const Bytes f = frame(FrameType::Step, transport::encode_step(step_of(1, 1)));
+  const Bytes f = frame(FrameType::Step, transport::encode(step_of(1, 1)));
   b.insert(b.end(), f.begin(), f.end());
   send_until_closed(c.port(), b);
   const CollectionReport rep = c.finish(Clock::now() + kFinish);
@@ -616,7 +617,7 @@ TEST(Collector, FinishTimesOutOnAnOpenConnectionAndKeepsItsRecords) {
   ASSERT_TRUE(client.connect("127.0.0.1", c.port(), kIo)) << client.error();
   Bytes b = hello(identity(1));
   const model::StepRecord s = step_of(1, 1);
-  const Bytes f = frame(FrameType::Step, transport::encode_step(s));
+  const Bytes f = frame(FrameType::Step, transport::encode(s));
   b.insert(b.end(), f.begin(), f.end());
   ASSERT_TRUE(client.send_all(b.data(), b.size(), kIo)) << client.error();
   // The connection stays open: finish() gives up at the deadline.
@@ -1020,19 +1021,19 @@ TEST(Collector, IllFormedUtf8OnTheWireIsRepairedAndTheSummaryWritten) {
   std::vector<model::StepRecord> steps;
   for (int i = 1; i <= 20; ++i) {
     steps.push_back(step_of(0, i));
-    add(FrameType::Step, transport::encode_step(steps.back()));
+    add(FrameType::Step, transport::encode(steps.back()));
   }
   add(FrameType::StepMemory,
-      transport::encode_step_memory({0, 20, "cuda:\xc0", 1e9, std::nullopt}));
+      transport::encode(model::StepMemoryRecord{0, 20, "cuda:\xc0", 1e9, std::nullopt}));
   model::ProcessSample p;  // the summary's process rows show the host name
   p.global_rank = 0;
   p.ts = 1.7e9 + 2.0;
   p.cpu_percent = 100.0;
   p.rss_bytes = 1e9;
-  add(FrameType::Process, transport::encode_process(p));
+  add(FrameType::Process, transport::encode(p));
   model::TracerStats t = stats(0, 20, 22);
   t.strategy = "dd\xe2\x82";  // a sequence cut short
-  add(FrameType::TracerStats, transport::encode_tracer_stats(t));
+  add(FrameType::TracerStats, transport::encode(t));
   add(FrameType::Bye, {});
   send_and_close(c.port(), b);
   const CollectionReport rep = c.finish(Clock::now() + kFinish, 1);
@@ -1067,7 +1068,7 @@ TEST(Collector, StepRecordThroughput) {
   constexpr int kSteps = 200000;
   Bytes b = hello(identity(0));
   for (int i = 1; i <= kSteps; ++i) {
-    const Bytes f = frame(FrameType::Step, transport::encode_step(step_of(0, i)));
+    const Bytes f = frame(FrameType::Step, transport::encode(step_of(0, i)));
     b.insert(b.end(), f.begin(), f.end());
   }
   const Bytes bye = frame(FrameType::Bye, {});

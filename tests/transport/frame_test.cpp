@@ -364,8 +364,8 @@ TEST(RecordCodec, StepLayoutIsPinned) {
   s.global_rank = 1;
   s.step = 2;
   s.events.set(Event::Forward, {1.0, std::nullopt});
-  EXPECT_EQ(encode_step(s), (Bytes{1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0,    0,   0,
-                                   0, 0, 0, 0, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F}));
+  EXPECT_EQ(encode(s), (Bytes{1, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0,    0,   0,
+                              0, 0, 0, 0, 4, 4, 0, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F}));
 }
 
 TEST(RecordCodec, StepRoundTripsEveryClockCombination) {
@@ -380,7 +380,7 @@ TEST(RecordCodec, StepRoundTripsEveryClockCombination) {
         events.push_back({static_cast<Event>(i), t});
       }
       const model::StepRecord s = step_with(events);
-      const auto back = decode_step(encode_step(s));
+      const auto back = decode<model::StepRecord>(encode(s));
       ASSERT_TRUE(back) << combo << " " << i;
       expect_same_step(s, *back);
     }
@@ -394,10 +394,10 @@ TEST(RecordCodec, StepRoundTripsEveryClockCombination) {
   s.global_rank = std::numeric_limits<int>::min();
   s.step = std::numeric_limits<std::int64_t>::min();
   s.ts = -0.0;
-  const auto back = decode_step(encode_step(s));
+  const auto back = decode<model::StepRecord>(encode(s));
   ASSERT_TRUE(back);
   expect_same_step(s, *back);
-  EXPECT_EQ(encode_step(s).size(), 4u + 8 + 8 + 3 + 12 * 8);
+  EXPECT_EQ(encode(s).size(), 4u + 8 + 8 + 3 + 12 * 8);
 }
 
 model::StepGpuActivity activity_sample() {
@@ -450,8 +450,8 @@ TEST(RecordCodec, StepGpuActivityLayoutIsPinned) {
     expected.insert(expected.end(), field.begin(), field.end());
   }
   ASSERT_EQ(expected.size(), 31u + 7 * 8);
-  EXPECT_EQ(encode_step(s), expected);
-  const auto back = decode_step(expected);
+  EXPECT_EQ(encode(s), expected);
+  const auto back = decode<model::StepRecord>(expected);
   ASSERT_TRUE(back);
   expect_same_step(s, *back);
   expect_same_activity(s.gpu_activity, back->gpu_activity);
@@ -460,22 +460,22 @@ TEST(RecordCodec, StepGpuActivityLayoutIsPinned) {
 TEST(RecordCodec, StepGpuActivityRoundTripsAndIsOptional) {
   model::StepRecord s =
       step_with({{Event::Forward, {1.0, 2.0}}, {Event::TracedStepTime, {5.0, 6.0}}});
-  const Bytes without = encode_step(s);
-  const auto plain = decode_step(without);
+  const Bytes without = encode(s);
+  const auto plain = decode<model::StepRecord>(without);
   ASSERT_TRUE(plain);
   EXPECT_FALSE(plain->gpu_activity.has_value());  // absent stays absent
 
   s.gpu_activity = activity_sample();
-  const Bytes with = encode_step(s);
+  const Bytes with = encode(s);
   EXPECT_EQ(with.size(), without.size() + 7 * 8);
-  const auto back = decode_step(with);
+  const auto back = decode<model::StepRecord>(with);
   ASSERT_TRUE(back);
   expect_same_step(s, *back);
   expect_same_activity(s.gpu_activity, back->gpu_activity);
 
   // A step that launched nothing still has its (all-zero) block: not absent.
   s.gpu_activity = model::StepGpuActivity{};
-  const auto zero = decode_step(encode_step(s));
+  const auto zero = decode<model::StepRecord>(encode(s));
   ASSERT_TRUE(zero);
   ASSERT_TRUE(zero->gpu_activity.has_value());
   EXPECT_EQ(zero->gpu_activity->h2d_copies, 0);
@@ -490,7 +490,7 @@ TEST(RecordCodec, StepGpuActivityRoundTripsAndIsOptional) {
   x.collective_ms = kExtremes[3];
   x.busy_ms = -0.0;
   s.gpu_activity = x;
-  const auto ext = decode_step(encode_step(s));
+  const auto ext = decode<model::StepRecord>(encode(s));
   ASSERT_TRUE(ext);
   expect_same_activity(s.gpu_activity, ext->gpu_activity);
 }
@@ -498,23 +498,23 @@ TEST(RecordCodec, StepGpuActivityRoundTripsAndIsOptional) {
 TEST(RecordCodec, StepGpuActivityMalformedIsRejected) {
   model::StepRecord s = step_with({{Event::H2D, {std::nullopt, 3.0}}});
   s.gpu_activity = activity_sample();
-  const Bytes good = encode_step(s);
-  ASSERT_TRUE(decode_step(good));
+  const Bytes good = encode(s);
+  ASSERT_TRUE(decode<model::StepRecord>(good));
   // Every strict prefix is short, including one cut inside the block.
   for (std::size_t n = 0; n < good.size(); ++n) {
-    EXPECT_FALSE(decode_step(Bytes(good.begin(), good.begin() + long(n)))) << n;
+    EXPECT_FALSE(decode<model::StepRecord>(Bytes(good.begin(), good.begin() + long(n)))) << n;
   }
   Bytes trailing = good;
   trailing.push_back(0);
-  EXPECT_FALSE(decode_step(trailing));
+  EXPECT_FALSE(decode<model::StepRecord>(trailing));
   // The flag cleared: the block becomes trailing bytes.
   Bytes no_flag = good;
   no_flag[20] = static_cast<std::uint8_t>(no_flag[20] & 0x7F);
-  EXPECT_FALSE(decode_step(no_flag));
+  EXPECT_FALSE(decode<model::StepRecord>(no_flag));
   // The flag set on a step without a block: short.
-  Bytes plain = encode_step(step_with({}));
+  Bytes plain = encode(step_with({}));
   plain[20] = 0x80;
-  EXPECT_FALSE(decode_step(plain));
+  EXPECT_FALSE(decode<model::StepRecord>(plain));
 }
 
 TEST(RecordCodec, StepTimelineBlockLayoutIsPinned) {
@@ -530,8 +530,8 @@ TEST(RecordCodec, StepTimelineBlockLayoutIsPinned) {
   const Bytes expected = {1, 0,    0,    0, 2, 0, 0,    0, 0, 0, 0, 0, 0,    0,
                           0, 0,    0,    0, 0, 0, 0x44, 4, 0, 0, 0, 0, 0,    0,
                           0, 0xF0, 0x3F, 2, 0, 4, 0,    0, 0, 0, 0, 0, 0xE0, 0x3F};
-  EXPECT_EQ(encode_step(s), expected);
-  const auto back = decode_step(expected);
+  EXPECT_EQ(encode(s), expected);
+  const auto back = decode<model::StepRecord>(expected);
   ASSERT_TRUE(back);
   expect_same_step(s, *back);
 
@@ -540,13 +540,13 @@ TEST(RecordCodec, StepTimelineBlockLayoutIsPinned) {
                                    {Event::Forward, {1.0, 3.0}},
                                    {Event::TracedStepTime, {6.0, 5.5}}});
   t.thread = 65535;
-  EXPECT_EQ(encode_step(t).size(), encode_step(step_with({})).size() + 5 * 8 + 3);
+  EXPECT_EQ(encode(t).size(), encode(step_with({})).size() + 5 * 8 + 3);
   t.events.set_begin(Event::InputWait, -2.5);  // before the step: a fetch for it
   t.events.set_begin(Event::Forward, kExtremes[3]);
   t.gpu_activity = activity_sample();
   for (const int thread : {0, 7, 65535}) {
     t.thread = thread;
-    const auto again = decode_step(encode_step(t));
+    const auto again = decode<model::StepRecord>(encode(t));
     ASSERT_TRUE(again) << thread;
     expect_same_step(t, *again);
     expect_same_activity(t.gpu_activity, again->gpu_activity);
@@ -558,10 +558,10 @@ TEST(RecordCodec, StepTimelineBlockMalformedIsRejected) {
       step_with({{Event::H2D, {1.0, 3.0}}, {Event::TracedStepTime, {5.0, std::nullopt}}});
   s.events.set_begin(Event::H2D, 0.25);
   s.thread = 1;
-  const Bytes good = encode_step(s);
-  ASSERT_TRUE(decode_step(good));
+  const Bytes good = encode(s);
+  ASSERT_TRUE(decode<model::StepRecord>(good));
   for (std::size_t n = 0; n < good.size(); ++n)
-    EXPECT_FALSE(decode_step(Bytes(good.begin(), good.begin() + long(n)))) << n;
+    EXPECT_FALSE(decode<model::StepRecord>(Bytes(good.begin(), good.begin() + long(n)))) << n;
   // Where the block sits: after the values (3 of 8 bytes), thread then mask.
   const std::size_t block = good.size() - 8 - 3;
   ASSERT_EQ(good[block], 1);
@@ -570,19 +570,19 @@ TEST(RecordCodec, StepTimelineBlockMalformedIsRejected) {
   // traced step itself.
   Bytes unmeasured = good;
   unmeasured[block + 2] = std::uint8_t(1u << unsigned(Event::Forward));
-  EXPECT_FALSE(decode_step(unmeasured));
+  EXPECT_FALSE(decode<model::StepRecord>(unmeasured));
   Bytes traced = good;
   traced[block + 2] = std::uint8_t(1u << unsigned(Event::TracedStepTime));
-  EXPECT_FALSE(decode_step(traced));
+  EXPECT_FALSE(decode<model::StepRecord>(traced));
   // An empty block (thread 0, no begin) is not what an encoder writes.
   model::StepRecord plain = step_with({{Event::Forward, {1.0, {}}}});
-  Bytes empty = encode_step(plain);
+  Bytes empty = encode(plain);
   empty[20] = std::uint8_t(empty[20] | 0x40);
   empty.insert(empty.end(), {0, 0, 0});
-  EXPECT_FALSE(decode_step(empty));
+  EXPECT_FALSE(decode<model::StepRecord>(empty));
   // The same block saying thread 3 is fine.
   empty[empty.size() - 3] = 3;
-  const auto three = decode_step(empty);
+  const auto three = decode<model::StepRecord>(empty);
   ASSERT_TRUE(three);
   EXPECT_EQ(three->thread, 3);
 }
@@ -590,7 +590,7 @@ TEST(RecordCodec, StepTimelineBlockMalformedIsRejected) {
 TEST(RecordCodec, GpuOnlyTimingRoundTrips) {
   // H2D captured from CUPTI with no H2D phase marked: a GPU value, no CPU value.
   const model::StepRecord s = step_with({{Event::H2D, {std::nullopt, 2.5}}});
-  const auto back = decode_step(encode_step(s));
+  const auto back = decode<model::StepRecord>(encode(s));
   ASSERT_TRUE(back);
   EXPECT_TRUE(back->events.has(Event::H2D));
   EXPECT_FALSE(back->events.cpu_ms(Event::H2D).has_value());
@@ -604,8 +604,8 @@ TEST(RecordCodec, StepMemoryLayoutAndRoundTrips) {
   m.device = "cu";
   m.peak_reserved_bytes = 1.0;
   // i32 1, i64 2, str "cu" (02 00 'c' 'u'), presence 0b10, f64 1.0.
-  EXPECT_EQ(encode_step_memory(m), (Bytes{1, 0,   0,   0, 2, 0, 0, 0, 0, 0, 0,    0,   2,
-                                          0, 'c', 'u', 2, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F}));
+  EXPECT_EQ(encode(m), (Bytes{1, 0,   0,   0, 2, 0, 0, 0, 0, 0, 0,    0,   2,
+                              0, 'c', 'u', 2, 0, 0, 0, 0, 0, 0, 0xF0, 0x3F}));
   for (unsigned mask = 0; mask < 4; ++mask) {
     for (double v : kExtremes) {
       model::StepMemoryRecord r;
@@ -614,7 +614,7 @@ TEST(RecordCodec, StepMemoryLayoutAndRoundTrips) {
       r.device = mask % 2 ? "cuda:7" : "";
       if (mask & 1) r.peak_allocated_bytes = v;
       if (mask & 2) r.peak_reserved_bytes = -v;
-      const auto back = decode_step_memory(encode_step_memory(r));
+      const auto back = decode<model::StepMemoryRecord>(encode(r));
       ASSERT_TRUE(back);
       EXPECT_EQ(back->global_rank, 7);
       EXPECT_EQ(back->step, r.step);
@@ -628,7 +628,7 @@ TEST(RecordCodec, StepMemoryLayoutAndRoundTrips) {
 TEST(RecordCodec, LongStringsAreCutToTheLimit) {
   model::StepMemoryRecord m;
   m.device = std::string(kMaxStringBytes + 10, 'x');
-  const auto back = decode_step_memory(encode_step_memory(m));
+  const auto back = decode<model::StepMemoryRecord>(encode(m));
   ASSERT_TRUE(back);
   EXPECT_EQ(back->device, std::string(kMaxStringBytes, 'x'));
 }
@@ -664,7 +664,7 @@ TEST(RecordCodec, SystemRoundTripsEveryOptional) {
     if (mask & 1) s.cpu_percent = 250.5;
     if (mask & 2) s.ram_used_bytes = kExtremes[mask + 1];
     if (mask & 4) s.ram_total_bytes = 0.0;
-    auto back = decode_system(encode_system(s));
+    auto back = decode<model::SystemSample>(encode(s));
     ASSERT_TRUE(back);
     expect_same_system(s, *back);
     for (unsigned g = 0; g < 64; ++g) {
@@ -679,7 +679,7 @@ TEST(RecordCodec, SystemRoundTripsEveryOptional) {
       if (g & 32) gpu.power_limit_w = v;
       s.gpus.push_back(gpu);
     }
-    back = decode_system(encode_system(s));
+    back = decode<model::SystemSample>(encode(s));
     ASSERT_TRUE(back);
     expect_same_system(s, *back);
   }
@@ -689,7 +689,7 @@ TEST(RecordCodec, SystemGpuListIsCutToTheLimit) {
   model::SystemSample s;
   for (int i = 0; i < 300; ++i)
     s.gpus.push_back({i, 1.0, {}, {}, {}, {}, {}});
-  const auto back = decode_system(encode_system(s));
+  const auto back = decode<model::SystemSample>(encode(s));
   ASSERT_TRUE(back);
   ASSERT_EQ(back->gpus.size(), kMaxGpusPerSample);
   EXPECT_EQ(back->gpus.back().index, 255);
@@ -715,7 +715,7 @@ TEST(RecordCodec, ProcessRoundTripsEveryOptional) {
         if (g & 8) gpu.total_bytes = std::numeric_limits<double>::infinity();
         s.gpu = gpu;
       }
-      const auto back = decode_process(encode_process(s));
+      const auto back = decode<model::ProcessSample>(encode(s));
       ASSERT_TRUE(back);
       EXPECT_EQ(back->global_rank, 5);
       EXPECT_EQ(back->ts, 1.5);
@@ -748,7 +748,7 @@ model::RankIdentity identity_with(unsigned mask) {
 TEST(RecordCodec, RankIdentityRoundTripsEveryOptional) {
   for (unsigned mask = 0; mask < 32; ++mask) {
     const model::RankIdentity id = identity_with(mask);
-    const auto back = decode_rank_identity(encode_rank_identity(id));
+    const auto back = decode<model::RankIdentity>(encode(id));
     ASSERT_TRUE(back) << mask;
     EXPECT_EQ(back->global_rank, 17);
     EXPECT_EQ(back->local_rank, id.local_rank);
@@ -765,9 +765,9 @@ TEST(RecordCodec, TracerStatsCarriesTheGpuClock) {
   s.strategy = "ddp";
   s.gpu = model::TracerStats::Gpu{2, 990, 10, 4};
   s.activity_lost = 0;  // CUPTI ran and lost nothing: present, not absent
-  const Bytes bytes = encode_tracer_stats(s);
+  const Bytes bytes = encode(s);
   EXPECT_EQ(bytes.size(), 4u + 8u + 5u + 24u + 1u + (4u + 24u) + 8u);
-  const auto back = decode_tracer_stats(bytes);
+  const auto back = decode<model::TracerStats>(bytes);
   ASSERT_TRUE(back);
   ASSERT_TRUE(back->gpu);
   EXPECT_EQ(back->gpu->device, 2);
@@ -776,10 +776,10 @@ TEST(RecordCodec, TracerStatsCarriesTheGpuClock) {
   EXPECT_EQ(back->gpu->scopes_skipped, 4);
   EXPECT_EQ(back->activity_lost, 0);
   EXPECT_FALSE(back->overhead_ns_per_step);
-  EXPECT_FALSE(decode_tracer_stats(Bytes(bytes.begin(), bytes.end() - 1)));
+  EXPECT_FALSE(decode<model::TracerStats>(Bytes(bytes.begin(), bytes.end() - 1)));
   Bytes unknown_bit = bytes;
   unknown_bit[4 + 8 + 5 + 24] |= 0x08;  // a presence bit nobody defined
-  EXPECT_FALSE(decode_tracer_stats(unknown_bit));
+  EXPECT_FALSE(decode<model::TracerStats>(unknown_bit));
 }
 
 TEST(RecordCodec, TracerStatsRoundTripsAndRejectsTruncation) {
@@ -792,10 +792,10 @@ TEST(RecordCodec, TracerStatsRoundTripsAndRejectsTruncation) {
   s.records_dropped = 10;
   for (const std::optional<double> cost : {std::optional<double>{}, std::optional<double>{312.5}}) {
     s.overhead_ns_per_step = cost;
-    const Bytes bytes = encode_tracer_stats(s);
+    const Bytes bytes = encode(s);
     // i32 + i64 + (u16 + 3) + 3 * i64 + presence byte (+ f64 when present).
     EXPECT_EQ(bytes.size(), 4u + 8u + 5u + 24u + 1u + (cost ? 8u : 0u));
-    const auto back = decode_tracer_stats(bytes);
+    const auto back = decode<model::TracerStats>(bytes);
     ASSERT_TRUE(back);
     EXPECT_EQ(back->global_rank, 3);
     EXPECT_EQ(back->pid, 4242);
@@ -804,10 +804,10 @@ TEST(RecordCodec, TracerStatsRoundTripsAndRejectsTruncation) {
     EXPECT_EQ(back->records_sent, 1990);
     EXPECT_EQ(back->records_dropped, 10);
     EXPECT_EQ(back->overhead_ns_per_step, cost);
-    EXPECT_FALSE(decode_tracer_stats(Bytes(bytes.begin(), bytes.end() - 1)));
+    EXPECT_FALSE(decode<model::TracerStats>(Bytes(bytes.begin(), bytes.end() - 1)));
     Bytes longer = bytes;
     longer.push_back(0);
-    EXPECT_FALSE(decode_tracer_stats(longer));
+    EXPECT_FALSE(decode<model::TracerStats>(longer));
   }
 }
 
@@ -815,41 +815,41 @@ TEST(RecordCodec, MalformedPayloadsAreRejected) {
   model::StepMemoryRecord m;
   m.device = "cuda:0";
   m.peak_allocated_bytes = 4.0;
-  const Bytes good = encode_step_memory(m);
-  ASSERT_TRUE(decode_step_memory(good));
+  const Bytes good = encode(m);
+  ASSERT_TRUE(decode<model::StepMemoryRecord>(good));
   // Every strict prefix is short.
   for (std::size_t n = 0; n < good.size(); ++n) {
-    EXPECT_FALSE(decode_step_memory(Bytes(good.begin(), good.begin() + long(n)))) << n;
+    EXPECT_FALSE(decode<model::StepMemoryRecord>(Bytes(good.begin(), good.begin() + long(n)))) << n;
   }
   Bytes trailing = good;
   trailing.push_back(0);
-  EXPECT_FALSE(decode_step_memory(trailing));
+  EXPECT_FALSE(decode<model::StepMemoryRecord>(trailing));
   Bytes unknown_bit = good;
   unknown_bit[4 + 8 + 2 + 6] |= 0x04;  // presence byte after i32, i64, str(6)
-  EXPECT_FALSE(decode_step_memory(unknown_bit));
+  EXPECT_FALSE(decode<model::StepMemoryRecord>(unknown_bit));
 
   // A string length over kMaxStringBytes: 1025 = 0x0401 -> 01 04.
   Bytes long_str = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x01, 0x04};
   long_str.resize(long_str.size() + 1025 + 1, 0);
-  EXPECT_FALSE(decode_step_memory(long_str));
+  EXPECT_FALSE(decode<model::StepMemoryRecord>(long_str));
 
   // Step: a cpu clock on an event that was not measured; an event bit above 5.
-  Bytes step = encode_step(model::StepRecord{});
-  ASSERT_TRUE(decode_step(step));
+  Bytes step = encode(model::StepRecord{});
+  ASSERT_TRUE(decode<model::StepRecord>(step));
   step[20] = 0x00;
   step[21] = 0x01;
-  EXPECT_FALSE(decode_step(step));
+  EXPECT_FALSE(decode<model::StepRecord>(step));
   step[20] = 0x40;  // a timeline block that is not there: short
   step[21] = 0x00;
-  EXPECT_FALSE(decode_step(step));
+  EXPECT_FALSE(decode<model::StepRecord>(step));
 
   // System: a GPU count the payload cannot hold, and one over the limit.
-  Bytes sys = encode_system(model::SystemSample{});
+  Bytes sys = encode(model::SystemSample{});
   sys[sys.size() - 2] = 3;
-  EXPECT_FALSE(decode_system(sys));
+  EXPECT_FALSE(decode<model::SystemSample>(sys));
   sys[sys.size() - 2] = 0x01;
   sys[sys.size() - 1] = 0x01;  // 257
-  EXPECT_FALSE(decode_system(sys));
+  EXPECT_FALSE(decode<model::SystemSample>(sys));
 }
 
 // ---------------------------------------------------------------- hello
@@ -960,9 +960,9 @@ model::RankPosition heartbeat_sample() {
 TEST(Heartbeat, RoundTripsAndRefusesWhatNoRankSends) {
   model::RankPosition p = heartbeat_sample();
   p.recording = false;
-  const Bytes bytes = encode_heartbeat(p);
+  const Bytes bytes = encode(p);
   EXPECT_EQ(bytes.size(), 22u);
-  const auto back = decode_heartbeat(bytes);
+  const auto back = decode<model::RankPosition>(bytes);
   ASSERT_TRUE(back);
   EXPECT_EQ(back->global_rank, 3);
   EXPECT_DOUBLE_EQ(back->ts, p.ts);
@@ -972,7 +972,7 @@ TEST(Heartbeat, RoundTripsAndRefusesWhatNoRankSends) {
   const auto with = [&](std::size_t at, std::uint8_t v) {
     Bytes b = bytes;
     b[at] = v;
-    return decode_heartbeat(b);
+    return decode<model::RankPosition>(b);
   };
   EXPECT_FALSE(with(20, model::kMaxLoopPhase + 1));  // phase
   EXPECT_TRUE(with(20, model::kMaxLoopPhase));
@@ -983,11 +983,11 @@ TEST(Heartbeat, RoundTripsAndRefusesWhatNoRankSends) {
   Bytes nan = bytes;             // exponent all ones, mantissa not zero: NaN
   nan[10] = 0xFF;
   nan[11] = 0x7F;
-  EXPECT_FALSE(decode_heartbeat(nan));
-  EXPECT_FALSE(decode_heartbeat(Bytes(bytes.begin(), bytes.end() - 1)));
+  EXPECT_FALSE(decode<model::RankPosition>(nan));
+  EXPECT_FALSE(decode<model::RankPosition>(Bytes(bytes.begin(), bytes.end() - 1)));
   Bytes longer = bytes;
   longer.push_back(0);
-  EXPECT_FALSE(decode_heartbeat(longer));
+  EXPECT_FALSE(decode<model::RankPosition>(longer));
 }
 
 model::TracerStats tracer_stats_sample() {
@@ -1042,15 +1042,15 @@ std::vector<std::pair<std::string, Bytes>> corpus_seeds() {
   const model::StepMemoryRecord mem{3, 123456789012LL, "cuda:0", 5e9, 6e9};
 
   const Bytes f_hello = frame(FrameType::Hello, encode_hello(hello));
-  const Bytes f_step = frame(FrameType::Step, encode_step(step));
-  const Bytes f_mem = frame(FrameType::StepMemory, encode_step_memory(mem));
-  const Bytes f_sys = frame(FrameType::System, encode_system(sys));
-  const Bytes f_proc = frame(FrameType::Process, encode_process(proc));
-  const Bytes f_stats = frame(FrameType::TracerStats, encode_tracer_stats(tracer_stats_sample()));
+  const Bytes f_step = frame(FrameType::Step, encode(step));
+  const Bytes f_mem = frame(FrameType::StepMemory, encode(mem));
+  const Bytes f_sys = frame(FrameType::System, encode(sys));
+  const Bytes f_proc = frame(FrameType::Process, encode(proc));
+  const Bytes f_stats = frame(FrameType::TracerStats, encode(tracer_stats_sample()));
   const Bytes f_bye = frame(FrameType::Bye, {});
-  const Bytes f_beat = frame(FrameType::Heartbeat, encode_heartbeat(heartbeat_sample()));
-  const Bytes session = concat({f_hello, frame(FrameType::TracerStats, encode_tracer_stats(first)),
-                                f_step, f_beat, f_mem, f_sys, f_proc, f_stats, f_bye});
+  const Bytes f_beat = frame(FrameType::Heartbeat, encode(heartbeat_sample()));
+  const Bytes session = concat({f_hello, frame(FrameType::TracerStats, encode(first)), f_step,
+                                f_beat, f_mem, f_sys, f_proc, f_stats, f_bye});
   Bytes bad_version = f_bye;
   bad_version[5] = kCodecVersion + 1;
   return {{"session.bin", session},
@@ -1063,8 +1063,8 @@ std::vector<std::pair<std::string, Bytes>> corpus_seeds() {
           {"heartbeat.bin", f_beat},
           {"truncated_session.bin", Bytes(session.begin(), session.end() - 5)},
           {"bad_version.bin", bad_version},
-          {"payload_step.bin", encode_step(step)},
-          {"payload_tracer_stats.bin", encode_tracer_stats(tracer_stats_sample())},
+          {"payload_step.bin", encode(step)},
+          {"payload_tracer_stats.bin", encode(tracer_stats_sample())},
           {"payload_hello.bin", encode_hello(hello)}};
 }
 
@@ -1132,9 +1132,9 @@ TEST(Fuzz, RandomAndMutatedInputNeverCrashesAndFailsCleanly) {
   model::StepRecord step = step_with({{Event::Forward, {1.0, 2.0}}, {Event::Backward, {3.0, {}}}});
   step.gpu_activity = activity_sample();
   const std::vector<Bytes> payloads = {
-      encode_step(step),   encode_step_memory({1, 2, "cuda:0", 5.0, {}}),
-      encode_system(sys),  encode_process(proc),
-      encode_hello(hello), encode_tracer_stats(tracer_stats_sample())};
+      encode(step),        encode(model::StepMemoryRecord{1, 2, "cuda:0", 5.0, {}}),
+      encode(sys),         encode(proc),
+      encode_hello(hello), encode(tracer_stats_sample())};
   const FrameType types[] = {FrameType::Step,    FrameType::StepMemory, FrameType::System,
                              FrameType::Process, FrameType::Hello,      FrameType::TracerStats};
   constexpr std::size_t kKinds = std::size(types);

@@ -67,7 +67,7 @@ Bytes step_payload(int rank, std::int64_t step) {
                          model::Event::Backward, model::Event::TracedStepTime}) {
     r.events.set(e, model::Timing{double(step) * 0.5 + double(e), std::nullopt});
   }
-  return encode_step(r);
+  return encode(r);
 }
 
 Bytes step_frame(int rank, std::int64_t step) {
@@ -125,7 +125,7 @@ class Recorder : public ServerHandler {
     if (keep_frames_) {
       frames_[id].push_back(frame);
     } else if (frame.type == FrameType::Step) {
-      const std::optional<model::StepRecord> r = decode_step(frame.payload);
+      const std::optional<model::StepRecord> r = decode<model::StepRecord>(frame.payload);
       std::int64_t& last = last_step_[id];
       if (!r || r->step != last + 1) ++out_of_order_;
       if (r) last = r->step;
