@@ -186,6 +186,8 @@ TEST(FailOpen, InterruptStopsTheRanksAndStillWritesTheSummary) {
                     "2",
                     "--grace-period-sec",
                     "2",
+                    "--interval",
+                    "0.2",
                     "--",
                     kExamples + "/ddp",
                     "--steps",
@@ -193,10 +195,15 @@ TEST(FailOpen, InterruptStopsTheRanksAndStillWritesTheSummary) {
                     "--log-every",
                     "20"});
   const auto give_up = std::chrono::steady_clock::now() + 90s;
-  // Wait until training is under way (a few progress lines), then Ctrl-C.
+  // Wait until training is under way (a few progress lines) and the ranks'
+  // senders have had several intervals (0.2 s) to ship steps, then Ctrl-C.
+  // Printing alone proves nothing was sent: on a loaded machine a rank
+  // printed its lines before its first flush, and the SIGTERM that follows
+  // Ctrl-C ends it before it sends (a rank has no signal handler to flush).
   while (lines_with(run.out_so_far(), "[rank0]: ") < 3 &&
          std::chrono::steady_clock::now() < give_up)
     std::this_thread::sleep_for(100ms);
+  std::this_thread::sleep_for(2s);
   run.signal(SIGINT);
   const auto r = run.wait();
   EXPECT_EQ(r.exit_code, 130) << r.err;
