@@ -18,6 +18,7 @@
 
 #include "analysis/order_statistics.hpp"
 #include "collector/run_state.hpp"
+#include "model/limits.hpp"
 #include "model/record_checks.hpp"
 #include "model/text.hpp"
 #include "store/rejection_counts.hpp"
@@ -73,9 +74,8 @@ constexpr auto kSettle = 200ms;
 /// database and the writer's queue with it.
 constexpr std::int64_t kMaxRejectedRows = 32;
 
-/// The largest world size a rank's Hello may teach a run that was given none
-/// (runtime::kMaxWorldSize, which this module cannot include).
-constexpr int kMaxWorldSize = 1 << 24;
+/// The largest world size a rank's Hello may teach a run that was given none.
+using model::kMaxWorldSize;
 
 using Item = std::variant<model::StepRecord, model::StepMemoryRecord, model::SystemSample,
                           model::ProcessSample, model::RankIdentity, store::RejectedConnection,
