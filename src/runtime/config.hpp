@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/limits.hpp"
 #include "model/telemetry.hpp"
 #include "timing/cupti_duty_cycle.hpp"
 #include "traceml/traceml.hpp"
@@ -28,7 +29,7 @@ inline constexpr double kDefaultIntervalSec = 1.0;
 inline constexpr double kMinIntervalSec = 0.01;
 inline constexpr double kMaxIntervalSec = 3600.0;
 /// The largest rank number (and world size) traceml accepts anywhere.
-inline constexpr std::int64_t kMaxWorldSize = std::int64_t{1} << 24;
+inline constexpr std::int64_t kMaxWorldSize = model::kMaxWorldSize;
 
 struct Config {
   bool enabled = true;
