@@ -16,7 +16,7 @@
 #include <utility>
 #include <variant>
 
-#include "analysis/order_statistics.hpp"
+#include "analysis/step_median.hpp"
 #include "collector/run_state.hpp"
 #include "model/limits.hpp"
 #include "model/record_checks.hpp"
@@ -483,19 +483,12 @@ struct Collector::Impl final : transport::ServerHandler {
 
   // ---- the live board ----
 
-  /// Each rank's median step in seconds over `data` (its latest rows):
-  /// traced step plus input wait, the whole step the user sees.
+  /// Each rank's median step in seconds over `data` (its latest rows): the
+  /// one the run's end weighs the tracer against (analysis::median_step_ms).
   static std::vector<std::pair<int, double>> median_steps(const store::RunData& data) {
-    std::map<int, std::vector<double>> per_rank;
-    for (const model::StepRecord& r : data.telemetry.steps) {
-      const auto traced = r.events.cpu_ms(model::Event::TracedStepTime);
-      if (!traced) continue;
-      per_rank[r.global_rank].push_back(
-          (*traced + r.events.cpu_ms(model::Event::InputWait).value_or(0.0)) / 1000.0);
-    }
     std::vector<std::pair<int, double>> out;
-    for (auto& [rank, v] : per_rank)
-      out.emplace_back(rank, analysis::median_of(v));
+    for (const auto& [rank, ms] : analysis::median_step_ms(data.telemetry))
+      out.emplace_back(rank, ms / 1000.0);
     return out;
   }
 

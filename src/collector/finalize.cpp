@@ -12,6 +12,7 @@
 #include <set>
 #include <vector>
 
+#include "analysis/step_median.hpp"
 #include "analysis/step_window.hpp"
 #include "analysis/summary.hpp"
 #include "collector/run_state.hpp"
@@ -20,38 +21,6 @@
 namespace traceml::collector {
 
 namespace {
-
-/// Per rank: the median CPU step time in ms over its steps the run keeps (all
-/// of them up to analysis::step_history(window), its latest ones after), input
-/// wait included where it was measured (the whole step the user sees, not
-/// only its traced part: the tracer's share of a step is of that).
-std::map<int, double> median_step_ms(const model::Telemetry& t) {
-  std::map<int, std::vector<double>> per_rank;
-  const auto traced = static_cast<std::size_t>(model::Event::TracedStepTime);
-  const auto input = static_cast<std::size_t>(model::Event::InputWait);
-  std::vector<double>* rank_steps = nullptr;  // rows come in runs of one rank
-  int rank_of_steps = 0;
-  for (const auto& c : t.steps.chunks()) {  // the columns in place
-    for (std::size_t i = 0; i < c->size(); ++i) {
-      const unsigned mask = c->cpu_mask(i);
-      if (((mask >> traced) & 1u) == 0) continue;
-      double step = c->cpu(i, traced);
-      if (((mask >> input) & 1u) != 0) {
-        const double wait = c->cpu(i, input);
-        if (std::isfinite(wait) && wait > 0.0) step += wait;
-      }
-      if (rank_steps == nullptr || c->rank(i) != rank_of_steps) {
-        rank_of_steps = c->rank(i);
-        rank_steps = &per_rank[rank_of_steps];  // std::map: stays valid
-      }
-      rank_steps->push_back(step);
-    }
-  }
-  std::map<int, double> out;
-  for (const auto& [rank, v] : per_rank)
-    out[rank] = analysis::median_of(v);  // per_rank holds no empty vector
-  return out;
-}
 
 /// The distinct steps of `rank` the telemetry holds.
 std::int64_t steps_held(const model::Telemetry& t, int rank) {
@@ -116,7 +85,7 @@ report::Json run_block(const store::RunOutcome& o) {
 
 report::Json tracer_block(const store::RunData& data,
                           const std::optional<store::RejectionCounts>& rejections) {
-  const std::map<int, double> step_ms = median_step_ms(data.telemetry);
+  const std::map<int, double> step_ms = analysis::median_step_ms(data.telemetry);
   report::Json ranks = report::Json::array();
   std::int64_t received = 0;
   std::int64_t dropped = 0;
