@@ -16,6 +16,7 @@
 #include "analysis/step_window.hpp"
 #include "analysis/summary.hpp"
 #include "collector/run_state.hpp"
+#include "model/schema.hpp"
 #include "report/summary_json.hpp"
 
 namespace traceml::collector {
@@ -30,6 +31,16 @@ std::int64_t steps_held(const model::Telemetry& t, int rank) {
       if (c->rank(i) == rank) ids.push_back(c->step(i));
   std::sort(ids.begin(), ids.end());
   return std::unique(ids.begin(), ids.end()) - ids.begin();
+}
+
+/// `record`'s value fields under their schema names, in the schema's order:
+/// a record the summary shows as it is.
+template <class R>
+report::Json value_fields_json(const R& record) {
+  report::Json j = report::Json::object();
+  model::schema::for_each_value_field<R>(
+      [&](const auto& field) { j[field.name] = record.*(field.member); });
+  return j;
 }
 
 report::Json opt_json(const std::optional<double>& v) {
@@ -126,14 +137,7 @@ report::Json tracer_block(const store::RunData& data,
       share = 100.0 * *overhead / (it->second * 1e6);  // ns over ms, in percent
     r["overhead_pct_of_step"] = opt_json(share);
     // Only ranks that timed on a GPU carry these (added keys, absent on CPU runs).
-    if (t && t->gpu) {
-      report::Json g = report::Json::object();
-      g["device"] = t->gpu->device;
-      g["steps_resolved"] = t->gpu->steps_resolved;
-      g["steps_unresolved"] = t->gpu->steps_unresolved;
-      g["scopes_skipped"] = t->gpu->scopes_skipped;
-      r["gpu_clock"] = std::move(g);
-    }
+    if (t && t->gpu) r["gpu_clock"] = value_fields_json(*t->gpu);
     if (t && t->activity_lost) r["activity_records_lost"] = *t->activity_lost;
     ranks.push_back(std::move(r));
     received += d.records_received;
