@@ -18,20 +18,25 @@ using model::StepView;
 
 namespace {
 
-constexpr std::array<const char*, kStepMetricCount> kMetricNames = {"input_wait",
-                                                                    "h2d",
-                                                                    "forward",
-                                                                    "backward",
-                                                                    "optimizer_step",
-                                                                    "step_time",
-                                                                    "traced_step_time",
-                                                                    "residual_proxy",
-                                                                    "compute",
-                                                                    "step_time_cpu",
-                                                                    "step_time_gpu",
-                                                                    "traced_step_time_cpu",
-                                                                    "traced_step_time_gpu",
-                                                                    "dataloader_fetch"};
+/// A metric of one event is named as the event is (model::kEventNames).
+constexpr const char* event_key(Event e) {
+  return model::kEventNames[static_cast<std::size_t>(e)];
+}
+constexpr std::array<const char*, kStepMetricCount> kMetricNames = {
+    event_key(Event::InputWait),
+    event_key(Event::H2D),
+    event_key(Event::Forward),
+    event_key(Event::Backward),
+    event_key(Event::OptimizerStep),
+    "step_time",
+    event_key(Event::TracedStepTime),
+    "residual_proxy",
+    "compute",
+    "step_time_cpu",
+    "step_time_gpu",
+    "traced_step_time_cpu",
+    "traced_step_time_gpu",
+    "dataloader_fetch"};
 
 /// Each rank keeps this many windows of its latest steps before alignment, so
 /// that ranks a little apart still share `window` common steps (TraceML's live

@@ -1,6 +1,9 @@
 #include "model/position.hpp"
 
 #include <array>
+#include <cstddef>
+
+#include "model/step_record.hpp"
 
 namespace traceml::model {
 
@@ -8,8 +11,17 @@ namespace {
 
 constexpr std::array<const char*, kMaxLoopPhase + 1> kNames = {
     "outside a step", "step", "input wait", "h2d", "forward", "backward", "optimizer step"};
-constexpr std::array<const char*, kMaxLoopPhase + 1> kKeys = {
-    "outside", "step", "input_wait", "h2d", "forward", "backward", "optimizer_step"};
+/// A phase that times an event is keyed by the event's name.
+constexpr const char* key_of(Event e) {
+  return kEventNames[static_cast<std::size_t>(e)];
+}
+constexpr std::array<const char*, kMaxLoopPhase + 1> kKeys = {"outside",
+                                                              "step",
+                                                              key_of(Event::InputWait),
+                                                              key_of(Event::H2D),
+                                                              key_of(Event::Forward),
+                                                              key_of(Event::Backward),
+                                                              key_of(Event::OptimizerStep)};
 
 }  // namespace
 

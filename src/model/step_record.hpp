@@ -22,7 +22,14 @@ enum class Event : std::uint8_t {
 };
 inline constexpr std::size_t kEventCount = 6;
 
-/// The storage name of each event, as used in telemetry JSONL `events` objects.
+/// The storage name of each event, indexed by Event: the keys of telemetry
+/// JSONL `events` objects and the run database's columns, and the names that
+/// the loop phases (model/position.hpp) and step metrics
+/// (analysis/step_window.hpp) of the same events share. The one spelling.
+inline constexpr std::array<const char*, kEventCount> kEventNames = {
+    "input_wait", "h2d", "forward", "backward", "optimizer_step", "traced_step_time"};
+
+/// The storage name of each event (kEventNames).
 const char* event_name(Event e);
 /// Inverse of event_name; std::nullopt for a name we do not know.
 std::optional<Event> event_from_name(std::string_view name);

@@ -5,11 +5,6 @@
 
 namespace traceml::model {
 
-namespace {
-constexpr std::array<const char*, kEventCount> kEventNames = {
-    "input_wait", "h2d", "forward", "backward", "optimizer_step", "traced_step_time"};
-}  // namespace
-
 const char* event_name(Event e) {
   return kEventNames[static_cast<std::size_t>(e)];
 }
