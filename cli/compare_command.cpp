@@ -168,7 +168,7 @@ int run_compare(const CompareArgs& args) {
 
   const std::string& json_path = paths.json;
   const std::string& txt_path = paths.txt;
-  const std::vector<report::GateCheck> checks = report::evaluate_gates(result.json, gates);
+  const std::vector<report::GateCheck> checks = report::evaluate_gates(result.report, gates);
   try {
     // A failure on a later file takes back what this call created before it.
     CreatedOutputs created;

@@ -2,24 +2,16 @@
 // result out — common-clock step time, phase and memory deltas, diagnosis
 // changes and the verdict. Pure functions of the two JSON objects, so that
 // TraceML's summaries and ours compare alike and the result is reproducible.
+// The result is computed as a CompareReport (compare_result.hpp), then
+// written as JSON and as text.
 #pragma once
 
 #include <string>
 #include <utility>
 
-#include <nlohmann/json.hpp>
+#include "report/compare_result.hpp"
 
 namespace traceml::report {
-
-using Json = nlohmann::ordered_json;
-
-/// Where one input came from (the `lhs`/`rhs` blocks of the compare JSON).
-struct CompareSide {
-  std::string path;         ///< absolute path of the summary file
-  std::string label;        ///< display label, see compare_labels()
-  std::string file_name;    ///< e.g. "final_summary.json"
-  std::string parent_name;  ///< name of the directory holding the file
-};
 
 struct CompareInputs {
   CompareSide lhs;  ///< run A, the baseline
@@ -27,6 +19,8 @@ struct CompareInputs {
 };
 
 struct CompareResult {
+  /// What was decided; the gate reads this.
+  CompareReport report;
   /// The compare JSON of spec §6.2 (schema_version 2), `text` included.
   Json json;
   /// verdict.status: IMPROVEMENT, REGRESSION, EQUIVALENT, MIXED or INCONCLUSIVE.
@@ -47,8 +41,19 @@ struct CompareOptions {
 CompareResult compare_summaries(const Json& lhs, const Json& rhs, const CompareInputs& meta,
                                 const CompareOptions& options = {});
 
+/// The decisions of compare_summaries(), not yet written.
+CompareReport compute_compare(const Json& lhs, const Json& rhs, const CompareInputs& meta,
+                              const CompareOptions& options = {});
+
+/// The verdict of a report whose sections are computed (spec §6.3,
+/// DECISIONS 11, 12): the findings by priority, the first one deciding.
+Verdict decide_verdict(const CompareReport& report, const CompareOptions& options);
+
+/// The compare JSON of a report, with `text` as its text.
+Json compare_json(const CompareReport& report, const std::string& text);
+
 /// The compare text (spec §6.4): an 88-column box, no trailing newline.
-std::string render_compare_text(const Json& compare);
+std::string render_compare_text(const CompareReport& report);
 
 /// Spec §6.1 label sanitizing: trim, spaces -> '_', runs outside
 /// [A-Za-z0-9._-] -> '_', collapse '_', strip leading/trailing "._-",

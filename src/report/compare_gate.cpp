@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "analysis/number_format.hpp"
+#include "analysis/summary_keys.hpp"
 #include "report/compare_noise.hpp"
 #include "report/html_text.hpp"
 #include "report/json_read.hpp"
@@ -15,15 +16,15 @@ namespace {
 
 using analysis::fixed;
 
-using namespace json_read;
+namespace key = analysis::summary_keys;
 
-std::optional<double> pct_change(const Json& compare, const char* section, const char* metric) {
-  return number(path(&compare, {"sections", section, "metrics", metric, "pct_change"}));
+std::optional<double> pct_change(const CompareSection& section, const char* metric) {
+  return section.metric(metric).pct_change;
 }
 
-/// "A -> B" of a {lhs, rhs} pair of statuses.
-std::string status_pair(const Json* pair) {
-  return text_or(child(pair, "lhs"), "n/a") + " -> " + text_or(child(pair, "rhs"), "n/a");
+/// "A -> B" of a diagnosis.
+std::string status_pair(const DiagnosisChange& d) {
+  return d.lhs.value_or("n/a") + " -> " + d.rhs.value_or("n/a");
 }
 
 std::string signed_pct(double pct) {
@@ -31,10 +32,10 @@ std::string signed_pct(double pct) {
 }
 
 /// The change of a metric against a limit; a missing number fails.
-GateCheck threshold_gate(const Json& compare, const char* name, const char* section,
-                         const char* metric, const std::string& what, double limit) {
+GateCheck threshold_gate(const CompareSection& section, const char* name, const char* metric,
+                         const std::string& what, double limit) {
   GateCheck c{name, true, ""};
-  const auto pct = pct_change(compare, section, metric);
+  const auto pct = pct_change(section, metric);
   const std::string limit_text = fixed(limit, 1) + "%";
   c.statistics = Json{{"limit_pct", limit}, {"pct_change", pct ? Json(*pct) : Json(nullptr)}};
   if (!pct) {
@@ -49,16 +50,16 @@ GateCheck threshold_gate(const Json& compare, const char* name, const char* sect
 }
 
 /// DECISIONS 12: over the limit fails only beyond run-to-run noise.
-GateCheck step_time_gate(const Json& compare, double limit, bool strict) {
-  GateCheck c = threshold_gate(compare, "max-step-time-regression", "step_time", "step_time_ms",
-                               "step time", limit);
-  const Json* noise = path(&compare, {"sections", "step_time", "noise"});
-  const bool has_noise = flag(child(noise, "available")).value_or(false);
+GateCheck step_time_gate(const CompareReport& compare, double limit, bool strict) {
+  const StepTimeCompare& sec = compare.step_time;
+  GateCheck c =
+      threshold_gate(sec, "max-step-time-regression", key::kStepTimeMs, "step time", limit);
+  const NoiseDecision& noise = sec.noise;
   c.statistics["strict"] = strict;
-  c.statistics["noise"] = has_noise ? *noise : Json(nullptr);
-  const auto pct = pct_change(compare, "step_time", "step_time_ms");
-  if (!pct || !has_noise) return c;
-  const std::string evidence = noise_evidence(*noise);
+  c.statistics["noise"] = noise.available ? noise_json(noise) : Json(nullptr);
+  const auto pct = pct_change(sec, key::kStepTimeMs);
+  if (!pct || !noise.available) return c;
+  const std::string evidence = noise_evidence(noise);
   const bool over = *pct > limit;
   if (strict) {
     if (over) c.message += ", --strict: noise not considered (" + evidence + ")";
@@ -66,7 +67,7 @@ GateCheck step_time_gate(const Json& compare, double limit, bool strict) {
   }
   if (!over) {
     c.message += "; " + evidence;
-  } else if (change_counts(*noise, true)) {
+  } else if (change_counts(noise, true)) {
     c.message += ", beyond run-to-run noise (" + evidence + ")";
   } else {
     c.passed = true;
@@ -76,12 +77,12 @@ GateCheck step_time_gate(const Json& compare, double limit, bool strict) {
   return c;
 }
 
-GateCheck memory_gate(const Json& compare, double limit, bool require_memory) {
-  GateCheck c = threshold_gate(compare, "max-memory-regression", "step_memory",
-                               "peak_reserved_bytes", "peak reserved memory", limit);
-  const Json* peak = path(&compare, {"sections", "step_memory", "metrics", "peak_reserved_bytes"});
-  const bool none = !number(child(peak, "lhs")) && !number(child(peak, "rhs"));
-  if (!none) return c;
+GateCheck memory_gate(const CompareReport& compare, double limit, bool require_memory) {
+  const CompareSection& sec = compare.step_memory;
+  GateCheck c = threshold_gate(sec, "max-memory-regression", key::kPeakReservedBytes,
+                               "peak reserved memory", limit);
+  const MetricDelta& peak = sec.metric(key::kPeakReservedBytes);
+  if (peak.state() != MetricState::MissingBoth) return c;
   c.statistics["measured"] = false;
   if (require_memory) {
     c.passed = false;
@@ -97,23 +98,23 @@ GateCheck memory_gate(const Json& compare, double limit, bool require_memory) {
 
 }  // namespace
 
-std::vector<GateCheck> evaluate_gates(const Json& compare, const GateOptions& options) {
+std::vector<GateCheck> evaluate_gates(const CompareReport& compare, const GateOptions& options) {
   std::vector<GateCheck> out;
   if (options.fail_on_regression) {
-    const Json* verdict = child(&compare, "verdict");
-    const std::string status = text_or(child(verdict, "status"), "n/a");
-    const std::string why = text_or(child(verdict, "why"));
-    GateCheck c{"fail-on-regression", status != "REGRESSION" && status != "MIXED", ""};
-    c.message = "verdict " + status + (why.empty() ? "" : ": " + why);
-    const Json* noise = path(&compare, {"sections", "step_time", "noise"});
+    const Verdict& verdict = compare.verdict;
+    const VerdictStatus status = verdict.status;
+    const std::string why = json_read::trimmed(verdict.why);
+    GateCheck c{"fail-on-regression",
+                status != VerdictStatus::Regression && status != VerdictStatus::Mixed, ""};
+    c.message = std::string("verdict ") + verdict_name(status) + (why.empty() ? "" : ": " + why);
     // An EQUIVALENT whose primary finding is the step time is a change over
-    // 3 % that the noise test kept out (compare.cpp): said on the gate line.
-    if (status == "EQUIVALENT" && text_or(child(verdict, "primary_metric")) == "step_time_ms")
+    // 3 % that the noise test kept out (compare_verdict.cpp): said on the gate line.
+    if (status == VerdictStatus::Equivalent && verdict.primary_metric == key::kStepTimeMs)
       c.pass_note =
           "passed: " + (!why.empty() && why.back() == '.' ? why.substr(0, why.size() - 1) : why);
-    c.statistics = Json{{"status", status},
-                        {"noise_aware", flag(child(verdict, "noise_aware")).value_or(false)},
-                        {"noise", noise != nullptr ? *noise : Json(nullptr)}};
+    c.statistics = Json{{"status", verdict_name(status)},
+                        {"noise_aware", verdict.noise_aware},
+                        {"noise", noise_json(compare.step_time.noise)}};
     out.push_back(c);
   }
   if (options.max_step_time_regression_pct) {
@@ -124,12 +125,12 @@ std::vector<GateCheck> evaluate_gates(const Json& compare, const GateOptions& op
   }
   if (options.fail_on_diagnosis_change) {
     std::vector<std::string> what;
-    const std::pair<const char*, const Json*> kPairs[] = {
-        {"primary diagnosis ", path(&compare, {"overview", "primary_diagnosis"})},
-        {"step time diagnosis ", path(&compare, {"sections", "step_time", "diagnosis"})},
-        {"step memory diagnosis ", path(&compare, {"sections", "step_memory", "diagnosis"})}};
+    const std::pair<const char*, const DiagnosisChange*> kPairs[] = {
+        {"primary diagnosis ", &compare.primary_diagnosis},
+        {"step time diagnosis ", &compare.step_time.diagnosis},
+        {"step memory diagnosis ", &compare.step_memory.diagnosis}};
     for (const auto& [name, pair] : kPairs) {
-      if (flag(child(pair, "changed")).value_or(false)) what.push_back(name + status_pair(pair));
+      if (pair->changed()) what.push_back(name + status_pair(*pair));
     }
     GateCheck c{"fail-on-diagnosis-change", what.empty(), ""};
     if (what.empty()) {

@@ -56,7 +56,7 @@ struct GateCheck {
 /// message: the step-time limit passes a change within run-to-run noise
 /// (unless `strict`), and the memory limit is skipped when neither run
 /// measured step memory (unless `require_memory`).
-std::vector<GateCheck> evaluate_gates(const Json& compare, const GateOptions& options);
+std::vector<GateCheck> evaluate_gates(const CompareReport& compare, const GateOptions& options);
 
 /// "gate: FAIL (<failed messages joined by "; ">)", or "gate: PASS", with
 /// "(<name> skipped: ...; <name> passed: ... within run-to-run noise (...))"

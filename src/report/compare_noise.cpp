@@ -73,114 +73,134 @@ std::string p_text(double p) {
   return "p=" + fixed(p, p < 0.01 ? 3 : 2);
 }
 
-std::string count_text(const Json* n) {
-  const auto v = number(n);
-  return v ? std::to_string(std::llround(*v)) : "n/a";
+std::string count_text(std::int64_t n) {
+  // As read back from the JSON number: a double, rounded.
+  return std::to_string(std::llround(double(n)));
+}
+
+/// The number as a file would hold it: a non-finite double is written as
+/// null and read back as absent.
+std::optional<double> finite(double v) {
+  return std::isfinite(v) ? std::optional<double>(v) : std::nullopt;
+}
+
+std::optional<double> finite(const std::optional<double>& v) {
+  return v ? finite(*v) : std::nullopt;
 }
 
 }  // namespace
 
-Json step_time_noise(const Json* lhs, const Json* rhs, const std::optional<std::string>& clock,
-                     const Json& step_metric) {
-  const auto delta = number(child(&step_metric, "delta"));
-  if (!clock || !delta) return Json{{"available", false}};
+NoiseDecision step_time_noise(const Json* lhs, const Json* rhs,
+                              const std::optional<std::string>& clock,
+                              const MetricDelta& step_metric) {
+  NoiseDecision n;
+  const auto delta = finite(step_metric.delta);
+  if (!clock || !delta) return n;
   const Json* ea = spread_entry(lhs, *clock);
   const Json* eb = spread_entry(rhs, *clock);
   const auto a = band_of(ea);
   const auto b = band_of(eb);
-  if (!a || !b) return Json{{"available", false}};
+  if (!a || !b) return n;
   const double band = std::max(a->ms, b->ms);
-  const char* basis = (a->from_std && b->from_std)     ? "std"
-                      : (!a->from_std && !b->from_std) ? "iqr"
-                                                       : "iqr_std";
+  n.basis = (a->from_std && b->from_std)     ? "std"
+            : (!a->from_std && !b->from_std) ? "iqr"
+                                             : "iqr_std";
   const auto ma = number(child(ea, "median"));
   const auto mb = number(child(eb, "median"));
-  std::optional<double> median_delta;
-  if (ma && mb) median_delta = *mb - *ma;
+  if (ma && mb) n.median_delta_ms = *mb - *ma;
   // The band is a spread around the median: compare it with the median shift
   // when both runs report medians, else with the change of the means.
-  const double shift = median_delta.value_or(*delta);
-  const bool beyond_band = std::fabs(shift) > band;
+  const double shift = n.median_delta_ms.value_or(*delta);
+  n.beyond_band = std::fabs(shift) > band;
 
-  Json test = nullptr;
-  std::string unavailable;
   const auto sa = sketch_in(ea);
   const auto sb = sketch_in(eb);
   bool significant_same_way = false;
   if (!sa || !sb) {
-    unavailable = std::string("run ") + (!sa ? "A" : "B") +
-                  "'s summary has no per-step distribution (TraceML's or an older one)";
+    n.rank_test_unavailable = std::string("run ") + (!sa ? "A" : "B") +
+                              "'s summary has no per-step distribution (TraceML's or an older one)";
   } else if (const auto t = analysis::mann_whitney(*sa, *sb)) {
     const bool significant = t->p_value < th::kCompareAlpha;
     significant_same_way = significant && (t->prob_b_slower > 0.5) == (shift > 0);
-    test = Json{{"method", "mann_whitney_u"},
-                {"alpha", th::kCompareAlpha},
-                {"p_value", t->p_value},
-                {"z", t->z},
-                {"prob_b_slower", t->prob_b_slower},
-                {"n_lhs", sa->count},
-                {"n_rhs", sb->count},
-                {"n_eff_lhs", t->n_eff_a},
-                {"n_eff_rhs", t->n_eff_b},
-                {"significant", significant}};
+    n.rank_test = RankTest{th::kCompareAlpha, t->p_value, t->z,       t->prob_b_slower, sa->count,
+                           sb->count,         t->n_eff_a, t->n_eff_b, significant};
   } else {
-    unavailable = "too few independent steps for the rank test (fewer than " +
-                  fixed(analysis::kMinRankTestCount, 0) + " on a side after autocorrelation)";
+    n.rank_test_unavailable = "too few independent steps for the rank test (fewer than " +
+                              fixed(analysis::kMinRankTestCount, 0) +
+                              " on a side after autocorrelation)";
   }
-  const bool beyond = beyond_band && (test.is_null() || significant_same_way);
-
-  Json n;
-  n["available"] = true;
-  n["basis"] = basis;
-  n["delta_ms"] = *delta;
-  n["threshold_ms"] = band;
-  n["beyond_noise"] = beyond;
-  n["method"] = test.is_null() ? "iqr_band" : "rank_test_and_iqr_band";
-  n["median_delta_ms"] = opt_json(median_delta);
-  n["beyond_band"] = beyond_band;
-  n["rank_test"] = test;
-  if (test.is_null()) n["rank_test_unavailable"] = unavailable;
-  n["direction"] = !beyond ? "none" : shift > 0 ? "slower" : "faster";
+  n.available = true;
+  n.delta_ms = *delta;
+  n.threshold_ms = band;
+  n.beyond_noise = n.beyond_band && (!n.rank_test || significant_same_way);
+  n.direction = !n.beyond_noise ? NoiseDirection::None
+                : shift > 0     ? NoiseDirection::Slower
+                                : NoiseDirection::Faster;
   return n;
 }
 
-bool change_counts(const Json& noise, bool slower) {
-  if (!flag(child(&noise, "available")).value_or(false)) return true;
-  const auto d = json_read::text(child(&noise, "direction"));
-  return d == (slower ? "slower" : "faster");
+bool change_counts(const NoiseDecision& noise, bool slower) {
+  if (!noise.available) return true;
+  return noise.direction == (slower ? NoiseDirection::Slower : NoiseDirection::Faster);
 }
 
-std::string noise_evidence(const Json& noise) {
-  if (!flag(child(&noise, "available")).value_or(false)) return "";
-  const auto md = number(child(&noise, "median_delta_ms"));
-  const auto d = number(child(&noise, "delta_ms"));
-  const auto band = number(child(&noise, "threshold_ms"));
-  const bool beyond_noise = flag(child(&noise, "beyond_noise")).value_or(false);
-  const bool beyond_band = flag(child(&noise, "beyond_band")).value_or(beyond_noise);
-  const std::string basis = json_read::text(child(&noise, "basis")).value_or("iqr");
-  std::string band_clause =
-      md ? "median shift " + signed_ms(*md) : "mean shift " + signed_ms(d.value_or(0.0));
-  band_clause += std::string(beyond_band ? " exceeds" : " is inside") + " the " +
-                 (basis == "std" ? "std-based band " : "IQR band ") +
+std::string noise_evidence(const NoiseDecision& noise) {
+  if (!noise.available) return "";
+  const auto md = finite(noise.median_delta_ms);
+  const auto band = finite(noise.threshold_ms);
+  std::string band_clause = md ? "median shift " + signed_ms(*md)
+                               : "mean shift " + signed_ms(finite(noise.delta_ms).value_or(0.0));
+  band_clause += std::string(noise.beyond_band ? " exceeds" : " is inside") + " the " +
+                 (std::string(noise.basis) == "std" ? "std-based band " : "IQR band ") +
                  (band ? fixed(*band, 1) + " ms" : std::string("n/a"));
 
   std::string test_clause;
   bool test_blocks = false;  // the rank test is what keeps the change within noise
-  const Json* t = child(&noise, "rank_test");
-  if (t != nullptr && t->is_object()) {
-    const double p = number(child(t, "p_value")).value_or(1.0);
-    const double alpha = number(child(t, "alpha")).value_or(th::kCompareAlpha);
-    const bool significant = flag(child(t, "significant")).value_or(false);
-    test_clause = "Mann-Whitney U " + p_text(p) + (significant ? " < " : " >= ") + "alpha " +
-                  fixed(alpha, 2) + ", n=" + count_text(child(t, "n_lhs")) + "/" +
-                  count_text(child(t, "n_rhs")) + " steps";
-    if (significant && beyond_band && !beyond_noise) test_clause += ", ranks shifted the other way";
-    test_blocks = beyond_band && !beyond_noise;
+  if (const auto& t = noise.rank_test) {
+    const double p = finite(t->p_value).value_or(1.0);
+    const double alpha = finite(t->alpha).value_or(th::kCompareAlpha);
+    test_clause = "Mann-Whitney U " + p_text(p) + (t->significant ? " < " : " >= ") + "alpha " +
+                  fixed(alpha, 2) + ", n=" + count_text(t->n_lhs) + "/" + count_text(t->n_rhs) +
+                  " steps";
+    if (t->significant && noise.beyond_band && !noise.beyond_noise)
+      test_clause += ", ranks shifted the other way";
+    test_blocks = noise.beyond_band && !noise.beyond_noise;
   } else {
-    test_clause = "no rank test: " +
-                  json_read::text(child(&noise, "rank_test_unavailable")).value_or("no data");
+    test_clause = "no rank test: " + noise.rank_test_unavailable;
   }
   return test_blocks ? test_clause + "; " + band_clause : band_clause + "; " + test_clause;
+}
+
+Json noise_json(const NoiseDecision& noise) {
+  if (!noise.available) return Json{{"available", false}};
+  Json n;
+  n["available"] = true;
+  n["basis"] = noise.basis;
+  n["delta_ms"] = noise.delta_ms;
+  n["threshold_ms"] = noise.threshold_ms;
+  n["beyond_noise"] = noise.beyond_noise;
+  n["method"] = noise.rank_test ? "rank_test_and_iqr_band" : "iqr_band";
+  n["median_delta_ms"] = opt_json(noise.median_delta_ms);
+  n["beyond_band"] = noise.beyond_band;
+  Json test = nullptr;
+  if (const auto& t = noise.rank_test) {
+    test = Json{{"method", "mann_whitney_u"},
+                {"alpha", t->alpha},
+                {"p_value", t->p_value},
+                {"z", t->z},
+                {"prob_b_slower", t->prob_b_slower},
+                {"n_lhs", t->n_lhs},
+                {"n_rhs", t->n_rhs},
+                {"n_eff_lhs", t->n_eff_lhs},
+                {"n_eff_rhs", t->n_eff_rhs},
+                {"significant", t->significant}};
+  }
+  n["rank_test"] = test;
+  if (!noise.rank_test) n["rank_test_unavailable"] = noise.rank_test_unavailable;
+  n["direction"] = noise.direction == NoiseDirection::None     ? "none"
+                   : noise.direction == NoiseDirection::Slower ? "slower"
+                                                               : "faster";
+  return n;
 }
 
 }  // namespace traceml::report

@@ -18,24 +18,28 @@
 #include <optional>
 #include <string>
 
-#include "report/compare.hpp"
+#include "report/compare_result.hpp"
 
 namespace traceml::report {
 
-/// The `sections.step_time.noise` block. `lhs`/`rhs` are the summaries'
-/// step_time sections (nullptr when absent), `clock` the comparison clock,
-/// `step_metric` the compare's `step_time_ms` metric (for the mean delta).
-Json step_time_noise(const Json* lhs, const Json* rhs, const std::optional<std::string>& clock,
-                     const Json& step_metric);
+/// The noise decision of `sections.step_time`. `lhs`/`rhs` are the
+/// summaries' step_time sections (nullptr when absent), `clock` the comparison
+/// clock, `step_metric` the compare's `step_time_ms` metric (for the mean delta).
+NoiseDecision step_time_noise(const Json* lhs, const Json* rhs,
+                              const std::optional<std::string>& clock,
+                              const MetricDelta& step_metric);
 
-/// Whether the noise block lets a change in this direction count: true when
-/// the block says the shift is beyond noise that way, or when it is
+/// Whether the noise decision lets a change in this direction count: true
+/// when it says the shift is beyond noise that way, or when it is
 /// unavailable (then the raw threshold decides alone, as in TraceML).
-bool change_counts(const Json& noise, bool slower);
+bool change_counts(const NoiseDecision& noise, bool slower);
 
 /// The evidence in one clause, for the text, the gate and JUnit, e.g.
 /// "Mann-Whitney U p=0.41 (alpha 0.05), n=300/300 steps; median shift +0.4 ms,
-/// IQR band 0.7 ms". Empty when the block is unavailable.
-std::string noise_evidence(const Json& noise);
+/// IQR band 0.7 ms". Empty when the decision is unavailable.
+std::string noise_evidence(const NoiseDecision& noise);
+
+/// The `noise` block of the compare JSON.
+Json noise_json(const NoiseDecision& noise);
 
 }  // namespace traceml::report

@@ -1,14 +1,15 @@
-// The compare text (spec §6.4): an 88-column box rendered from the compare
-// JSON alone, so that a stored compare result always renders the same way.
+// The compare text (spec §6.4): an 88-column box printed from the typed
+// compare result, which compare_json.cpp writes as JSON beside it.
 #include <algorithm>
 #include <optional>
 #include <vector>
 
 #include "analysis/number_format.hpp"
+#include "analysis/summary_keys.hpp"
+#include "model/text.hpp"
 #include "report/compare.hpp"
 #include "report/compare_noise.hpp"
 #include "report/json_read.hpp"
-#include "report/summary_json.hpp"
 #include "report/text_format.hpp"
 #include "report/text_layout.hpp"
 
@@ -23,7 +24,21 @@ constexpr std::size_t kWidth = 88;
 /// Inside "|  " and "|".
 constexpr std::size_t kContent = kWidth - 4;
 
-using namespace json_read;
+namespace key = analysis::summary_keys;
+
+/// A string from the summaries (a label, a diagnosis, a file's schema
+/// version) as the terminal may show it: data, never control; trimmed, and
+/// absent when nothing is left.
+std::optional<std::string> shown(const std::optional<std::string>& s) {
+  if (!s) return std::nullopt;
+  std::string t = json_read::trimmed(model::escape_for_terminal(*s));
+  if (t.empty()) return std::nullopt;
+  return t;
+}
+
+std::string shown_or(const std::optional<std::string>& s, const std::string& fallback) {
+  return shown(s).value_or(fallback);
+}
 
 /// Greedy word wrap at kContent (by display width, as the box pads);
 /// continuation lines start with `indent` spaces.
@@ -37,9 +52,7 @@ std::string row(const std::string& metric, const std::string& a, const std::stri
                 pad_right(delta, 17));
 }
 
-std::string value_text(const Json* v, const std::string& unit) {
-  if (const auto s = text(v)) return *s;
-  const auto n = number(v);
+std::string value_text(const std::optional<double>& n, const std::string& unit) {
   if (!n) return "n/a";
   if (unit == "ms") return fixed(*n, 1) + " ms";
   if (unit == "percent") return fixed(*n, 1) + "%";
@@ -48,23 +61,22 @@ std::string value_text(const Json* v, const std::string& unit) {
   return fixed(*n, 1);
 }
 
-std::string delta_text(const Json& m) {
-  const std::string unit = text_or(child(&m, "unit"), "");
-  const std::string delta_unit = text_or(child(&m, "delta_unit"), "");
-  if (unit == "text") {
-    const Json* a = child(&m, "lhs");
-    const Json* b = child(&m, "rhs");
-    const bool same = a != nullptr && b != nullptr && *a == *b;
-    return same ? "same" : "changed";
+std::string delta_text(const MetricDelta& m) {
+  const std::string unit = m.unit;
+  const std::string delta_unit = m.delta_unit;
+  if (m.is_text()) {
+    const auto a = shown(m.lhs_text);
+    const auto b = shown(m.rhs_text);
+    return a == b ? "same" : "changed";
   }
-  const auto d = number(child(&m, "delta"));
-  if (!d) return "n/a";
+  if (!m.delta) return "n/a";
+  const double d = *m.delta;
   std::string s;
   if (delta_unit == "bytes") {
     // Quirk 12 fixed (DECISIONS 7): a negative delta keeps its unit.
-    s = (*d > 0 ? "+" : "") + format_bytes_binary(*d);
+    s = (d > 0 ? "+" : "") + format_bytes_binary(d);
   } else {
-    const std::string signed_v = signed_fixed(*d);
+    const std::string signed_v = signed_fixed(d);
     if (delta_unit == "ms")
       s = signed_v + " ms";
     else if (delta_unit == "percentage_point")
@@ -76,128 +88,117 @@ std::string delta_text(const Json& m) {
     else
       s = signed_v;
   }
-  const auto pct = number(child(&m, "pct_change"));
-  if (pct && unit != "percent") {
-    s += " (" + signed_fixed(*pct) + "%)";
+  if (m.pct_change && unit != "percent") {
+    s += " (" + signed_fixed(*m.pct_change) + "%)";
   }
   return s;
 }
 
 struct SectionSpec {
-  const char* key;
+  const CompareSection* section;
   const char* diagnosis_label;
   std::vector<const char*> rows;
 };
 
-std::string section_title(const char* key, const Json& sec) {
-  const std::string k = key;
-  if (k == "step_time") {
-    const auto clock = text(child(&sec, "comparison_clock"));
+std::string section_title(const CompareReport& r, const CompareSection* sec) {
+  if (sec == &r.step_time) {
+    const auto& clock = r.step_time.comparison_clock;
     if (!clock) return "Step Time (no common comparison clock)";
     return std::string("Step Time (") + (*clock == "gpu" ? "GPU" : "CPU") + " comparison clock)";
   }
-  if (k == "step_memory") return "Step Memory";
-  if (k == "process") return "Process";
+  if (sec == &r.step_memory) return "Step Memory";
+  if (sec == &r.process) return "Process";
   return "System";
 }
 
 /// Our addition: whether the step-time change is beyond run-to-run noise,
 /// with the evidence, and whether the verdict used it.
-std::optional<std::string> noise_line(const Json& sec, const Json* verdict) {
-  const Json* n = child(&sec, "noise");
-  if (!flag(child(n, "available")).value_or(false)) return std::nullopt;
-  const auto delta = number(child(n, "delta_ms"));
-  if (!delta) return std::nullopt;
-  const bool beyond = flag(child(n, "beyond_noise")).value_or(false);
-  std::string line = "Noise: " + signed_fixed(*delta) + " ms is " + (beyond ? "beyond" : "within") +
-                     " run-to-run noise (" + noise_evidence(*n) + ").";
-  if (!flag(child(verdict, "noise_aware")).value_or(true))
-    line += " The verdict ignores noise (--strict).";
+std::optional<std::string> noise_line(const NoiseDecision& n, bool noise_aware) {
+  if (!n.available) return std::nullopt;
+  std::string line = "Noise: " + signed_fixed(n.delta_ms) + " ms is " +
+                     (n.beyond_noise ? "beyond" : "within") + " run-to-run noise (" +
+                     noise_evidence(n) + ").";
+  if (!noise_aware) line += " The verdict ignores noise (--strict).";
   return line;
 }
 
 }  // namespace
 
-std::string render_compare_text(const Json& untrusted) {
-  // Labels and diagnosis texts come from the two summaries: data, never control.
-  const TerminalSafeJson safe(untrusted);
-  const Json& compare = safe.get();
+std::string render_compare_text(const CompareReport& r) {
   std::vector<std::string> lines;
   lines.emplace_back("TraceML Compare");
   const std::size_t header_end = lines.size();
   lines.emplace_back("");
-  lines.push_back("A: " + text_or(child(child(&compare, "lhs"), "label"), "A"));
-  lines.push_back("B: " + text_or(child(child(&compare, "rhs"), "label"), "B"));
+  lines.push_back("A: " + shown_or(r.lhs.side.label, "A"));
+  lines.push_back("B: " + shown_or(r.rhs.side.label, "B"));
   lines.emplace_back("Delta: B - A");
-  const Json* primary = child(child(&compare, "overview"), "primary_diagnosis");
-  const auto pa = text(child(primary, "lhs"));
-  const auto pb = text(child(primary, "rhs"));
+  const auto pa = shown(r.primary_diagnosis.lhs);
+  const auto pb = shown(r.primary_diagnosis.rhs);
   if (pa || pb) {
     lines.push_back("Primary diagnosis: " + pa.value_or("n/a") + " -> " + pb.value_or("n/a") +
                     " (" + (pa != pb ? "changed" : "same") + ")");
   }
-  const Json* verdict = child(&compare, "verdict");
+  const Verdict& verdict = r.verdict;
   lines.emplace_back("");
-  lines.push_back("Verdict: " + text_or(child(verdict, "status"), "INCONCLUSIVE"));
-  add_wrapped(lines, "Why: " + text_or(child(verdict, "why"), "n/a"), 5);
+  lines.push_back(std::string("Verdict: ") + verdict_name(verdict.status));
+  add_wrapped(lines, "Why: " + shown_or(verdict.why, "n/a"), 5);
 
-  static const SectionSpec kSections[] = {
-      {"step_time",
+  const SectionSpec kSections[] = {
+      {&r.step_time,
        "Step time diagnosis",
-       {"step_time_ms", "input_ms", "dataloader_fetch_cpu_ms", "h2d_ms", "compute_ms",
-        "residual_ms"}},
-      {"step_memory", "Step memory diagnosis", {"peak_reserved_bytes", "memory_skew_pct"}},
-      {"process", "Process diagnosis", {"cpu_avg_percent", "cpu_capacity_percent", "rss_avg_gb"}},
-      {"system",
+       {key::kStepTimeMs, "input_ms", key::kDataloaderFetchCpuMs, key::kH2dMs, key::kComputeMs,
+        key::kResidualMs}},
+      {&r.step_memory, "Step memory diagnosis", {key::kPeakReservedBytes, "memory_skew_pct"}},
+      {&r.process, "Process diagnosis", {"cpu_avg_percent", "cpu_capacity_percent", "rss_avg_gb"}},
+      {&r.system,
        "System diagnosis",
        {"cpu_avg_percent", "ram_avg_gb", "gpu_util_avg_percent", "gpu_memory_avg_percent"}}};
-  const Json* sections = child(&compare, "sections");
   for (const SectionSpec& spec : kSections) {
-    const Json* sec = child(sections, spec.key);
-    if (!flag(child(sec, "available")).value_or(false)) continue;
+    const CompareSection& sec = *spec.section;
+    if (!sec.available) continue;
     lines.emplace_back("");
-    lines.push_back(section_title(spec.key, *sec));
+    lines.push_back(section_title(r, &sec));
     lines.push_back(row("Metric", "A", "B", "Delta"));
-    const Json* diag = child(sec, "diagnosis");
-    const auto da = text(child(diag, "lhs"));
-    const auto db = text(child(diag, "rhs"));
+    const auto da = shown(sec.diagnosis.lhs);
+    const auto db = shown(sec.diagnosis.rhs);
     lines.push_back(row(spec.diagnosis_label, da.value_or("n/a"), db.value_or("n/a"),
                         da != db ? "changed" : "same"));
-    const Json* metrics = child(sec, "metrics");
-    for (const char* key : spec.rows) {
-      const Json* m = child(metrics, key);
-      if (m == nullptr || !m->is_object()) continue;
-      const Json* a = child(m, "lhs");
-      const Json* b = child(m, "rhs");
-      if ((a == nullptr || a->is_null()) && (b == nullptr || b->is_null())) continue;
-      const std::string unit = text_or(child(m, "unit"), "");
+    for (const char* metric : spec.rows) {
+      const MetricDelta& m = sec.metric(metric);
+      const std::string unit = m.unit;
+      std::string a;
+      std::string b;
+      if (m.is_text()) {
+        if (!m.lhs_text && !m.rhs_text) continue;
+        a = shown_or(m.lhs_text, "n/a");
+        b = shown_or(m.rhs_text, "n/a");
+      } else {
+        if (!m.lhs && !m.rhs) continue;
+        a = value_text(m.lhs, unit);
+        b = value_text(m.rhs, unit);
+      }
       // TraceML's label "Process CPU avg" hides that 100% is one core; the
       // summary's text shows CPU capacity (100% = every core) instead.
-      const bool per_core =
-          std::string(spec.key) == "process" && std::string(key) == "cpu_avg_percent";
-      lines.push_back(
-          row(per_core ? "Process CPU (1 core = 100%)" : text_or(child(m, "label"), key),
-              value_text(a, unit), value_text(b, unit), delta_text(*m)));
+      const bool per_core = &sec == &r.process && std::string(metric) == "cpu_avg_percent";
+      lines.push_back(row(per_core ? "Process CPU (1 core = 100%)" : shown_or(m.label, metric), a,
+                          b, delta_text(m)));
     }
-    if (const auto n = noise_line(*sec, verdict)) add_wrapped(lines, *n, 2);
+    if (&sec == &r.step_time) {
+      if (const auto n = noise_line(r.step_time.noise, verdict.noise_aware))
+        add_wrapped(lines, *n, 2);
+    }
   }
 
   std::vector<std::string> notes;
-  if (const Json* w = child(&compare, "warnings"); w != nullptr && w->is_array()) {
-    for (const Json& x : *w)
-      if (x.is_string()) notes.push_back(x.get<std::string>());
-  }
+  for (const std::string& w : r.warnings)
+    notes.push_back(model::escape_for_terminal(w));
   // Our addition: the sections' own notes (clock fallbacks, legacy schemas).
   for (const SectionSpec& spec : kSections) {
-    const Json* n = child(child(sections, spec.key), "notes");
-    if (n == nullptr || !n->is_array()) continue;
-    for (const Json& x : *n)
-      if (x.is_string()) notes.push_back(x.get<std::string>());
+    for (const std::string& n : spec.section->notes)
+      notes.push_back(model::escape_for_terminal(n));
   }
-  const Json* overall = child(child(verdict, "comparability"), "overall");
-  const std::string state = text_or(child(overall, "state"), "");
-  if (state == "partial" || state == "insufficient")
-    notes.push_back(text_or(child(overall, "reason"), "Some primary compare signals are missing."));
+  if (verdict.overall == Comparability::Partial || verdict.overall == Comparability::Insufficient)
+    notes.push_back(shown_or(verdict.overall_reason, "Some primary compare signals are missing."));
   if (!notes.empty()) {
     lines.emplace_back("");
     lines.emplace_back("Notes");

@@ -56,13 +56,13 @@ void compare(const Json& summary) {
   const auto text = r.json.find("text");
   if (text == r.json.end() || !text->is_string() || text->get<std::string>().empty())
     broken("the compare JSON has no text");
-  (void)render_compare_text(r.json);
+  (void)render_compare_text(r.report);
   GateOptions gates;
   gates.fail_on_regression = true;
   gates.fail_on_diagnosis_change = true;
   gates.max_step_time_regression_pct = 0.0;
   gates.max_memory_regression_pct = 0.0;
-  const std::vector<GateCheck> checks = evaluate_gates(r.json, gates);
+  const std::vector<GateCheck> checks = evaluate_gates(r.report, gates);
   // A threshold gate may fail only for a metric that cannot be compared.
   for (const GateCheck& c : checks) {
     if (!c.passed && c.message.find("not comparable") == std::string::npos)
@@ -98,7 +98,7 @@ void compare(const Json& summary) {
       const CompareResult x = first ? compare_summaries(summary, reference, meta, options)
                                     : compare_summaries(reference, summary, meta, options);
       if (x.json["text"].get<std::string>().empty()) broken("a compare without text");
-      const std::vector<GateCheck> c = evaluate_gates(x.json, all);
+      const std::vector<GateCheck> c = evaluate_gates(x.report, all);
       (void)gate_check_lines(c);
       (void)junit_xml(c, "traceml compare a vs ref");
       (void)dump_json(gate_json(c));

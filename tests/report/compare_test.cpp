@@ -708,17 +708,22 @@ TEST(CompareNoise, MixedNeedsTheStepChangeBeyondNoise) {
 
 // ---- gates ----------------------------------------------------------------
 
+/// The typed result the gates read.
+traceml::report::CompareReport report(const Json& a, const Json& b) {
+  return compare_summaries(a, b, inputs()).report;
+}
+
 TEST(CompareGate, EachGatePassesAndFails) {
-  const Json regress = compare(summary(100, 1000), summary(105, 1000));  // +5 %
+  const auto regress = report(summary(100, 1000), summary(105, 1000));  // +5 %
   GateOptions o;
   o.fail_on_regression = true;
   auto checks = evaluate_gates(regress, o);
   ASSERT_EQ(checks.size(), 1u);
   EXPECT_FALSE(checks[0].passed);
   EXPECT_EQ(gate_line(checks), "gate: FAIL (verdict REGRESSION: CPU Step Time increased by 5.0%.)");
-  EXPECT_EQ(gate_line(evaluate_gates(compare(summary(100, 1000), summary(97, 1100)), o)),
+  EXPECT_EQ(gate_line(evaluate_gates(report(summary(100, 1000), summary(97, 1100)), o)),
             "gate: FAIL (verdict MIXED: CPU Step Time improved, but step memory worsened.)");
-  EXPECT_EQ(gate_line(evaluate_gates(compare(summary(100, 1000), summary(97, 1000)), o)),
+  EXPECT_EQ(gate_line(evaluate_gates(report(summary(100, 1000), summary(97, 1000)), o)),
             "gate: PASS");
 
   GateOptions step;
@@ -730,22 +735,22 @@ TEST(CompareGate, EachGatePassesAndFails) {
 
   GateOptions mem;
   mem.max_memory_regression_pct = 10.0;
-  EXPECT_EQ(gate_line(evaluate_gates(compare(summary(100, 1000), summary(100, 1100)), mem)),
+  EXPECT_EQ(gate_line(evaluate_gates(report(summary(100, 1000), summary(100, 1100)), mem)),
             "gate: PASS");
-  EXPECT_EQ(gate_line(evaluate_gates(compare(summary(100, 1000), summary(100, 1101)), mem)),
+  EXPECT_EQ(gate_line(evaluate_gates(report(summary(100, 1000), summary(100, 1101)), mem)),
             "gate: FAIL (peak reserved memory changed by +10.1% (limit +10.0%))");
 
   GateOptions diag;
   diag.fail_on_diagnosis_change = true;
   EXPECT_EQ(gate_line(evaluate_gates(regress, diag)), "gate: PASS");
   EXPECT_EQ(gate_line(evaluate_gates(
-                compare(summary(100, 1000), summary(100, 1000, "BALANCED", "IMBALANCE")), diag)),
+                report(summary(100, 1000), summary(100, 1000, "BALANCED", "IMBALANCE")), diag)),
             "gate: FAIL (step memory diagnosis BALANCED -> IMBALANCE changed)");
 }
 
 TEST(CompareGate, StepLimitPassesAChangeWithinNoiseUnlessStrict) {
-  const Json wide = compare(with_series(cpu_summary(100), steps_around(100, 20, 100)),
-                            with_series(cpu_summary(108), steps_around(108, 20, 100)));
+  const auto wide = report(with_series(cpu_summary(100), steps_around(100, 20, 100)),
+                           with_series(cpu_summary(108), steps_around(108, 20, 100)));
   GateOptions o;
   o.max_step_time_regression_pct = 5.0;
   const auto checks = evaluate_gates(wide, o);
@@ -768,8 +773,8 @@ TEST(CompareGate, StepLimitPassesAChangeWithinNoiseUnlessStrict) {
   EXPECT_NE(strict[0].message.find("--strict: noise not considered"), std::string::npos);
   // A change beyond noise fails and says why.
   o.strict = false;
-  const Json clear = compare(with_series(cpu_summary(100), steps_around(100, 1, 100)),
-                             with_series(cpu_summary(108), steps_around(108, 1, 100)));
+  const auto clear = report(with_series(cpu_summary(100), steps_around(100, 1, 100)),
+                            with_series(cpu_summary(108), steps_around(108, 1, 100)));
   const auto fail = evaluate_gates(clear, o);
   EXPECT_FALSE(fail[0].passed);
   EXPECT_NE(fail[0].message.find(", beyond run-to-run noise (median shift +8.0 ms exceeds"),
@@ -778,7 +783,7 @@ TEST(CompareGate, StepLimitPassesAChangeWithinNoiseUnlessStrict) {
 }
 
 TEST(CompareGate, MemoryLimitIsSkippedWhenNeitherRunMeasuredMemory) {
-  const Json c = compare(cpu_summary(100), cpu_summary(100));
+  const auto c = report(cpu_summary(100), cpu_summary(100));
   GateOptions o;
   o.max_memory_regression_pct = 5.0;
   auto checks = evaluate_gates(c, o);
@@ -806,7 +811,7 @@ TEST(CompareGate, MemoryLimitIsSkippedWhenNeitherRunMeasuredMemory) {
             "gate: FAIL (neither run measured step memory, and --require-memory asks for it)");
   // One side with memory and the other without is not a skip: it fails.
   o.require_memory = false;
-  EXPECT_FALSE(evaluate_gates(compare(summary(100, 1000), cpu_summary(100)), o)[0].passed);
+  EXPECT_FALSE(evaluate_gates(report(summary(100, 1000), cpu_summary(100)), o)[0].passed);
 }
 
 TEST(CompareGate, UncomparableMetricFailsAndReasonsJoin) {
@@ -816,7 +821,7 @@ TEST(CompareGate, UncomparableMetricFailsAndReasonsJoin) {
   GateOptions o;
   o.max_step_time_regression_pct = 5.0;
   o.max_memory_regression_pct = 10.0;
-  const auto checks = evaluate_gates(compare(summary(100, 1000), b), o);
+  const auto checks = evaluate_gates(report(summary(100, 1000), b), o);
   ASSERT_EQ(checks.size(), 2u);
   EXPECT_EQ(checks[0].name, "max-step-time-regression");
   EXPECT_EQ(gate_line(checks),
@@ -834,14 +839,17 @@ TEST(CompareGate, AnOverflowingChangeReadsAsTheFileHoldsIt) {
   EXPECT_TRUE(c["sections"]["step_time"]["metrics"]["step_time_ms"]["pct_change"].is_null());
   GateOptions o;
   o.max_step_time_regression_pct = 5.0;
-  EXPECT_EQ(gate_line(evaluate_gates(c, o)),
+  EXPECT_EQ(gate_line(evaluate_gates(report(summary(1e-6, 1000), summary(1e306, 1000)), o)),
             "gate: FAIL (step time is not comparable between A and B, so the 5.0% limit cannot "
             "be checked)");
 }
 
 TEST(CompareGate, NegativeZeroChangeIsSignedOnce) {
-  Json c;
-  c["sections"]["step_time"]["metrics"]["step_time_ms"]["pct_change"] = -0.0;
+  traceml::report::CompareReport c;
+  traceml::report::MetricDelta step;
+  step.key = "step_time_ms";
+  step.pct_change = -0.0;
+  c.step_time.metrics.push_back(step);
   GateOptions o;
   o.max_step_time_regression_pct = 5.0;
   const auto checks = evaluate_gates(c, o);
@@ -862,6 +870,29 @@ TEST(CompareGate, JunitEscapesAndCounts) {
 }
 
 // ---- labels ---------------------------------------------------------------
+
+// Issue 31: compare is computed once as a typed result, then written as JSON
+// and as text; the gate decides from the typed result, not from the JSON.
+TEST(CompareResult, WrittenFromTheTypedResultAndGatedOnIt) {
+  using traceml::report::VerdictStatus;
+  const Json a = summary(100, 1000);
+  const Json b = summary(105, 1000);
+  traceml::report::CompareReport r = traceml::report::compute_compare(a, b, inputs());
+  EXPECT_EQ(r.verdict.status, VerdictStatus::Regression);
+  EXPECT_EQ(r.step_time.metric("step_time_ms").pct_change, 5.0);
+  EXPECT_EQ(r.step_time.comparison_clock, "cpu");
+  const std::string text = render_compare_text(r);
+  EXPECT_EQ(traceml::report::compare_json(r, text), compare(a, b));
+
+  GateOptions o;
+  o.fail_on_regression = true;
+  EXPECT_FALSE(evaluate_gates(r, o)[0].passed);
+  // What the gate and both writers read is the typed verdict.
+  r.verdict.status = VerdictStatus::Equivalent;
+  EXPECT_TRUE(evaluate_gates(r, o)[0].passed);
+  EXPECT_EQ(traceml::report::compare_json(r, text)["verdict"]["status"], "EQUIVALENT");
+  EXPECT_NE(render_compare_text(r).find("Verdict: EQUIVALENT"), std::string::npos);
+}
 
 TEST(CompareLabels, SanitizeAndGenericStems) {
   EXPECT_EQ(sanitize_label("  my run (v2)!  "), "my_run_v2");
