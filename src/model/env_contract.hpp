@@ -35,7 +35,7 @@ inline constexpr const char* kExpectedWorldSize = "TRACEML_EXPECTED_WORLD_SIZE";
 /// (set by launcher/rank_process.cpp; runtime/pipe_safety.hpp).
 inline constexpr const char* kLauncherPipes = "TRACEML_LAUNCHER_PIPES";
 
-// Set by the user only; read by the runtime.
+// Set by the user only; read by runtime/config.cpp, like those above.
 /// "0" turns CUPTI activity capture off.
 inline constexpr const char* kCupti = "TRACEML_CUPTI";
 /// "1" asks for CUPTI's per-thread activity buffers.

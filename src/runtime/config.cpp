@@ -92,6 +92,20 @@ class Reader {
   std::optional<std::string> checked(const char* name, Rule problem_of) {
     return following(name, text(name), problem_of, problems_);
   }
+  /// One of `words`; a set value that is none of them is a problem.
+  std::optional<std::string> word(const char* name, std::initializer_list<const char*> words) {
+    return checked(name, [&](const std::string& v) -> std::optional<std::string> {
+      std::string list;
+      std::size_t i = 0;
+      for (const char* w : words) {
+        if (v == w) return std::nullopt;
+        list += i == 0 ? "" : i + 1 == words.size() ? " or " : ", ";
+        list += w;
+        ++i;
+      }
+      return "is not " + list;
+    });
+  }
   /// A number in [lo, hi]; a set but unusable value is a problem.
   std::optional<double> number(const char* name, double lo, double hi) {
     const auto raw = env_(name);
@@ -190,6 +204,20 @@ Config resolve_config(const Options& options, const EnvLookup& env, const std::s
     c.cupti_duty = timing::parse_duty_cycle(*duty, why);
     if (!why.empty()) c.problems.push_back(refused(model::env::kCuptiDuty, *duty, why));
   }
+  c.cupti = r.word(model::env::kCupti, {"0", "1"}).value_or("1") == "1";
+  // One stream of CUPTI buffers is the default (runtime/cupti_stage.cpp says
+  // why); "default" leaves CUPTI's own choice, for the GPU check's variants.
+  if (const auto v = r.word(model::env::kCuptiPerThreadBuffers, {"0", "1", "default"})) {
+    if (*v == "default") {
+      c.cupti_settings.per_thread_buffers.reset();
+    } else {
+      c.cupti_settings.per_thread_buffers = *v == "1";
+    }
+  }
+  c.cupti_settings.launch_api_records_only =
+      r.word(model::env::kCuptiApiRecords, {"all", "launches"}) == "launches";
+  c.clock = r.word(model::env::kClock, {"auto", "tsc", "steady"});
+  c.debug = r.word(model::env::kDebug, {"0", "1"}) == "1";
   return c;
 }
 

@@ -11,6 +11,7 @@
 
 #include "model/limits.hpp"
 #include "model/telemetry.hpp"
+#include "timing/cupti_activity_source.hpp"
 #include "timing/cupti_duty_cycle.hpp"
 #include "traceml/traceml.hpp"
 
@@ -49,11 +50,24 @@ struct Config {
   std::string launcher_pipes;
   /// TRACEML_CUPTI_DUTY: CUPTI's records on a duty cycle; absent: every step.
   std::optional<timing::DutyCycle> cupti_duty;
+  /// TRACEML_CUPTI=0 keeps CUPTI unloaded (no GPU activity records).
+  bool cupti = true;
+  /// TRACEML_CUPTI_PER_THREAD_BUFFERS and TRACEML_CUPTI_API_RECORDS; the
+  /// other settings keep their defaults.
+  timing::CuptiSourceSettings cupti_settings;
+  /// TRACEML_CLOCK: "auto", "tsc" or "steady"; absent: auto.
+  std::optional<std::string> clock;
+  /// TRACEML_DEBUG=1: the rank prints what its GPU paths did at shutdown.
+  bool debug = false;
   /// Values that were set but could not be used, one line each; the runtime
   /// prints them (as one warning) and falls back to the default.
   std::vector<std::string> problems;
 
   [[nodiscard]] bool standalone() const { return !collector_port.has_value(); }
+  /// Whether this rank says what holds for its whole node (no GPU, no CUPTI,
+  /// the node's samples), so that a node of 8 ranks says it once: its local
+  /// rank 0, or a rank that knows no local rank.
+  [[nodiscard]] bool speaks_for_its_node() const { return identity.local_rank.value_or(0) == 0; }
 };
 
 /// Options win over the environment. Rank identity comes from torchrun's names

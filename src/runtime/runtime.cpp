@@ -20,7 +20,6 @@
 #include <string>
 #include <thread>
 
-#include "model/env_contract.hpp"
 #include "runtime/config.hpp"
 #include "runtime/cupti_stage.hpp"
 #include "runtime/debug_report.hpp"
@@ -140,10 +139,8 @@ class Runtime {
   void start() {
     // The hot path's clock, before anything is timed (the calibration below included).
     std::string clock_why;
-    const char* clock_env = std::getenv(model::env::kClock);
-    timing::select_tick_source(timing::choose_tick_source(
-        clock_env != nullptr ? std::optional<std::string>(clock_env) : std::nullopt, clock_why));
-    if (!clock_why.empty() && config_.identity.local_rank.value_or(0) == 0) warn(clock_why);
+    timing::select_tick_source(timing::choose_tick_source(config_.clock, clock_why));
+    if (!clock_why.empty() && config_.speaks_for_its_node()) warn(clock_why);
     if (config_.standalone()) {
       standalone_ = std::make_unique<Standalone>(config_);
       config_.collector_host = "127.0.0.1";
@@ -210,7 +207,7 @@ class Runtime {
     const bool ordinary = cuda.api || gpu_why_.rfind("no CUDA driver", 0) == 0 ||
                           gpu_why_.rfind("no CUDA device", 0) == 0 ||
                           gpu_why_.rfind("libcudart not found", 0) == 0;
-    if (config_.identity.local_rank.value_or(0) == 0)
+    if (config_.speaks_for_its_node())
       write_stderr_line(ordinary ? std::string("traceml: no GPU: timing on the CPU clock")
                                  : "traceml: timing on the CPU clock (" + gpu_why_ + ")");
     return nullptr;
@@ -219,37 +216,16 @@ class Runtime {
   /// CUPTI's activity records (copies, collectives, busy time), unless
   /// TRACEML_CUPTI=0; says once per node when they are unavailable.
   void start_activity_records() {
-    const char* env = std::getenv(model::env::kCupti);
-    if (env != nullptr && std::string(env) == "0") {
+    if (!config_.cupti) {
       cupti_why_ = "TRACEML_CUPTI=0";
       return;
     }
-    timing::CuptiSourceSettings settings;
-    // CUDA 13's CUPTI records each thread into buffers of its own; one
-    // stream of buffers is the default here (cupti_stage.cpp says why).
-    // TRACEML_CUPTI_PER_THREAD_BUFFERS=1 asks for CUPTI's per-thread buffers,
-    // =default leaves CUPTI's own choice: both for the GPU check's variants.
-    if (const char* p = std::getenv(model::env::kCuptiPerThreadBuffers)) {
-      const std::string v = p;
-      if (v == "1") settings.per_thread_buffers = true;
-      if (v == "default") settings.per_thread_buffers.reset();
-      if (v != "0" && v != "1" && v != "default" && config_.identity.local_rank.value_or(0) == 0)
-        warn("TRACEML_CUPTI_PER_THREAD_BUFFERS must be 0, 1 or default; using 0");
-    }
-    // TRACEML_CUPTI_API_RECORDS=launches: the launching API calls only
-    // (CuptiSourceSettings::launch_api_records_only; not yet measured on a GPU).
-    if (const char* p = std::getenv(model::env::kCuptiApiRecords)) {
-      const std::string v = p;
-      settings.launch_api_records_only = v == "launches";
-      if (v != "all" && v != "launches" && config_.identity.local_rank.value_or(0) == 0)
-        warn("TRACEML_CUPTI_API_RECORDS must be all or launches; using all");
-    }
     std::string why;
-    cupti_ = CuptiStage::start(why, settings, config_.cupti_duty);
+    cupti_ = CuptiStage::start(why, config_.cupti_settings, config_.cupti_duty);
     cupti_why_ = why;
     if (cupti_ && cupti_->duty_cycle() != nullptr)
       g_cupti_duty.store(cupti_->release_duty_cycle(), std::memory_order_release);
-    if (!cupti_ && config_.identity.local_rank.value_or(0) == 0)
+    if (!cupti_ && config_.speaks_for_its_node())
       write_stderr_line("traceml: no GPU activity records (" + why + ")");
   }
 
@@ -296,9 +272,7 @@ class Runtime {
     const auto deadline = Clock::now() + kFlushBudget;
     if (sender_) sender_->stop(deadline);
     if (standalone_) standalone_->finish(deadline + kFlushBudget);
-    if (const char* debug = std::getenv(model::env::kDebug);
-        debug != nullptr && std::string(debug) == "1")
-      print_debug();
+    if (config_.debug) print_debug();
     stop_pipe_watch();  // last: the flush above may take seconds
   }
 
@@ -324,7 +298,7 @@ class Runtime {
  private:
   void sample_loop() {
     ProcSampler sampler;
-    const bool host = config_.identity.local_rank.value_or(0) == 0;
+    const bool host = config_.speaks_for_its_node();
     // NVML (loaded at run time) gives the node's GPUs and, when the program
     // has no allocator hook, the process's GPU memory. Absent on CPU machines.
     std::unique_ptr<timing::NvmlSampler> nvml;

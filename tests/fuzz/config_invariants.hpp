@@ -55,7 +55,12 @@ inline const std::vector<std::string>& config_variables() {
                                                  model::env::kLogsDir,
                                                  model::env::kSessionId,
                                                  model::env::kLauncherPipes,
-                                                 model::env::kCuptiDuty};
+                                                 model::env::kCuptiDuty,
+                                                 model::env::kCupti,
+                                                 model::env::kCuptiPerThreadBuffers,
+                                                 model::env::kCuptiApiRecords,
+                                                 model::env::kClock,
+                                                 model::env::kDebug};
   return names;
 }
 

@@ -238,6 +238,79 @@ TEST(Config, AStrategyHostOrTokenThatBreaksItsRuleIsRefused) {
   EXPECT_EQ(ok.collector_host, "[fe80::1%eth0]");
 }
 
+// The GPU paths' variables and the clock's are read here with the others, so
+// that each bad value is one line of init()'s one warning (and the default),
+// in one style, and runtime.cpp reads no variable itself.
+TEST(Config, TheGpuPathsClockAndDebugVariablesHaveDefaults) {
+  const Config c = resolve_config({}, env_of({}), "node-a");
+  EXPECT_TRUE(c.cupti);
+  EXPECT_EQ(c.cupti_settings.per_thread_buffers, false);
+  EXPECT_FALSE(c.cupti_settings.launch_api_records_only);
+  EXPECT_FALSE(c.clock);
+  EXPECT_FALSE(c.debug);
+}
+
+TEST(Config, TheGpuPathsClockAndDebugVariablesAreRead) {
+  const Config c = resolve_config({},
+                                  env_of({{"TRACEML_CUPTI", "0"},
+                                          {"TRACEML_CUPTI_PER_THREAD_BUFFERS", "1"},
+                                          {"TRACEML_CUPTI_API_RECORDS", "launches"},
+                                          {"TRACEML_CLOCK", "steady"},
+                                          {"TRACEML_DEBUG", "1"}}),
+                                  "node-a");
+  EXPECT_TRUE(c.problems.empty()) << c.problems[0];
+  EXPECT_FALSE(c.cupti);
+  EXPECT_EQ(c.cupti_settings.per_thread_buffers, true);
+  EXPECT_TRUE(c.cupti_settings.launch_api_records_only);
+  EXPECT_EQ(c.clock, "steady");
+  EXPECT_TRUE(c.debug);
+  const Config d =
+      resolve_config({}, env_of({{"TRACEML_CUPTI_PER_THREAD_BUFFERS", "default"}}), "node-a");
+  EXPECT_FALSE(d.cupti_settings.per_thread_buffers);  // CUPTI's own choice
+}
+
+TEST(Config, EachBadGpuClockOrDebugValueIsOneProblemAndTheDefault) {
+  const std::map<std::string, std::string> bad = {
+      {"TRACEML_CUPTI", "off"},
+      {"TRACEML_CUPTI_PER_THREAD_BUFFERS", "2"},
+      {"TRACEML_CUPTI_API_RECORDS", "some"},
+      {"TRACEML_CLOCK", "fast"},
+      {"TRACEML_DEBUG", "yes"},
+  };
+  const std::map<std::string, std::string> line = {
+      {"TRACEML_CUPTI", "TRACEML_CUPTI='off' is not 0 or 1"},
+      {"TRACEML_CUPTI_PER_THREAD_BUFFERS",
+       "TRACEML_CUPTI_PER_THREAD_BUFFERS='2' is not 0, 1 or default"},
+      {"TRACEML_CUPTI_API_RECORDS", "TRACEML_CUPTI_API_RECORDS='some' is not all or launches"},
+      {"TRACEML_CLOCK", "TRACEML_CLOCK='fast' is not auto, tsc or steady"},
+      {"TRACEML_DEBUG", "TRACEML_DEBUG='yes' is not 0 or 1"},
+  };
+  const Config fallback = resolve_config({}, env_of({}), "node-a");
+  for (const auto& [name, value] : bad) {
+    const Config c = resolve_config({}, env_of({{name, value}}), "node-a");
+    ASSERT_EQ(c.problems.size(), 1u) << name;
+    EXPECT_EQ(c.problems[0], line.at(name));
+    EXPECT_EQ(c.cupti, fallback.cupti) << name;
+    EXPECT_EQ(c.cupti_settings.per_thread_buffers, fallback.cupti_settings.per_thread_buffers)
+        << name;
+    EXPECT_EQ(c.cupti_settings.launch_api_records_only,
+              fallback.cupti_settings.launch_api_records_only)
+        << name;
+    EXPECT_EQ(c.clock, fallback.clock) << name;
+    EXPECT_EQ(c.debug, fallback.debug) << name;
+  }
+}
+
+TEST(Config, LocalRankZeroSpeaksForItsNode) {
+  EXPECT_TRUE(resolve_config({}, env_of({}), "node-a").speaks_for_its_node());
+  const Config second = resolve_config(
+      {}, env_of({{"RANK", "3"}, {"LOCAL_RANK", "1"}, {"WORLD_SIZE", "4"}}), "node-a");
+  EXPECT_FALSE(second.speaks_for_its_node());
+  const Config first = resolve_config(
+      {}, env_of({{"RANK", "2"}, {"LOCAL_RANK", "0"}, {"WORLD_SIZE", "4"}}), "node-a");
+  EXPECT_TRUE(first.speaks_for_its_node());
+}
+
 // fuzz_config picks variables from config_variables(): a variable that
 // resolve_config reads and the list lacks would never be fuzzed. The names
 // read are recorded with every variable unset (each fallback is asked) and
@@ -277,7 +350,7 @@ TEST(ConfigFuzzCorpus, EveryEnvironmentGivesAUsableConfiguration) {
     std::string bytes;
     const int records = int(gen() % 12);
     for (int r = 0; r < records; ++r) {
-      bytes += char(gen() % 29);
+      bytes += char(gen() % (fuzz::config_variables().size() + 2));
       const int len = int(gen() % 24);
       for (int k = 0; k < len; ++k)
         bytes += alphabet[gen() % alphabet.size()];
