@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <type_traits>
 
 #include "collector/finalize.hpp"
 #include "store/run_db.hpp"
@@ -37,6 +38,35 @@ double peak_rss_mb() {
   return double(u.ru_maxrss) / 1024.0 * 1.048576;  // KiB -> MB
 }
 
+/// Whether `Sink` takes every record through one add() (model::Record);
+/// older trees' sinks have one call per kind.
+template <class Sink, class = void>
+struct takes_records : std::false_type {};
+template <class Sink>
+struct takes_records<
+    Sink, std::void_t<decltype(std::declval<Sink&>().add(std::declval<const model::RunInfo&>()))>>
+    : std::true_type {};
+
+/// Hands `r` to `sink` the way its tree takes records, so that this bench
+/// builds in older trees too and their numbers stand beside today's.
+template <class Sink, class R>
+void give(Sink& sink, const R& r) {
+  if constexpr (takes_records<Sink>::value)
+    sink.add(r);
+  else if constexpr (std::is_same_v<R, model::RunInfo>)
+    sink.set_run_info(r);
+  else if constexpr (std::is_same_v<R, model::RankIdentity>)
+    sink.add_rank(r);
+  else if constexpr (std::is_same_v<R, model::StepRecord>)
+    sink.add_step(r);
+  else if constexpr (std::is_same_v<R, model::SystemSample>)
+    sink.add_system(r);
+  else if constexpr (std::is_same_v<R, model::ProcessSample>)
+    sink.add_process(r);
+  else
+    sink.set_delivery(r);
+}
+
 /// Feeds a synthetic run to `sink` in the order a collector receives it (a
 /// template: older trees' writer has the same calls without the RunSink base).
 template <typename Sink>
@@ -44,9 +74,9 @@ void synthetic_run(Sink& sink, int ranks, int steps) {
   model::RunInfo info;
   info.run_name = "bench";
   info.world_size = ranks;
-  sink.set_run_info(info);
+  give(sink, info);
   for (int r = 0; r < ranks; ++r)
-    sink.add_rank({r, r % 8, r / 8, "n" + std::to_string(r / 8), 8, ranks});
+    give(sink, model::RankIdentity{r, r % 8, r / 8, "n" + std::to_string(r / 8), 8, ranks});
   std::mt19937 rng(42);
   std::uniform_real_distribution<double> jitter(0.95, 1.05);
   const double t0 = 1764662400.0;
@@ -60,7 +90,7 @@ void synthetic_run(Sink& sink, int ranks, int steps) {
       const double v[] = {r == 7 ? 1.5 : 0.5, 0.0, 0.2, 0.3, 0.1, 0.65};
       for (int e = 0; e < 6; ++e)
         if (e != 1) rec.events.set(model::Event(e), model::Timing{v[e] * jitter(rng), {}});
-      sink.add_step(rec);
+      give(sink, rec);
     }
     if (s % kStepsPerSecond != 0) continue;
     for (int n = 0; n < (ranks + 7) / 8; ++n) {
@@ -70,7 +100,7 @@ void synthetic_run(Sink& sink, int ranks, int steps) {
       y.cpu_percent = 40.0 * jitter(rng);
       y.ram_used_bytes = 2.0e10;
       y.ram_total_bytes = 2.5e10;
-      sink.add_system(y);
+      give(sink, y);
     }
     for (int r = 0; r < ranks; ++r) {
       model::ProcessSample p;
@@ -80,7 +110,7 @@ void synthetic_run(Sink& sink, int ranks, int steps) {
       p.cpu_cores = 2;
       p.rss_bytes = 1.0e8;
       p.ram_total_bytes = 2.5e10;
-      sink.add_process(p);
+      give(sink, p);
     }
   }
   for (int r = 0; r < ranks; ++r) {
@@ -94,7 +124,7 @@ void synthetic_run(Sink& sink, int ranks, int steps) {
     t.records_sent = d.records_received;
     t.overhead_ns_per_step = 300.0;
     d.tracer = t;
-    sink.set_delivery(d);
+    give(sink, d);
   }
 }
 

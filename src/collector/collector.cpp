@@ -77,9 +77,8 @@ constexpr std::int64_t kMaxRejectedRows = 32;
 /// The largest world size a rank's Hello may teach a run that was given none.
 using model::kMaxWorldSize;
 
-using Item = std::variant<model::StepRecord, model::StepMemoryRecord, model::SystemSample,
-                          model::ProcessSample, model::RankIdentity, store::RejectedConnection,
-                          model::RunInfo>;
+/// What the I/O thread hands the writer: any record a run keeps.
+using Item = model::Record;
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -377,7 +376,7 @@ struct Collector::Impl final : transport::ServerHandler {
     try {
       state.apply([&](store::RunSink& s) {
         for (const Item& item : pending)
-          write(item, s);
+          s.add(item);
       });
     } catch (...) {
       failed = std::current_exception();
@@ -408,28 +407,6 @@ struct Collector::Impl final : transport::ServerHandler {
   }
 
   // ---- the writer thread ----
-
-  static void write(const Item& item, store::RunSink& sink) {
-    std::visit(
-        [&](const auto& x) {
-          using T = std::decay_t<decltype(x)>;
-          if constexpr (std::is_same_v<T, model::StepRecord>)
-            sink.add_step(x);
-          else if constexpr (std::is_same_v<T, model::StepMemoryRecord>)
-            sink.add_step_memory(x);
-          else if constexpr (std::is_same_v<T, model::SystemSample>)
-            sink.add_system(x);
-          else if constexpr (std::is_same_v<T, model::ProcessSample>)
-            sink.add_process(x);
-          else if constexpr (std::is_same_v<T, model::RankIdentity>)
-            sink.add_rank(x);
-          else if constexpr (std::is_same_v<T, model::RunInfo>)
-            sink.set_run_info(x);
-          else
-            sink.add_rejected(x);
-        },
-        item);
-  }
 
   /// Runs `f` on the database unless an earlier write failed; keeps the first error.
   template <typename F>
@@ -463,7 +440,7 @@ struct Collector::Impl final : transport::ServerHandler {
       // the I/O thread never waits on a writer that cannot write.
       guarded([&] {
         for (const Item& item : batch)
-          write(item, *writer);
+          writer->add(item);
       });
       batch.clear();
       const auto now = std::chrono::steady_clock::now();
@@ -553,7 +530,7 @@ struct Collector::Impl final : transport::ServerHandler {
     server->stop();
     std::lock_guard<std::mutex> lk(state_mu);
     for (const auto& [rank, r] : ranks)
-      state.set_delivery(store::RankDelivery{rank, r.records_received, r.clean_end, r.tracer});
+      state.add(store::RankDelivery{rank, r.records_received, r.clean_end, r.tracer});
     ingest_stopped = true;  // last: finish() must redo what did not complete
   }
 
@@ -572,7 +549,7 @@ struct Collector::Impl final : transport::ServerHandler {
     std::lock_guard<std::mutex> lk(state_mu);
     guarded([&] {
       for (const auto& [rank, r] : ranks)
-        writer->set_delivery(store::RankDelivery{rank, r.records_received, r.clean_end, r.tracer});
+        writer->add(store::RankDelivery{rank, r.records_received, r.clean_end, r.tracer});
       writer->flush();
     });
     rep.ranks_connected = static_cast<int>(ranks.size());
@@ -661,9 +638,9 @@ Collector::Collector(const CollectorOptions& options) : impl_(std::make_unique<I
   m.db_path = db;
   try {
     m.writer = std::make_unique<store::RunDbWriter>(db);
-    m.writer->set_run_info(options.run);
+    m.writer->add(options.run);
     m.writer->flush();
-    m.state.set_run_info(options.run);
+    m.state.add(options.run);
   } catch (const store::RunDbError& e) {
     throw CollectorError(e.what());
   }

@@ -176,14 +176,14 @@ MergeResult merge_runs(const std::vector<std::string>& inputs, const std::string
   try {
     {
       store::RunDbWriter w(partial);
-      w.set_run_info(info);
+      w.add(info);
       for (Piece& p : pieces) {
         p.data.telemetry.run = info;
         store::feed(p.data.telemetry, w);
         for (const auto& d : p.data.deliveries)
-          w.set_delivery(d);
+          w.add(d);
         for (const auto& r : p.data.rejected)
-          w.add_rejected(r);
+          w.add(r);
         // Each piece is written and let go before the next is fed.
         p.data = {};
       }

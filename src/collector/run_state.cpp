@@ -422,13 +422,16 @@ class RunState::Unlocked final : public store::RunSink {
  public:
   explicit Unlocked(Impl& m) : m_(m) {}
 
-  void set_run_info(const model::RunInfo& info) override { m_.run = info; }
-
-  void add_rank(const model::RankIdentity& id) override {
-    m_.identities.insert_or_assign(id.global_rank, id);
+  void add(const model::Record& r) override {
+    store::visit_stored(r, [this](const auto& x) { put(x); });
   }
 
-  void add_step(const model::StepRecord& r) override {
+ private:
+  void put(const model::RunInfo& info) { m_.run = info; }
+
+  void put(const model::RankIdentity& id) { m_.identities.insert_or_assign(id.global_rank, id); }
+
+  void put(const model::StepRecord& r) {
     m_.saw_ts(r.ts, analysis::step_begin(r.ts, r.events.cpu_ms(model::Event::TracedStepTime),
                                          r.events.cpu_ms(model::Event::InputWait)));
     if (!analysis::is_step_row(r)) return;  // no section reads it
@@ -440,7 +443,7 @@ class RunState::Unlocked final : public store::RunSink {
     if (log.size() >= compact_at(m_.step_keep)) compact_steps(log, m_.step_keep);
   }
 
-  void add_step_memory(const model::StepMemoryRecord& r) override {
+  void put(const model::StepMemoryRecord& r) {
     if (!analysis::is_step_memory_row(r)) return;  // no section reads it
     m_.memory_ids.add(r.step);
     auto& log = m_.rank(r.global_rank).memory;
@@ -448,7 +451,7 @@ class RunState::Unlocked final : public store::RunSink {
     if (log.rows() >= compact_at(m_.memory_keep)) compact_steps(log, m_.memory_keep);
   }
 
-  void add_system(const model::SystemSample& s) override {
+  void put(const model::SystemSample& s) {
     m_.saw_ts(s.ts);
     NodeRows& n = m_.nodes[s.node_rank];
     n.system.push(s);
@@ -456,7 +459,7 @@ class RunState::Unlocked final : public store::RunSink {
       compact_samples(n.system, static_cast<std::size_t>(m_.window), n.witness);
   }
 
-  void add_process(const model::ProcessSample& s) override {
+  void put(const model::ProcessSample& s) {
     m_.saw_ts(s.ts);
     RankRows& r = m_.rank(s.global_rank);
     r.process.push(s);
@@ -464,13 +467,10 @@ class RunState::Unlocked final : public store::RunSink {
       compact_samples(r.process, static_cast<std::size_t>(m_.window), r.process_witnesses);
   }
 
-  void set_delivery(const store::RankDelivery& d) override {
-    m_.deliveries.insert_or_assign(d.global_rank, d);
-  }
+  void put(const store::RankDelivery& d) { m_.deliveries.insert_or_assign(d.global_rank, d); }
 
-  void add_rejected(const store::RejectedConnection& c) override { m_.rejected.push_back(c); }
+  void put(const store::RejectedConnection& c) { m_.rejected.push_back(c); }
 
- private:
   Impl& m_;
 };
 
@@ -478,29 +478,8 @@ RunState::RunState(std::int64_t window)
     : impl_(std::make_unique<Impl>(window)), unlocked_(std::make_unique<Unlocked>(*impl_)) {}
 RunState::~RunState() = default;
 
-void RunState::set_run_info(const model::RunInfo& info) {
-  apply([&](store::RunSink& s) { s.set_run_info(info); });
-}
-void RunState::add_rank(const model::RankIdentity& id) {
-  apply([&](store::RunSink& s) { s.add_rank(id); });
-}
-void RunState::add_step(const model::StepRecord& r) {
-  apply([&](store::RunSink& s) { s.add_step(r); });
-}
-void RunState::add_step_memory(const model::StepMemoryRecord& r) {
-  apply([&](store::RunSink& s) { s.add_step_memory(r); });
-}
-void RunState::add_system(const model::SystemSample& x) {
-  apply([&](store::RunSink& s) { s.add_system(x); });
-}
-void RunState::add_process(const model::ProcessSample& p) {
-  apply([&](store::RunSink& s) { s.add_process(p); });
-}
-void RunState::set_delivery(const store::RankDelivery& d) {
-  apply([&](store::RunSink& s) { s.set_delivery(d); });
-}
-void RunState::add_rejected(const store::RejectedConnection& c) {
-  apply([&](store::RunSink& s) { s.add_rejected(c); });
+void RunState::add(const model::Record& r) {
+  apply([&](store::RunSink& s) { s.add(r); });
 }
 
 store::RunData RunState::snapshot() const {

@@ -29,14 +29,7 @@ class RunState final : public store::RunSink {
   RunState(const RunState&) = delete;
   RunState& operator=(const RunState&) = delete;
 
-  void set_run_info(const model::RunInfo& info) override;
-  void add_rank(const model::RankIdentity& id) override;
-  void add_step(const model::StepRecord& r) override;
-  void add_step_memory(const model::StepMemoryRecord& r) override;
-  void add_system(const model::SystemSample& s) override;
-  void add_process(const model::ProcessSample& s) override;
-  void set_delivery(const store::RankDelivery& d) override;
-  void add_rejected(const store::RejectedConnection& c) override;
+  void add(const model::Record& r) override;
 
   /// Runs `f` with a sink into this state under one lock: a batch of records
   /// pays for the lock once. `f` must not call back into this state.

@@ -87,7 +87,8 @@ struct KindRow {
   std::uint16_t since_protocol;
   /// The "type" of its telemetry JSONL lines; nullptr: not in that file.
   const char* jsonl_type;
-  /// Its run-database table; nullptr: not stored.
+  /// Its run-database table; nullptr: not part of a stored run (a tracer's
+  /// report is stored inside its rank's delivery).
   const char* table;
   /// The value check every reader applies (model/record_checks); nullptr:
   /// its decoder checks everything it can hold.
@@ -124,7 +125,7 @@ inline constexpr auto kRecordKinds = std::make_tuple(
                           &check_system, Sender::NodeRank, &SystemSample::node_rank),
     row<ProcessSample>(   RecordKind::Process,     "process",         5, Direction::RankToCollector,  1, "process",     "process_samples",
                           &check_process, Sender::GlobalRank, &ProcessSample::global_rank),
-    row<TracerStats>(     RecordKind::TracerStats, "tracer_stats",    7, Direction::RankToCollector,  1, nullptr,       "deliveries",
+    row<TracerStats>(     RecordKind::TracerStats, "tracer_stats",    7, Direction::RankToCollector,  1, nullptr,       nullptr,
                           &check_tracer_stats, Sender::GlobalRank, &TracerStats::global_rank),
     row<RankPosition>(    RecordKind::Heartbeat,   "heartbeat",       8, Direction::RankToCollector,  2, nullptr,       nullptr,
                           nullptr, Sender::GlobalRank, &RankPosition::global_rank),

@@ -8,8 +8,11 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
+#include "model/record_kinds.hpp"
 #include "model/telemetry.hpp"
 
 struct sqlite3;
@@ -32,20 +35,9 @@ class RunDbError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// A connection the collector refused (wrong token, garbage, oversized frame).
-struct RejectedConnection {
-  double ts = 0.0;   ///< unix seconds
-  std::string peer;  ///< "address:port"
-  std::string reason;
-};
-
-/// Per rank: what the collector received, and what the rank said of itself.
-struct RankDelivery {
-  int global_rank = 0;
-  std::int64_t records_received = 0;
-  bool clean_end = false;  ///< the rank said Bye before closing
-  std::optional<model::TracerStats> tracer;
-};
+/// The collector's own records (model/record_kinds.hpp).
+using RejectedConnection = model::RejectedConnection;
+using RankDelivery = model::RankDelivery;
 
 /// Everything in a run database.
 struct RunData {
@@ -60,19 +52,27 @@ struct RunData {
 
 /// Takes a run's records one by one, as the collector receives them or as
 /// read_run_db reads them back: the run database's writer, the collector's
-/// in-memory run (collector::RunState) and a plain RunData.
+/// in-memory run (collector::RunState) and a plain RunData. A run holds the
+/// kinds that have a run-database table (model/record_kinds.hpp); a record
+/// of another kind (a heartbeat) is not part of it and is ignored. A later
+/// rank identity or delivery of the same rank replaces the earlier one.
 class RunSink {
  public:
   virtual ~RunSink() = default;
-  virtual void set_run_info(const model::RunInfo& info) = 0;
-  virtual void add_rank(const model::RankIdentity& id) = 0;  ///< a later identity replaces it
-  virtual void add_step(const model::StepRecord& r) = 0;
-  virtual void add_step_memory(const model::StepMemoryRecord& r) = 0;
-  virtual void add_system(const model::SystemSample& s) = 0;
-  virtual void add_process(const model::ProcessSample& s) = 0;
-  virtual void set_delivery(const RankDelivery& d) = 0;  ///< replaces the rank's row
-  virtual void add_rejected(const RejectedConnection& c) = 0;
+  virtual void add(const model::Record& r) = 0;
 };
+
+/// Calls f(x) with the record `r` holds when its kind is part of a run (has
+/// a table); an implementer of RunSink::add overloads f for those kinds.
+template <class F>
+void visit_stored(const model::Record& r, F&& f) {
+  std::visit(
+      [&f](const auto& x) {
+        using R = std::decay_t<decltype(x)>;
+        if constexpr (model::row_of<R>().table != nullptr) f(x);
+      },
+      r);
+}
 
 /// Hands every record of `t` to `sink`, each kind in its order (run info,
 /// ranks, steps, step memory, system, process), as a collector would.
@@ -93,14 +93,7 @@ class RunDbWriter final : public RunSink {
   RunDbWriter(const RunDbWriter&) = delete;
   RunDbWriter& operator=(const RunDbWriter&) = delete;
 
-  void set_run_info(const model::RunInfo& info) override;
-  void add_rank(const model::RankIdentity& id) override;
-  void add_step(const model::StepRecord& r) override;
-  void add_step_memory(const model::StepMemoryRecord& r) override;
-  void add_system(const model::SystemSample& s) override;
-  void add_process(const model::ProcessSample& s) override;
-  void set_delivery(const RankDelivery& d) override;
-  void add_rejected(const RejectedConnection& c) override;
+  void add(const model::Record& r) override;
 
   /// Stores the open step blocks and commits everything buffered. The
   /// collector calls it at least every 0.5 s and at the end.
@@ -115,6 +108,14 @@ class RunDbWriter final : public RunSink {
   void commit();
   void write_block(int rank, StepBlockEncoder& block);
   void write_open_blocks();
+  void put(const model::RunInfo& info);
+  void put(const model::RankIdentity& id);
+  void put(const model::StepRecord& r);
+  void put(const model::StepMemoryRecord& r);
+  void put(const model::SystemSample& x);
+  void put(const model::ProcessSample& x);
+  void put(const RankDelivery& d);
+  void put(const RejectedConnection& c);
   ::sqlite3* db_ = nullptr;
   std::unique_ptr<Statements> stmts_;
   std::string path_;

@@ -326,23 +326,25 @@ void read_run_info(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   if (!db.next(q)) return;
   const Row row(db, "run_info", q.get(), repaired);
   int col = 1;
-  model::RunInfo run;
+  model::Record rec;
+  auto& run = rec.emplace<model::RunInfo>();
   read_fields(row, col, run, Part::All, Later::Included);
   run.strategy = model::strategy_from_string(row.text(col));
-  row.check(model::check_run_info(run));
-  sink.set_run_info(run);
+  row.check(model::check(run));
+  sink.add(rec);
 }
 
 void read_ranks(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   const Stmt q = db.prepare(
       select_sql(sql::columns<model::RankIdentity>(Part::All), "ranks ORDER BY global_rank"));
+  model::Record rec;
   while (db.next(q)) {
     const Row row(db, "ranks", q.get(), repaired);
-    model::RankIdentity id;
+    auto& id = rec.emplace<model::RankIdentity>();
     int col = 1;
     read_fields(row, col, id, Part::All, Later::Included);
-    row.check(model::check_rank_identity(id));
-    sink.add_rank(id);
+    row.check(model::check(id));
+    sink.add(rec);
   }
 }
 
@@ -365,9 +367,10 @@ void read_steps(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   const Later later = with_later ? Later::Included : Later::Left;
   const Stmt q = with_later ? std::move(*with_later) : db.prepare(steps_select_sql(later));
   constexpr std::int64_t kAllEvents = (std::int64_t{1} << model::kEventCount) - 1;
+  model::Record rec;
   while (db.next(q)) {
     const Row row(db, "steps", q.get(), repaired);
-    model::StepRecord r;
+    auto& r = rec.emplace<model::StepRecord>();
     int col = 1;
     read_fields(row, col, r, Part::Values, later);
     const std::int64_t mask = row.int64(col++);
@@ -380,8 +383,8 @@ void read_steps(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
                    model::Timing{row.opt_real(col), row.opt_real(col + 1)});
     }
     read_fields(row, col, r, Part::Nested, later);
-    row.check(model::check_step(r));
-    sink.add_step(r);
+    row.check(model::check(r));
+    sink.add(rec);
   }
 }
 
@@ -390,7 +393,9 @@ void read_steps(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
 /// the record in it (from 1).
 void read_step_blocks(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   const Stmt q = db.prepare("SELECT rowid, global_rank, rows, data FROM step_blocks ORDER BY id");
-  model::StepRecord r;
+  // One record, refilled by each block.next(): no copy per step.
+  model::Record rec{std::in_place_type<model::StepRecord>};
+  auto& r = std::get<model::StepRecord>(rec);
   while (db.next(q)) {
     const Row row(db, "step_blocks", q.get(), repaired, "block");
     const int rank = row.integer(1);
@@ -399,7 +404,7 @@ void read_step_blocks(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
     try {
       StepBlockDecoder block(bytes, rank, rows);
       while (block.next(r))
-        sink.add_step(r);
+        sink.add(rec);
     } catch (const StepBlockError& e) {
       throw RunDbError(row.where() +
                        (e.record() > 0 ? ", record " + std::to_string(e.record()) : "") + ": " +
@@ -411,31 +416,31 @@ void read_step_blocks(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
 void read_step_memory(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   const Stmt q = db.prepare(
       select_sql(sql::columns<model::StepMemoryRecord>(Part::All), "step_memory ORDER BY id"));
+  model::Record rec;
   while (db.next(q)) {
     const Row row(db, "step_memory", q.get(), repaired);
-    model::StepMemoryRecord r;
+    auto& r = rec.emplace<model::StepMemoryRecord>();
     int col = 1;
     read_fields(row, col, r, Part::All, Later::Included);
-    row.check(model::check_step_memory(r));
-    sink.add_step_memory(r);
+    row.check(model::check(r));
+    sink.add(rec);
   }
 }
 
 /// System samples are few (one a second per node) and their GPUs are rows of
 /// another table: they are gathered, then handed on.
 void read_system(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
-  std::vector<model::SystemSample> out;
+  std::vector<model::Record> out;
   std::unordered_map<std::int64_t, std::size_t> index_of;  // sample id -> position in out
   const Stmt q = db.prepare(
       select_sql(sql::columns<model::SystemSample>(Part::All), "system_samples ORDER BY id"));
   while (db.next(q)) {
     const Row row(db, "system_samples", q.get(), repaired);
-    model::SystemSample x;
+    auto& x = out.emplace_back().emplace<model::SystemSample>();
     int col = 1;
     read_fields(row, col, x, Part::All, Later::Included);
-    row.check(model::check_system(x));
-    index_of.emplace(row.int64(0), out.size());
-    out.push_back(std::move(x));
+    row.check(model::check(x));
+    index_of.emplace(row.int64(0), out.size() - 1);
   }
   std::vector<Column> gpu_cols = {{"sample_id", "INTEGER", true}};
   for (auto& c : sql::columns<model::GpuSample>(Part::All))
@@ -449,22 +454,23 @@ void read_system(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
     int col = 2;
     read_fields(row, col, gpu, Part::All, Later::Included);
     row.check(model::check_gpu_sample(gpu));
-    out[it->second].gpus.push_back(gpu);
+    std::get<model::SystemSample>(out[it->second]).gpus.push_back(gpu);
   }
-  for (const model::SystemSample& x : out)
-    sink.add_system(x);
+  for (const model::Record& x : out)
+    sink.add(x);
 }
 
 void read_process(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   const Stmt q = db.prepare(
       select_sql(sql::columns<model::ProcessSample>(Part::All), "process_samples ORDER BY id"));
+  model::Record rec;
   while (db.next(q)) {
     const Row row(db, "process_samples", q.get(), repaired);
-    model::ProcessSample x;
+    auto& x = rec.emplace<model::ProcessSample>();
     int col = 1;
     read_fields(row, col, x, Part::All, Later::Included);
-    row.check(model::check_process(x));
-    sink.add_process(x);
+    row.check(model::check(x));
+    sink.add(rec);
   }
 }
 
@@ -504,7 +510,7 @@ void read_deliveries(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
       row.check(model::check_tracer_stats(t));
       d.tracer = std::move(t);
     }
-    sink.set_delivery(d);
+    sink.add(d);
   }
 }
 
@@ -512,7 +518,7 @@ void read_rejected(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   const Stmt q = db.prepare("SELECT rowid, ts, peer, reason FROM rejected_connections ORDER BY id");
   while (db.next(q)) {
     const Row row(db, "rejected_connections", q.get(), repaired);
-    sink.add_rejected(RejectedConnection{row.real(1), row.text(2), row.text(3)});
+    sink.add(RejectedConnection{row.real(1), row.text(2), row.text(3)});
   }
 }
 
@@ -520,35 +526,36 @@ void read_rejected(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
 class Collect final : public RunSink {
  public:
   explicit Collect(RunData& d) : d_(d) {}
-  void set_run_info(const model::RunInfo& info) override { d_.telemetry.run = info; }
-  void add_rank(const model::RankIdentity& id) override { d_.telemetry.ranks.push_back(id); }
-  void add_step(const model::StepRecord& r) override { d_.telemetry.steps.push_back(r); }
-  void add_step_memory(const model::StepMemoryRecord& r) override {
-    d_.telemetry.step_memory.push_back(r);
+  void add(const model::Record& r) override {
+    visit_stored(r, [this](const auto& x) { put(x); });
   }
-  void add_system(const model::SystemSample& s) override { d_.telemetry.system.push_back(s); }
-  void add_process(const model::ProcessSample& s) override { d_.telemetry.process.push_back(s); }
-  void set_delivery(const RankDelivery& d) override { d_.deliveries.push_back(d); }
-  void add_rejected(const RejectedConnection& c) override { d_.rejected.push_back(c); }
 
  private:
+  void put(const model::RunInfo& info) { d_.telemetry.run = info; }
+  void put(const model::RankIdentity& id) { d_.telemetry.ranks.push_back(id); }
+  void put(const model::StepRecord& r) { d_.telemetry.steps.push_back(r); }
+  void put(const model::StepMemoryRecord& r) { d_.telemetry.step_memory.push_back(r); }
+  void put(const model::SystemSample& s) { d_.telemetry.system.push_back(s); }
+  void put(const model::ProcessSample& s) { d_.telemetry.process.push_back(s); }
+  void put(const RankDelivery& d) { d_.deliveries.push_back(d); }
+  void put(const RejectedConnection& c) { d_.rejected.push_back(c); }
+
   RunData& d_;
 };
 
 }  // namespace
 
 void feed(const model::Telemetry& t, RunSink& sink) {
-  sink.set_run_info(t.run);
-  for (const auto& r : t.ranks)
-    sink.add_rank(r);
-  for (const auto& r : t.steps)
-    sink.add_step(r);
-  for (const auto& r : t.step_memory)
-    sink.add_step_memory(r);
-  for (const auto& s : t.system)
-    sink.add_system(s);
-  for (const auto& p : t.process)
-    sink.add_process(p);
+  sink.add(t.run);
+  const auto each = [&sink](const auto& rows) {
+    for (const auto& r : rows)
+      sink.add(r);
+  };
+  each(t.ranks);
+  each(t.steps);
+  each(t.step_memory);
+  each(t.system);
+  each(t.process);
 }
 
 std::int64_t read_run_db(const std::string& path, RunSink& sink) {

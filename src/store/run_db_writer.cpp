@@ -290,7 +290,11 @@ void RunDbWriter::flush() {
   commit();
 }
 
-void RunDbWriter::set_run_info(const model::RunInfo& info) {
+void RunDbWriter::add(const model::Record& r) {
+  visit_stored(r, [this](const auto& x) { put(x); });
+}
+
+void RunDbWriter::put(const model::RunInfo& info) {
   begin_if_needed();
   sqlite3_stmt* s = stmts_->run_info.get();
   int col = 1;
@@ -300,7 +304,7 @@ void RunDbWriter::set_run_info(const model::RunInfo& info) {
   run(db_, s, path_, "cannot write the run info");
 }
 
-void RunDbWriter::add_rank(const model::RankIdentity& id) {
+void RunDbWriter::put(const model::RankIdentity& id) {
   begin_if_needed();
   sqlite3_stmt* s = stmts_->rank.get();
   int col = 1;
@@ -308,7 +312,7 @@ void RunDbWriter::add_rank(const model::RankIdentity& id) {
   run(db_, s, path_, "cannot write a rank");
 }
 
-void RunDbWriter::add_step(const model::StepRecord& r) {
+void RunDbWriter::put(const model::StepRecord& r) {
   auto& s = *stmts_;
   if (s.last_block == s.open_blocks.end() || s.last_block->first != r.global_rank)
     s.last_block = s.open_blocks.try_emplace(r.global_rank).first;
@@ -346,7 +350,7 @@ void RunDbWriter::write_open_blocks() {
   s.last_block = s.open_blocks.end();
 }
 
-void RunDbWriter::add_step_memory(const model::StepMemoryRecord& r) {
+void RunDbWriter::put(const model::StepMemoryRecord& r) {
   begin_if_needed();
   sqlite3_stmt* s = stmts_->step_memory.get();
   int col = 1;
@@ -355,7 +359,7 @@ void RunDbWriter::add_step_memory(const model::StepMemoryRecord& r) {
   after_record();
 }
 
-void RunDbWriter::add_system(const model::SystemSample& x) {
+void RunDbWriter::put(const model::SystemSample& x) {
   begin_if_needed();
   sqlite3_stmt* s = stmts_->system.get();
   int col = 1;
@@ -372,7 +376,7 @@ void RunDbWriter::add_system(const model::SystemSample& x) {
   after_record();
 }
 
-void RunDbWriter::add_process(const model::ProcessSample& x) {
+void RunDbWriter::put(const model::ProcessSample& x) {
   begin_if_needed();
   sqlite3_stmt* s = stmts_->process.get();
   int col = 1;
@@ -381,7 +385,7 @@ void RunDbWriter::add_process(const model::ProcessSample& x) {
   after_record();
 }
 
-void RunDbWriter::set_delivery(const RankDelivery& d) {
+void RunDbWriter::put(const RankDelivery& d) {
   begin_if_needed();
   sqlite3_stmt* s = stmts_->delivery.get();
   int col = 1;
@@ -393,7 +397,7 @@ void RunDbWriter::set_delivery(const RankDelivery& d) {
   run(db_, s, path_, "cannot write a delivery");
 }
 
-void RunDbWriter::add_rejected(const RejectedConnection& c) {
+void RunDbWriter::put(const RejectedConnection& c) {
   begin_if_needed();
   sqlite3_stmt* s = stmts_->rejected.get();
   bind_double(s, 1, c.ts);

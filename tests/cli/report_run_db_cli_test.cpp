@@ -35,19 +35,19 @@ class ReportRunDb : public ::testing::Test {
     const auto in = traceml::store::read_telemetry_jsonl(kSample.string());
     fs::create_directories(run_dir_);
     traceml::store::RunDbWriter w(db_.string());
-    w.set_run_info(in.telemetry.run);
+    w.add(in.telemetry.run);
     for (const auto& r : in.telemetry.ranks)
-      w.add_rank(r);
+      w.add(r);
     for (const auto& r : in.telemetry.steps)
-      w.add_step(r);
+      w.add(r);
     for (const auto& s : in.telemetry.system)
-      w.add_system(s);
+      w.add(s);
     for (const auto& s : in.telemetry.process)
-      w.add_process(s);
+      w.add(s);
     traceml::model::TracerStats t;
     t.strategy = "single_process";
     t.steps_recorded = static_cast<std::int64_t>(in.telemetry.steps.size());
-    w.set_delivery({0, t.steps_recorded, true, t});
+    w.add(traceml::store::RankDelivery{0, t.steps_recorded, true, t});
     w.flush();
   }
 

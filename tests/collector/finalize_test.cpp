@@ -34,9 +34,10 @@ void write_db(const fs::path& run_dir, const model::Telemetry& t,
   store::RunDbWriter w((run_dir / store::kRunDbFileName).string());
   store::feed(t, w);
   for (const auto& d : deliveries)
-    w.set_delivery(d);
+    w.add(d);
   for (int i = 0; i < rejected; ++i)
-    w.add_rejected({1.7e9 + i, "10.0.0.9:" + std::to_string(40000 + i), "wrong run token"});
+    w.add(store::RejectedConnection{1.7e9 + i, "10.0.0.9:" + std::to_string(40000 + i),
+                                    "wrong run token"});
   w.flush();
 }
 

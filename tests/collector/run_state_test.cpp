@@ -190,16 +190,16 @@ TEST(RunState, RanksApartByTheWholeLookbackStillAlignTheSameSteps) {
     }
   };
   const std::int64_t last_step = feed_until_compacted(
-      step, [&](const auto& x) { state.add_step(x); }, t.steps);
+      step, [&](const auto& x) { state.add(x); }, t.steps);
   const std::int64_t last_memory = feed_until_compacted(
-      memory, [&](const auto& x) { state.add_step_memory(x); }, t.step_memory);
+      memory, [&](const auto& x) { state.add(x); }, t.step_memory);
   for (std::int64_t s = 1; s <= last_step - step_lag; ++s) {
     t.steps.push_back(step(1, s));
-    state.add_step(t.steps.back());
+    state.add(t.steps.back());
   }
   for (std::int64_t s = 1; s <= last_memory - memory_lag; ++s) {
     t.step_memory.push_back(memory(1, s));
-    state.add_step_memory(t.step_memory.back());
+    state.add(t.step_memory.back());
   }
   const std::string full = artifacts(t, kWindow);
   EXPECT_NE(full.find("\"steps_analyzed\": " + std::to_string(kWindow)), std::string::npos) << full;
@@ -217,11 +217,11 @@ TEST(RunState, StaysBoundedOnALongRun) {
     r.step = s;
     r.ts = double(s);
     r.events.set(Event::TracedStepTime, model::Timing{1.0, std::nullopt});
-    state.add_step(r);
-    state.add_step_memory({0, s, "cuda:0", 1.0, 2.0});
+    state.add(r);
+    state.add(model::StepMemoryRecord{0, s, "cuda:0", 1.0, 2.0});
     model::ProcessSample p;
     p.ts = double(s);
-    state.add_process(p);
+    state.add(p);
     most = std::max(most, state.rows_held());
   }
   // Each log holds at most what it keeps plus the slack before a compaction.
@@ -249,7 +249,7 @@ TEST(RunState, SnapshotsWhileRecordsArriveSeeEachRanksRowsInOrder) {
         x.global_rank = r;
         x.step = s;
         x.events.set(Event::Forward, model::Timing{1.0, std::nullopt});
-        state.add_step(x);
+        state.add(x);
       }
     done = true;
   });

@@ -20,7 +20,8 @@ using testing::TempDir;
 std::string new_run_db(const TempDir& dir) {
   const std::string path = (dir.path() / kRunDbFileName).string();
   RunDbWriter w(path);
-  w.add_rejected({1.0, "127.0.0.1:5", "wrong run token (the connection is not from this run)"});
+  w.add(store::RejectedConnection{1.0, "127.0.0.1:5",
+                                  "wrong run token (the connection is not from this run)"});
   w.flush();
   return path;
 }

@@ -185,21 +185,21 @@ RunData rich_run() {
 /// descending) so that the reader's sorting is exercised.
 void write_run(const std::string& path, const RunData& d) {
   RunDbWriter w(path);
-  w.set_run_info(d.telemetry.run);
+  w.add(d.telemetry.run);
   for (auto it = d.telemetry.ranks.rbegin(); it != d.telemetry.ranks.rend(); ++it)
-    w.add_rank(*it);
+    w.add(*it);
   for (const auto& r : d.telemetry.steps)
-    w.add_step(r);
+    w.add(r);
   for (const auto& r : d.telemetry.step_memory)
-    w.add_step_memory(r);
+    w.add(r);
   for (const auto& s : d.telemetry.system)
-    w.add_system(s);
+    w.add(s);
   for (const auto& s : d.telemetry.process)
-    w.add_process(s);
+    w.add(s);
   for (auto it = d.deliveries.rbegin(); it != d.deliveries.rend(); ++it)
-    w.set_delivery(*it);
+    w.add(*it);
   for (const auto& c : d.rejected)
-    w.add_rejected(c);
+    w.add(c);
   w.flush();
 }
 
@@ -269,10 +269,10 @@ TEST(RunDb, RunWithoutRunInfoOrWorldSizeReadsDefaults) {
     model::RunInfo info;
     info.run_name = "";
     info.strategy = model::Strategy::SingleProcess;
-    w.set_run_info(info);
+    w.add(info);
     // A later set_run_info replaces the first.
     info.run_name = "second";
-    w.set_run_info(info);
+    w.add(info);
   }
   const RunData d = read_run_db(path);
   EXPECT_EQ(d.telemetry.run.run_name, "second");
@@ -308,9 +308,9 @@ TEST(RunDb, KeepsEachRanksArrivalOrderAndDuplicateSteps) {
     RunDbWriter w(path);
     // Interleave kinds: each table keeps its own arrival order.
     for (std::size_t i = 0; i < steps.size(); ++i) {
-      w.add_step(steps[i]);
-      if (i < mem.size()) w.add_step_memory(mem[i]);
-      if (i < proc.size()) w.add_process(proc[i]);
+      w.add(steps[i]);
+      if (i < mem.size()) w.add(mem[i]);
+      if (i < proc.size()) w.add(proc[i]);
     }
     EXPECT_EQ(w.records(), 11);
   }
@@ -331,12 +331,12 @@ TEST(RunDb, LaterRankIdentityAndDeliveryReplaceEarlierOnes) {
     model::RankIdentity a;
     a.global_rank = 1;
     a.hostname = "old";
-    w.add_rank(a);
+    w.add(a);
     a.hostname = "new";
     a.local_rank = 1;
-    w.add_rank(a);
-    w.set_delivery(RankDelivery{1, 10, false, std::nullopt});
-    w.set_delivery(RankDelivery{1, 20, true, std::nullopt});
+    w.add(a);
+    w.add(RankDelivery{1, 10, false, std::nullopt});
+    w.add(RankDelivery{1, 20, true, std::nullopt});
   }
   const RunData d = read_run_db(path);
   ASSERT_EQ(d.telemetry.ranks.size(), 1u);
@@ -351,7 +351,7 @@ TEST(RunDb, FlushMakesRecordsVisibleWhileWriting) {
   TempDir dir;
   const std::string path = (dir.path() / kRunDbFileName).string();
   RunDbWriter w(path);
-  w.add_step(step(0, 1, 1.0, 1.0));
+  w.add(step(0, 1, 1.0, 1.0));
   // Not committed yet: a reader sees the empty schema.
   EXPECT_EQ(read_run_db(path).telemetry.steps.size(), 0u);
   w.flush();
@@ -367,7 +367,7 @@ TEST(RunDb, CommitsInBatchesAcrossManyRecords) {
   {
     RunDbWriter w(path);
     for (int i = 1; i <= kSteps; ++i)
-      w.add_step(step(i % 4, i, double(i), double(i) * 0.001));
+      w.add(step(i % 4, i, double(i), double(i) * 0.001));
     // The commit at 20,000 records holds the blocks that had filled by then:
     // 4 of 1,024 rows for each of the 4 ranks. The rest is in a transaction
     // not committed yet, or in blocks still filling.
@@ -390,10 +390,10 @@ TEST(RunDb, StepsAreStoredInBlocksOfARanksRows) {
   {
     RunDbWriter w(path);
     for (int i = 1; i <= 2500; ++i)
-      w.add_step(step(5, i, double(i), 1.0));
-    w.add_step(step(2, 1, 1.0, 1.0));
+      w.add(step(5, i, double(i), 1.0));
+    w.add(step(2, 1, 1.0, 1.0));
     w.flush();  // stores the open blocks, whatever their size
-    w.add_step(step(5, 2501, 2501.0, 1.0));
+    w.add(step(5, 2501, 2501.0, 1.0));
   }
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READONLY, nullptr), SQLITE_OK);
@@ -430,7 +430,7 @@ TEST(RunDb, ManyRanksHoldAtMostEightMebibytesOfOpenBlocks) {
   {
     RunDbWriter w(path);
     for (const auto& r : steps)
-      w.add_step(r);
+      w.add(r);
     w.flush();
   }
   sqlite3* db = nullptr;
@@ -477,7 +477,7 @@ TEST(RunDb, GpuActivityAndGpuOnlyTimingsRoundTripThroughFullAndPartialBlocks) {
   {
     RunDbWriter w(path);
     for (const auto& r : steps)
-      w.add_step(r);
+      w.add(r);
   }
   const RunData d = read_run_db(path);
   expect_same_steps_per_rank(steps, d.telemetry.steps);
@@ -897,7 +897,7 @@ TEST(RunDb, StepInsertRate) {
   {
     RunDbWriter w(path);
     for (const auto& r : records)
-      w.add_step(r);
+      w.add(r);
     w.flush();
   }
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
