@@ -12,6 +12,7 @@
 
 #include "analysis/h2d_advice.hpp"
 #include "analysis/number_format.hpp"
+#include "analysis/summary_keys.hpp"
 #include "report/text_format.hpp"
 
 namespace traceml::report {
@@ -19,6 +20,7 @@ namespace traceml::report {
 namespace {
 
 using analysis::fixed;
+namespace key = analysis::summary_keys;
 using namespace json_read;
 
 /// Tree row: glyph+label field, then the value right-aligned.
@@ -71,7 +73,7 @@ std::vector<std::string> step_timing_block(const SummaryView& run, const Verdict
   };
 
   std::string caption = "STEP TIMING (" + scope + ")";
-  const std::string clock = text_or(path(st, {"global", "window", "diagnosis_clock"}));
+  const std::string clock = text_or(path(st, {key::kGlobal, key::kWindow, key::kDiagnosisClock}));
   if (clock == "gpu") caption += ", GPU Clock";
   if (clock == "cpu") caption += ", CPU Clock";
 
@@ -81,7 +83,7 @@ std::vector<std::string> step_timing_block(const SummaryView& run, const Verdict
     std::string marker;
   };
   std::vector<Line> lines;
-  const auto step = value("step_time_ms");
+  const auto step = value(key::kStepTimeMs);
   if (!step || *step <= 0) {
     lines.push_back({pad_right("Step Time", kTreeLabelWidth) + pad_left("n/a", kTreeValueWidth),
                      std::nullopt, ""});
@@ -98,7 +100,7 @@ std::vector<std::string> step_timing_block(const SummaryView& run, const Verdict
     const bool straggler = analysis::is_straggler(run.kind);
     auto worst_cell = [&](const char* m, double shown, bool always) -> std::optional<std::string> {
       if (!run.multi) return std::nullopt;
-      const auto w = point(st, "worst", m);
+      const auto w = point(st, key::kWorst, m);
       if (!w.value) return std::nullopt;
       const double gap = std::fabs(*w.value - shown);
       const bool material =
@@ -114,12 +116,13 @@ std::vector<std::string> step_timing_block(const SummaryView& run, const Verdict
     };
 
     lines.push_back({base("Step Time", *step), std::nullopt, ""});
-    const TreeRow depth1[] = {{"Input Wait", "input_wait_ms"},
-                              {"Compute", "compute_ms"},
-                              {"H2D", "h2d_ms"},
-                              {"Residual", "residual_ms"}};
-    const TreeRow depth2[] = {
-        {"Forward", "forward_ms"}, {"Backward", "backward_ms"}, {"Optimizer", "optimizer_ms"}};
+    const TreeRow depth1[] = {{"Input Wait", key::kInputWaitMs},
+                              {"Compute", key::kComputeMs},
+                              {"H2D", key::kH2dMs},
+                              {"Residual", key::kResidualMs}};
+    const TreeRow depth2[] = {{"Forward", key::kForwardMs},
+                              {"Backward", key::kBackwardMs},
+                              {"Optimizer", key::kOptimizerMs}};
     std::vector<std::pair<TreeRow, double>> present1, present2;
     for (const auto& r : depth1) {
       if (const auto v = value(r.metric)) present1.emplace_back(r, *v);
@@ -137,14 +140,14 @@ std::vector<std::string> step_timing_block(const SummaryView& run, const Verdict
     for (std::size_t i = 0; i < present1.size(); ++i) {
       const bool last = i + 1 == present1.size();
       add(last ? "└─ " : "├─ ", present1[i].first, present1[i].second);
-      if (std::string(present1[i].first.metric) != "compute_ms") continue;
+      if (std::string(present1[i].first.metric) != key::kComputeMs) continue;
       for (std::size_t j = 0; j < present2.size(); ++j) {
         const bool last_child = j + 1 == present2.size();
         add(std::string(last ? "   " : "│  ") + (last_child ? "└─ " : "├─ "), present2[j].first,
             present2[j].second);
       }
     }
-    if (any_cell) lines.front().cell = worst_cell("step_time_ms", *step, true);
+    if (any_cell) lines.front().cell = worst_cell(key::kStepTimeMs, *step, true);
   }
 
   // Assemble: worst-rank cells in one column, markers after them.
@@ -170,7 +173,7 @@ std::vector<std::string> step_timing_block(const SummaryView& run, const Verdict
     out.push_back(s);
   }
   if (cpu_only(run)) out.emplace_back("H2D and step memory not measured (no GPU).");
-  if (const auto fetch = value("dataloader_fetch_cpu_ms"))
+  if (const auto fetch = value(key::kDataloaderFetchCpuMs))
     out.push_back("DataLoader fetch: " + fmt_ms(*fetch) + " (CPU, supplemental)");
   // Issue 5: what the GPU activity records say, for the same rank as the tree.
   if (const auto coll = value("collective_ms"))
