@@ -278,42 +278,46 @@ std::optional<double> gib(const std::optional<double>& bytes) {
   return bytes ? std::optional<double>(*bytes / kGiB) : std::nullopt;
 }
 
+/// One section of both summaries, and its averages side by side.
+struct Sides {
+  const Json* lhs;
+  const Json* rhs;
+  Pair avg(const char* metric) const { return {average(lhs, metric), average(rhs, metric)}; }
+  Pair avg_gib(const char* metric) const {
+    return {gib(average(lhs, metric)), gib(average(rhs, metric))};
+  }
+};
+
+Sides sides(const Json& lhs_sum, const Json& rhs_sum, const char* name) {
+  return {section(lhs_sum, name), section(rhs_sum, name)};
+}
+
 CompareSection process_section(const Json& lhs_sum, const Json& rhs_sum) {
-  const Json* lhs = section(lhs_sum, key::kProcess);
-  const Json* rhs = section(rhs_sum, key::kProcess);
-  auto s = open_section<CompareSection>(lhs, rhs);
-  auto avg = [lhs, rhs](const char* metric) {
-    return Pair{average(lhs, metric), average(rhs, metric)};
-  };
+  const Sides in = sides(lhs_sum, rhs_sum, key::kProcess);
+  auto s = open_section<CompareSection>(in.lhs, in.rhs);
   // cpu_percent is TraceML's (100 = one core busy); the summary's text shows
   // cpu_capacity_percent (100 = every core busy), added here so that both
   // tools' numbers can be found. The text labels the first by its unit.
-  s.metrics.push_back(numeric_metric("cpu_avg_percent", "Process CPU avg", "percent",
-                                     avg(key::kCpuPercent), "percentage_point", "context"));
-  s.metrics.push_back(numeric_metric("cpu_capacity_percent", "Process CPU capacity", "percent",
-                                     avg(key::kCpuCapacityPercent), "percentage_point", "context"));
-  s.metrics.push_back(numeric_metric(
-      "rss_avg_gb", "Process RSS avg", "gb",
-      Pair{gib(average(lhs, key::kRamBytes)), gib(average(rhs, key::kRamBytes))}, "gb", "context"));
+  s.metrics = {numeric_metric("cpu_avg_percent", "Process CPU avg", "percent",
+                              in.avg(key::kCpuPercent), "percentage_point", "context"),
+               numeric_metric("cpu_capacity_percent", "Process CPU capacity", "percent",
+                              in.avg(key::kCpuCapacityPercent), "percentage_point", "context"),
+               numeric_metric("rss_avg_gb", "Process RSS avg", "gb", in.avg_gib(key::kRamBytes),
+                              "gb", "context")};
   return s;
 }
 
 CompareSection system_section(const Json& lhs_sum, const Json& rhs_sum) {
-  const Json* lhs = section(lhs_sum, key::kSystem);
-  const Json* rhs = section(rhs_sum, key::kSystem);
-  auto s = open_section<CompareSection>(lhs, rhs);
-  auto avg = [lhs, rhs](const char* metric) {
-    return Pair{average(lhs, metric), average(rhs, metric)};
-  };
-  s.metrics.push_back(numeric_metric("cpu_avg_percent", "System CPU avg", "percent",
-                                     avg(key::kCpuPercent), "percentage_point", "context"));
-  s.metrics.push_back(numeric_metric(
-      "ram_avg_gb", "System RAM avg", "gb",
-      Pair{gib(average(lhs, key::kRamBytes)), gib(average(rhs, key::kRamBytes))}, "gb", "context"));
-  s.metrics.push_back(numeric_metric("gpu_util_avg_percent", "GPU util avg", "percent",
-                                     avg(key::kGpuUtilPercent), "percentage_point", "context"));
-  s.metrics.push_back(numeric_metric("gpu_memory_avg_percent", "GPU memory avg", "percent",
-                                     avg(key::kGpuMemPercent), "percentage_point", "context"));
+  const Sides in = sides(lhs_sum, rhs_sum, key::kSystem);
+  auto s = open_section<CompareSection>(in.lhs, in.rhs);
+  s.metrics = {numeric_metric("cpu_avg_percent", "System CPU avg", "percent",
+                              in.avg(key::kCpuPercent), "percentage_point", "context"),
+               numeric_metric("ram_avg_gb", "System RAM avg", "gb", in.avg_gib(key::kRamBytes),
+                              "gb", "context"),
+               numeric_metric("gpu_util_avg_percent", "GPU util avg", "percent",
+                              in.avg(key::kGpuUtilPercent), "percentage_point", "context"),
+               numeric_metric("gpu_memory_avg_percent", "GPU memory avg", "percent",
+                              in.avg(key::kGpuMemPercent), "percentage_point", "context")};
   return s;
 }
 

@@ -18,19 +18,10 @@ namespace {
 using json_read::opt_json;
 
 const char* outcome_of(VerdictStatus status) {
-  switch (status) {
-    case VerdictStatus::Regression:
-      return "regression";
-    case VerdictStatus::Improvement:
-      return "improvement";
-    case VerdictStatus::Equivalent:
-      return "equivalent";
-    case VerdictStatus::Mixed:
-      return "mixed";
-    case VerdictStatus::Inconclusive:
-      break;
-  }
-  return "unclear";
+  // In the order of VerdictStatus.
+  constexpr const char* kOutcomes[] = {"improvement", "regression", "equivalent", "mixed",
+                                       "unclear"};
+  return kOutcomes[static_cast<int>(status)];
 }
 
 Json metric_json(const MetricDelta& m) {

@@ -25,11 +25,12 @@ struct CompareSide {
   std::string parent_name;  ///< name of the directory holding the file
 };
 
-/// Whether a metric has a number on both sides.
+/// Whether a metric has a number on both sides. compare_verdict.cpp maps
+/// it to Comparability by index: a new value goes there too.
 enum class MetricState { Comparable, MissingOneSide, MissingBoth };
 
 /// How comparable a section, or the runs, are: a metric's state, or the
-/// verdict's partial / insufficient.
+/// verdict's partial / insufficient. Its names are a table indexed by it.
 enum class Comparability { Comparable, MissingOneSide, MissingBoth, Partial, Insufficient };
 
 Comparability comparability_of(MetricState s);
@@ -110,6 +111,7 @@ struct StepTimeCompare : CompareSection {
   NoiseDecision noise;
 };
 
+/// In the order of the name tables in compare_verdict.cpp and compare_json.cpp.
 enum class VerdictStatus { Improvement, Regression, Equivalent, Mixed, Inconclusive };
 
 /// IMPROVEMENT, REGRESSION, EQUIVALENT, MIXED or INCONCLUSIVE.

@@ -81,47 +81,21 @@ std::vector<std::string> diagnosis_changes(const DiagnosisChange& primary,
 }  // namespace
 
 Comparability comparability_of(MetricState s) {
-  switch (s) {
-    case MetricState::Comparable:
-      return Comparability::Comparable;
-    case MetricState::MissingOneSide:
-      return Comparability::MissingOneSide;
-    case MetricState::MissingBoth:
-      break;
-  }
-  return Comparability::MissingBoth;
+  constexpr Comparability kOf[] = {Comparability::Comparable, Comparability::MissingOneSide,
+                                   Comparability::MissingBoth};
+  return kOf[static_cast<int>(s)];
 }
 
 const char* comparability_name(Comparability c) {
-  switch (c) {
-    case Comparability::Comparable:
-      return "comparable";
-    case Comparability::MissingOneSide:
-      return "missing_one_side";
-    case Comparability::MissingBoth:
-      return "missing_both";
-    case Comparability::Partial:
-      return "partial";
-    case Comparability::Insufficient:
-      break;
-  }
-  return "insufficient";
+  constexpr const char* kNames[] = {"comparable", "missing_one_side", "missing_both", "partial",
+                                    "insufficient"};
+  return kNames[static_cast<int>(c)];
 }
 
 const char* verdict_name(VerdictStatus s) {
-  switch (s) {
-    case VS::Improvement:
-      return "IMPROVEMENT";
-    case VS::Regression:
-      return "REGRESSION";
-    case VS::Equivalent:
-      return "EQUIVALENT";
-    case VS::Mixed:
-      return "MIXED";
-    case VS::Inconclusive:
-      break;
-  }
-  return "INCONCLUSIVE";
+  constexpr const char* kNames[] = {"IMPROVEMENT", "REGRESSION", "EQUIVALENT", "MIXED",
+                                    "INCONCLUSIVE"};
+  return kNames[static_cast<int>(s)];
 }
 
 bool MetricDelta::is_text() const {
