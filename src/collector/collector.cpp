@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <condition_variable>
 #include <exception>
 #include <filesystem>
@@ -17,9 +16,10 @@
 #include <variant>
 
 #include "analysis/step_median.hpp"
+#include "collector/intake.hpp"
 #include "collector/run_state.hpp"
 #include "model/limits.hpp"
-#include "model/record_checks.hpp"
+#include "model/record_kinds.hpp"
 #include "model/text.hpp"
 #include "store/rejection_counts.hpp"
 #include "store/run_db.hpp"
@@ -82,25 +82,6 @@ using Item = model::Record;
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-// ---- value checks: the codec checks layout, model::check_* (shared with the
-// JSONL and run-database readers) check meaning ----
-
-bool valid_step(const model::StepRecord& r) {
-  return !model::check_step(r);
-}
-bool valid_step_memory(const model::StepMemoryRecord& r) {
-  return !model::check_step_memory(r);
-}
-bool valid_system(const model::SystemSample& s) {
-  return !model::check_system(s);
-}
-bool valid_process(const model::ProcessSample& s) {
-  return !model::check_process(s);
-}
-bool valid_tracer_stats(const model::TracerStats& s) {
-  return !model::check_tracer_stats(s);
 }
 
 }  // namespace
@@ -174,12 +155,12 @@ struct Collector::Impl final : transport::ServerHandler {
     contact();
     Connection c;
     model::RankIdentity identity = hello.identity;
-    if (identity.hostname) repair(*identity.hostname);
+    for_each_text(identity, [this](std::string& text) { repair(text); });
     c.rank = hello.identity.global_rank;
     c.node_rank = hello.identity.node_rank;
     if (c.rank < 0)
       c.refuse = "negative global rank " + std::to_string(c.rank) + " in Hello";
-    else if (const auto bad = model::check_rank_identity(identity))
+    else if (const auto bad = model::check(identity))
       // The run-database reader applies the same rule: an identity stored
       // unchecked would make every later report of the run fail.
       c.refuse = "invalid identity in Hello: " + *bad;
@@ -207,63 +188,17 @@ struct Collector::Impl final : transport::ServerHandler {
     if (it == connections.end()) return std::string("frame on a connection without a Hello");
     Connection& c = it->second;
     if (c.refuse) return c.refuse;
-    using transport::FrameType;
-    switch (frame.type) {
-      case FrameType::Step: {
-        auto r = transport::decode<model::StepRecord>(frame.payload);
-        if (!r) return malformed(frame.type);
-        if (r->global_rank != c.rank || !valid_step(*r)) return invalid();
-        c.max_step = std::max(c.max_step, r->step);
-        accept(c, std::move(*r));
-        return std::nullopt;
-      }
-      case FrameType::StepMemory: {
-        auto r = transport::decode<model::StepMemoryRecord>(frame.payload);
-        if (!r) return malformed(frame.type);
-        repair(r->device);
-        if (r->global_rank != c.rank || !valid_step_memory(*r)) return invalid();
-        accept(c, std::move(*r));
-        return std::nullopt;
-      }
-      case FrameType::System: {
-        auto s = transport::decode<model::SystemSample>(frame.payload);
-        if (!s) return malformed(frame.type);
-        // Local rank 0 samples its own node: another node's number is a bug.
-        if ((c.node_rank && s->node_rank != *c.node_rank) || !valid_system(*s)) return invalid();
-        accept(c, std::move(*s));
-        return std::nullopt;
-      }
-      case FrameType::Process: {
-        auto s = transport::decode<model::ProcessSample>(frame.payload);
-        if (!s) return malformed(frame.type);
-        if (s->global_rank != c.rank || !valid_process(*s)) return invalid();
-        accept(c, std::move(*s));
-        return std::nullopt;
-      }
-      case FrameType::TracerStats: {
-        auto s = transport::decode<model::TracerStats>(frame.payload);
-        if (!s) return malformed(frame.type);
-        repair(s->strategy);
-        if (s->global_rank != c.rank || !valid_tracer_stats(*s)) return invalid();
-        board.tracer_drops(c.rank, s->records_dropped);
-        std::lock_guard<std::mutex> lk(state_mu);
-        ranks[c.rank].tracer = std::move(*s);  // the last report wins
-        return std::nullopt;
-      }
-      case FrameType::Heartbeat: {
-        auto p = transport::decode<model::RankPosition>(frame.payload);
-        if (!p) return malformed(frame.type);
-        if (p->global_rank != c.rank) return invalid();
-        board.heartbeat(*p, LiveClock::now());
-        return std::nullopt;
-      }
-      case FrameType::Bye:
-        c.said_bye = true;
-        return std::nullopt;
-      case FrameType::Hello:
-        return std::string("a second Hello on one connection");
+    // Hello and Bye carry no record; any other frame, its kind's (model/record_kinds.hpp).
+    if (frame.type == transport::FrameType::Bye) {
+      c.said_bye = true;
+      return std::nullopt;
     }
-    return std::string("unknown frame type");
+    if (frame.type == transport::FrameType::Hello)
+      return std::string("a second Hello on one connection");
+    auto record = transport::decode(frame);
+    if (!record)
+      return std::string("malformed ") + transport::frame_type_name(frame.type) + " payload";
+    return std::visit([&](auto& r) { return take(c, std::move(r)); }, *record);
   }
 
   void on_read_end() override { hand_on(); }
@@ -294,9 +229,37 @@ struct Collector::Impl final : transport::ServerHandler {
 
   // ---- helpers of the I/O thread ----
 
-  static std::optional<std::string> malformed(transport::FrameType t) {
-    return std::string("malformed ") + transport::frame_type_name(t) + " payload";
+  /// A record from a rank: its text repaired, then checked (the codec checks
+  /// layout; the row's check, shared with the JSONL and run-database readers,
+  /// meaning), then handed on.
+  template <typename R>
+  std::optional<std::string> take(Connection& c, R&& r) {
+    constexpr const auto& row = model::row_of<std::decay_t<R>>();
+    if constexpr (row.direction != model::Direction::RankToCollector)
+      return std::string("a frame ranks do not send: ") + row.name;
+    for_each_text(r, [this](std::string& text) { repair(text); });
+    if (!from_sender(c.rank, c.node_rank, r) || model::check(r)) return invalid();
+    handle(c, std::forward<R>(r));
+    return std::nullopt;
   }
+
+  /// A record the run keeps: queued for the database and the run in memory.
+  template <typename R>
+  void handle(Connection& c, R&& r) {
+    static_assert(model::row_of<std::decay_t<R>>().table != nullptr, "stored, or handled below");
+    accept(c, std::forward<R>(r));
+  }
+  void handle(Connection& c, model::StepRecord&& r) {
+    c.max_step = std::max(c.max_step, r.step);
+    accept(c, std::move(r));
+  }
+  /// Kept per rank for its delivery; the last report wins.
+  void handle(Connection& c, model::TracerStats&& s) {
+    board.tracer_drops(c.rank, s.records_dropped);
+    std::lock_guard<std::mutex> lk(state_mu);
+    ranks[c.rank].tracer = std::move(s);
+  }
+  void handle(Connection& /*c*/, model::RankPosition&& p) { board.heartbeat(p, LiveClock::now()); }
 
   /// A record that decodes but fails the value checks is skipped, not fatal:
   /// one bad reading must not cost the rest of a rank's telemetry.
