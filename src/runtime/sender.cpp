@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <variant>
 
 #include "runtime/pipe_safety.hpp"
 #include "transport/frame.hpp"
@@ -52,11 +53,8 @@ Sender::Sender(SenderSettings settings, RecorderRegistry& recorders, SampleQueue
       stats_(std::move(stats)),
       emit_step_(
           [this](const model::StepRecord& r, const std::optional<model::StepMemoryRecord>& m) {
-            add_record(transport::FrameType::Step,
-                       [&](std::vector<std::uint8_t>& out) { transport::encode_into(out, r); });
-            if (m)
-              add_record(transport::FrameType::StepMemory,
-                         [&](std::vector<std::uint8_t>& out) { transport::encode_into(out, *m); });
+            add_record(r);
+            if (m) add_record(*m);
           }),
       pipeline_(settings_.identity.global_rank, wall, settings_.gpu_clock, settings_.activity),
       backoff_(settings_.backoff_min) {}
@@ -85,23 +83,22 @@ void Sender::stop(Clock::time_point deadline) {
 }
 
 void Sender::add_frame(transport::FrameType type, const std::vector<std::uint8_t>& payload) {
+  // Records go through add_record; what comes here (the rank's own state,
+  // Bye) is never dropped and not counted as a record.
   const auto frame = transport::encode_frame(type, payload);
-  if (!frame) return;  // cannot happen for records: each is far below the frame limit
-  const bool is_record = type != transport::FrameType::TracerStats &&
-                         type != transport::FrameType::Bye &&
-                         type != transport::FrameType::Heartbeat;
-  if (is_record && pending_.size() + frame->size() > settings_.max_pending_bytes) {
-    dropped_.fetch_add(1);
-    return;
-  }
+  if (!frame) return;  // cannot happen: each is far below the frame limit
   pending_.insert(pending_.end(), frame->begin(), frame->end());
-  if (is_record) ++pending_records_;
 }
 
-template <typename F>
-void Sender::add_record(transport::FrameType type, F&& put_payload) {
+template <typename R>
+void Sender::add_control(const R& r) {
+  add_frame(transport::frame_type_of<R>(), transport::encode(r));
+}
+
+template <typename R>
+void Sender::add_record(const R& r) {
   const std::size_t before = pending_.size();
-  if (transport::append_frame(pending_, type, std::forward<F>(put_payload)) == 0) return;
+  if (transport::append_record_frame(pending_, r) == 0) return;
   if (pending_.size() > settings_.max_pending_bytes) {
     pending_.resize(before);
     dropped_.fetch_add(1);
@@ -130,15 +127,8 @@ std::size_t Sender::collect() {
   // so every step drained above finds its GPU record here.
   if (settings_.gpu_clock != nullptr) settings_.gpu_clock->drain(gpu_);
   pipeline_.add(steps_, gpu_, Clock::now(), emit_step_);
-  for (auto& s : samples_.take()) {
-    if (const auto* p = std::get_if<model::ProcessSample>(&s)) {
-      add_record(transport::FrameType::Process,
-                 [&](std::vector<std::uint8_t>& out) { transport::encode_into(out, *p); });
-    } else if (const auto* sys = std::get_if<model::SystemSample>(&s)) {
-      add_record(transport::FrameType::System,
-                 [&](std::vector<std::uint8_t>& out) { transport::encode_into(out, *sys); });
-    }
-  }
+  for (auto& s : samples_.take())
+    std::visit([this](const auto& x) { add_record(x); }, s);
   return steps_.size();
 }
 
@@ -192,12 +182,10 @@ bool Sender::ensure_connected(Clock::time_point now, bool final_attempt) {
     hello.token = settings_.token;
     hello.identity = settings_.identity;
     std::vector<std::uint8_t> head;
-    for (const auto& [type, payload] :
-         {std::pair{transport::FrameType::Hello, transport::encode_hello(hello)},
-          std::pair{transport::FrameType::TracerStats, transport::encode(full_stats())}}) {
-      const auto f = transport::encode_frame(type, payload);
-      if (f) head.insert(head.end(), f->begin(), f->end());
-    }
+    if (const auto f =
+            transport::encode_frame(transport::FrameType::Hello, transport::encode_hello(hello)))
+      head = *f;
+    transport::append_record_frame(head, full_stats());
     ok = client_.send_all(head.data(), head.size(), settings_.send_timeout);
   }
   if (ok) {
@@ -261,8 +249,8 @@ void Sender::loop() {
       // Only while connected: heartbeats are not kept for a collector that
       // is away (they would say where the rank was, not where it is).
       if (settings_.position && now - last_heartbeat >= settings_.heartbeat_interval) {
-        add_frame(transport::FrameType::Heartbeat, transport::encode(settings_.position()));
-        add_frame(transport::FrameType::TracerStats, transport::encode(full_stats()));
+        add_control(settings_.position());
+        add_control(full_stats());
         last_heartbeat = now;
       }
       flush(settings_.send_timeout);
@@ -281,7 +269,7 @@ void Sender::loop() {
   }
   pipeline_.abandon(emit_step_);
   const model::TracerStats stats = full_stats();
-  add_frame(transport::FrameType::TracerStats, transport::encode(stats));
+  add_control(stats);
   add_frame(transport::FrameType::Bye, {});
   bool delivered = false;
   while (!delivered && remaining(deadline_).count() > 0) {

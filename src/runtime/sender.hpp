@@ -114,10 +114,15 @@ class Sender {
   StepPipeline pipeline_;
   timing::TickMapping ticks_;  ///< the training threads' ticks to ns (sender thread)
 
-  /// Appends a record's frame to pending_, unless that would pass
-  /// max_pending_bytes (then it is dropped and counted).
-  template <typename F>
-  void add_record(transport::FrameType type, F&& put_payload);
+  /// Appends a record's frame (its kind's frame type, model/record_kinds.hpp)
+  /// to pending_, unless that would pass max_pending_bytes (then it is
+  /// dropped and counted).
+  template <typename R>
+  void add_record(const R& r);
+  /// Appends a frame of the rank's own state (heartbeat, tracer stats): not
+  /// a record, never dropped.
+  template <typename R>
+  void add_control(const R& r);
   /// The wait before the next flush, from how fast the last one's steps came.
   std::chrono::milliseconds next_interval(std::size_t steps,
                                           std::chrono::steady_clock::duration span) const;
