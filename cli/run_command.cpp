@@ -1,5 +1,7 @@
 // traceml run [options] -- PROGRAM [ARGS...]: a torchrun for C++ binaries that
 // also hosts the collector (node 0) and writes the run's diagnosis at the end.
+// Here: the options, their checks and defaults; the run is
+// launcher::host_launched_run (launcher/hosted_run.hpp).
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
@@ -13,26 +15,17 @@
 
 #include <unistd.h>
 
-#include "collector/collector.hpp"
 #include "commands.hpp"
 #include "launcher/free_port.hpp"
-#include "launcher/interrupt_signals.hpp"
-#include "launcher/launch.hpp"
-#include "launcher/manifest.hpp"
+#include "launcher/hosted_run.hpp"
 #include "launcher/program_path.hpp"
-#include "live_display.hpp"
 #include "model/env_contract.hpp"
 #include "model/env_values.hpp"
 #include "model/text.hpp"
 #include "option_checks.hpp"
 #include "output_paths.hpp"
-#include "run_end.hpp"
 #include "runtime/config.hpp"
-#include "store/run_db.hpp"
-#include "store/run_dir.hpp"
-#include "store/run_outcome.hpp"
 #include "transport/hello.hpp"
-#include "transport/record_codec.hpp"
 
 namespace traceml::cli {
 
@@ -151,194 +144,53 @@ launcher::LaunchPlan plan_of(const RunArgs& a) {
   return p;
 }
 
-int launch_untraced(launcher::LaunchPlan plan) {
-  plan.extra_env.emplace_back(model::env::kDisabled, "1");
-  try {
-    return launcher::launch_and_wait(plan).exit_code;
-  } catch (const launcher::LaunchError& e) {
-    return fail(e.what());
+/// The run token: TRACEML_RUN_TOKEN, else one every rank of this run knows
+/// and other programs do not. Nodes other than 0 cannot be told a random one,
+/// so a multi-node run derives it from the run name. Sets `problem`.
+std::string run_token(const RunArgs& a, const std::string& run_name, std::string& problem) {
+  if (const char* env = std::getenv(model::env::kRunToken); env != nullptr && *env != '\0') {
+    if (const auto why = model::token_problem(env))
+      problem = std::string(model::env::kRunToken) + " " + *why;
+    return env;
   }
+  return a.nnodes > 1 ? "run:" + run_name : transport::random_run_token();
 }
 
-std::string status_of(const launcher::LaunchOutcome& o) {
-  if (o.interrupt_signal) return "interrupted";
-  return o.exit_code == 0 ? "completed" : "failed";
-}
-
-store::RunOutcome outcome_of(const launcher::LaunchOutcome& o) {
-  store::RunOutcome r;
-  r.status = status_of(o);
-  r.exit_code = o.exit_code;
-  r.failed_rank = o.first_failed_rank;
-  for (const auto& rank : o.ranks)
-    r.ranks.push_back({rank.global_rank, rank.exit_code, rank.signal, rank.stopped_by_launcher});
-  return r;
-}
-
-int run(RunArgs a) {
-  launcher::LaunchPlan plan = plan_of(a);
+int run(const RunArgs& a) {
+  launcher::LaunchedRunOptions o;
+  o.plan = plan_of(a);
   if (a.master_port == 0) {
     const auto port = launcher::pick_free_port();
     if (!port) return fail("could not find a free --master-port; give one");
-    plan.master_port = *port;
+    o.plan.master_port = *port;
   }
-  if (a.disable) return launch_untraced(plan);
-  // A typo in PROGRAM is reported before any run directory or collector exists.
   try {
+    if (a.disable) return launcher::launch_untraced(o.plan);
+    // A typo in PROGRAM is reported before any run directory or collector exists.
     launcher::resolve_program(a.command.front());
+    const std::string program = fs::path(a.command.front()).filename().string();
+    o.host.run_dir = launcher::run_dir_for(a.logs_dir, a.run_name, program);
+    std::string problem;
+    o.host.token = run_token(a, o.host.run_dir.filename().string(), problem);
+    if (!problem.empty()) return fail(problem);
+    o.host.bind_host = !a.aggregator_bind_host.empty() ? a.aggregator_bind_host
+                       : a.nnodes > 1                  ? "0.0.0.0"
+                                                       : "127.0.0.1";
+    o.host.port = std::uint16_t(a.aggregator_port);
+    o.host.strategy = a.strategy;
+    o.host.window = a.window;
+    o.host.interval_s = a.interval;
+    o.host.live = a.mode != "summary";
+    o.logs_dir = a.logs_dir;
+    o.connect_host = a.aggregator_host;
+    o.trace_max_steps = a.trace_max_steps;
+    o.finalize_timeout_s = a.finalize_timeout_sec;
+    return launcher::host_launched_run(std::move(o));
   } catch (const launcher::LaunchError& e) {
     return fail(e.what());
-  }
-
-  const std::string program = fs::path(a.command.front()).filename().string();
-  // A name the user gave is used as is (an existing run is refused below); a
-  // generated one never collides.
-  const fs::path run_dir =
-      a.run_name.empty() ? store::first_free_run_dir(
-                               a.logs_dir, store::default_run_name(program, std::time(nullptr)))
-                         : fs::path(a.logs_dir) / a.run_name;
-  const std::string run_name = run_dir.filename().string();
-  const bool owner = a.node_rank == 0;
-  const int world = a.nnodes * a.nproc_per_node;
-  const std::string bind_host = !a.aggregator_bind_host.empty()
-                                    ? a.aggregator_bind_host
-                                    : (a.nnodes > 1 ? "0.0.0.0" : "127.0.0.1");
-  // A token every rank of this run knows and other programs do not. Nodes
-  // other than 0 cannot be told a random one, so multi-node runs take
-  // TRACEML_RUN_TOKEN from the environment, else derive it from the run name.
-  std::string token;
-  if (const char* env = std::getenv(model::env::kRunToken); env != nullptr && *env != '\0') {
-    token = env;
-    if (const auto why = model::token_problem(token))
-      return fail(std::string(model::env::kRunToken) + " " + *why);
-  } else {
-    token = a.nnodes > 1 ? "run:" + run_name : transport::random_run_token();
-  }
-
-  std::unique_ptr<collector::Collector> collector;
-  bool created_dir = false;
-  std::uint16_t port = std::uint16_t(a.aggregator_port);
-  if (owner) {
-    if (const auto taken = holds_a_run(run_dir)) return fail(*taken);
-    created_dir = !fs::exists(run_dir);
-    collector::CollectorOptions o;
-    o.bind_host = bind_host;
-    o.port = port;
-    o.token = token;
-    o.run_dir = run_dir.string();
-    o.run.run_name = run_name;
-    o.run.world_size = world;
-    o.run.strategy = model::strategy_from_string(
-        !a.strategy.empty() ? a.strategy : (world > 1 ? "ddp" : "single_process"));
-    o.window = a.window;
-    o.interval_s = a.interval;
-    try {
-      collector = std::make_unique<collector::Collector>(o);
-    } catch (const std::exception& e) {
-      return fail(e.what());
-    }
-    port = collector->port();
-  }
-  std::string connect_host = a.aggregator_host;
-  if (connect_host.empty()) connect_host = owner && a.nnodes == 1 ? "127.0.0.1" : a.master_addr;
-  if (owner && (bind_host == "127.0.0.1" || bind_host == "localhost")) connect_host = "127.0.0.1";
-
-  auto& env = plan.extra_env;
-  env.emplace_back(model::env::kDisabled, "0");
-  env.emplace_back(model::env::kAggregatorHost, connect_host);
-  env.emplace_back(model::env::kAggregatorPort, std::to_string(port));
-  env.emplace_back(model::env::kRunToken, token);
-  env.emplace_back(model::env::kSessionId, run_name);
-  env.emplace_back(model::env::kLogsDir, a.logs_dir);
-  env.emplace_back(model::env::kInterval, std::to_string(a.interval));
-  env.emplace_back(model::env::kTraceMaxSteps,
-                   a.trace_max_steps ? std::to_string(*a.trace_max_steps) : "");
-  env.emplace_back(model::env::kNnodes, std::to_string(a.nnodes));
-  env.emplace_back(model::env::kNprocPerNode, std::to_string(a.nproc_per_node));
-  env.emplace_back(model::env::kNodeRank, std::to_string(a.node_rank));
-  env.emplace_back(model::env::kExpectedWorldSize, std::to_string(world));
-  if (!a.strategy.empty()) env.emplace_back(model::env::kStrategy, a.strategy);
-
-  // Each rank's output is kept beside the run, so that a crash can be read
-  // after the run: every node writes its own ranks' logs into the run
-  // directory (node 0's holds the run; on a shared file system, one
-  // directory holds every log).
-  {
-    std::error_code ec;
-    if (!owner) created_dir = !fs::exists(run_dir, ec);
-    fs::create_directories(run_dir, ec);
-    if (ec)
-      warn("cannot create " + run_dir.string() + " for the ranks' logs: " + ec.message());
-    else
-      plan.rank_log_dir = run_dir.string();
-  }
-  if (owner)
-    std::cerr << "traceml: tracing " << world << " rank(s) into " << run_dir.string() << "\n";
-  const double started = unix_now();
-  // The live view needs the collector: it runs where the collector does.
-  std::optional<LiveDisplay> display;
-  if (a.mode != "summary" && collector) {
-    display.emplace(*collector, run_name, world, ::isatty(STDOUT_FILENO) == 1);
-    plan.output_hook = &*display;
-  }
-  launcher::LaunchOutcome outcome;
-  // Held until the manifest is written: a hang-up or SIGTERM after the ranks
-  // ended must not cost the run its summary (it is written in well under the
-  // finalize timeout), and a closed terminal must not SIGPIPE us.
-  std::optional<launcher::InterruptSignals> signals;
-  try {
-    signals.emplace();
-    outcome = launcher::launch_and_wait(plan, *signals);
-    if (display) display->end();
-  } catch (const launcher::LaunchError& e) {
-    if (display) display->end();
-    if (collector) collector->finish(std::chrono::steady_clock::now());
-    collector.reset();
-    if (created_dir) {
-      std::error_code ec;
-      fs::remove_all(run_dir, ec);
-    }
+  } catch (const launcher::HostError& e) {
     return fail(e.what());
   }
-  const double ended = unix_now();
-  if (outcome.first_failed_rank) {
-    std::cerr << "traceml: rank " << *outcome.first_failed_rank << " failed (exit code "
-              << outcome.exit_code << "); the other ranks were stopped";
-    for (const auto& rank : outcome.ranks)
-      if (rank.global_rank == *outcome.first_failed_rank && !rank.log.empty())
-        std::cerr << "; its output: " << (run_dir / rank.log).string();
-    std::cerr << "\n";
-  }
-  if (!owner) return outcome.exit_code;
-
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(std::int64_t(a.finalize_timeout_sec * 1000));
-  const RunEnd end = end_run(*collector, run_dir, a.window, deadline, a.nnodes > 1 ? world : 0,
-                             outcome_of(outcome));
-  collector.reset();
-  launcher::ManifestInput m;
-  m.run_name = run_name;
-  m.command = a.command;
-  m.plan = plan;
-  m.started_at = started;
-  m.ended_at = ended;
-  m.outcome = outcome;
-  m.status = status_of(outcome);
-  m.collection = end.collected;
-  m.records_dropped = end.records_dropped;
-  m.artifacts = end.artifacts;
-  for (const auto& rank : outcome.ranks) {
-    if (rank.log.empty()) continue;
-    m.artifacts.push_back(rank.log);
-    if (rank.log_rotated) m.artifacts.push_back(rank.log + ".1");
-  }
-  write_manifest(run_dir, launcher::manifest_json(m));
-  say_where(run_dir, end);
-  for (int sig : signals->take()) {
-    warn(std::string(strsignal(sig)) + " arrived after the ranks ended; the summary was " +
-         "finished first");
-  }
-  return outcome.exit_code;
 }
 
 }  // namespace

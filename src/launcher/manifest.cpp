@@ -32,7 +32,7 @@ report::Json manifest_json(const ManifestInput& in) {
   j["manifest_version"] = 1;
   j["launched_by"] = "traceml run";
   j["run_name"] = in.run_name;
-  j["status"] = in.status;
+  j["status"] = model::word(in.status);
   j["exit_code"] = in.outcome.exit_code;
   j["command"] = in.command;
   j["started_at"] = report::iso8601_utc(in.started_at);
@@ -73,9 +73,9 @@ report::Json serve_manifest_json(const ServeManifestInput& in) {
   j["manifest_version"] = 1;
   j["launched_by"] = "traceml serve";
   j["run_name"] = in.run_name;
-  j["status"] = in.status;
+  j["status"] = model::word(in.status);
   j["exit_code"] = in.exit_code;
-  j["end_reason"] = in.end_reason;
+  j["end_reason"] = model::word(in.end_reason);
   j["started_at"] = report::iso8601_utc(in.started_at);
   j["ended_at"] = report::iso8601_utc(in.ended_at);
   j["duration_s"] = in.ended_at - in.started_at;
@@ -85,7 +85,7 @@ report::Json serve_manifest_json(const ServeManifestInput& in) {
   for (const ServedRank& r : in.ranks) {
     Json o = Json::object();
     o["rank"] = r.global_rank;
-    o["ended"] = r.ended;
+    o["ended"] = model::word(r.ended);
     ranks.push_back(o);
   }
   j["ranks"] = ranks;

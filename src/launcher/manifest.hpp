@@ -10,6 +10,7 @@
 
 #include "collector/collector.hpp"
 #include "launcher/launch.hpp"
+#include "model/run_end_state.hpp"
 #include "report/summary_json.hpp"
 
 namespace traceml::launcher {
@@ -21,7 +22,7 @@ struct ManifestInput {
   double started_at = 0.0;  ///< unix seconds
   double ended_at = 0.0;
   LaunchOutcome outcome;
-  std::string status;  ///< completed | failed | interrupted
+  model::RunStatus status = model::RunStatus::Completed;  ///< never TimedOut
   collector::CollectionReport collection;
   /// Records the ranks dropped (their own count, from the summary's tracer
   /// block); absent when no summary could be written.
@@ -31,23 +32,18 @@ struct ManifestInput {
 
 report::Json manifest_json(const ManifestInput& in);
 
-/// How a rank of a served run ended, as far as the collector can tell (it
-/// does not see the process): "goodbye" (its runtime said Bye),
-/// "connection_lost" (closed without one: a crash, a kill, a network
-/// failure), "still_connected" (open when the run was ended) or
-/// "never_connected" (a rank of the world that was never heard from).
+/// How a rank of a served run ended, as far as the collector can tell.
 struct ServedRank {
   int global_rank = 0;
-  std::string ended;
+  model::RankEnding ended = model::RankEnding::NeverConnected;
 };
 
 /// manifest.json of a run hosted by `traceml serve`.
 struct ServeManifestInput {
   std::string run_name;
-  std::string status;  ///< completed | failed | interrupted | timed_out
-  int exit_code = 0;   ///< what `traceml serve` returned
-  /// world_ended | signal | idle_timeout
-  std::string end_reason;
+  model::RunStatus status = model::RunStatus::Completed;
+  int exit_code = 0;  ///< what `traceml serve` returned
+  model::EndReason end_reason = model::EndReason::WorldEnded;
   double started_at = 0.0;  ///< unix seconds
   double ended_at = 0.0;
   std::optional<int> world_size;

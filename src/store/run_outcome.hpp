@@ -19,8 +19,10 @@ struct RankExit {
 };
 
 struct RunOutcome {
-  /// "completed" (every rank exited 0), "failed" (a rank failed) or
-  /// "interrupted" (the launcher got SIGINT/SIGTERM).
+  /// How the run ended: the word of a model::RunStatus
+  /// (model/run_end_state.hpp), as stored and as final_summary.json's `run`
+  /// block writes it. Text, not the enum, so that what a database holds
+  /// reads back as it was.
   std::string status;
   int exit_code = 0;  ///< what `traceml run` returned
   std::optional<int> failed_rank;

@@ -1,11 +1,11 @@
 // What `traceml run` and `traceml serve` say when ranks sent no telemetry or
-// no step (cli/run_end.hpp, missing_telemetry_lines; issue 30 item 2.6): a
+// no step (launcher/run_end.hpp, missing_telemetry_lines; issue 30 item 2.6): a
 // program that never connected is asked whether it calls traceml::init(); a
 // rank that connected (init ran) and died before its first step is said to
 // have died, with its exit status where the launcher knows it. The whole path
 // runs end to end in tests/e2e/end_of_run_e2e_test.cpp; serve's cases, which
 // no example reaches on demand, are here.
-#include "run_end.hpp"
+#include "launcher/run_end.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-namespace traceml::cli {
+namespace traceml::launcher {
 namespace {
 
 using Lines = std::vector<std::string>;
@@ -98,4 +98,4 @@ TEST(MissingTelemetry, RanksThatSteppedOrEndedWellSayNothing) {
 }
 
 }  // namespace
-}  // namespace traceml::cli
+}  // namespace traceml::launcher

@@ -1,12 +1,13 @@
-#include "live_display.hpp"
+#include "launcher/live_display.hpp"
 
 #include <unistd.h>
 
 #include <iostream>
 
 #include "live/live_view.hpp"
+#include "live/screen.hpp"
 
-namespace traceml::cli {
+namespace traceml::launcher {
 
 LiveDisplay::LiveDisplay(collector::Collector& collector, std::string run_name, int world_size,
                          bool terminal)
@@ -71,4 +72,4 @@ void LiveDisplay::end() {
   on_ = false;
 }
 
-}  // namespace traceml::cli
+}  // namespace traceml::launcher

@@ -16,7 +16,7 @@
 #include "report/summary_json.hpp"
 #include "store/run_outcome.hpp"
 
-namespace traceml::cli {
+namespace traceml::launcher {
 
 struct RunEnd {
   collector::CollectionReport collected;
@@ -61,8 +61,12 @@ std::vector<std::string> missing_telemetry_lines(const RunEnd& end);
 
 double unix_now();
 
+/// Prints "traceml: warning: <message>" on stderr, the message made safe for
+/// a terminal (the CLI's own warnings look the same).
+void warn(const std::string& message);
+
 /// "RUN_DIR already holds a run (telemetry.db); pick another --run-name or
 /// remove it" when it does: a named run never writes over another.
 std::optional<std::string> holds_a_run(const std::filesystem::path& run_dir);
 
-}  // namespace traceml::cli
+}  // namespace traceml::launcher

@@ -1,4 +1,4 @@
-#include "run_end.hpp"
+#include "launcher/run_end.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -9,12 +9,12 @@
 #include <set>
 
 #include "collector/finalize.hpp"
-#include "commands.hpp"
 #include "model/env_contract.hpp"
+#include "model/text.hpp"
 #include "report/atomic_file.hpp"
 #include "store/run_db.hpp"
 
-namespace traceml::cli {
+namespace traceml::launcher {
 
 namespace {
 
@@ -47,6 +47,10 @@ class EndTimer {
 };
 
 }  // namespace
+
+void warn(const std::string& message) {
+  std::cerr << "traceml: warning: " << model::escape_for_terminal(message, true) << "\n";
+}
 
 double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -232,4 +236,4 @@ std::optional<std::string> holds_a_run(const std::filesystem::path& run_dir) {
          "); pick another --run-name or remove it";
 }
 
-}  // namespace traceml::cli
+}  // namespace traceml::launcher

@@ -1,8 +1,9 @@
 // What `traceml run --mode live` shows while the ranks run: on a terminal,
 // the live view redrawn in place below the ranks' output; without one (a
 // pipe, a CI log), a progress line on stderr every 10 s. It runs on the
-// launcher's thread (launcher::OutputHook) and never stops the run: anything
-// that goes wrong turns it off with one warning.
+// launcher's thread (launcher::OutputHook), or on `traceml serve`'s loop, and
+// never stops the run: anything that goes wrong turns it off with one warning.
+// Part of the hosted run (hosted_run.hpp); live/ stays private to launcher.
 #pragma once
 
 #include <chrono>
@@ -12,11 +13,14 @@
 
 #include "collector/collector.hpp"
 #include "launcher/launch.hpp"
-#include "live/screen.hpp"
 
-namespace traceml::cli {
+namespace traceml::live {
+class Screen;
+}  // namespace traceml::live
 
-class LiveDisplay final : public launcher::OutputHook {
+namespace traceml::launcher {
+
+class LiveDisplay final : public OutputHook {
  public:
   /// How often each form refreshes.
   static constexpr std::chrono::milliseconds kViewRefresh{1000};
@@ -45,4 +49,4 @@ class LiveDisplay final : public launcher::OutputHook {
   std::chrono::steady_clock::time_point next_;
 };
 
-}  // namespace traceml::cli
+}  // namespace traceml::launcher

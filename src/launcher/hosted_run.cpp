@@ -1,0 +1,239 @@
+#include "launcher/hosted_run.hpp"
+
+#include <unistd.h>
+
+#include <cstring>
+#include <ctime>
+#include <iostream>
+
+#include "launcher/interrupt_signals.hpp"
+#include "launcher/live_display.hpp"
+#include "model/env_contract.hpp"
+#include "store/run_db.hpp"
+#include "store/run_dir.hpp"
+
+namespace traceml::launcher {
+
+namespace fs = std::filesystem;
+
+fs::path run_dir_for(const std::string& logs_dir, const std::string& run_name,
+                     const std::string& program) {
+  if (!run_name.empty()) return fs::path(logs_dir) / run_name;
+  return store::first_free_run_dir(logs_dir, store::default_run_name(program, std::time(nullptr)));
+}
+
+HostedRun::HostedRun(const HostOptions& options, std::optional<int> world_size)
+    : options_(options), run_dir_(options.run_dir) {
+  if (const auto taken = holds_a_run(run_dir_)) throw HostError(*taken);
+  created_dir_ = !fs::exists(run_dir_);
+  collector::CollectorOptions o;
+  o.bind_host = options.bind_host;
+  o.port = options.port;
+  o.token = options.token;
+  o.run_dir = run_dir_.string();
+  o.run.run_name = run_name();
+  o.run.world_size = world_size;
+  o.run.strategy = options.strategy.empty() ? model::default_strategy(world_size)
+                                            : model::strategy_from_string(options.strategy);
+  o.window = options.window;
+  o.interval_s = options.interval_s;
+  try {
+    collector_ = std::make_unique<collector::Collector>(o);
+  } catch (const std::exception& e) {
+    throw HostError(e.what());
+  }
+  port_ = collector_->port();
+}
+
+HostedRun::~HostedRun() = default;
+
+LiveDisplay* HostedRun::start_live(int world_size) {
+  if (options_.live && collector_)
+    display_ = std::make_unique<LiveDisplay>(*collector_, run_name(), world_size,
+                                             ::isatty(STDOUT_FILENO) == 1);
+  return display_.get();
+}
+
+void HostedRun::end_live() {
+  if (display_) display_->end();
+}
+
+void HostedRun::abandon() {
+  end_live();
+  if (collector_) {
+    collector_->finish(std::chrono::steady_clock::now());
+    collector_.reset();
+  }
+  // Only what this command created goes: a directory that was there keeps
+  // what it held.
+  std::error_code ec;
+  if (created_dir_) {
+    fs::remove_all(run_dir_, ec);
+  } else {
+    for (const char* suffix : {"", "-wal", "-shm"})
+      fs::remove(run_dir_ / (std::string(store::kRunDbFileName) + suffix), ec);
+  }
+}
+
+RunEnd HostedRun::end(std::chrono::steady_clock::time_point deadline, int expected_ranks,
+                      store::RunOutcome outcome) {
+  RunEnd e =
+      end_run(*collector_, run_dir_, options_.window, deadline, expected_ranks, std::move(outcome));
+  collector_.reset();
+  return e;
+}
+
+void HostedRun::close(const report::Json& manifest, const RunEnd& end) const {
+  write_manifest(run_dir_, manifest);
+  say_where(run_dir_, end);
+}
+
+namespace {
+
+model::RunStatus status_of(const LaunchOutcome& o) {
+  if (o.interrupt_signal) return model::RunStatus::Interrupted;
+  return o.exit_code == 0 ? model::RunStatus::Completed : model::RunStatus::Failed;
+}
+
+store::RunOutcome outcome_of(const LaunchOutcome& o) {
+  store::RunOutcome r;
+  r.status = model::word(status_of(o));
+  r.exit_code = o.exit_code;
+  r.failed_rank = o.first_failed_rank;
+  for (const auto& rank : o.ranks)
+    r.ranks.push_back({rank.global_rank, rank.exit_code, rank.signal, rank.stopped_by_launcher});
+  return r;
+}
+
+/// What every rank is told: where the collector is, the run, and the
+/// launch's shape.
+void add_rank_env(LaunchedRunOptions& o, const std::string& run_name, std::uint16_t port) {
+  LaunchPlan& plan = o.plan;
+  const int world = plan.nnodes * plan.nproc_per_node;
+  const bool owner = plan.node_rank == 0;
+  const std::string& bind = o.host.bind_host;
+  std::string connect_host = o.connect_host;
+  if (connect_host.empty())
+    connect_host = owner && plan.nnodes == 1 ? "127.0.0.1" : plan.master_addr;
+  if (owner && (bind == "127.0.0.1" || bind == "localhost")) connect_host = "127.0.0.1";
+  auto& env = plan.extra_env;
+  env.emplace_back(model::env::kDisabled, "0");
+  env.emplace_back(model::env::kAggregatorHost, connect_host);
+  env.emplace_back(model::env::kAggregatorPort, std::to_string(port));
+  env.emplace_back(model::env::kRunToken, o.host.token);
+  env.emplace_back(model::env::kSessionId, run_name);
+  env.emplace_back(model::env::kLogsDir, o.logs_dir);
+  env.emplace_back(model::env::kInterval, std::to_string(o.host.interval_s));
+  env.emplace_back(model::env::kTraceMaxSteps,
+                   o.trace_max_steps ? std::to_string(*o.trace_max_steps) : "");
+  env.emplace_back(model::env::kNnodes, std::to_string(plan.nnodes));
+  env.emplace_back(model::env::kNprocPerNode, std::to_string(plan.nproc_per_node));
+  env.emplace_back(model::env::kNodeRank, std::to_string(plan.node_rank));
+  env.emplace_back(model::env::kExpectedWorldSize, std::to_string(world));
+  if (!o.host.strategy.empty()) env.emplace_back(model::env::kStrategy, o.host.strategy);
+}
+
+void say_failed_rank(const LaunchOutcome& outcome, const fs::path& run_dir) {
+  if (!outcome.first_failed_rank) return;
+  std::cerr << "traceml: rank " << *outcome.first_failed_rank << " failed (exit code "
+            << outcome.exit_code << "); the other ranks were stopped";
+  for (const auto& rank : outcome.ranks)
+    if (rank.global_rank == *outcome.first_failed_rank && !rank.log.empty())
+      std::cerr << "; its output: " << (run_dir / rank.log).string();
+  std::cerr << "\n";
+}
+
+}  // namespace
+
+int launch_untraced(LaunchPlan plan) {
+  plan.extra_env.emplace_back(model::env::kDisabled, "1");
+  try {
+    return launch_and_wait(plan).exit_code;
+  } catch (const LaunchError& e) {
+    throw HostError(e.what());
+  }
+}
+
+int host_launched_run(LaunchedRunOptions o) {
+  LaunchPlan& plan = o.plan;
+  const fs::path& run_dir = o.host.run_dir;
+  const std::string run_name = run_dir.filename().string();
+  const bool owner = plan.node_rank == 0;
+  const int world = plan.nnodes * plan.nproc_per_node;
+  std::optional<HostedRun> host;
+  bool created_dir = false;
+  std::uint16_t port = o.host.port;
+  if (owner) {
+    host.emplace(o.host, world);
+    port = host->port();
+  }
+  add_rank_env(o, run_name, port);
+
+  // Each rank's output is kept beside the run, so that a crash can be read
+  // after the run: every node writes its own ranks' logs into the run
+  // directory (node 0's holds the run; on a shared file system, one
+  // directory holds every log).
+  {
+    std::error_code ec;
+    if (!owner) created_dir = !fs::exists(run_dir, ec);
+    fs::create_directories(run_dir, ec);
+    if (ec)
+      warn("cannot create " + run_dir.string() + " for the ranks' logs: " + ec.message());
+    else
+      plan.rank_log_dir = run_dir.string();
+  }
+  if (owner)
+    std::cerr << "traceml: tracing " << world << " rank(s) into " << run_dir.string() << "\n";
+  const double started = unix_now();
+  // The live view needs the collector: it runs where the collector does.
+  if (host) plan.output_hook = host->start_live(world);
+  LaunchOutcome outcome;
+  // Held until the manifest is written: a hang-up or SIGTERM after the ranks
+  // ended must not cost the run its summary (it is written in well under the
+  // finalize timeout), and a closed terminal must not SIGPIPE us.
+  std::optional<InterruptSignals> signals;
+  try {
+    signals.emplace();
+    outcome = launch_and_wait(plan, *signals);
+    if (host) host->end_live();
+  } catch (const LaunchError& e) {
+    if (host) {
+      host->abandon();
+    } else if (created_dir) {
+      std::error_code ec;
+      fs::remove_all(run_dir, ec);
+    }
+    throw HostError(e.what());
+  }
+  const double ended = unix_now();
+  say_failed_rank(outcome, run_dir);
+  if (!owner) return outcome.exit_code;
+
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(std::int64_t(o.finalize_timeout_s * 1000));
+  const RunEnd end = host->end(deadline, plan.nnodes > 1 ? world : 0, outcome_of(outcome));
+  ManifestInput m;
+  m.run_name = run_name;
+  m.command = plan.command;
+  m.plan = plan;
+  m.started_at = started;
+  m.ended_at = ended;
+  m.outcome = outcome;
+  m.status = status_of(outcome);
+  m.collection = end.collected;
+  m.records_dropped = end.records_dropped;
+  m.artifacts = end.artifacts;
+  for (const auto& rank : outcome.ranks) {
+    if (rank.log.empty()) continue;
+    m.artifacts.push_back(rank.log);
+    if (rank.log_rotated) m.artifacts.push_back(rank.log + ".1");
+  }
+  host->close(manifest_json(m), end);
+  for (int sig : signals->take()) {
+    warn(std::string(strsignal(sig)) + " arrived after the ranks ended; the summary was " +
+         "finished first");
+  }
+  return outcome.exit_code;
+}
+
+}  // namespace traceml::launcher

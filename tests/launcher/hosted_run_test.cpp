@@ -1,0 +1,132 @@
+// The hosted run's own decisions (launcher/hosted_run.hpp), without ranks:
+// how a served run ended from how its ranks ended and why it was ended (its
+// status, failed rank and exit code), the words the manifests write for each
+// end state, and a run directory that holds a run, or a run that never
+// started, with a real collector: refused, and nothing of it left behind.
+// The whole path runs end to end in tests/e2e/serve_e2e_test.cpp and
+// run_e2e_test.cpp.
+#include "launcher/hosted_run.hpp"
+
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include "../support/subprocess.hpp"
+#include "store/run_db.hpp"
+
+namespace traceml::launcher {
+namespace {
+
+namespace fs = std::filesystem;
+using model::EndReason;
+using model::RankEnding;
+using model::RunStatus;
+using testing::TempDir;
+
+TEST(ServedEnd, EveryRankSaidGoodbye) {
+  const ServedEnd e =
+      served_end({{0, RankEnding::Goodbye}, {1, RankEnding::Goodbye}}, EndReason::WorldEnded, {});
+  EXPECT_EQ(e.status, RunStatus::Completed);
+  EXPECT_FALSE(e.failed_rank);
+  EXPECT_EQ(e.exit_code, 0);
+  // All said goodbye before a signal came: still completed.
+  EXPECT_EQ(served_end({{0, RankEnding::Goodbye}}, EndReason::Signal, SIGINT).exit_code, 0);
+}
+
+TEST(ServedEnd, AWorldThatEndedWithALostRankFailedAtTheFirstOne) {
+  const ServedEnd e = served_end(
+      {{0, RankEnding::Goodbye}, {1, RankEnding::ConnectionLost}, {2, RankEnding::ConnectionLost}},
+      EndReason::WorldEnded, {});
+  EXPECT_EQ(e.status, RunStatus::Failed);
+  EXPECT_EQ(e.failed_rank, 1);
+  EXPECT_EQ(e.exit_code, 1);
+}
+
+TEST(ServedEnd, ASignalInterruptsWithItsCode) {
+  const ServedEnd e = served_end({{0, RankEnding::StillConnected}, {1, RankEnding::ConnectionLost}},
+                                 EndReason::Signal, SIGTERM);
+  EXPECT_EQ(e.status, RunStatus::Interrupted);
+  EXPECT_FALSE(e.failed_rank);
+  EXPECT_EQ(e.exit_code, 128 + SIGTERM);
+}
+
+TEST(ServedEnd, AnIdleTimeoutTimesOutNamingALostRank) {
+  const ServedEnd e = served_end({{0, RankEnding::Goodbye}, {1, RankEnding::NeverConnected}},
+                                 EndReason::IdleTimeout, {});
+  EXPECT_EQ(e.status, RunStatus::TimedOut);
+  EXPECT_FALSE(e.failed_rank);
+  EXPECT_EQ(e.exit_code, 1);
+  const ServedEnd lost = served_end({{3, RankEnding::ConnectionLost}}, EndReason::IdleTimeout, {});
+  EXPECT_EQ(lost.status, RunStatus::TimedOut);
+  EXPECT_EQ(lost.failed_rank, 3);
+  // No rank at all is not a completed run.
+  EXPECT_EQ(served_end({}, EndReason::IdleTimeout, {}).status, RunStatus::TimedOut);
+}
+
+TEST(Manifest, ServedEndStatesAreWrittenAsTheirWords) {
+  ServeManifestInput in;
+  in.status = RunStatus::TimedOut;
+  in.exit_code = 1;
+  in.end_reason = EndReason::IdleTimeout;
+  in.ranks = {{0, RankEnding::Goodbye},
+              {1, RankEnding::ConnectionLost},
+              {2, RankEnding::StillConnected},
+              {3, RankEnding::NeverConnected}};
+  const report::Json j = serve_manifest_json(in);
+  EXPECT_EQ(j["status"], "timed_out");
+  EXPECT_EQ(j["end_reason"], "idle_timeout");
+  EXPECT_EQ(j["exit_code"], 1);
+  ASSERT_EQ(j["ranks"].size(), 4u);
+  EXPECT_EQ(j["ranks"][0]["ended"], "goodbye");
+  EXPECT_EQ(j["ranks"][1]["ended"], "connection_lost");
+  EXPECT_EQ(j["ranks"][2]["ended"], "still_connected");
+  EXPECT_EQ(j["ranks"][3]["ended"], "never_connected");
+  ManifestInput run;
+  run.status = RunStatus::Interrupted;
+  EXPECT_EQ(manifest_json(run)["status"], "interrupted");
+}
+
+HostOptions options_in(const fs::path& run_dir) {
+  HostOptions o;
+  o.run_dir = run_dir;
+  return o;
+}
+
+TEST(HostedRun, ARunDirectoryThatHoldsARunIsRefused) {
+  TempDir dir;
+  const fs::path run_dir = dir.path() / "taken";
+  fs::create_directories(run_dir);
+  std::ofstream(run_dir / store::kRunDbFileName) << "a run";
+  try {
+    HostedRun host(options_in(run_dir), 1);
+    FAIL() << "a run directory that holds a run was taken";
+  } catch (const HostError& e) {
+    EXPECT_NE(std::string(e.what()).find("already holds a run"), std::string::npos) << e.what();
+  }
+}
+
+TEST(HostedRun, ARunThatNeverRanLeavesNothingBehind) {
+  TempDir dir;
+  {
+    const fs::path made = dir.path() / "made";
+    HostedRun host(options_in(made), 2);
+    EXPECT_GT(host.port(), 0);
+    EXPECT_EQ(host.run_name(), "made");
+    EXPECT_TRUE(fs::exists(made / store::kRunDbFileName));
+    host.abandon();
+    EXPECT_FALSE(fs::exists(made));
+  }
+  // A directory that was there keeps what it held; the database goes.
+  const fs::path kept = dir.path() / "kept";
+  fs::create_directories(kept);
+  std::ofstream(kept / "notes.txt") << "mine";
+  HostedRun host(options_in(kept), std::nullopt);
+  host.abandon();
+  EXPECT_TRUE(fs::exists(kept / "notes.txt"));
+  EXPECT_FALSE(fs::exists(kept / store::kRunDbFileName));
+}
+
+}  // namespace
+}  // namespace traceml::launcher
