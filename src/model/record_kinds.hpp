@@ -19,6 +19,7 @@
 #include <type_traits>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include "model/position.hpp"
 #include "model/record_checks.hpp"
@@ -96,6 +97,15 @@ struct KindRow {
   Sender sender = Sender::None;
   /// The field `sender` compares (with GlobalRank or NodeRank).
   int R::*owner = nullptr;
+  /// Where a Telemetry keeps the kind's records, when a list does (the steps
+  /// are columnar, model::StepLog).
+  std::vector<R> Telemetry::*rows = nullptr;
+
+  [[nodiscard]] constexpr KindRow kept_in(std::vector<R> Telemetry::*list) const {
+    KindRow k = *this;
+    k.rows = list;
+    return k;
+  }
 };
 
 template <class R>
@@ -103,8 +113,8 @@ constexpr KindRow<R> row(RecordKind kind, const char* name, std::uint8_t frame, 
                          std::uint16_t since_protocol, const char* jsonl_type, const char* table,
                          std::optional<std::string> (*check)(const R&),
                          Sender sender = Sender::None, int R::*owner = nullptr) {
-  return KindRow<R>{kind,       name,  frame, direction, since_protocol,
-                    jsonl_type, table, check, sender,    owner};
+  return KindRow<R>{kind,  name,  frame,  direction, since_protocol, jsonl_type,
+                    table, check, sender, owner,     nullptr};
 }
 
 // clang-format off
@@ -116,15 +126,18 @@ inline constexpr auto kRecordKinds = std::make_tuple(
     row<RunInfo>(         RecordKind::RunInfo,     "run",             0, Direction::Local,            0, "run",         "run_info",
                           &check_run_info),
     row<RankIdentity>(    RecordKind::Rank,        "rank",            0, Direction::RankToCollector,  1, "rank",        "ranks",
-                          &check_rank_identity),
+                          &check_rank_identity).kept_in(&Telemetry::ranks),
     row<StepRecord>(      RecordKind::Step,        "step",            2, Direction::RankToCollector,  1, "step",        "step_blocks",
                           &check_step, Sender::GlobalRank, &StepRecord::global_rank),
     row<StepMemoryRecord>(RecordKind::StepMemory,  "step_memory",     3, Direction::RankToCollector,  1, "step_memory", "step_memory",
-                          &check_step_memory, Sender::GlobalRank, &StepMemoryRecord::global_rank),
+                          &check_step_memory, Sender::GlobalRank, &StepMemoryRecord::global_rank)
+                          .kept_in(&Telemetry::step_memory),
     row<SystemSample>(    RecordKind::System,      "system",          4, Direction::RankToCollector,  1, "system",      "system_samples",
-                          &check_system, Sender::NodeRank, &SystemSample::node_rank),
+                          &check_system, Sender::NodeRank, &SystemSample::node_rank)
+                          .kept_in(&Telemetry::system),
     row<ProcessSample>(   RecordKind::Process,     "process",         5, Direction::RankToCollector,  1, "process",     "process_samples",
-                          &check_process, Sender::GlobalRank, &ProcessSample::global_rank),
+                          &check_process, Sender::GlobalRank, &ProcessSample::global_rank)
+                          .kept_in(&Telemetry::process),
     row<TracerStats>(     RecordKind::TracerStats, "tracer_stats",    7, Direction::RankToCollector,  1, nullptr,       nullptr,
                           &check_tracer_stats, Sender::GlobalRank, &TracerStats::global_rank),
     row<RankPosition>(    RecordKind::Heartbeat,   "heartbeat",       8, Direction::RankToCollector,  2, nullptr,       nullptr,

@@ -14,6 +14,7 @@
 #include <utility>
 
 #include "model/record_checks.hpp"
+#include "model/record_kinds.hpp"
 #include "model/text.hpp"
 #include "store/json_line.hpp"
 
@@ -328,22 +329,23 @@ class Importer {
     }
     if (type->kind != Kind::String) fail("'type' must be a string, got " + describe(json_, *type));
     const std::string_view name = json_.text(*type);
-    model::Telemetry& t = result_.telemetry;
-    if (name == "step") {
-      read_step(Fields(json_, json_.root(), "step"));
-    } else if (name == "step_memory") {
-      read_line(Fields(json_, json_.root(), "step_memory"), name, &model::check_step_memory,
-                t.step_memory);
-    } else if (name == "system") {
-      read_line(Fields(json_, json_.root(), "system"), name, &model::check_system, t.system);
-    } else if (name == "process") {
-      read_line(Fields(json_, json_.root(), "process"), name, &model::check_process, t.process);
-    } else if (name == "rank") {
-      read_line(Fields(json_, json_.root(), "rank"), name, &model::check_rank_identity, t.ranks);
-    } else if (name == "run") {
+    if (name == "run") {
       fail("a second {\"type\":\"run\"} line; a file holds one run, whose header is line " +
            std::to_string(header_line_) + " (write each run to its own file)");
-    } else if (unknown_types_.first_named(name)) {
+    }
+    // Every other type of line is a kind's (model/record_kinds.hpp).
+    bool known = false;
+    model::for_each_kind([&](const auto& row) {
+      if (known || row.jsonl_type == nullptr || name != row.jsonl_type) return;
+      known = true;
+      using R = typename std::decay_t<decltype(row)>::Type;
+      if constexpr (std::is_same_v<R, model::StepRecord>)
+        read_step(Fields(json_, json_.root(), row.jsonl_type));
+      else if constexpr (model::row_of<R>().rows != nullptr)
+        read_line(Fields(json_, json_.root(), row.jsonl_type), name, row.check,
+                  result_.telemetry.*(row.rows));
+    });
+    if (!known && unknown_types_.first_named(name)) {
       result_.warnings.push_back(location() + "skipped line of unknown type '" + shown(name) + "'");
     }
   }

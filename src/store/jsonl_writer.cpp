@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "model/record_checks.hpp"
+#include "model/record_kinds.hpp"
 #include "store/jsonl_reader.hpp"
 
 namespace traceml::store {
@@ -294,16 +295,18 @@ void write_telemetry_jsonl(const model::Telemetry& telemetry, std::ostream& out)
   validate(telemetry);
   JsonlBuffer w(out);
   write_run(w, telemetry.run);
-  for (const auto& r : telemetry.ranks)
-    write_line(w, "rank", r);
-  for (const auto& s : telemetry.steps)
-    write_step(w, s);
-  for (const auto& m : telemetry.step_memory)
-    write_line(w, "step_memory", m);
-  for (const auto& s : telemetry.system)
-    write_line(w, "system", s);
-  for (const auto& p : telemetry.process)
-    write_line(w, "process", p);
+  // Then each kind of the file in table order (model/record_kinds.hpp).
+  model::for_each_kind([&](const auto& row) {
+    using R = typename std::decay_t<decltype(row)>::Type;
+    if constexpr (std::is_same_v<R, model::StepRecord>) {
+      for (const auto& s : telemetry.steps)
+        write_step(w, s);
+    } else if constexpr (model::row_of<R>().rows != nullptr &&
+                         model::row_of<R>().jsonl_type != nullptr) {
+      for (const auto& r : telemetry.*(row.rows))
+        write_line(w, row.jsonl_type, r);
+    }
+  });
   w.flush();
 }
 

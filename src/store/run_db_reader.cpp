@@ -551,11 +551,14 @@ void feed(const model::Telemetry& t, RunSink& sink) {
     for (const auto& r : rows)
       sink.add(r);
   };
-  each(t.ranks);
-  each(t.steps);
-  each(t.step_memory);
-  each(t.system);
-  each(t.process);
+  // The kinds a Telemetry holds, in table order (model/record_kinds.hpp).
+  model::for_each_kind([&](const auto& row) {
+    using R = typename std::decay_t<decltype(row)>::Type;
+    if constexpr (std::is_same_v<R, model::StepRecord>)
+      each(t.steps);
+    else if constexpr (model::row_of<R>().rows != nullptr)
+      each(t.*(row.rows));
+  });
 }
 
 std::int64_t read_run_db(const std::string& path, RunSink& sink) {
