@@ -1,0 +1,88 @@
+// The record-kind table (model/record_kinds.hpp) and what the transport
+// derives from it: each frame byte names one kind, and decode(frame) and
+// encode_into(Record) agree with each kind's own codec.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <type_traits>
+#include <variant>
+
+#include "model/record_kinds.hpp"
+#include "transport/frame.hpp"
+#include "transport/record_codec.hpp"
+
+namespace traceml::transport {
+namespace {
+
+TEST(RecordKinds, FrameBytesNamesAndFileTypesAreEachOnce) {
+  std::set<int> frames = {static_cast<int>(FrameType::Hello), static_cast<int>(FrameType::Bye)};
+  std::set<std::string> names;
+  std::set<std::string> jsonl;
+  model::for_each_kind([&](const auto& row) {
+    EXPECT_TRUE(names.insert(row.name).second) << row.name;
+    EXPECT_EQ(model::kind_name(row.kind), std::string(row.name));
+    if (row.jsonl_type != nullptr) {
+      EXPECT_TRUE(jsonl.insert(row.jsonl_type).second) << row.name;
+    }
+    if (row.frame == 0) return;
+    EXPECT_TRUE(frames.insert(row.frame).second) << row.name << " reuses frame byte " << +row.frame;
+    EXPECT_NE(row.direction, model::Direction::Local) << row.name;
+    const auto type = frame_type_from_byte(row.frame);
+    ASSERT_TRUE(type.has_value()) << row.name;
+    EXPECT_EQ(std::string(frame_type_name(*type)), row.name);
+  });
+  // The bytes the wire has always used (docs/transport.md).
+  EXPECT_EQ(frame_type_of<model::StepRecord>(), FrameType::Step);
+  EXPECT_EQ(frame_type_of<model::StepMemoryRecord>(), FrameType::StepMemory);
+  EXPECT_EQ(frame_type_of<model::SystemSample>(), FrameType::System);
+  EXPECT_EQ(frame_type_of<model::ProcessSample>(), FrameType::Process);
+  EXPECT_EQ(frame_type_of<model::TracerStats>(), FrameType::TracerStats);
+  EXPECT_EQ(frame_type_of<model::RankPosition>(), FrameType::Heartbeat);
+  EXPECT_FALSE(frame_type_from_byte(0).has_value());
+  EXPECT_FALSE(frame_type_from_byte(9).has_value());
+}
+
+TEST(RecordKinds, EveryFrameDecodesToItsKindAndEncodesAsItsOwnCodec) {
+  int kinds_with_frames = 0;
+  model::for_each_kind([&](const auto& row) {
+    using R = typename std::decay_t<decltype(row)>::Type;
+    R record{};
+    std::vector<std::uint8_t> through_record;
+    const bool encoded = encode_into(through_record, model::Record(record));
+    if constexpr (model::row_of<R>().frame == 0) {
+      EXPECT_FALSE(encoded) << row.name << " has no frame of its own";
+      EXPECT_TRUE(through_record.empty());
+    } else {
+      ++kinds_with_frames;
+      ASSERT_TRUE(encoded) << row.name;
+      const std::vector<std::uint8_t> payload = encode(record);
+      EXPECT_EQ(through_record, payload) << row.name;
+      const auto decoded = decode(Frame{frame_type_of<R>(), payload});
+      ASSERT_TRUE(decoded.has_value()) << row.name;
+      EXPECT_EQ(model::kind_of(*decoded), row.kind) << row.name;
+      EXPECT_EQ(encode(std::get<R>(*decoded)), payload) << row.name;
+      // One byte more is malformed for every kind.
+      std::vector<std::uint8_t> longer = payload;
+      longer.push_back(0);
+      EXPECT_FALSE(decode(Frame{frame_type_of<R>(), longer}).has_value()) << row.name;
+    }
+  });
+  EXPECT_EQ(kinds_with_frames, 6);
+  // Frames that carry no record.
+  EXPECT_FALSE(decode(Frame{FrameType::Bye, {}}).has_value());
+  EXPECT_FALSE(decode(Frame{FrameType::Hello, {}}).has_value());
+}
+
+TEST(RecordKinds, TheChecksAreTheRows) {
+  model::StepRecord bad;
+  bad.step = 0;  // step ids start at 1
+  EXPECT_EQ(model::check(model::Record(bad)), model::check_step(bad));
+  EXPECT_TRUE(model::check(model::Record(bad)).has_value());
+  // A kind without a check (the heartbeat: its decoder checks it) passes.
+  EXPECT_FALSE(model::check(model::Record(model::RankPosition{})).has_value());
+}
+
+}  // namespace
+}  // namespace traceml::transport
