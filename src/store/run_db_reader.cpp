@@ -527,16 +527,19 @@ class Collect final : public RunSink {
  public:
   explicit Collect(RunData& d) : d_(d) {}
   void add(const model::Record& r) override {
-    visit_stored(r, [this](const auto& x) { put(x); });
+    visit_stored(r, [this](const auto& x) {
+      // A kind a Telemetry keeps in a list goes to that list (its row says which).
+      constexpr auto rows = model::row_of<std::decay_t<decltype(x)>>().rows;
+      if constexpr (rows != nullptr)
+        (d_.telemetry.*rows).push_back(x);
+      else
+        put(x);
+    });
   }
 
  private:
   void put(const model::RunInfo& info) { d_.telemetry.run = info; }
-  void put(const model::RankIdentity& id) { d_.telemetry.ranks.push_back(id); }
   void put(const model::StepRecord& r) { d_.telemetry.steps.push_back(r); }
-  void put(const model::StepMemoryRecord& r) { d_.telemetry.step_memory.push_back(r); }
-  void put(const model::SystemSample& s) { d_.telemetry.system.push_back(s); }
-  void put(const model::ProcessSample& s) { d_.telemetry.process.push_back(s); }
   void put(const RankDelivery& d) { d_.deliveries.push_back(d); }
   void put(const RejectedConnection& c) { d_.rejected.push_back(c); }
 
