@@ -69,7 +69,7 @@ TEST(RecordKinds, EveryFrameDecodesToItsKindAndEncodesAsItsOwnCodec) {
       EXPECT_FALSE(decode(Frame{frame_type_of<R>(), longer}).has_value()) << row.name;
     }
   });
-  EXPECT_EQ(kinds_with_frames, 6);
+  EXPECT_GE(kinds_with_frames, 6);  // the six of protocol 3, and any added since
   // Frames that carry no record.
   EXPECT_FALSE(decode(Frame{FrameType::Bye, {}}).has_value());
   EXPECT_FALSE(decode(Frame{FrameType::Hello, {}}).has_value());
