@@ -47,7 +47,7 @@ CompareReport compute_compare(const Json& lhs, const Json& rhs, const CompareInp
 
 /// The verdict of a report whose sections are computed (spec §6.3,
 /// DECISIONS 11, 12): the findings by priority, the first one deciding.
-Verdict decide_verdict(const CompareReport& report, const CompareOptions& options);
+CompareVerdict decide_verdict(const CompareReport& report, const CompareOptions& options);
 
 /// The compare JSON of a report, with `text` as its text.
 Json compare_json(const CompareReport& report, const std::string& text);

@@ -101,7 +101,7 @@ GateCheck memory_gate(const CompareReport& compare, double limit, bool require_m
 std::vector<GateCheck> evaluate_gates(const CompareReport& compare, const GateOptions& options) {
   std::vector<GateCheck> out;
   if (options.fail_on_regression) {
-    const Verdict& verdict = compare.verdict;
+    const CompareVerdict& verdict = compare.verdict;
     const VerdictStatus status = verdict.status;
     const std::string why = json_read::trimmed(verdict.why);
     GateCheck c{"fail-on-regression",

@@ -74,7 +74,7 @@ Json run_json(const CompareRun& run) {
   return s;
 }
 
-Json verdict_json(const Verdict& v) {
+Json verdict_json(const CompareVerdict& v) {
   Json j;
   j["status"] = verdict_name(v.status);
   j["outcome"] = outcome_of(v.status);

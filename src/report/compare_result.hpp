@@ -135,7 +135,9 @@ struct TopChange {
   const char* significance = "context";  ///< material or context
 };
 
-struct Verdict {
+/// (Not `Verdict`: report/text_verdict.hpp has one, and two types of one
+/// name in one namespace break the one-definition rule; ASan caught it.)
+struct CompareVerdict {
   VerdictStatus status = VerdictStatus::Inconclusive;
   std::string severity;
   std::string summary;
@@ -173,7 +175,7 @@ struct CompareReport {
   CompareSection process;
   CompareSection system;
   DiagnosisChange primary_diagnosis;
-  Verdict verdict;
+  CompareVerdict verdict;
 };
 
 }  // namespace traceml::report

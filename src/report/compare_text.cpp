@@ -138,7 +138,7 @@ std::string render_compare_text(const CompareReport& r) {
     lines.push_back("Primary diagnosis: " + pa.value_or("n/a") + " -> " + pb.value_or("n/a") +
                     " (" + (pa != pb ? "changed" : "same") + ")");
   }
-  const Verdict& verdict = r.verdict;
+  const CompareVerdict& verdict = r.verdict;
   lines.emplace_back("");
   lines.push_back(std::string("Verdict: ") + verdict_name(verdict.status));
   add_wrapped(lines, "Why: " + shown_or(verdict.why, "n/a"), 5);

@@ -119,7 +119,7 @@ const MetricDelta& CompareSection::metric(const char* metric_key) const {
   return *it;
 }
 
-Verdict decide_verdict(const CompareReport& report, const CompareOptions& options) {
+CompareVerdict decide_verdict(const CompareReport& report, const CompareOptions& options) {
   const StepTimeCompare& step_sec = report.step_time;
   const CompareSection& mem_sec = report.step_memory;
   const MetricDelta& step = step_sec.metric(key::kStepTimeMs);
@@ -241,7 +241,7 @@ Verdict decide_verdict(const CompareReport& report, const CompareOptions& option
                    [](const Finding& x, const Finding& y) { return x.priority < y.priority; });
 
   const Finding& p = f.front();
-  Verdict v;
+  CompareVerdict v;
   v.status = p.status;
   v.severity = p.severity;
   v.summary = p.status == VS::Inconclusive && p.why.find("partial") != std::string::npos
