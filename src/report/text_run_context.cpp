@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/number_format.hpp"
+#include "model/run_end_state.hpp"
 #include "report/text_format.hpp"
 
 namespace traceml::report {
@@ -49,8 +50,10 @@ std::string waited_text(const Json& s) {
 std::vector<std::string> hang_lines(const SummaryView& run) {
   const Json* r = object_child(run.root, "run");
   const Json* stalls = json_read::array_child(r, "stalls");
-  const std::string status = text_or(child(r, "status"));
-  if (stalls == nullptr || (status != "interrupted" && status != "failed")) return {};
+  const auto status = model::run_status_from_word(text_or(child(r, "status")));
+  if (stalls == nullptr ||
+      (status != model::RunStatus::Interrupted && status != model::RunStatus::Failed))
+    return {};
   // The rank the others waited for, else the first that never resumed.
   const Json* hung = nullptr;
   for (const Json& s : *stalls) {
@@ -161,7 +164,8 @@ std::vector<std::string> run_lines(const SummaryView& run) {
   std::vector<std::string> out;
   if (const Json* r = object_child(run.root, "run")) {
     const std::string status = text_or(child(r, "status"));
-    if (!status.empty() && status != "completed") {
+    // A word this build does not know (a newer writer's) is shown as it is.
+    if (!status.empty() && model::run_status_from_word(status) != model::RunStatus::Completed) {
       std::string line = "Run: " + upper(status);
       const auto failed = integer(child(r, "failed_rank"));
       const auto code = integer(child(r, "exit_code"));

@@ -7,6 +7,7 @@
 
 #include "model/env_contract.hpp"
 #include "model/env_values.hpp"
+#include "model/run_end_state.hpp"
 
 namespace traceml::runtime {
 namespace {
@@ -166,7 +167,7 @@ Config resolve_config(const Options& options, const EnvLookup& env, const std::s
   } else if (auto s = r.checked(model::env::kStrategy, model::strategy_problem)) {
     c.strategy = *s;
   } else {
-    c.strategy = *id.world_size > 1 ? "ddp" : "single_process";
+    c.strategy = model::strategy_name(model::default_strategy(id.world_size));
   }
 
   const auto interval_ok = [](double v) { return v >= kMinIntervalSec && v <= kMaxIntervalSec; };
