@@ -64,7 +64,7 @@ double end_of_run(const model::Telemetry& t) {
 
 report::Json run_block(const store::RunOutcome& o) {
   report::Json j = report::Json::object();
-  j["status"] = o.status;
+  j["status"] = model::word(o.status);
   j["exit_code"] = o.exit_code;
   j["failed_rank"] = o.failed_rank ? report::Json(*o.failed_rank) : report::Json();
   report::Json ranks = report::Json::array();

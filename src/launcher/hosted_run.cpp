@@ -97,7 +97,7 @@ model::RunStatus status_of(const LaunchOutcome& o) {
 
 store::RunOutcome outcome_of(const LaunchOutcome& o) {
   store::RunOutcome r;
-  r.status = model::word(status_of(o));
+  r.status = status_of(o);
   r.exit_code = o.exit_code;
   r.failed_rank = o.first_failed_rank;
   for (const auto& rank : o.ranks)

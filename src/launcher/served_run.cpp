@@ -297,7 +297,7 @@ int host_served_run(const ServedRunOptions& o) {
   }
   const ServedEnd how = served_end(ranks, reason, stop_signal);
   store::RunOutcome outcome;
-  outcome.status = model::word(how.status);
+  outcome.status = how.status;
   outcome.failed_rank = how.failed_rank;
   outcome.exit_code = how.exit_code;
   const RunEnd end = host.end(deadline, 0, outcome);

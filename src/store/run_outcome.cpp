@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <memory>
+#include <string_view>
 
 #include "store/run_db.hpp"
 #include "store/sqlite_handle.hpp"
@@ -94,7 +95,7 @@ void write_run_outcome(const std::string& db_path, const RunOutcome& outcome) {
       " resumed INTEGER NOT NULL, others_waiting INTEGER);"
       "DELETE FROM run_outcome; DELETE FROM rank_exits; DELETE FROM run_stalls;");
   SqliteStmt o = prepare_sqlite(db.get(), db_path, "INSERT INTO run_outcome VALUES (?, ?, ?)");
-  sqlite3_bind_text(o.get(), 1, outcome.status.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(o.get(), 1, model::word(outcome.status), -1, SQLITE_STATIC);
   sqlite3_bind_int(o.get(), 2, outcome.exit_code);
   bind_opt(o.get(), 3, outcome.failed_rank);
   if (sqlite3_step(o.get()) != SQLITE_DONE) throw_sqlite_error(db.get(), db_path);
@@ -134,7 +135,18 @@ std::optional<RunOutcome> read_run_outcome(const std::string& db_path) {
       prepare_sqlite(db.get(), db_path, "SELECT status, exit_code, failed_rank FROM run_outcome");
   if (sqlite3_step(o.get()) != SQLITE_ROW) return std::nullopt;
   RunOutcome out;
-  out.status = reinterpret_cast<const char*>(sqlite3_column_text(o.get(), 0));
+  // The status is parsed here, once: past this point it is the enum.
+  const unsigned char* word = sqlite3_column_text(o.get(), 0);
+  const std::optional<model::RunStatus> status =
+      word == nullptr ? std::nullopt
+                      : model::run_status_from_word(
+                            std::string_view(reinterpret_cast<const char*>(word),
+                                             std::size_t(sqlite3_column_bytes(o.get(), 0))));
+  if (!status)
+    throw RunDbError(db_path +
+                     ": table run_outcome: 'status' is not a run status; the database was not "
+                     "written by traceml (or is damaged)");
+  out.status = *status;
   out.exit_code = sqlite3_column_int(o.get(), 1);
   out.failed_rank = column_opt(o.get(), 2);
   SqliteStmt r =

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/position.hpp"
+#include "model/run_end_state.hpp"
 
 namespace traceml::store {
 
@@ -19,11 +20,10 @@ struct RankExit {
 };
 
 struct RunOutcome {
-  /// How the run ended: the word of a model::RunStatus
-  /// (model/run_end_state.hpp), as stored and as final_summary.json's `run`
-  /// block writes it. Text, not the enum, so that what a database holds
-  /// reads back as it was.
-  std::string status;
+  /// How the run ended. Stored, and written in final_summary.json's `run`
+  /// block, as its word (model/run_end_state.hpp); read back through the
+  /// same table.
+  model::RunStatus status = model::RunStatus::Completed;
   int exit_code = 0;  ///< what `traceml run` returned
   std::optional<int> failed_rank;
   std::vector<RankExit> ranks;  ///< this node's ranks
@@ -36,8 +36,9 @@ struct RunOutcome {
 /// one). Throws RunDbError.
 void write_run_outcome(const std::string& db_path, const RunOutcome& outcome);
 /// The stored outcome; std::nullopt when none was stored (a standalone run, an
-/// import). Throws RunDbError when the file cannot be read, or when a stored
-/// stall holds a value no collector writes ("table run_stalls, row N: ...").
+/// import). Throws RunDbError when the file cannot be read, when the stored
+/// status is no model::RunStatus word ("table run_outcome: ..."), or when a
+/// stored stall holds a value no collector writes ("table run_stalls, row N: ...").
 std::optional<RunOutcome> read_run_outcome(const std::string& db_path);
 
 }  // namespace traceml::store

@@ -26,7 +26,7 @@ std::string new_run_db(const TempDir& dir) {
 
 RunOutcome hung_run() {
   RunOutcome o;
-  o.status = "interrupted";
+  o.status = model::RunStatus::Interrupted;
   o.exit_code = 130;
   o.ranks = {{0, 130, 2, true}, {1, 137, 9, true}};
   model::Stall silent;
@@ -54,7 +54,7 @@ TEST(RunOutcome, StallsRoundTripInTheOrderTheyBegan) {
   write_run_outcome(path, hung_run());
   const auto back = read_run_outcome(path);
   ASSERT_TRUE(back);
-  EXPECT_EQ(back->status, "interrupted");
+  EXPECT_EQ(back->status, model::RunStatus::Interrupted);
   ASSERT_EQ(back->stalls.size(), 2u);
   const model::Stall& s = back->stalls[0];
   EXPECT_EQ(s.global_rank, 1);
@@ -105,6 +105,45 @@ TEST(RunOutcome, AStallNoCollectorWritesIsAnErrorNamingItsRow) {
     } catch (const RunDbError& e) {
       const std::string what = e.what();
       EXPECT_NE(what.find("table run_stalls, " + std::string(expected)), std::string::npos) << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+    }
+  }
+}
+
+TEST(RunOutcome, EveryStatusRoundTripsThroughItsWord) {
+  for (const model::RunStatus status :
+       {model::RunStatus::Completed, model::RunStatus::Failed, model::RunStatus::Interrupted,
+        model::RunStatus::TimedOut}) {
+    TempDir dir;
+    const std::string path = new_run_db(dir);
+    RunOutcome o = hung_run();
+    o.status = status;
+    write_run_outcome(path, o);
+    EXPECT_EQ(read_run_outcome(path)->status, status) << model::word(status);
+  }
+}
+
+TEST(RunOutcome, AStatusNoCollectorWritesIsAnError) {
+  for (const char* sql :
+       {"UPDATE run_outcome SET status = 'hung'", "UPDATE run_outcome SET status = 'Completed'",
+        "UPDATE run_outcome SET status = NULL"}) {
+    TempDir dir;
+    const std::string path = new_run_db(dir);
+    write_run_outcome(path, hung_run());
+    // The NOT NULL column cannot hold NULL: a table made by hand can.
+    if (std::string(sql).find("NULL") != std::string::npos)
+      exec_sql(path,
+               "DROP TABLE run_outcome; CREATE TABLE run_outcome (status TEXT, exit_code INTEGER "
+               "NOT NULL, failed_rank INTEGER); INSERT INTO run_outcome VALUES ('failed', 1, "
+               "NULL)");
+    exec_sql(path, sql);
+    try {
+      (void)read_run_outcome(path);
+      ADD_FAILURE() << sql << " was read without an error";
+    } catch (const RunDbError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("table run_outcome: 'status' is not a run status"), std::string::npos)
+          << what;
       EXPECT_EQ(what.find('\n'), std::string::npos) << what;
     }
   }
