@@ -39,28 +39,28 @@ void load_driver_query(CudaApi& api) {
   if (loaded) api.primary_context_active = primary_context_active;
 }
 
+using A = CudaApi;
+
+constexpr auto kEntryPoints = std::make_tuple(
+    required_entry("cudaGetDeviceCount", &A::get_device_count),
+    required_entry("cudaGetDevice", &A::get_device),
+    required_entry("cudaEventCreateWithFlags", &A::event_create_with_flags),
+    required_entry("cudaEventRecord", &A::event_record),
+    required_entry("cudaEventQuery", &A::event_query),
+    required_entry("cudaEventElapsedTime", &A::event_elapsed_time),
+    required_entry("cudaEventDestroy", &A::event_destroy),
+    required_entry("cudaGetErrorString", &A::get_error_string),
+    // Optional: without them we cannot clear our errors or see graph capture.
+    optional_entry("cudaGetLastError", &A::get_last_error),
+    optional_entry("cudaStreamIsCapturing", &A::stream_is_capturing),
+    optional_entry("cudaThreadExchangeStreamCaptureMode", &A::thread_exchange_capture_mode),
+    optional_entry("cudaSetDevice", &A::set_device));
+
 CudaApiLoad load(const std::vector<std::string>& library_names) {
   CudaApiLoad out;
-  auto lib = DynamicLibrary::open_first("libcudart", library_names);
-  out.library = lib.name();
   CudaApi api;
-  lib.require("cudaGetDeviceCount", api.get_device_count);
-  lib.require("cudaGetDevice", api.get_device);
-  lib.require("cudaEventCreateWithFlags", api.event_create_with_flags);
-  lib.require("cudaEventRecord", api.event_record);
-  lib.require("cudaEventQuery", api.event_query);
-  lib.require("cudaEventElapsedTime", api.event_elapsed_time);
-  lib.require("cudaEventDestroy", api.event_destroy);
-  lib.require("cudaGetErrorString", api.get_error_string);
-  if (!lib.complete()) {
-    out.reason = lib.reason();
-    return out;
-  }
-  // Optional: without them we cannot clear our errors or see graph capture.
-  lib.resolve("cudaGetLastError", api.get_last_error);
-  lib.resolve("cudaStreamIsCapturing", api.stream_is_capturing);
-  lib.resolve("cudaThreadExchangeStreamCaptureMode", api.thread_exchange_capture_mode);
-  lib.resolve("cudaSetDevice", api.set_device);
+  auto lib = open_api(out, api, "libcudart", library_names, kEntryPoints);
+  if (!lib.complete()) return out;
   // Kept from the first call on: CUDA objects we create (events) and torch's
   // own use of the same library outlive any point where closing would be safe.
   lib.keep();
@@ -88,24 +88,12 @@ std::vector<std::string> default_cudart_names() {
 }
 
 CudaApiLoad load_cuda_api(const std::vector<std::string>& library_names) {
-  try {
-    return load(library_names);
-  } catch (...) {  // only allocation can throw here; a short reason fits in place
-    CudaApiLoad out;
-    out.reason = "out of memory";
-    return out;
-  }
+  return load_or_out_of_memory<CudaApiLoad>([&] { return load(library_names); });
 }
 
 std::string describe_cuda_error(const CudaApi& api, int error) {
-  std::string out = std::to_string(error);
-  const char* text = api.get_error_string != nullptr ? api.get_error_string(error) : nullptr;
-  if (text != nullptr && *text != '\0') {
-    out += " (";
-    out += text;
-    out += ")";
-  }
-  return out;
+  return describe_code(error,
+                       api.get_error_string != nullptr ? api.get_error_string(error) : nullptr);
 }
 
 }  // namespace traceml::timing

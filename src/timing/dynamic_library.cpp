@@ -60,4 +60,14 @@ void DynamicLibrary::close() {
   handle_ = nullptr;
 }
 
+std::string describe_code(int code, const char* text) {
+  std::string out = std::to_string(code);
+  if (text != nullptr && *text != '\0') {
+    out += " (";
+    out += text;
+    out += ")";
+  }
+  return out;
+}
+
 }  // namespace traceml::timing

@@ -28,30 +28,27 @@ constexpr std::size_t kMaxProcessCapacity = 4096;
 /// that fills it, so the retry is bounded rather than a loop until it fits.
 constexpr int kProcessQueryAttempts = 4;
 
+using A = NvmlApi;
+
+// Each reading on its own: a driver without one of them (newer drivers
+// deprecate nvmlDeviceGetTemperature) leaves that value absent, not NVML off.
+constexpr auto kEntryPoints = std::make_tuple(
+    required_entry("nvmlInit_v2", &A::init), required_entry("nvmlShutdown", &A::shutdown),
+    required_entry("nvmlDeviceGetCount_v2", &A::device_get_count),
+    required_entry("nvmlDeviceGetHandleByIndex_v2", &A::device_get_handle_by_index),
+    optional_entry("nvmlDeviceGetUtilizationRates", &A::device_get_utilization_rates),
+    optional_entry("nvmlDeviceGetMemoryInfo", &A::device_get_memory_info),
+    optional_entry("nvmlDeviceGetTemperature", &A::device_get_temperature),
+    optional_entry("nvmlDeviceGetPowerUsage", &A::device_get_power_usage),
+    optional_entry("nvmlDeviceGetEnforcedPowerLimit", &A::device_get_enforced_power_limit),
+    optional_entry("nvmlErrorString", &A::error_string));
+
 NvmlApiLoad load(const std::vector<std::string>& library_names) {
   NvmlApiLoad out;
-  auto lib = DynamicLibrary::open_first("libnvidia-ml", library_names);
-  out.library = lib.name();
   NvmlApi api;
-  lib.require("nvmlInit_v2", api.init);
-  lib.require("nvmlShutdown", api.shutdown);
-  lib.require("nvmlDeviceGetCount_v2", api.device_get_count);
-  lib.require("nvmlDeviceGetHandleByIndex_v2", api.device_get_handle_by_index);
-  if (!lib.complete()) {
-    out.reason = lib.reason();
-    return out;
-  }
-  // Each reading on its own: a driver without one of them (newer drivers
-  // deprecate nvmlDeviceGetTemperature) leaves that value absent, not NVML off.
-  auto optional = [&](const char* name, auto& fn) {
-    if (!lib.resolve(name, fn)) out.absent.emplace_back(name);
-  };
-  optional("nvmlDeviceGetUtilizationRates", api.device_get_utilization_rates);
-  optional("nvmlDeviceGetMemoryInfo", api.device_get_memory_info);
-  optional("nvmlDeviceGetTemperature", api.device_get_temperature);
-  optional("nvmlDeviceGetPowerUsage", api.device_get_power_usage);
-  optional("nvmlDeviceGetEnforcedPowerLimit", api.device_get_enforced_power_limit);
-  optional("nvmlErrorString", api.error_string);
+  auto lib = open_api(out, api, "libnvidia-ml", library_names, kEntryPoints);
+  if (!lib.complete()) return out;
+  out.absent = absent_entry_points(kEntryPoints, api);
   // Drivers before R470 have neither: node metrics still work without them.
   if (!lib.resolve("nvmlDeviceGetComputeRunningProcesses_v3",
                    api.device_get_compute_running_processes)) {
@@ -94,34 +91,16 @@ std::vector<std::string> default_nvml_names() {
 }
 
 NvmlApiLoad load_nvml_api(const std::vector<std::string>& library_names) {
-  try {
-    return load(library_names);
-  } catch (...) {  // only allocation can throw here; a short reason fits in place
-    NvmlApiLoad out;
-    out.reason = "out of memory";
-    return out;
-  }
+  return load_or_out_of_memory<NvmlApiLoad>([&] { return load(library_names); });
 }
 
 NvmlApiLoad initialize_nvml(const NvmlApi& api) {
-  try {
-    return initialize(api);
-  } catch (...) {  // only the reason's strings allocate
-    NvmlApiLoad out;
-    out.reason = "out of memory";
-    return out;
-  }
+  // Only the reason's strings allocate.
+  return load_or_out_of_memory<NvmlApiLoad>([&] { return initialize(api); });
 }
 
 std::string describe_nvml_error(const NvmlApi& api, int error) {
-  std::string out = std::to_string(error);
-  const char* text = api.error_string != nullptr ? api.error_string(error) : nullptr;
-  if (text != nullptr && *text != '\0') {
-    out += " (";
-    out += text;
-    out += ")";
-  }
-  return out;
+  return describe_code(error, api.error_string != nullptr ? api.error_string(error) : nullptr);
 }
 
 NvmlSampler::NvmlSampler(const NvmlApi& api) noexcept : api_(api) {
