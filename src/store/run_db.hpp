@@ -109,13 +109,10 @@ class RunDbWriter final : public RunSink {
   void write_block(int rank, StepBlockEncoder& block);
   void write_open_blocks();
   void put(const model::RunInfo& info);
-  void put(const model::RankIdentity& id);
   void put(const model::StepRecord& r);
-  void put(const model::StepMemoryRecord& r);
-  void put(const model::SystemSample& x);
-  void put(const model::ProcessSample& x);
-  void put(const RankDelivery& d);
-  void put(const RejectedConnection& c);
+  /// Any other kind with a table: one row of its columns (store/run_db_sql.hpp).
+  template <class R>
+  void put(const R& r);
   ::sqlite3* db_ = nullptr;
   std::unique_ptr<Statements> stmts_;
   std::string path_;

@@ -322,9 +322,10 @@ std::string select_sql(const std::vector<Column>& cols, const std::string& rest)
 void read_run_info(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   std::vector<Column> cols = sql::columns<model::RunInfo>(Part::All);
   cols.push_back({"strategy", "TEXT", true});
-  const Stmt q = db.prepare(select_sql(cols, "run_info WHERE id = 1"));
+  constexpr const char* table = model::row_of<model::RunInfo>().table;
+  const Stmt q = db.prepare(select_sql(cols, std::string(table) + " WHERE id = 1"));
   if (!db.next(q)) return;
-  const Row row(db, "run_info", q.get(), repaired);
+  const Row row(db, table, q.get(), repaired);
   int col = 1;
   model::Record rec;
   auto& run = rec.emplace<model::RunInfo>();
@@ -334,21 +335,8 @@ void read_run_info(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   sink.add(rec);
 }
 
-void read_ranks(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
-  const Stmt q = db.prepare(
-      select_sql(sql::columns<model::RankIdentity>(Part::All), "ranks ORDER BY global_rank"));
-  model::Record rec;
-  while (db.next(q)) {
-    const Row row(db, "ranks", q.get(), repaired);
-    auto& id = rec.emplace<model::RankIdentity>();
-    int col = 1;
-    read_fields(row, col, id, Part::All, Later::Included);
-    row.check(model::check(id));
-    sink.add(rec);
-  }
-}
-
-/// The step query; Later::Left for files written before the GPU activity
+/// The step query of schema version 1 (a row per step in table `steps`, no
+/// longer written); Later::Left for files written before the GPU activity
 /// columns existed.
 std::string steps_select_sql(Later later) {
   std::vector<Column> cols = sql::columns<model::StepRecord>(Part::Values, later);
@@ -392,12 +380,14 @@ void read_steps(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
 /// read in the order they were stored. Errors name the block (its id) and
 /// the record in it (from 1).
 void read_step_blocks(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
-  const Stmt q = db.prepare("SELECT rowid, global_rank, rows, data FROM step_blocks ORDER BY id");
+  constexpr const char* table = model::row_of<model::StepRecord>().table;
+  const Stmt q = db.prepare(std::string("SELECT rowid, global_rank, rows, data FROM ") + table +
+                            " ORDER BY id");
   // One record, refilled by each block.next(): no copy per step.
   model::Record rec{std::in_place_type<model::StepRecord>};
   auto& r = std::get<model::StepRecord>(rec);
   while (db.next(q)) {
-    const Row row(db, "step_blocks", q.get(), repaired, "block");
+    const Row row(db, table, q.get(), repaired, "block");
     const int rank = row.integer(1);
     const std::int64_t rows = row.int64(2);
     const std::string_view bytes = row.blob(3);
@@ -413,112 +403,88 @@ void read_step_blocks(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
   }
 }
 
-void read_step_memory(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
-  const Stmt q = db.prepare(
-      select_sql(sql::columns<model::StepMemoryRecord>(Part::All), "step_memory ORDER BY id"));
-  model::Record rec;
-  while (db.next(q)) {
-    const Row row(db, "step_memory", q.get(), repaired);
-    auto& r = rec.emplace<model::StepMemoryRecord>();
-    int col = 1;
-    read_fields(row, col, r, Part::All, Later::Included);
-    row.check(model::check(r));
-    sink.add(rec);
+/// Reads a record of a flat table from column `col` on (table_columns<R>()).
+template <class R>
+void read_row(const Row& row, int& col, R& r, Later later) {
+  if constexpr (std::is_same_v<R, RankDelivery>) {
+    r.global_rank = row.integer(col++);
+    r.records_received = row.int64(col++);
+    r.clean_end = row.flag(col++);
+    // Not a record of the wire: the collector's own counts, held to the same rules.
+    if (r.global_rank < 0)
+      row.fail("'global_rank' must be an integer >= 0, got " + std::to_string(r.global_rank));
+    if (r.records_received < 0)
+      row.fail("'records_received' must be an integer >= 0, got " +
+               std::to_string(r.records_received));
+    if (row.flag(col++)) {
+      model::TracerStats t;
+      read_fields(row, col, t, Part::All, later);
+      row.check(model::check_tracer_stats(t));
+      r.tracer = std::move(t);
+    }
+  } else if constexpr (std::is_same_v<R, RejectedConnection>) {
+    r.ts = row.real(col++);
+    r.peer = row.text(col++);
+    r.reason = row.text(col++);
+  } else {
+    read_fields(row, col, r, Part::All, later);
   }
 }
 
-/// System samples are few (one a second per node) and their GPUs are rows of
-/// another table: they are gathered, then handed on.
-void read_system(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
-  std::vector<model::Record> out;
-  std::unordered_map<std::int64_t, std::size_t> index_of;  // sample id -> position in out
-  const Stmt q = db.prepare(
-      select_sql(sql::columns<model::SystemSample>(Part::All), "system_samples ORDER BY id"));
-  while (db.next(q)) {
-    const Row row(db, "system_samples", q.get(), repaired);
-    auto& x = out.emplace_back().emplace<model::SystemSample>();
-    int col = 1;
-    read_fields(row, col, x, Part::All, Later::Included);
-    row.check(model::check(x));
-    index_of.emplace(row.int64(0), out.size() - 1);
-  }
-  std::vector<Column> gpu_cols = {{"sample_id", "INTEGER", true}};
-  for (auto& c : sql::columns<model::GpuSample>(Part::All))
-    gpu_cols.push_back(std::move(c));
-  const Stmt g = db.prepare(select_sql(gpu_cols, "system_gpus ORDER BY id"));
+/// A system sample's GPUs, rows of their own table, added to the samples read.
+void read_system_gpus(ReadDb& db, std::vector<model::Record>& samples,
+                      const std::unordered_map<std::int64_t, std::size_t>& index_of,
+                      std::int64_t& repaired) {
+  const Stmt g = db.prepare(
+      select_sql(sql::system_gpu_columns(), std::string(sql::kSystemGpusTable) + " ORDER BY id"));
   while (db.next(g)) {
-    const Row row(db, "system_gpus", g.get(), repaired);
+    const Row row(db, sql::kSystemGpusTable, g.get(), repaired);
     const auto it = index_of.find(row.int64(1));
     if (it == index_of.end()) continue;  // an orphan row cannot come from RunDbWriter
     model::GpuSample gpu;
     int col = 2;
     read_fields(row, col, gpu, Part::All, Later::Included);
     row.check(model::check_gpu_sample(gpu));
-    std::get<model::SystemSample>(out[it->second]).gpus.push_back(gpu);
+    std::get<model::SystemSample>(samples[it->second]).gpus.push_back(gpu);
   }
-  for (const model::Record& x : out)
-    sink.add(x);
 }
 
-void read_process(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
-  const Stmt q = db.prepare(
-      select_sql(sql::columns<model::ProcessSample>(Part::All), "process_samples ORDER BY id"));
+/// Reads the flat table of kind R (store/run_db_sql.hpp): each row checked
+/// as every reader checks its kind, and handed on in the table's order (its
+/// key's, or arrival). A file from before the fields marked `added_later`
+/// (the tracer's GPU columns of a delivery) reads as without them.
+template <class R>
+void read_table(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
+  constexpr const auto& kind = model::row_of<R>();
+  constexpr const char* key = sql::table_key<R>();
+  const auto query = [](Later later) {
+    return select_sql(sql::table_columns<R>(later),
+                      std::string(kind.table) + " ORDER BY " + (key != nullptr ? key : "id"));
+  };
+  auto with_later = db.try_prepare(query(Later::Included));
+  const Later later = with_later ? Later::Included : Later::Left;
+  const Stmt q = with_later ? std::move(*with_later) : db.prepare(query(later));
+  // System samples are few (one a second per node) and their GPUs are rows
+  // of another table: they are gathered, then handed on.
+  constexpr bool gather = std::is_same_v<R, model::SystemSample>;
+  std::vector<model::Record> gathered;
+  std::unordered_map<std::int64_t, std::size_t> index_of;  // sample id -> position in gathered
   model::Record rec;
   while (db.next(q)) {
-    const Row row(db, "process_samples", q.get(), repaired);
-    auto& x = rec.emplace<model::ProcessSample>();
+    const Row row(db, kind.table, q.get(), repaired);
+    auto& r = (gather ? gathered.emplace_back() : rec).template emplace<R>();
     int col = 1;
-    read_fields(row, col, x, Part::All, Later::Included);
-    row.check(model::check(x));
-    sink.add(rec);
+    read_row(row, col, r, later);
+    row.check(model::check(r));
+    if constexpr (gather)
+      index_of.emplace(row.int64(0), gathered.size() - 1);
+    else
+      sink.add(rec);
   }
-}
-
-/// The deliveries query; Later::Left for files written before the tracer's
-/// GPU columns existed.
-std::string deliveries_select_sql(Later later) {
-  std::vector<Column> cols = {{"global_rank", "INTEGER", true},
-                              {"records_received", "INTEGER", true},
-                              {"clean_end", "INTEGER", true},
-                              {"has_tracer", "INTEGER", true}};
-  sql::add_columns<model::TracerStats>(cols, Part::All, later, {}, true);
-  return select_sql(cols, "deliveries ORDER BY global_rank");
-}
-
-void read_deliveries(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
-  // Files written before the GPU columns lack them, and their ranks read as
-  // never having timed on a GPU.
-  auto with_later = db.try_prepare(deliveries_select_sql(Later::Included));
-  const Later later = with_later ? Later::Included : Later::Left;
-  const Stmt q = with_later ? std::move(*with_later) : db.prepare(deliveries_select_sql(later));
-  while (db.next(q)) {
-    const Row row(db, "deliveries", q.get(), repaired);
-    RankDelivery d;
-    d.global_rank = row.integer(1);
-    d.records_received = row.int64(2);
-    d.clean_end = row.flag(3);
-    // Not a record of the wire: the collector's own counts, held to the same rules.
-    if (d.global_rank < 0)
-      row.fail("'global_rank' must be an integer >= 0, got " + std::to_string(d.global_rank));
-    if (d.records_received < 0)
-      row.fail("'records_received' must be an integer >= 0, got " +
-               std::to_string(d.records_received));
-    if (row.flag(4)) {
-      model::TracerStats t;
-      int col = 5;
-      read_fields(row, col, t, Part::All, later);
-      row.check(model::check_tracer_stats(t));
-      d.tracer = std::move(t);
-    }
-    sink.add(d);
-  }
-}
-
-void read_rejected(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
-  const Stmt q = db.prepare("SELECT rowid, ts, peer, reason FROM rejected_connections ORDER BY id");
-  while (db.next(q)) {
-    const Row row(db, "rejected_connections", q.get(), repaired);
-    sink.add(RejectedConnection{row.real(1), row.text(2), row.text(3)});
+  if constexpr (gather) {
+    read_system_gpus(db, gathered, index_of, repaired);
+    for (const model::Record& x : gathered)
+      sink.add(x);
   }
 }
 
@@ -569,17 +535,18 @@ std::int64_t read_run_db(const std::string& path, RunSink& sink) {
   db.begin_snapshot();
   const std::int64_t version = check_meta(db);
   std::int64_t repaired = 0;
-  read_run_info(db, sink, repaired);
-  read_ranks(db, sink, repaired);
-  if (version == 1)
-    read_steps(db, sink, repaired);
-  else
-    read_step_blocks(db, sink, repaired);
-  read_step_memory(db, sink, repaired);
-  read_system(db, sink, repaired);
-  read_process(db, sink, repaired);
-  read_deliveries(db, sink, repaired);
-  read_rejected(db, sink, repaired);
+  // Each kind's table in table order (model/record_kinds.hpp).
+  model::for_each_kind([&](const auto& row) {
+    using R = typename std::decay_t<decltype(row)>::Type;
+    if constexpr (model::row_of<R>().table == nullptr)
+      return;
+    else if constexpr (std::is_same_v<R, model::RunInfo>)
+      read_run_info(db, sink, repaired);
+    else if constexpr (std::is_same_v<R, model::StepRecord>)
+      version == 1 ? read_steps(db, sink, repaired) : read_step_blocks(db, sink, repaired);
+    else
+      read_table<R>(db, sink, repaired);
+  });
   return repaired;
 }
 

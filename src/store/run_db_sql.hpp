@@ -6,6 +6,11 @@
 // `column`), a nested optional record flattened into the same row — a
 // has_<name> flag column when the list asks for one, then its values as
 // <column>_<name> columns — and lists kept in tables of their own.
+//
+// A kind's table (its row's `table`, model/record_kinds.hpp) is, unless the
+// writer and reader store it by code of their own (the run info, the steps in
+// blocks), one flat row per record: table_columns<R>() under the key
+// table_key<R>(). A new kind with a Schema and a table needs nothing here.
 #pragma once
 
 #include <sqlite3.h>
@@ -15,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "model/record_kinds.hpp"
 #include "model/telemetry.hpp"
 
 namespace traceml::store::sql {
@@ -112,6 +118,50 @@ std::vector<Column> columns(Part part, Later later = Later::Included) {
   std::vector<Column> out;
   add_columns<R>(out, part, later);
   return out;
+}
+
+/// The column keying a kind's table when a later record with the same value
+/// replaces the earlier one (a rank's identity, its delivery: INSERT OR
+/// REPLACE, read back in that key's order); nullptr: every record is a row of
+/// its own under an `id INTEGER PRIMARY KEY`, read back in arrival order.
+template <class R>
+constexpr const char* table_key() {
+  if constexpr (std::is_same_v<R, model::RankIdentity> || std::is_same_v<R, model::RankDelivery>)
+    return "global_rank";
+  else
+    return nullptr;
+}
+
+/// The columns of a kind's table (after its `id`, when keyed by one): its
+/// Schema's, flattened. The two kinds without a Schema spell theirs: a
+/// delivery is the collector's own counts of a rank, then what its tracer
+/// said (absent: every tracer column NULL); a refused connection is its time,
+/// peer and reason. Later::Left: the columns of a file from before the fields
+/// marked `added_later`.
+template <class R>
+std::vector<Column> table_columns(Later later = Later::Included) {
+  if constexpr (std::is_same_v<R, model::RankDelivery>) {
+    std::vector<Column> cols = {{"global_rank", "INTEGER", true},
+                                {"records_received", "INTEGER", true},
+                                {"clean_end", "INTEGER", true},
+                                {"has_tracer", "INTEGER", true}};
+    add_columns<model::TracerStats>(cols, Part::All, later, {}, true);
+    return cols;
+  } else if constexpr (std::is_same_v<R, model::RejectedConnection>) {
+    return {{"ts", "REAL", true}, {"peer", "TEXT", true}, {"reason", "TEXT", true}};
+  } else {
+    return columns<R>(Part::All, later);
+  }
+}
+
+/// A system sample's GPUs, a list kept in a table of its own: a row per GPU,
+/// the sample's id, then the GPU's values.
+inline constexpr const char* kSystemGpusTable = "system_gpus";
+inline std::vector<Column> system_gpu_columns() {
+  std::vector<Column> cols = {{"sample_id", "INTEGER", true}};
+  for (auto& c : columns<model::GpuSample>(Part::All))
+    cols.push_back(std::move(c));
+  return cols;
 }
 
 /// "a, b, c".

@@ -5,6 +5,7 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -36,66 +37,40 @@ constexpr std::size_t kMaxOpenBlockBytes = std::size_t{8} << 20;
 
 // ---- the tables ----
 
-/// A GPU of a system sample: the sample's id, then the GPU's values.
-std::vector<Column> system_gpu_columns() {
-  std::vector<Column> cols = {{"sample_id", "INTEGER", true}};
-  for (auto& c : sql::columns<model::GpuSample>(Part::All))
-    cols.push_back(std::move(c));
-  return cols;
+/// "CREATE TABLE t (id INTEGER PRIMARY KEY, <columns>);", or keyed by one of
+/// the columns.
+std::string table_sql(const char* table, const std::vector<Column>& cols, const char* key) {
+  return std::string("CREATE TABLE ") + table + " (" +
+         (key != nullptr ? sql::definitions(cols, key)
+                         : "id INTEGER PRIMARY KEY, " + sql::definitions(cols)) +
+         ");";
 }
 
-/// The collector's own counts of a rank, then what its tracer said (absent:
-/// every tracer column NULL).
-std::vector<Column> delivery_columns() {
-  std::vector<Column> cols = {{"global_rank", "INTEGER", true},
-                              {"records_received", "INTEGER", true},
-                              {"clean_end", "INTEGER", true},
-                              {"has_tracer", "INTEGER", true}};
-  std::vector<Column> tracer;
-  sql::add_columns<model::TracerStats>(tracer, Part::All, sql::Later::Included, {}, true);
-  for (auto& c : tracer)
-    cols.push_back(std::move(c));
-  return cols;
-}
-
-std::string run_info_columns() {
-  return sql::names(sql::columns<model::RunInfo>(Part::All));
-}
-std::size_t run_info_count() {
-  return sql::columns<model::RunInfo>(Part::All).size();
-}
-
+/// Every table, each kind's in table order (model/record_kinds.hpp).
 std::string schema_sql() {
-  using sql::columns;
-  using sql::definitions;
-  return "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-         "CREATE TABLE run_info (id INTEGER PRIMARY KEY CHECK (id = 1), " +
-         definitions(columns<model::RunInfo>(Part::All)) +
-         ", strategy TEXT NOT NULL);"
-         "CREATE TABLE ranks (" +
-         definitions(columns<model::RankIdentity>(Part::All), "global_rank") +
-         ");"
-         "CREATE TABLE step_blocks (id INTEGER PRIMARY KEY, global_rank INTEGER NOT NULL, rows "
-         "INTEGER NOT NULL, min_step INTEGER NOT NULL, max_step INTEGER NOT NULL, data BLOB NOT "
-         "NULL);"
-         "CREATE TABLE step_memory (id INTEGER PRIMARY KEY, " +
-         definitions(columns<model::StepMemoryRecord>(Part::All)) +
-         ");"
-         "CREATE TABLE system_samples (id INTEGER PRIMARY KEY, " +
-         definitions(columns<model::SystemSample>(Part::All)) +
-         ");"
-         "CREATE TABLE system_gpus (id INTEGER PRIMARY KEY, sample_id INTEGER NOT NULL REFERENCES "
-         "system_samples(id), " +
-         definitions(columns<model::GpuSample>(Part::All)) +
-         ");"
-         "CREATE TABLE process_samples (id INTEGER PRIMARY KEY, " +
-         definitions(columns<model::ProcessSample>(Part::All)) +
-         ");"
-         "CREATE TABLE deliveries (" +
-         definitions(delivery_columns(), "global_rank") +
-         ");"
-         "CREATE TABLE rejected_connections (id INTEGER PRIMARY KEY, ts REAL NOT NULL, peer TEXT "
-         "NOT NULL, reason TEXT NOT NULL);";
+  std::string s = "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);";
+  model::for_each_kind([&s](const auto& row) {
+    using R = typename std::decay_t<decltype(row)>::Type;
+    if constexpr (model::row_of<R>().table == nullptr) {
+      return;
+    } else if constexpr (std::is_same_v<R, model::RunInfo>) {
+      // One row, and the strategy as its word.
+      s += std::string("CREATE TABLE ") + row.table + " (id INTEGER PRIMARY KEY CHECK (id = 1), " +
+           sql::definitions(sql::columns<model::RunInfo>(Part::All)) + ", strategy TEXT NOT NULL);";
+    } else if constexpr (std::is_same_v<R, model::StepRecord>) {
+      // Each rank's steps in blocks (store/step_block.hpp).
+      s += std::string("CREATE TABLE ") + row.table +
+           " (id INTEGER PRIMARY KEY, global_rank INTEGER NOT NULL, rows INTEGER NOT NULL, "
+           "min_step INTEGER NOT NULL, max_step INTEGER NOT NULL, data BLOB NOT NULL);";
+    } else {
+      s += table_sql(row.table, sql::table_columns<R>(), sql::table_key<R>());
+      if constexpr (std::is_same_v<R, model::SystemSample>)
+        s += std::string("CREATE TABLE ") + sql::kSystemGpusTable +
+             " (id INTEGER PRIMARY KEY, sample_id INTEGER NOT NULL REFERENCES " + row.table +
+             "(id), " + sql::definitions(sql::columns<model::GpuSample>(Part::All)) + ");";
+    }
+  });
+  return s;
 }
 
 /// "INSERT INTO table (a, b) VALUES (?, ?)".
@@ -150,6 +125,24 @@ void bind_fields(sqlite3_stmt* s, int& col, const R* r, Part part) {
   });
 }
 
+/// Binds a record of a flat table: its table_columns<R>(), in order.
+template <class R>
+void bind_row(sqlite3_stmt* s, int& col, const R& r) {
+  if constexpr (std::is_same_v<R, RankDelivery>) {
+    bind_int(s, col++, r.global_rank);
+    bind_int(s, col++, r.records_received);
+    bind_int(s, col++, r.clean_end ? 1 : 0);
+    bind_int(s, col++, r.tracer ? 1 : 0);
+    bind_fields(s, col, r.tracer ? &*r.tracer : nullptr, Part::All);
+  } else if constexpr (std::is_same_v<R, RejectedConnection>) {
+    bind_double(s, col++, r.ts);
+    bind_value(s, col++, r.peer);
+    bind_value(s, col++, r.reason);
+  } else {
+    bind_fields(s, col, &r, Part::All);
+  }
+}
+
 // ---- running statements ----
 
 [[noreturn]] void throw_db(sqlite3* db, const std::string& path, const std::string& what) {
@@ -171,18 +164,23 @@ void exec(sqlite3* db, const std::string& text, const std::string& path, const c
     throw_db(db, path, what);
 }
 
-/// Steps a write statement to completion and makes it ready for the next binds.
-void run(sqlite3* db, sqlite3_stmt* s, const std::string& path, const char* what) {
+/// Steps a write statement to completion and makes it ready for the next binds;
+/// a failure says `what`, then the `table` when one is given.
+void run(sqlite3* db, sqlite3_stmt* s, const std::string& path, const char* what,
+         const char* table = nullptr) {
   const int rc = sqlite3_step(s);
   sqlite3_reset(s);
-  if (rc != SQLITE_DONE) throw_db(db, path, what);
+  if (rc != SQLITE_DONE)
+    throw_db(db, path, table != nullptr ? std::string(what) + " " + table : std::string(what));
 }
 
 }  // namespace
 
 struct RunDbWriter::Statements {
   Stmt begin, commit;
-  Stmt run_info, rank, step_block, step_memory, system, system_gpu, process, delivery, rejected;
+  Stmt run_info, step_block, system_gpu;
+  /// The insert of each kind stored as a flat row, by RecordKind.
+  std::array<Stmt, model::kRecordKindCount> insert;
   /// Each rank's open block, in rank order (flush() stores them in that order).
   std::map<int, StepBlockEncoder> open_blocks;
   /// The open block of the last step's rank: ranks' steps come in runs.
@@ -218,29 +216,28 @@ RunDbWriter::RunDbWriter(const std::string& path) : path_(path) {
     auto& s = *stmts_;
     s.begin = prepare(db_, "BEGIN", path);
     s.commit = prepare(db_, "COMMIT", path);
-    s.run_info =
-        prepare(db_,
-                "INSERT OR REPLACE INTO run_info (id, " + run_info_columns() +
-                    ", strategy) VALUES (1, " + sql::placeholders(run_info_count() + 1) + ")",
-                path);
-    s.rank = prepare(
-        db_, insert_sql("ranks", sql::columns<model::RankIdentity>(Part::All), "INSERT OR REPLACE"),
+    s.run_info = prepare(
+        db_,
+        std::string("INSERT OR REPLACE INTO ") + model::row_of<model::RunInfo>().table + " (id, " +
+            sql::names(sql::columns<model::RunInfo>(Part::All)) + ", strategy) VALUES (1, " +
+            sql::placeholders(sql::columns<model::RunInfo>(Part::All).size() + 1) + ")",
         path);
     s.step_block = prepare(db_,
-                           "INSERT INTO step_blocks (global_rank, rows, min_step, max_step, data) "
-                           "VALUES (?, ?, ?, ?, ?)",
+                           std::string("INSERT INTO ") + model::row_of<model::StepRecord>().table +
+                               " (global_rank, rows, min_step, max_step, data) VALUES (?, ?, ?, "
+                               "?, ?)",
                            path);
-    s.step_memory = prepare(
-        db_, insert_sql("step_memory", sql::columns<model::StepMemoryRecord>(Part::All)), path);
-    s.system = prepare(
-        db_, insert_sql("system_samples", sql::columns<model::SystemSample>(Part::All)), path);
-    s.system_gpu = prepare(db_, insert_sql("system_gpus", system_gpu_columns()), path);
-    s.process = prepare(
-        db_, insert_sql("process_samples", sql::columns<model::ProcessSample>(Part::All)), path);
-    s.delivery =
-        prepare(db_, insert_sql("deliveries", delivery_columns(), "INSERT OR REPLACE"), path);
-    s.rejected =
-        prepare(db_, "INSERT INTO rejected_connections (ts, peer, reason) VALUES (?, ?, ?)", path);
+    s.system_gpu = prepare(db_, insert_sql(sql::kSystemGpusTable, sql::system_gpu_columns()), path);
+    model::for_each_kind([&](const auto& row) {
+      using R = typename std::decay_t<decltype(row)>::Type;
+      if constexpr (model::row_of<R>().table != nullptr && !std::is_same_v<R, model::RunInfo> &&
+                    !std::is_same_v<R, model::StepRecord>)
+        s.insert[static_cast<std::size_t>(row.kind)] =
+            prepare(db_,
+                    insert_sql(row.table, sql::table_columns<R>(),
+                               sql::table_key<R>() != nullptr ? "INSERT OR REPLACE" : "INSERT"),
+                    path);
+    });
   } catch (...) {
     stmts_.reset();
     sqlite3_close_v2(db_);
@@ -304,14 +301,6 @@ void RunDbWriter::put(const model::RunInfo& info) {
   run(db_, s, path_, "cannot write the run info");
 }
 
-void RunDbWriter::put(const model::RankIdentity& id) {
-  begin_if_needed();
-  sqlite3_stmt* s = stmts_->rank.get();
-  int col = 1;
-  bind_fields(s, col, &id, Part::All);
-  run(db_, s, path_, "cannot write a rank");
-}
-
 void RunDbWriter::put(const model::StepRecord& r) {
   auto& s = *stmts_;
   if (s.last_block == s.open_blocks.end() || s.last_block->first != r.global_rank)
@@ -350,60 +339,29 @@ void RunDbWriter::write_open_blocks() {
   s.last_block = s.open_blocks.end();
 }
 
-void RunDbWriter::put(const model::StepMemoryRecord& r) {
+template <class R>
+void RunDbWriter::put(const R& r) {
+  constexpr const auto& row = model::row_of<R>();
   begin_if_needed();
-  sqlite3_stmt* s = stmts_->step_memory.get();
+  sqlite3_stmt* s = stmts_->insert[static_cast<std::size_t>(row.kind)].get();
   int col = 1;
-  bind_fields(s, col, &r, Part::All);
-  run(db_, s, path_, "cannot write a step memory record");
-  after_record();
-}
-
-void RunDbWriter::put(const model::SystemSample& x) {
-  begin_if_needed();
-  sqlite3_stmt* s = stmts_->system.get();
-  int col = 1;
-  bind_fields(s, col, &x, Part::All);
-  run(db_, s, path_, "cannot write a system sample");
-  const sqlite3_int64 sample_id = sqlite3_last_insert_rowid(db_);
-  sqlite3_stmt* g = stmts_->system_gpu.get();
-  for (const auto& gpu : x.gpus) {
-    int gcol = 1;
-    bind_int(g, gcol++, sample_id);
-    bind_fields(g, gcol, &gpu, Part::All);
-    run(db_, g, path_, "cannot write a system GPU sample");
+  bind_row(s, col, r);
+  run(db_, s, path_, "cannot write to table", row.table);
+  if constexpr (std::is_same_v<R, model::SystemSample>) {
+    // Its GPUs: rows of their own, under the sample's id.
+    const sqlite3_int64 sample_id = sqlite3_last_insert_rowid(db_);
+    sqlite3_stmt* g = stmts_->system_gpu.get();
+    for (const auto& gpu : r.gpus) {
+      int gcol = 1;
+      bind_int(g, gcol++, sample_id);
+      bind_fields(g, gcol, &gpu, Part::All);
+      run(db_, g, path_, "cannot write to table", sql::kSystemGpusTable);
+    }
   }
-  after_record();
-}
-
-void RunDbWriter::put(const model::ProcessSample& x) {
-  begin_if_needed();
-  sqlite3_stmt* s = stmts_->process.get();
-  int col = 1;
-  bind_fields(s, col, &x, Part::All);
-  run(db_, s, path_, "cannot write a process sample");
-  after_record();
-}
-
-void RunDbWriter::put(const RankDelivery& d) {
-  begin_if_needed();
-  sqlite3_stmt* s = stmts_->delivery.get();
-  int col = 1;
-  bind_int(s, col++, d.global_rank);
-  bind_int(s, col++, d.records_received);
-  bind_int(s, col++, d.clean_end ? 1 : 0);
-  bind_int(s, col++, d.tracer ? 1 : 0);
-  bind_fields(s, col, d.tracer ? &*d.tracer : nullptr, Part::All);
-  run(db_, s, path_, "cannot write a delivery");
-}
-
-void RunDbWriter::put(const RejectedConnection& c) {
-  begin_if_needed();
-  sqlite3_stmt* s = stmts_->rejected.get();
-  bind_double(s, 1, c.ts);
-  bind_value(s, 2, c.peer);
-  bind_value(s, 3, c.reason);
-  run(db_, s, path_, "cannot write a rejected connection");
+  // records() counts the ranks' telemetry rows: not an identity (replaced,
+  // not added), not the collector's own (deliveries, refused connections).
+  if constexpr (row.direction != model::Direction::Local && sql::table_key<R>() == nullptr)
+    after_record();
 }
 
 }  // namespace traceml::store
