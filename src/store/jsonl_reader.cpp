@@ -306,6 +306,23 @@ class Importer {
     if (problem) fail(*problem);
   }
 
+  /// The record lines' types, as the message of a line without one lists
+  /// them: "\"rank\", \"step\", ...".
+  static const std::string& line_types() {
+    static const std::string types = [] {
+      std::string out;
+      model::for_each_kind([&out](const auto& row) {
+        using R = typename std::decay_t<decltype(row)>::Type;
+        if (row.jsonl_type == nullptr || std::is_same_v<R, model::RunInfo>) return;
+        out += out.empty() ? "\"" : ", \"";
+        out += row.jsonl_type;
+        out += '"';
+      });
+      return out;
+    }();
+    return types;
+  }
+
   void read_record(std::string_view text) {
     if (!json_.parse(text)) fail(json_.error());
     const Node& root = json_.node(json_.root());
@@ -315,21 +332,18 @@ class Importer {
     const Fields top(json_, json_.root(), "telemetry");
     const Node* type = top.find("type");
     if (!header_line_) {
-      if (type == nullptr || type->kind != Kind::String || json_.text(*type) != "run") {
+      if (type == nullptr || type->kind != Kind::String ||
+          json_.text(*type) != model::row_of<model::RunInfo>().jsonl_type) {
         fail(kHeaderProblem);
       }
-      read_run(Fields(json_, json_.root(), "run"));
+      read_run(Fields(json_, json_.root(), model::row_of<model::RunInfo>().jsonl_type));
       header_line_ = line_number_;
       return;
     }
-    if (type == nullptr) {
-      fail(
-          "missing required key 'type' (one of \"rank\", \"step\", \"step_memory\", "
-          "\"system\", \"process\")");
-    }
+    if (type == nullptr) fail("missing required key 'type' (one of " + line_types() + ")");
     if (type->kind != Kind::String) fail("'type' must be a string, got " + describe(json_, *type));
     const std::string_view name = json_.text(*type);
-    if (name == "run") {
+    if (name == model::row_of<model::RunInfo>().jsonl_type) {
       fail("a second {\"type\":\"run\"} line; a file holds one run, whose header is line " +
            std::to_string(header_line_) + " (write each run to its own file)");
     }

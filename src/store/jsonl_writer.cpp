@@ -37,31 +37,43 @@ void require(const std::optional<std::string>& problem, const Where& where) {
   if (problem) throw std::invalid_argument("write_telemetry_jsonl: " + where() + ": " + *problem);
 }
 
+// Each record as a message names it: a kind's line, or by its owner.
+template <class R>
+std::string describe(const R&) {
+  return std::string(model::row_of<R>().jsonl_type) + " line";
+}
+std::string describe(const model::RankIdentity& r) {
+  return "rank line of global_rank " + std::to_string(r.global_rank);
+}
+std::string describe(const model::StepRecord& s) {
+  return "step " + std::to_string(s.step) + " of rank " + std::to_string(s.global_rank);
+}
+std::string describe(const model::StepMemoryRecord& m) {
+  return "step_memory of step " + std::to_string(m.step) + " of rank " +
+         std::to_string(m.global_rank);
+}
+std::string describe(const model::SystemSample& s) {
+  return "system sample of node " + std::to_string(s.node_rank);
+}
+std::string describe(const model::ProcessSample& p) {
+  return "process sample of rank " + std::to_string(p.global_rank);
+}
+
+/// Checks the run, then each kind of the file in table order.
 void validate(const model::Telemetry& t) {
-  require(model::check_run_info(t.run), [] { return std::string("run"); });
-  for (const auto& r : t.ranks) {
-    require(model::check_rank_identity(r),
-            [&r] { return "rank line of global_rank " + std::to_string(r.global_rank); });
-  }
-  for (const auto& s : t.steps) {
-    require(model::check_step(s), [&s] {
-      return "step " + std::to_string(s.step) + " of rank " + std::to_string(s.global_rank);
-    });
-  }
-  for (const auto& m : t.step_memory) {
-    require(model::check_step_memory(m), [&m] {
-      return "step_memory of step " + std::to_string(m.step) + " of rank " +
-             std::to_string(m.global_rank);
-    });
-  }
-  for (const auto& s : t.system) {
-    require(model::check_system(s),
-            [&s] { return "system sample of node " + std::to_string(s.node_rank); });
-  }
-  for (const auto& p : t.process) {
-    require(model::check_process(p),
-            [&p] { return "process sample of rank " + std::to_string(p.global_rank); });
-  }
+  require(model::check(t.run), [] { return std::string("run"); });
+  const auto each = [](const auto& rows) {
+    for (const auto& r : rows)
+      require(model::check(r), [&r] { return describe(r); });
+  };
+  model::for_each_kind([&](const auto& row) {
+    using R = typename std::decay_t<decltype(row)>::Type;
+    if constexpr (std::is_same_v<R, model::StepRecord>)
+      each(t.steps);
+    else if constexpr (model::row_of<R>().rows != nullptr &&
+                       model::row_of<R>().jsonl_type != nullptr)
+      each(t.*(row.rows));
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -234,7 +246,7 @@ void write_line(JsonlBuffer& w, std::string_view type, const R& r) {
 }
 
 void write_run(JsonlBuffer& w, const model::RunInfo& run) {
-  w.begin("run");
+  w.begin(model::row_of<model::RunInfo>().jsonl_type);
   w.key("format");
   w.string(kTelemetryFormatName);
   w.key("version");
@@ -247,7 +259,7 @@ void write_run(JsonlBuffer& w, const model::RunInfo& run) {
 }
 
 void write_step(JsonlBuffer& w, const model::StepRecord& s) {
-  w.begin("step");
+  w.begin(model::row_of<model::StepRecord>().jsonl_type);
   bool first = false;
   write_values(w, s, first);
   w.key("events");
