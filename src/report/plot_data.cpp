@@ -30,6 +30,25 @@ std::string rank_label_of(int rank, const model::RankIdentity* id) {
   return s;
 }
 
+/// The identity record of `rank`; null when the run has none.
+const model::RankIdentity* identity_of(const std::map<int, const model::RankIdentity*>& ids,
+                                       int rank) {
+  const auto id = ids.find(rank);
+  return id == ids.end() ? nullptr : id->second;
+}
+
+/// A rank's line: labelled "R3/N0", titled with its host when known.
+Series rank_series(int rank, const std::map<int, const model::RankIdentity*>& ids,
+                   std::vector<std::optional<double>> y) {
+  const model::RankIdentity* identity = identity_of(ids, rank);
+  Series s;
+  s.label = rank_label_of(rank, identity);
+  s.title = s.label;
+  if (identity != nullptr && identity->hostname) s.title += " " + *identity->hostname;
+  s.y = std::move(y);
+  return s;
+}
+
 Quantiles quantiles_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   Quantiles q;
@@ -125,16 +144,8 @@ SeriesSet memory_series(const model::Telemetry& t,
     it->second.add(step_column(std::uint64_t(r.step) - std::uint64_t(*first), span, set.columns),
                    *r.peak_allocated_bytes);
   }
-  for (const auto& [rank, cols] : per_rank) {
-    const auto id = ids.find(rank);
-    const model::RankIdentity* identity = id == ids.end() ? nullptr : id->second;
-    Series s;
-    s.label = rank_label_of(rank, identity);
-    s.title = s.label;
-    if (identity != nullptr && identity->hostname) s.title += " " + *identity->hostname;
-    s.y = cols.max();
-    set.series.push_back(std::move(s));
-  }
+  for (const auto& [rank, cols] : per_rank)
+    set.series.push_back(rank_series(rank, ids, cols.max()));
   return set;
 }
 
@@ -203,14 +214,7 @@ void sample_series(const model::Telemetry& t, const std::map<int, const model::R
   auto fill_ranks = [&ids](const std::map<int, Columns>& m, SeriesSet& set) {
     for (const auto& [rank, cols] : m) {
       if (cols.empty()) continue;
-      const auto id = ids.find(rank);
-      const model::RankIdentity* identity = id == ids.end() ? nullptr : id->second;
-      Series s;
-      s.label = rank_label_of(rank, identity);
-      s.title = s.label;
-      if (identity != nullptr && identity->hostname) s.title += " " + *identity->hostname;
-      s.y = cols.mean();
-      set.series.push_back(std::move(s));
+      set.series.push_back(rank_series(rank, ids, cols.mean()));
     }
   };
   fill_nodes(cpu, out.host_cpu);
@@ -306,8 +310,7 @@ PlotData plot_data(const SummaryView& run, const model::Telemetry& t,
     for (std::size_t i = 0; i < w.facts.size(); ++i) {
       RankSteps r;
       r.rank = w.facts[i].rank;
-      const auto id = ids.find(r.rank);
-      const model::RankIdentity* identity = id == ids.end() ? nullptr : id->second;
+      const model::RankIdentity* identity = identity_of(ids, r.rank);
       r.label = rank_label_of(r.rank, identity);
       if (identity != nullptr && identity->hostname) r.host = *identity->hostname;
       if (w.facts[i][StepMetric::StepTime]) {
