@@ -17,58 +17,51 @@ struct KindRow {
   K kind;
   const char* name;    ///< `kind` in JSON
   const char* status;  ///< `status` in JSON
-  const char* label;   ///< the verdict's headline
-  const char* culprit_metric;
+  const char* culprit_metric = nullptr;
+  const char* label = nullptr;  ///< the verdict's headline; null: the status
 };
 
 // In enum order (checked below), so that a row is found by index.
 constexpr std::array<KindRow, kDiagnosisKindCount> kKinds = {{
-    {K::NoData, "NO_DATA", "NO DATA", "NO DATA", nullptr},
-    {K::Balanced, "BALANCED", "BALANCED", "BALANCED", nullptr},
-    {K::Normal, "NORMAL", "NORMAL", "NORMAL", nullptr},
-    {K::Warmup, "WARMUP", "WARMUP", "WARMUP", nullptr},
-    {K::IncompleteData, "INCOMPLETE_DATA", "INCOMPLETE DATA", "INCOMPLETE DATA", nullptr},
-    {K::InputStraggler, "INPUT_STRAGGLER", "INPUT STRAGGLER", "INPUT STRAGGLER", "input_wait_ms"},
-    {K::H2dStraggler, "H2D_STRAGGLER", "H2D STRAGGLER", "H2D STRAGGLER", "h2d_ms"},
-    {K::ComputeStraggler, "COMPUTE_STRAGGLER", "COMPUTE STRAGGLER", "COMPUTE STRAGGLER",
-     "compute_ms"},
-    {K::Straggler, "STRAGGLER", "STRAGGLER", "RANK STRAGGLER", nullptr},
-    {K::InputBound, "INPUT_BOUND", "INPUT-BOUND", "INPUT-BOUND", "input_wait_ms"},
-    {K::H2dBound, "H2D_BOUND", "H2D-BOUND", "H2D-BOUND", "h2d_ms"},
-    {K::ResidualHeavy, "RESIDUAL_HEAVY", "RESIDUAL-HEAVY", "RESIDUAL-HEAVY", "residual_ms"},
-    {K::ComputeBound, "COMPUTE_BOUND", "COMPUTE-BOUND", "COMPUTE-BOUND", "compute_ms"},
-    {K::VeryHighGpuMemory, "VERY_HIGH_GPU_MEMORY", "VERY HIGH GPU MEM", "VERY HIGH GPU MEM",
-     nullptr},
-    {K::HighGpuTemperature, "HIGH_GPU_TEMPERATURE", "HIGH GPU TEMP", "HIGH GPU TEMP", nullptr},
-    {K::HighGpuMemory, "HIGH_GPU_MEMORY", "HIGH GPU MEM", "HIGH GPU MEM", nullptr},
-    {K::HighGpuPower, "HIGH_GPU_POWER", "HIGH GPU PWR", "HIGH GPU PWR", nullptr},
-    {K::HighHostMemory, "HIGH_HOST_MEMORY", "HIGH RAM", "HIGH RAM", nullptr},
-    {K::HighCpu, "HIGH_CPU", "HIGH CPU", "HIGH CPU", nullptr},
-    {K::LowGpuUtilization, "LOW_GPU_UTILIZATION", "LOW GPU UTIL", "LOW GPU UTIL", nullptr},
-    {K::ModerateGpuUtilization, "MODERATE_GPU_UTILIZATION", "MODERATE GPU UTIL",
-     "MODERATE GPU UTIL", nullptr},
-    {K::VeryHighProcessGpuMemory, "VERY_HIGH_PROCESS_GPU_MEMORY", "VERY HIGH PROCESS GPU MEMORY",
-     "VERY HIGH PROCESS GPU MEMORY", nullptr},
-    {K::HighProcessGpuMemory, "HIGH_PROCESS_GPU_MEMORY", "HIGH PROCESS GPU MEMORY",
-     "HIGH PROCESS GPU MEMORY", nullptr},
+    {K::NoData, "NO_DATA", "NO DATA"},
+    {K::Balanced, "BALANCED", "BALANCED"},
+    {K::Normal, "NORMAL", "NORMAL"},
+    {K::Warmup, "WARMUP", "WARMUP"},
+    {K::IncompleteData, "INCOMPLETE_DATA", "INCOMPLETE DATA"},
+    {K::InputStraggler, "INPUT_STRAGGLER", "INPUT STRAGGLER", "input_wait_ms"},
+    {K::H2dStraggler, "H2D_STRAGGLER", "H2D STRAGGLER", "h2d_ms"},
+    {K::ComputeStraggler, "COMPUTE_STRAGGLER", "COMPUTE STRAGGLER", "compute_ms"},
+    {K::Straggler, "STRAGGLER", "STRAGGLER", nullptr, "RANK STRAGGLER"},
+    {K::InputBound, "INPUT_BOUND", "INPUT-BOUND", "input_wait_ms"},
+    {K::H2dBound, "H2D_BOUND", "H2D-BOUND", "h2d_ms"},
+    {K::ResidualHeavy, "RESIDUAL_HEAVY", "RESIDUAL-HEAVY", "residual_ms"},
+    {K::ComputeBound, "COMPUTE_BOUND", "COMPUTE-BOUND", "compute_ms"},
+    {K::VeryHighGpuMemory, "VERY_HIGH_GPU_MEMORY", "VERY HIGH GPU MEM"},
+    {K::HighGpuTemperature, "HIGH_GPU_TEMPERATURE", "HIGH GPU TEMP"},
+    {K::HighGpuMemory, "HIGH_GPU_MEMORY", "HIGH GPU MEM"},
+    {K::HighGpuPower, "HIGH_GPU_POWER", "HIGH GPU PWR"},
+    {K::HighHostMemory, "HIGH_HOST_MEMORY", "HIGH RAM"},
+    {K::HighCpu, "HIGH_CPU", "HIGH CPU"},
+    {K::LowGpuUtilization, "LOW_GPU_UTILIZATION", "LOW GPU UTIL"},
+    {K::ModerateGpuUtilization, "MODERATE_GPU_UTILIZATION", "MODERATE GPU UTIL"},
+    {K::VeryHighProcessGpuMemory, "VERY_HIGH_PROCESS_GPU_MEMORY", "VERY HIGH PROCESS GPU MEMORY"},
+    {K::HighProcessGpuMemory, "HIGH_PROCESS_GPU_MEMORY", "HIGH PROCESS GPU MEMORY"},
     {K::GpuMemoryReservedOverhang, "GPU_MEMORY_RESERVED_OVERHANG",
-     "HIGH CUDA ALLOCATOR RESERVED/ALLOCATED RATIO", "HIGH CUDA ALLOCATOR RESERVED/ALLOCATED RATIO",
-     nullptr},
-    {K::RankGpuMemoryImbalance, "RANK_GPU_MEMORY_IMBALANCE", "RANK GPU MEMORY IMBALANCE",
-     "RANK GPU MEMORY IMBALANCE", nullptr},
-    {K::HighProcessRss, "HIGH_PROCESS_RSS", "HIGH PROCESS RSS", "HIGH PROCESS RSS", nullptr},
-    {K::HighProcessCpu, "HIGH_PROCESS_CPU", "HIGH PROCESS CPU", "HIGH PROCESS CPU", nullptr},
-    {K::NoGpu, "NO_GPU", "NO GPU", "NO GPU", nullptr},
-    {K::HighPressure, "HIGH_PRESSURE", "HIGH PRESSURE", "HIGH PRESSURE", nullptr},
-    {K::Imbalance, "IMBALANCE", "IMBALANCE", "IMBALANCE", nullptr},
-    {K::CreepConfirmed, "CREEP_CONFIRMED", "MEMORY CREEP", "MEMORY CREEP", nullptr},
-    {K::CreepEarly, "CREEP_EARLY", "MEMORY RISING", "MEMORY RISING", nullptr},
+     "HIGH CUDA ALLOCATOR RESERVED/ALLOCATED RATIO"},
+    {K::RankGpuMemoryImbalance, "RANK_GPU_MEMORY_IMBALANCE", "RANK GPU MEMORY IMBALANCE"},
+    {K::HighProcessRss, "HIGH_PROCESS_RSS", "HIGH PROCESS RSS"},
+    {K::HighProcessCpu, "HIGH_PROCESS_CPU", "HIGH PROCESS CPU"},
+    {K::NoGpu, "NO_GPU", "NO GPU"},
+    {K::HighPressure, "HIGH_PRESSURE", "HIGH PRESSURE"},
+    {K::Imbalance, "IMBALANCE", "IMBALANCE"},
+    {K::CreepConfirmed, "CREEP_CONFIRMED", "MEMORY CREEP"},
+    {K::CreepEarly, "CREEP_EARLY", "MEMORY RISING"},
     {K::InsufficientStepTimeData, "INSUFFICIENT_STEP_TIME_DATA", "INSUFFICIENT STEP-TIME DATA",
-     "NOT ENOUGH STEP DATA", nullptr},
+     nullptr, "NOT ENOUGH STEP DATA"},
     {K::LowGpuUtilizationUnexplained, "LOW_GPU_UTILIZATION_UNEXPLAINED", "LOW GPU UTILIZATION",
-     "LOW GPU UTILIZATION -- cause unclear", nullptr},
+     nullptr, "LOW GPU UTILIZATION -- cause unclear"},
     {K::NoClearPerformanceBottleneck, "NO_CLEAR_PERFORMANCE_BOTTLENECK",
-     "NO CLEAR PERFORMANCE BOTTLENECK", "NO CLEAR BOTTLENECK", nullptr},
+     "NO CLEAR PERFORMANCE BOTTLENECK", nullptr, "NO CLEAR BOTTLENECK"},
 }};
 
 constexpr bool in_enum_order() {
@@ -96,7 +89,8 @@ const char* status_of(DiagnosisKind k) {
 }
 
 const char* label_of(DiagnosisKind k) {
-  return row(k).label;
+  const KindRow& r = row(k);
+  return r.label != nullptr ? r.label : r.status;
 }
 
 std::optional<DiagnosisKind> kind_from_name(std::string_view name) {
