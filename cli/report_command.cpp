@@ -14,6 +14,7 @@
 #include "collector/merge.hpp"
 #include "commands.hpp"
 #include "output_paths.hpp"
+#include "page_limits.hpp"
 #include "report/atomic_file.hpp"
 #include "report/final_summary.hpp"
 #include "store/jsonl_reader.hpp"
@@ -28,6 +29,8 @@ struct ReportArgs {
   std::string telemetry;
   std::string out;
   std::int64_t window = 10000;
+  /// TRACEML_PAGE_TIMEOUT_S and TRACEML_PAGE_MEMORY_MB.
+  PageLimitsRead page;
 };
 
 /// The files a report writes into its directory.
@@ -40,7 +43,8 @@ void before_report(CreatedOutputs& created, const std::string& dir) {
     created.before_writing(std::filesystem::path(dir) / name);
 }
 
-int report_run_dir(const std::string& run_dir, std::int64_t window) {
+int report_run_dir(const std::string& run_dir, std::int64_t window,
+                   const report::PageLimits& page_limits) {
   if (!std::filesystem::is_directory(run_dir))
     return fail(
         run_dir +
@@ -48,7 +52,7 @@ int report_run_dir(const std::string& run_dir, std::int64_t window) {
   try {
     CreatedOutputs created;
     before_report(created, run_dir);
-    const report::FinalSummary f = collector::finalize_run(run_dir, window);
+    const report::FinalSummary f = collector::finalize_run(run_dir, window, page_limits);
     created.keep();
     if (f.html_error) warn(*f.html_error);
     std::cout << f.text << "\n";
@@ -85,7 +89,7 @@ int report_merged(const ReportArgs& a) {
   if (merged.world_size && merged.ranks < *merged.world_size)
     warn("ranks are missing: the merged run still holds " + std::to_string(merged.ranks) +
          " of the job's " + std::to_string(*merged.world_size));
-  const int rc = report_run_dir(a.out, a.window);
+  const int rc = report_run_dir(a.out, a.window, a.page.limits);
   if (rc == kExitOk) created.keep();
   return rc;
 }
@@ -93,7 +97,8 @@ int report_merged(const ReportArgs& a) {
 int run_report(const ReportArgs& a) {
   if (!a.inputs.empty()) {
     if (!a.telemetry.empty()) return fail("give either run directories or --telemetry, not both");
-    if (a.inputs.size() == 1 && a.out.empty()) return report_run_dir(a.inputs.front(), a.window);
+    if (a.inputs.size() == 1 && a.out.empty())
+      return report_run_dir(a.inputs.front(), a.window, a.page.limits);
     return report_merged(a);
   }
   if (a.telemetry.empty() || a.out.empty())
@@ -118,7 +123,7 @@ int run_report(const ReportArgs& a) {
     CreatedOutputs created;
     created.make_dirs(a.out);
     before_report(created, a.out);
-    report::write_run_report(f, a.out, &in.telemetry);
+    report::write_run_report(f, a.out, &in.telemetry, a.page.limits);
     created.keep();
   } catch (const report::WriteError& e) {
     return fail(std::string(e.what()) + " (choose a writable --out directory)");
@@ -130,6 +135,7 @@ int run_report(const ReportArgs& a) {
 
 /// Every output directory, checked before anything is read or written.
 std::optional<std::string> check_report(const ReportArgs& a) {
+  if (a.page.problem) return a.page.problem;
   if (!a.out.empty()) return unwritable_dir("--out", a.out);
   if (a.inputs.size() == 1 && a.telemetry.empty()) {
     const std::string& dir = a.inputs.front();
@@ -161,6 +167,7 @@ void add_report_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40))
       ->capture_default_str();
   cmd->callback([args, &action] {
+    args->page = read_page_limits();
     action.check = [args] { return check_report(*args); };
     action.run = [args] { return run_report(*args); };
   });

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "commands.hpp"
+#include "hosted_options.hpp"
 #include "launcher/free_port.hpp"
 #include "launcher/hosted_run.hpp"
 #include "launcher/program_path.hpp"
@@ -24,6 +25,7 @@
 #include "model/text.hpp"
 #include "option_checks.hpp"
 #include "output_paths.hpp"
+#include "page_limits.hpp"
 #include "runtime/config.hpp"
 #include "transport/hello.hpp"
 
@@ -45,18 +47,13 @@ struct RunArgs {
   int node_rank = 0;
   std::string master_addr = "127.0.0.1";
   int master_port = kMultiNodeMasterPort;
-  std::string run_name;
-  std::string logs_dir = "./logs";
+  HostedArgs hosted;  ///< --run-name, --logs-dir, --interval and the report's
   int aggregator_port = kMultiNodeAggregatorPort;
   std::string aggregator_host;
   std::string aggregator_bind_host;
   double finalize_timeout_sec = 60.0;
   std::optional<std::int64_t> trace_max_steps;
-  double interval = 1.0;
   double grace_sec = 5.0;
-  std::int64_t window = 10000;
-  std::string strategy;
-  std::string mode = "summary";
   bool disable = false;
   std::vector<std::string> command;
 };
@@ -82,8 +79,6 @@ std::optional<std::string> validate(const RunArgs& a) {
         out_of_range("--aggregator-port", a.aggregator_port, 0, 65535),
         out_of_range("--finalize-timeout-sec", a.finalize_timeout_sec, 0.001, kMaxFinalizeSec,
                      " seconds"),
-        out_of_range("--interval", a.interval, runtime::kMinIntervalSec, runtime::kMaxIntervalSec,
-                     " seconds"),
         out_of_range("--grace-period-sec", a.grace_sec, 0, kMaxGraceSec, " seconds")}) {
     if (problem) return problem;
   }
@@ -98,19 +93,16 @@ std::optional<std::string> validate(const RunArgs& a) {
            ")";
   if (a.node_rank >= a.nnodes) return "--node-rank must be less than --nnodes";
   if (a.master_addr.empty()) return "--master-addr cannot be empty";
-  for (const auto& problem :
-       {bad_mode(a.mode), bad_name("--run-name", a.run_name, model::run_name_problem),
-        bad_name("--strategy", a.strategy, model::strategy_problem)})
-    if (problem) return problem;
+  if (auto problem = hosted_problem(a.hosted)) return problem;
   if (a.nnodes > 1) {
-    if (a.run_name.empty())
+    if (a.hosted.run_name.empty())
       return "--run-name is required when --nnodes > 1 so every node writes into the same run";
     if (a.aggregator_port == 0)
       return "--aggregator-port 0 (pick a free port) works only with --nnodes 1: other nodes must "
              "know the port; give a fixed one";
     if (a.master_port == 0) return "--master-port 0 works only with --nnodes 1; give a fixed port";
   }
-  if (!a.disable) return unwritable_run_dir(a.logs_dir, a.run_name);
+  if (!a.disable) return unwritable_run_dir(a.hosted.logs_dir, a.hosted.run_name);
   return std::nullopt;
 }
 
@@ -158,6 +150,7 @@ std::string run_token(const RunArgs& a, const std::string& run_name, std::string
 
 int run(const RunArgs& a) {
   launcher::LaunchedRunOptions o;
+  o.host = host_options_of(a.hosted);
   o.plan = plan_of(a);
   if (a.master_port == 0) {
     const auto port = launcher::pick_free_port();
@@ -169,7 +162,7 @@ int run(const RunArgs& a) {
     // A typo in PROGRAM is reported before any run directory or collector exists.
     launcher::resolve_program(a.command.front());
     const std::string program = fs::path(a.command.front()).filename().string();
-    o.host.run_dir = launcher::run_dir_for(a.logs_dir, a.run_name, program);
+    o.host.run_dir = launcher::run_dir_for(a.hosted.logs_dir, a.hosted.run_name, program);
     std::string problem;
     o.host.token = run_token(a, o.host.run_dir.filename().string(), problem);
     if (!problem.empty()) return fail(problem);
@@ -177,11 +170,7 @@ int run(const RunArgs& a) {
                        : a.nnodes > 1                  ? "0.0.0.0"
                                                        : "127.0.0.1";
     o.host.port = std::uint16_t(a.aggregator_port);
-    o.host.strategy = a.strategy;
-    o.host.window = a.window;
-    o.host.interval_s = a.interval;
-    o.host.live = a.mode != "summary";
-    o.logs_dir = a.logs_dir;
+    o.logs_dir = a.hosted.logs_dir;
     o.connect_host = a.aggregator_host;
     o.trace_max_steps = a.trace_max_steps;
     o.finalize_timeout_s = a.finalize_timeout_sec;
@@ -194,6 +183,13 @@ int run(const RunArgs& a) {
 }
 
 }  // namespace
+
+/// What run says about the options it shares with serve.
+constexpr HostedHelp kHostedHelp{
+    "--run-name", "Run directory name (default PROGRAM_TIMESTAMP)", "Sampler period, seconds",
+    "ddp, fsdp or single_process (default from world size)",
+    "summary (the report at the end) or live (a live view while the run goes, then the report; "
+    "cli is the same)"};
 
 void add_run_command(CLI::App& app, Action& action) {
   auto a = std::make_shared<RunArgs>();
@@ -209,8 +205,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--master-port", a->master_port,
                   "MASTER_PORT given to the ranks (0: a free port; default: a free port on one "
                   "node, 29500 with --nnodes > 1)");
-  cmd->add_option("--run-name", a->run_name, "Run directory name (default PROGRAM_TIMESTAMP)");
-  cmd->add_option("--logs-dir", a->logs_dir, "Where run directories go")->capture_default_str();
+  add_run_dir_options(cmd, a->hosted, kHostedHelp);
   cmd->add_option("--aggregator-port", a->aggregator_port,
                   "Collector TCP port (0: a free port; default: a free port on one node, 29765 "
                   "with --nnodes > 1)");
@@ -223,18 +218,10 @@ void add_run_command(CLI::App& app, Action& action) {
                   "Longest wait for the last telemetry after the ranks ended")
       ->capture_default_str();
   cmd->add_option("--trace-max-steps", a->trace_max_steps, "Record only the first N steps");
-  cmd->add_option("--interval", a->interval, "Sampler period, seconds")->capture_default_str();
+  add_interval_option(cmd, a->hosted, kHostedHelp);
   cmd->add_option("--grace-period-sec", a->grace_sec, "After SIGTERM, seconds before SIGKILL")
       ->capture_default_str();
-  cmd->add_option("--summary-window-rows", a->window, "Latest aligned steps analysed per rank")
-      ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40))
-      ->capture_default_str();
-  cmd->add_option("--strategy", a->strategy,
-                  "ddp, fsdp or single_process (default from world size)");
-  cmd->add_option("--mode", a->mode,
-                  "summary (the report at the end) or live (a live view while the run goes, "
-                  "then the report; cli is the same)")
-      ->capture_default_str();
+  add_report_options(cmd, a->hosted, kHostedHelp);
   cmd->add_flag("--disable", a->disable, "Run untraced (no collector, tracing off in the ranks)");
   cmd->add_option("command", a->command, "-- PROGRAM [ARGS...]")->required();
   cmd->callback([a, cmd, &action] {
@@ -253,9 +240,14 @@ void add_run_command(CLI::App& app, Action& action) {
       if (cmd->count("--master-port") == 0) a->master_port = 0;
       if (cmd->count("--aggregator-port") == 0) a->aggregator_port = 0;
     }
-    action.check = [a, problem]() -> std::optional<std::string> {
+    // The page's limits, read once; an untraced run draws no page.
+    const PageLimitsRead page = read_page_limits();
+    a->hosted.page_limits = page.limits;
+    action.check = [a, problem, page]() -> std::optional<std::string> {
       if (!problem.empty()) return problem;
-      return validate(*a);
+      if (auto p = validate(*a)) return p;
+      if (!a->disable) return page.problem;
+      return std::nullopt;
     };
     action.run = [a] { return run(*a); };
   });

@@ -12,11 +12,13 @@
 #include <string>
 
 #include "commands.hpp"
+#include "hosted_options.hpp"
 #include "launcher/hosted_run.hpp"
 #include "model/env_contract.hpp"
 #include "model/env_values.hpp"
 #include "option_checks.hpp"
 #include "output_paths.hpp"
+#include "page_limits.hpp"
 #include "runtime/config.hpp"
 #include "transport/hello.hpp"
 
@@ -39,34 +41,24 @@ struct ServeArgs {
   int port = kDefaultPort;
   std::string bind_host = "127.0.0.1";
   std::string connect_host;
-  std::string run_name;
-  std::string logs_dir = "./logs";
+  HostedArgs hosted;  ///< --run-name, --logs-dir, --interval and the report's
   std::optional<int> world_size;
   double idle_timeout_sec = 300.0;
   std::string token_file;
   std::string env_file;
-  double interval = 1.0;
-  std::int64_t window = 10000;
-  std::string strategy;
-  std::string mode = "summary";
 };
 
 std::optional<std::string> validate(const ServeArgs& a) {
   for (const auto& problem :
        {out_of_range("--port", a.port, 0, 65535),
         out_of_range("--world-size", a.world_size.value_or(1), 1, double(runtime::kMaxWorldSize)),
-        out_of_range("--idle-timeout", a.idle_timeout_sec, 0, kMaxIdleTimeoutSec, " seconds"),
-        out_of_range("--interval", a.interval, runtime::kMinIntervalSec, runtime::kMaxIntervalSec,
-                     " seconds")}) {
+        out_of_range("--idle-timeout", a.idle_timeout_sec, 0, kMaxIdleTimeoutSec, " seconds")}) {
     if (problem) return problem;
   }
-  for (const auto& problem :
-       {bad_mode(a.mode), bad_name("--run-name", a.run_name, model::run_name_problem),
-        bad_name("--strategy", a.strategy, model::strategy_problem)})
-    if (problem) return problem;
+  if (auto problem = hosted_problem(a.hosted)) return problem;
   if (a.bind_host.empty()) return "--bind-host cannot be empty";
   if (auto why = unwritable_file("--env-file", a.env_file, false)) return why;
-  return unwritable_run_dir(a.logs_dir, a.run_name);
+  return unwritable_run_dir(a.hosted.logs_dir, a.hosted.run_name);
 }
 
 /// The run token from --token-file (its first line), else TRACEML_RUN_TOKEN,
@@ -106,16 +98,13 @@ std::string read_token(const ServeArgs& a, std::string& problem) {
 
 int serve(const ServeArgs& a) {
   launcher::ServedRunOptions o;
+  o.host = host_options_of(a.hosted);
   std::string problem;
   o.host.token = read_token(a, problem);
   if (!problem.empty()) return fail(problem);
-  o.host.run_dir = launcher::run_dir_for(a.logs_dir, a.run_name, "serve");
+  o.host.run_dir = launcher::run_dir_for(a.hosted.logs_dir, a.hosted.run_name, "serve");
   o.host.bind_host = a.bind_host;
   o.host.port = std::uint16_t(a.port);
-  o.host.strategy = a.strategy;
-  o.host.window = a.window;
-  o.host.interval_s = a.interval;
-  o.host.live = a.mode != "summary";
   o.world_size = a.world_size;
   o.connect_host = a.connect_host;
   o.idle_timeout_s = a.idle_timeout_sec;
@@ -129,6 +118,13 @@ int serve(const ServeArgs& a) {
 }
 
 }  // namespace
+
+/// What serve says about the options it shares with run.
+constexpr HostedHelp kHostedHelp{
+    "--run-name,--session-id", "Run directory name (default serve_TIMESTAMP)",
+    "The ranks' sampler period, seconds (stall rules)",
+    "ddp, fsdp or single_process (default ddp, or from --world-size 1)",
+    "summary (the report at the end) or live (a live view while the run goes)"};
 
 void add_serve_command(CLI::App& app, Action& action) {
   auto a = std::make_shared<ServeArgs>();
@@ -145,9 +141,7 @@ void add_serve_command(CLI::App& app, Action& action) {
   cmd->add_option("--aggregator-host", a->connect_host,
                   "Address the ranks are told to connect to (default: --bind-host, or this "
                   "machine's name when it binds every interface)");
-  cmd->add_option("--run-name,--session-id", a->run_name,
-                  "Run directory name (default serve_TIMESTAMP)");
-  cmd->add_option("--logs-dir", a->logs_dir, "Where run directories go")->capture_default_str();
+  add_run_dir_options(cmd, a->hosted, kHostedHelp);
   cmd->add_option("--world-size", a->world_size,
                   "Ranks in the job: the run ends when all have said goodbye (default: the "
                   "WORLD_SIZE the first rank reports)");
@@ -160,18 +154,15 @@ void add_serve_command(CLI::App& app, Action& action) {
                   "TRACEML_RUN_TOKEN, else none)");
   cmd->add_option("--env-file", a->env_file,
                   "Also write TRACEML_AGGREGATOR_HOST/PORT to this file (for job scripts)");
-  cmd->add_option("--interval", a->interval, "The ranks' sampler period, seconds (stall rules)")
-      ->capture_default_str();
-  cmd->add_option("--summary-window-rows", a->window, "Latest aligned steps analysed per rank")
-      ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40))
-      ->capture_default_str();
-  cmd->add_option("--strategy", a->strategy,
-                  "ddp, fsdp or single_process (default ddp, or from --world-size 1)");
-  cmd->add_option("--mode", a->mode,
-                  "summary (the report at the end) or live (a live view while the run goes)")
-      ->capture_default_str();
+  add_interval_option(cmd, a->hosted, kHostedHelp);
+  add_report_options(cmd, a->hosted, kHostedHelp);
   cmd->callback([a, &action] {
-    action.check = [a] { return validate(*a); };
+    const PageLimitsRead page = read_page_limits();
+    a->hosted.page_limits = page.limits;
+    action.check = [a, page]() -> std::optional<std::string> {
+      if (auto p = validate(*a)) return p;
+      return page.problem;
+    };
     action.run = [a] { return serve(*a); };
   });
 }

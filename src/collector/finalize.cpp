@@ -203,18 +203,19 @@ std::optional<report::Json> partial_block(const store::RunData& data, const std:
   return j;
 }
 
-report::FinalSummary finalize_run(const std::string& run_dir, std::int64_t window) {
+report::FinalSummary finalize_run(const std::string& run_dir, std::int64_t window,
+                                  const report::PageLimits& page_limits) {
   const std::string db = (std::filesystem::path(run_dir) / store::kRunDbFileName).string();
   RunState state(window);
   const std::int64_t repaired = store::read_run_db(db, state);
   store::RunData data = state.take();
   data.strings_repaired = repaired;
-  return finalize_run(run_dir, data, window);
+  return finalize_run(run_dir, data, window, page_limits);
 }
 
 report::FinalSummary finalize_run(const std::string& run_dir, const store::RunData& data,
-                                  std::int64_t window) {
-  return finalize_run(run_dir, data, summarize_run(data, window));
+                                  std::int64_t window, const report::PageLimits& page_limits) {
+  return finalize_run(run_dir, data, summarize_run(data, window), page_limits);
 }
 
 analysis::Summary summarize_run(const store::RunData& data, std::int64_t window) {
@@ -224,7 +225,8 @@ analysis::Summary summarize_run(const store::RunData& data, std::int64_t window)
 }
 
 report::FinalSummary finalize_run(const std::string& run_dir, const store::RunData& data,
-                                  const analysis::Summary& s) {
+                                  const analysis::Summary& s,
+                                  const report::PageLimits& page_limits) {
   const std::string db = (std::filesystem::path(run_dir) / store::kRunDbFileName).string();
   const std::optional<store::RunOutcome> outcome = store::read_run_outcome(db);
   const std::optional<store::RejectionCounts> rejections = store::read_rejection_counts(db);
@@ -236,7 +238,7 @@ report::FinalSummary finalize_run(const std::string& run_dir, const store::RunDa
       partial_block(data, run_dir,
                     rejections ? store::total_rejections(*rejections)
                                : static_cast<std::int64_t>(data.rejected.size())));
-  report::write_run_report(f, run_dir, &data.telemetry);
+  report::write_run_report(f, run_dir, &data.telemetry, page_limits);
   return f;
 }
 

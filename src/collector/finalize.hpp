@@ -46,7 +46,10 @@ std::optional<report::Json> partial_block(const store::RunData& data, const std:
 /// Reads RUN_DIR/telemetry.db into a RunState (only what the analysis reads is
 /// kept) and finalizes from it as below. Throws store::RunDbError (bad
 /// database) or report::WriteError.
-report::FinalSummary finalize_run(const std::string& run_dir, std::int64_t window = 10000);
+/// `page_limits`: how long and in how much memory the page may draw (its
+/// caller read them: report::page_limits_from).
+report::FinalSummary finalize_run(const std::string& run_dir, std::int64_t window = 10000,
+                                  const report::PageLimits& page_limits = {});
 
 /// Runs the analysis on `data` (`window`: latest aligned steps per rank; a run
 /// as RunState gives it, or a whole run) and writes RUN_DIR/final_summary.json
@@ -58,7 +61,7 @@ report::FinalSummary finalize_run(const std::string& run_dir, std::int64_t windo
 /// the collector's RunState; `traceml report RUN_DIR` reads the database into
 /// one: the two give the same bytes. Throws report::WriteError.
 report::FinalSummary finalize_run(const std::string& run_dir, const store::RunData& data,
-                                  std::int64_t window);
+                                  std::int64_t window, const report::PageLimits& page_limits = {});
 
 /// The analysis finalize_run runs (analysis::summarize with `window`), for a
 /// caller that runs it ahead, on another thread.
@@ -66,6 +69,7 @@ analysis::Summary summarize_run(const store::RunData& data, std::int64_t window)
 /// finalize_run with the analysis done ahead: `summary` is
 /// summarize_run(data, window). The same bytes.
 report::FinalSummary finalize_run(const std::string& run_dir, const store::RunData& data,
-                                  const analysis::Summary& summary);
+                                  const analysis::Summary& summary,
+                                  const report::PageLimits& page_limits = {});
 
 }  // namespace traceml::collector

@@ -77,8 +77,8 @@ void HostedRun::abandon() {
 
 RunEnd HostedRun::end(std::chrono::steady_clock::time_point deadline, int expected_ranks,
                       store::RunOutcome outcome) {
-  RunEnd e =
-      end_run(*collector_, run_dir_, options_.window, deadline, expected_ranks, std::move(outcome));
+  RunEnd e = end_run(*collector_, run_dir_, options_.window, deadline, expected_ranks,
+                     std::move(outcome), options_.page_limits);
   collector_.reset();
   return e;
 }

@@ -47,6 +47,9 @@ struct HostOptions {
   std::int64_t window = 10000;
   double interval_s = 1.0;
   bool live = false;  ///< --mode live
+  /// How long and in how much memory final_summary.html may draw
+  /// (TRACEML_PAGE_TIMEOUT_S, TRACEML_PAGE_MEMORY_MB, read by the CLI).
+  report::PageLimits page_limits;
 };
 
 /// The collector of a run, its live view and its end. Both commands' flows

@@ -58,7 +58,8 @@ double unix_now() {
 
 RunEnd end_run(collector::Collector& collector, const std::filesystem::path& run_dir,
                std::int64_t window, std::chrono::steady_clock::time_point deadline,
-               int expected_ranks, store::RunOutcome outcome) {
+               int expected_ranks, store::RunOutcome outcome,
+               const report::PageLimits& page_limits) {
   RunEnd end;
   EndTimer timer;
   try {
@@ -106,7 +107,7 @@ RunEnd end_run(collector::Collector& collector, const std::filesystem::path& run
     store::write_run_outcome((run_dir / store::kRunDbFileName).string(), outcome);
     const report::FinalSummary f = collector::finalize_run(
         run_dir.string(), run_data,
-        summary.valid() ? summary.get() : collector::summarize_run(run_data, window));
+        summary.valid() ? summary.get() : collector::summarize_run(run_data, window), page_limits);
     timer.lap("summary");
     end.summary_written = true;
     if (f.html_error) warn(*f.html_error);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "collector/collector.hpp"
+#include "report/page_process.hpp"
 #include "report/summary_json.hpp"
 #include "store/run_outcome.hpp"
 
@@ -38,12 +39,14 @@ struct RunEnd {
 
 /// Ends the collection (waiting for the ranks until `deadline`, and for
 /// `expected_ranks` of them when > 0), stores `outcome` with the run's stalls,
-/// writes final_summary.{json,txt,html} and prints the text report on stdout.
+/// writes final_summary.{json,txt,html} (the page within `page_limits`) and
+/// prints the text report on stdout.
 /// Never throws: what fails is a warning on stderr. With TRACEML_DEBUG=1 one
 /// stderr line says where the time went.
 RunEnd end_run(collector::Collector& collector, const std::filesystem::path& run_dir,
                std::int64_t window, std::chrono::steady_clock::time_point deadline,
-               int expected_ranks, store::RunOutcome outcome);
+               int expected_ranks, store::RunOutcome outcome,
+               const report::PageLimits& page_limits);
 
 /// Writes RUN_DIR/manifest.json atomically; a failure is a warning.
 void write_manifest(const std::filesystem::path& run_dir, const report::Json& manifest);

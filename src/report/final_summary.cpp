@@ -41,7 +41,8 @@ void write_final_summary(const FinalSummary& f, const std::string& dir) {
   write_file_atomic((fs::path(dir) / "final_summary.txt").string(), text);
 }
 
-void write_run_report(FinalSummary& f, const std::string& dir, const model::Telemetry* telemetry) {
+void write_run_report(FinalSummary& f, const std::string& dir, const model::Telemetry* telemetry,
+                      const PageLimits& page_limits) {
   const std::string html_hint = f.text_options.html_hint;
   if (html_hint.empty()) {
     write_final_summary(f, dir);
@@ -61,7 +62,7 @@ void write_run_report(FinalSummary& f, const std::string& dir, const model::Tele
   HtmlOptions opts;
   opts.run_dir = named.text_options.run_dir;
   opts.step_window = named.step_window.get();
-  const DrawnPage drawn = draw_page_in_child(named.json, telemetry, opts, page_limits_from_env());
+  const DrawnPage drawn = draw_page_in_child(named.json, telemetry, opts, page_limits);
   std::optional<std::string> error;
   if (drawn.page) {
     try {

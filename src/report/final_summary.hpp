@@ -9,6 +9,7 @@
 
 #include "analysis/summary.hpp"
 #include "model/telemetry.hpp"
+#include "report/page_process.hpp"
 #include "report/summary_json.hpp"
 #include "report/text_report.hpp"
 
@@ -50,14 +51,15 @@ void write_final_summary(const FinalSummary& f, const std::string& dir);
 /// html_hint): the page of f.json with the plots of `telemetry`, which must
 /// be the run the summary was made from (its f.step_window points into it);
 /// nullptr: no plots. The JSON and the text are written first, naming no
-/// page; the page is drawn in a child process with a time and a memory limit
+/// page; the page is drawn in a child process within `page_limits`
 /// (report/page_process.hpp) and written by this one; once it exists, the JSON
 /// and text are written again, naming it. The page is an extra and never
 /// costs the summary: when it cannot be drawn or written, f keeps the text
 /// that does not name it, the reason goes to f.html_error (one line), and no
 /// page is left (not even an earlier report's). Throws WriteError only for
 /// the JSON and the text.
-void write_run_report(FinalSummary& f, const std::string& dir, const model::Telemetry* telemetry);
+void write_run_report(FinalSummary& f, const std::string& dir, const model::Telemetry* telemetry,
+                      const PageLimits& page_limits);
 
 /// "<parent>/<dir>/final_summary.json" for a run directory (as the report names it).
 std::string evidence_hint_for(const std::string& dir);

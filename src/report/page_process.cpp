@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "model/env_contract.hpp"
+#include "model/env_values.hpp"
 
 namespace traceml::report {
 
@@ -119,26 +120,40 @@ std::string mib_text(std::uint64_t bytes) {
 
 }  // namespace
 
-PageLimits page_limits_from_env() {
+PageLimits page_limits_from(const std::optional<std::string>& timeout_s,
+                            const std::optional<std::string>& memory_mb,
+                            std::vector<std::string>& problems) {
   PageLimits l;
   // Digits first: strtod and strtoll would take " 5" and "+5" too.
-  const auto number = [](const char* v) {
-    return v != nullptr && (std::isdigit(static_cast<unsigned char>(*v)) || *v == '.');
+  const auto number = [](const std::string& v) {
+    return !v.empty() && (std::isdigit(static_cast<unsigned char>(v[0])) || v[0] == '.');
   };
-  if (const char* v = std::getenv(model::env::kPageTimeout); number(v)) {
+  const auto refuse = [&](const char* name, const std::string& v, const char* why) {
+    problems.push_back(std::string(name) + "='" + model::quote_value(v) + "' " + why);
+  };
+  if (timeout_s && !timeout_s->empty()) {
+    const std::string& v = *timeout_s;
     char* end = nullptr;
     errno = 0;
-    const double s = std::strtod(v, &end);
+    const double s = number(v) ? std::strtod(v.c_str(), &end) : 0.0;
     // At most a day: a limit is only useful if it ends.
-    if (errno == 0 && *end == '\0' && std::isfinite(s) && s > 0 && s <= 86400)
+    if (number(v) && errno == 0 && *end == '\0' && std::isfinite(s) && s > 0 &&
+        s <= kMaxPageTimeoutSec) {
       l.time = std::chrono::milliseconds(std::max<std::int64_t>(1, std::llround(s * 1000)));
+    } else {
+      refuse(model::env::kPageTimeout, v, "is not a number of seconds in (0, 86400]");
+    }
   }
-  if (const char* v = std::getenv(model::env::kPageMemory); number(v)) {
+  if (memory_mb && !memory_mb->empty()) {
+    const std::string& v = *memory_mb;
     char* end = nullptr;
     errno = 0;
-    const long long mb = std::strtoll(v, &end, 10);
-    if (errno == 0 && *end == '\0' && mb >= 1 && mb <= (1LL << 30))
+    const long long mb = number(v) ? std::strtoll(v.c_str(), &end, 10) : 0;
+    if (number(v) && errno == 0 && *end == '\0' && mb >= 1 && mb <= kMaxPageMemoryMb) {
       l.memory_bytes = std::uint64_t(mb) << 20;
+    } else {
+      refuse(model::env::kPageMemory, v, "is not a whole number of MiB in [1, 1073741824]");
+    }
   }
   return l;
 }

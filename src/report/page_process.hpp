@@ -9,12 +9,17 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "model/telemetry.hpp"
 #include "report/html_report.hpp"
 #include "report/summary_json.hpp"
 
 namespace traceml::report {
+
+/// The largest limits a variable may set: a limit is only useful if it ends.
+inline constexpr double kMaxPageTimeoutSec = 86400.0;     // a day
+inline constexpr long long kMaxPageMemoryMb = 1LL << 30;  // a pebibyte
 
 struct PageLimits {
   /// How long the child may draw before it is killed.
@@ -24,10 +29,16 @@ struct PageLimits {
   std::uint64_t memory_bytes = std::uint64_t(2048) << 20;
 };
 
-/// The limits from TRACEML_PAGE_TIMEOUT_S (seconds, > 0) and
-/// TRACEML_PAGE_MEMORY_MB (MiB, >= 1); a variable that is unset or holds
-/// anything else leaves its default.
-PageLimits page_limits_from_env();
+/// The limits from the values of TRACEML_PAGE_TIMEOUT_S (seconds, > 0, at
+/// most a day) and TRACEML_PAGE_MEMORY_MB (MiB, at least 1), as read by the
+/// process that draws the page: the CLI (cli/page_limits.hpp) or a rank's
+/// runtime (runtime::resolve_config). Absent or empty: unset. A set value
+/// that is no limit leaves its default and adds one line to `problems`,
+/// "NAME='value' is not ...", for the caller to say in its own way (the CLI
+/// refuses to run, the runtime warns).
+PageLimits page_limits_from(const std::optional<std::string>& timeout_s,
+                            const std::optional<std::string>& memory_mb,
+                            std::vector<std::string>& problems);
 
 struct DrawnPage {
   std::optional<std::string> page;  ///< the whole page; absent when it could not be drawn

@@ -8,6 +8,7 @@
 #include "model/env_contract.hpp"
 #include "model/env_values.hpp"
 #include "model/run_end_state.hpp"
+#include "report/page_process.hpp"
 
 namespace traceml::runtime {
 namespace {
@@ -219,6 +220,11 @@ Config resolve_config(const Options& options, const EnvLookup& env, const std::s
       r.word(model::env::kCuptiApiRecords, {"all", "launches"}) == "launches";
   c.clock = r.word(model::env::kClock, {"auto", "tsc", "steady"});
   c.debug = r.word(model::env::kDebug, {"0", "1"}) == "1";
+  // The page's limits, by the rule `traceml report` reads them with.
+  const report::PageLimits page = report::page_limits_from(
+      r.text(model::env::kPageTimeout), r.text(model::env::kPageMemory), c.problems);
+  c.page_time = page.time;
+  c.page_memory_bytes = page.memory_bytes;
   return c;
 }
 

@@ -3,6 +3,7 @@
 // environment comes in as a lookup function) so every rule is unit-tested.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -59,6 +60,11 @@ struct Config {
   std::optional<std::string> clock;
   /// TRACEML_DEBUG=1: the rank prints what its GPU paths did at shutdown.
   bool debug = false;
+  /// TRACEML_PAGE_TIMEOUT_S and TRACEML_PAGE_MEMORY_MB: how long, and in how
+  /// much memory, a standalone run's final_summary.html may draw
+  /// (report::PageLimits; absent: its default).
+  std::optional<std::chrono::milliseconds> page_time;
+  std::optional<std::uint64_t> page_memory_bytes;
   /// Values that were set but could not be used, one line each; the runtime
   /// prints them (as one warning) and falls back to the default.
   std::vector<std::string> problems;

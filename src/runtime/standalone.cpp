@@ -41,7 +41,9 @@ std::string standalone_run_dir(const Config& config, const std::string& program,
 Standalone::Standalone(const Config& config)
     : run_dir_(standalone_run_dir(config, program_name(), std::time(nullptr))),
       token_(transport::random_run_token()),
-      config_rank_(config.identity.global_rank) {
+      config_rank_(config.identity.global_rank),
+      page_time_(config.page_time),
+      page_memory_bytes_(config.page_memory_bytes) {
   collector::CollectorOptions o;
   o.bind_host = "127.0.0.1";
   o.port = 0;
@@ -64,8 +66,11 @@ std::uint16_t Standalone::port() const {
 void Standalone::finish(std::chrono::steady_clock::time_point deadline) {
   collector_->finish(deadline, 1);
   try {
+    report::PageLimits page;
+    if (page_time_) page.time = *page_time_;
+    if (page_memory_bytes_) page.memory_bytes = *page_memory_bytes_;
     const report::FinalSummary f =
-        collector::finalize_run(run_dir_, collector_->take_run(), kWindow);
+        collector::finalize_run(run_dir_, collector_->take_run(), kWindow, page);
     std::string verdict;
     const auto& p = f.json["primary_diagnosis"];
     if (p.is_object() && p.contains("status") && p["status"].is_string())

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "runtime/config.hpp"
@@ -40,6 +41,9 @@ class Standalone {
   std::string run_dir_;
   std::string token_;
   int config_rank_ = 0;
+  /// The page's limits (Config::page_time, page_memory_bytes).
+  std::optional<std::chrono::milliseconds> page_time_;
+  std::optional<std::uint64_t> page_memory_bytes_;
   std::unique_ptr<collector::Collector> collector_;
 };
 

@@ -10,6 +10,8 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "../support/subprocess.hpp"
 
@@ -45,6 +47,42 @@ TEST(ReportPage, APageThatNeverEndsCostsOneLineNotTheReport) {
   const auto json = nlohmann::ordered_json::parse(read_file(out / "final_summary.json"));
   EXPECT_EQ(json["text"].get<std::string>() + "\n", txt);
   EXPECT_FALSE(fs::exists(out / "final_summary.html"));
+}
+
+// A page limit that is no limit is a usage error, read once by the command
+// before it starts: one line that says which variable and how to fix it,
+// exit 2, and nothing written (it used to be ignored without a word).
+TEST(ReportPage, ABadPageLimitIsRefusedBeforeAnythingIsWritten) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"TRACEML_PAGE_TIMEOUT_S=abc",
+       "TRACEML_PAGE_TIMEOUT_S='abc' is not a number of seconds in (0, 86400]"},
+      {"TRACEML_PAGE_TIMEOUT_S=0",
+       "TRACEML_PAGE_TIMEOUT_S='0' is not a number of seconds in (0, 86400]"},
+      {"TRACEML_PAGE_MEMORY_MB=1.5",
+       "TRACEML_PAGE_MEMORY_MB='1.5' is not a whole number of MiB in [1, 1073741824]"},
+  };
+  for (const auto& [var, why] : cases) {
+    TempDir dir;
+    const fs::path out = dir.path() / "out";
+    const auto r = run_process({"/usr/bin/env", var, kCli, "report", "--telemetry",
+                                kSample.string(), "--out", out.string()});
+    EXPECT_EQ(r.exit_code, 2) << var;
+    EXPECT_EQ(r.err, "traceml: error: " + std::string(why) + "; fix or unset it\n");
+    EXPECT_EQ(r.out, "");
+    EXPECT_FALSE(fs::exists(out)) << var;
+    // serve and run read them the same way, before any run directory exists.
+    const fs::path logs = dir.path() / "logs";
+    for (const std::vector<std::string>& cmd :
+         {std::vector<std::string>{"serve", "--logs-dir", logs.string()},
+          std::vector<std::string>{"run", "--logs-dir", logs.string(), "--", "/bin/true"}}) {
+      std::vector<std::string> argv{"/usr/bin/env", var, kCli};
+      argv.insert(argv.end(), cmd.begin(), cmd.end());
+      const auto s = run_process(argv);
+      EXPECT_EQ(s.exit_code, 2) << var << " " << cmd.front();
+      EXPECT_EQ(s.err, "traceml: error: " + std::string(why) + "; fix or unset it\n");
+      EXPECT_FALSE(fs::exists(logs)) << var << " " << cmd.front();
+    }
+  }
 }
 
 TEST(ReportPage, TheReportNamesThePageItDrew) {

@@ -254,7 +254,7 @@ TEST(WriteRunReport, TheTextNamesThePageOnlyWhenItWasWritten) {
   const fs::path run = dir.path() / "run";
 
   FinalSummary ok = summary_of(t, shape);
-  write_run_report(ok, run.string(), &t);
+  write_run_report(ok, run.string(), &t, PageLimits{});
   EXPECT_FALSE(ok.html_error);
   EXPECT_TRUE(fs::is_regular_file(run / "final_summary.html"));
   EXPECT_NE(testing::read_file(run / "final_summary.txt")
@@ -265,7 +265,7 @@ TEST(WriteRunReport, TheTextNamesThePageOnlyWhenItWasWritten) {
   const fs::path blocked = dir.path() / "blocked";
   fs::create_directories(blocked / "final_summary.html" / "x");
   FinalSummary f = summary_of(t, shape);
-  write_run_report(f, blocked.string(), &t);
+  write_run_report(f, blocked.string(), &t, PageLimits{});
   ASSERT_TRUE(f.html_error);
   EXPECT_NE(f.html_error->find("final_summary.html not written"), std::string::npos);
   const std::string txt = testing::read_file(blocked / "final_summary.txt");

@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "../support/html_fixtures.hpp"
 #include "../support/subprocess.hpp"
@@ -69,14 +70,14 @@ struct Outcome {
   double seconds = 0;
 };
 
-Outcome write_report(const fs::path& run) {
+Outcome write_report(const fs::path& run, const PageLimits& limits = {}) {
   RunShape shape;
   shape.ranks = 2;
   shape.steps = 120;
   const model::Telemetry t = synthetic_run(shape);
   Outcome o{summary_of(t, shape), 0};
   const auto start = Clock::now();
-  write_run_report(o.f, run.string(), &t);
+  write_run_report(o.f, run.string(), &t, limits);
   o.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return o;
 }
@@ -114,10 +115,11 @@ TEST(PageProcess, ARunsPageIsDrawnAndTheTextNamesIt) {
 
 TEST(PageProcess, APageThatNeverEndsIsStoppedAtItsTimeLimit) {
   ScopedEnv fault(model::env::kTestPageFault, "hang");
-  ScopedEnv limit(model::env::kPageTimeout, "1");
+  PageLimits limit;
+  limit.time = std::chrono::seconds(1);
   testing::TempDir dir;
   const fs::path run = dir.path() / "run";
-  const Outcome o = write_report(run);
+  const Outcome o = write_report(run, limit);
   ASSERT_TRUE(o.f.html_error);
   EXPECT_EQ(*o.f.html_error,
             "final_summary.html not written: drawing it took longer than 1 s "
@@ -143,10 +145,11 @@ TEST(PageProcess, APageThatCrashesCostsOneLine) {
 
 TEST(PageProcess, APageThatWantsAllMemoryIsStoppedAtItsMemoryLimit) {
   ScopedEnv fault(model::env::kTestPageFault, "oom");
-  ScopedEnv limit(model::env::kPageMemory, "256");
+  PageLimits limit;
+  limit.memory_bytes = std::uint64_t(256) << 20;
   testing::TempDir dir;
   const fs::path run = dir.path() / "run";
-  const Outcome o = write_report(run);
+  const Outcome o = write_report(run, limit);
   ASSERT_TRUE(o.f.html_error);
   // A sanitizer's allocator ends the process instead of throwing bad_alloc.
   const std::string& e = *o.f.html_error;
@@ -158,25 +161,31 @@ TEST(PageProcess, APageThatWantsAllMemoryIsStoppedAtItsMemoryLimit) {
   expect_summary_without_page(run, o.f);
 }
 
-TEST(PageProcess, LimitsComeFromTheEnvironmentOrTheirDefaults) {
+TEST(PageProcess, LimitsComeFromTheVariablesValuesOrTheirDefaults) {
+  std::vector<std::string> problems;
   {
-    const PageLimits d = page_limits_from_env();
+    const PageLimits d = page_limits_from(std::nullopt, std::string(), problems);
     EXPECT_EQ(d.time, std::chrono::seconds(60));
     EXPECT_EQ(d.memory_bytes, std::uint64_t(2048) << 20);
+    EXPECT_TRUE(problems.empty());
   }
   {
-    ScopedEnv t(model::env::kPageTimeout, "0.25");
-    ScopedEnv m(model::env::kPageMemory, "512");
-    const PageLimits l = page_limits_from_env();
+    const PageLimits l = page_limits_from("0.25", "512", problems);
     EXPECT_EQ(l.time, std::chrono::milliseconds(250));
     EXPECT_EQ(l.memory_bytes, std::uint64_t(512) << 20);
+    EXPECT_TRUE(problems.empty());
   }
+  // A value that is no limit keeps the default and is said, one line each.
   for (const char* bad : {"0", "-1", "nan", "inf", "1e9", "5s", " 5"}) {
-    ScopedEnv t(model::env::kPageTimeout, bad);
-    ScopedEnv m(model::env::kPageMemory, bad);
-    const PageLimits l = page_limits_from_env();
+    problems.clear();
+    const PageLimits l = page_limits_from(std::string(bad), std::string(bad), problems);
     EXPECT_EQ(l.time, std::chrono::seconds(60)) << bad;
     EXPECT_EQ(l.memory_bytes, std::uint64_t(2048) << 20) << bad;
+    ASSERT_EQ(problems.size(), 2u) << bad;
+    EXPECT_EQ(problems[0], std::string("TRACEML_PAGE_TIMEOUT_S='") + bad +
+                               "' is not a number of seconds in (0, 86400]");
+    EXPECT_EQ(problems[1], std::string("TRACEML_PAGE_MEMORY_MB='") + bad +
+                               "' is not a whole number of MiB in [1, 1073741824]");
   }
 }
 

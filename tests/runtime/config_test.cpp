@@ -2,10 +2,13 @@
 // environment of traceml run, torchrun, Slurm or Open MPI.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
 #include <random>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "../fuzz/config_invariants.hpp"
 #include "../support/subprocess.hpp"
@@ -360,6 +363,26 @@ TEST(ConfigFuzzCorpus, EveryEnvironmentGivesAUsableConfiguration) {
         fuzz::check_config_input(reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size());
     ASSERT_FALSE(why) << "random environment " << i << ": " << *why;
   }
+}
+
+TEST(Config, ThePagesLimitsAreReadHereAndABadOneFallsBackWithAWarning) {
+  const Config d = resolve_config({}, env_of({}), "h");
+  EXPECT_EQ(d.page_time, std::chrono::seconds(60));
+  EXPECT_EQ(d.page_memory_bytes, std::uint64_t(2048) << 20);
+  const Config set = resolve_config(
+      {}, env_of({{"TRACEML_PAGE_TIMEOUT_S", "2.5"}, {"TRACEML_PAGE_MEMORY_MB", "64"}}), "h");
+  EXPECT_EQ(set.page_time, std::chrono::milliseconds(2500));
+  EXPECT_EQ(set.page_memory_bytes, std::uint64_t(64) << 20);
+  EXPECT_TRUE(set.problems.empty());
+  // The runtime never stops training over a setting: the default, and one line.
+  const Config bad = resolve_config(
+      {}, env_of({{"TRACEML_PAGE_TIMEOUT_S", "forever"}, {"TRACEML_PAGE_MEMORY_MB", "-1"}}), "h");
+  EXPECT_EQ(bad.page_time, std::chrono::seconds(60));
+  EXPECT_EQ(bad.page_memory_bytes, std::uint64_t(2048) << 20);
+  EXPECT_EQ(bad.problems,
+            (std::vector<std::string>{
+                "TRACEML_PAGE_TIMEOUT_S='forever' is not a number of seconds in (0, 86400]",
+                "TRACEML_PAGE_MEMORY_MB='-1' is not a whole number of MiB in [1, 1073741824]"}));
 }
 
 }  // namespace

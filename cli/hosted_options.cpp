@@ -1,0 +1,46 @@
+#include "hosted_options.hpp"
+
+#include "model/env_values.hpp"
+#include "option_checks.hpp"
+#include "runtime/config.hpp"
+
+namespace traceml::cli {
+
+void add_run_dir_options(CLI::App* cmd, HostedArgs& a, const HostedHelp& help) {
+  cmd->add_option(help.run_name_flags, a.run_name, help.run_name);
+  cmd->add_option("--logs-dir", a.logs_dir, "Where run directories go")->capture_default_str();
+}
+
+void add_interval_option(CLI::App* cmd, HostedArgs& a, const HostedHelp& help) {
+  cmd->add_option("--interval", a.interval, help.interval)->capture_default_str();
+}
+
+void add_report_options(CLI::App* cmd, HostedArgs& a, const HostedHelp& help) {
+  cmd->add_option("--summary-window-rows", a.window, "Latest aligned steps analysed per rank")
+      ->check(CLI::Range(std::int64_t(1), std::int64_t(1) << 40))
+      ->capture_default_str();
+  cmd->add_option("--strategy", a.strategy, help.strategy);
+  cmd->add_option("--mode", a.mode, help.mode)->capture_default_str();
+}
+
+std::optional<std::string> hosted_problem(const HostedArgs& a) {
+  for (const auto& problem :
+       {out_of_range("--interval", a.interval, runtime::kMinIntervalSec, runtime::kMaxIntervalSec,
+                     " seconds"),
+        bad_mode(a.mode), bad_name("--run-name", a.run_name, model::run_name_problem),
+        bad_name("--strategy", a.strategy, model::strategy_problem)})
+    if (problem) return problem;
+  return std::nullopt;
+}
+
+launcher::HostOptions host_options_of(const HostedArgs& a) {
+  launcher::HostOptions o;
+  o.strategy = a.strategy;
+  o.window = a.window;
+  o.interval_s = a.interval;
+  o.live = a.mode != "summary";
+  o.page_limits = a.page_limits;
+  return o;
+}
+
+}  // namespace traceml::cli

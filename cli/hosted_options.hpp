@@ -1,0 +1,54 @@
+// The options `traceml run` and `traceml serve` share: they both host a run
+// (launcher/hosted_run.hpp), so the run directory, the sampler period the
+// stall rules assume, the diagnosis window, the strategy and the live view
+// are registered, checked and handed to the host here, once.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "launcher/hosted_run.hpp"
+#include "report/page_process.hpp"
+
+namespace traceml::cli {
+
+struct HostedArgs {
+  std::string run_name;
+  std::string logs_dir = "./logs";
+  double interval = 1.0;
+  std::int64_t window = 10000;
+  std::string strategy;
+  std::string mode = "summary";
+  /// TRACEML_PAGE_TIMEOUT_S and TRACEML_PAGE_MEMORY_MB (cli/page_limits.hpp).
+  report::PageLimits page_limits;
+};
+
+/// What each command says about the shared options: their help differs
+/// where the commands differ (where a name comes from, what --mode shows).
+struct HostedHelp {
+  const char* run_name_flags;  ///< "--run-name", or with an alias
+  const char* run_name;
+  const char* interval;
+  const char* strategy;
+  const char* mode;
+};
+
+/// --run-name and --logs-dir.
+void add_run_dir_options(CLI::App* cmd, HostedArgs& a, const HostedHelp& help);
+/// --interval.
+void add_interval_option(CLI::App* cmd, HostedArgs& a, const HostedHelp& help);
+/// --summary-window-rows, --strategy and --mode.
+void add_report_options(CLI::App* cmd, HostedArgs& a, const HostedHelp& help);
+
+/// The checks of the shared options but the run directory's (a command
+/// checks that last, and `run --disable` writes none); a message, or none.
+std::optional<std::string> hosted_problem(const HostedArgs& a);
+
+/// The host's options from the shared ones; the run directory, the address
+/// and the token are the command's.
+launcher::HostOptions host_options_of(const HostedArgs& a);
+
+}  // namespace traceml::cli
