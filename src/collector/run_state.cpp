@@ -451,20 +451,24 @@ class RunState::Unlocked final : public store::RunSink {
     if (log.rows() >= compact_at(m_.memory_keep)) compact_steps(log, m_.memory_keep);
   }
 
+  // Samples: per node (system) or rank (process), the latest `window` and
+  // the witnesses of what the dropped ones showed.
   void put(const model::SystemSample& s) {
-    m_.saw_ts(s.ts);
     NodeRows& n = m_.nodes[s.node_rank];
-    n.system.push(s);
-    if (n.system.rows() >= compact_at(m_.window))
-      compact_samples(n.system, static_cast<std::size_t>(m_.window), n.witness);
+    keep_sample(s, n.system, n.witness);
   }
 
   void put(const model::ProcessSample& s) {
-    m_.saw_ts(s.ts);
     RankRows& r = m_.rank(s.global_rank);
-    r.process.push(s);
-    if (r.process.rows() >= compact_at(m_.window))
-      compact_samples(r.process, static_cast<std::size_t>(m_.window), r.process_witnesses);
+    keep_sample(s, r.process, r.process_witnesses);
+  }
+
+  template <typename T, typename W>
+  void keep_sample(const T& s, RowLog<T>& log, W& witness) {
+    m_.saw_ts(s.ts);
+    log.push(s);
+    if (log.rows() >= compact_at(m_.window))
+      compact_samples(log, static_cast<std::size_t>(m_.window), witness);
   }
 
   void put(const store::RankDelivery& d) { m_.deliveries.insert_or_assign(d.global_rank, d); }
