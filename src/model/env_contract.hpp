@@ -54,8 +54,10 @@ inline constexpr const char* kDebug = "TRACEML_DEBUG";
 /// The hot path's clock: auto (the TSC where it is invariant), tsc or steady.
 inline constexpr const char* kClock = "TRACEML_CLOCK";
 
-// Read wherever final_summary.html is drawn (report/page_process.hpp): by
-// `traceml run`, `serve` and `report`, and by a rank traced on its own.
+// Read once by the process that draws final_summary.html: the CLI for
+// `traceml run`, `serve` and `report` (cli/page_limits.hpp: a bad value is a
+// usage error), a rank traced on its own in runtime::resolve_config (a bad
+// value is warned and the default kept); both by report::page_limits_from.
 /// Seconds the page may take to draw before it is given up (default 60).
 inline constexpr const char* kPageTimeout = "TRACEML_PAGE_TIMEOUT_S";
 /// MiB of memory the page may take to draw (default 2048).
