@@ -60,7 +60,9 @@ inline const std::vector<std::string>& config_variables() {
                                                  model::env::kCuptiPerThreadBuffers,
                                                  model::env::kCuptiApiRecords,
                                                  model::env::kClock,
-                                                 model::env::kDebug};
+                                                 model::env::kDebug,
+                                                 model::env::kPageTimeout,
+                                                 model::env::kPageMemory};
   return names;
 }
 
