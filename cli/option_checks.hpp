@@ -3,10 +3,11 @@
 // number, "--flag <why> (got 'v')" for a name (model/env_values.hpp).
 #pragma once
 
-#include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
+
+#include <fmt/format.h>
 
 #include "model/env_values.hpp"
 
@@ -14,9 +15,7 @@ namespace traceml::cli {
 
 /// A number as an option's message shows it (up to 12 significant digits).
 inline std::string number_text(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.12g", v);
-  return buf;
+  return fmt::format("{:.12g}", v);
 }
 
 /// "--flag must be in [lo, hi] unit (got v)" when v is outside or not a number.

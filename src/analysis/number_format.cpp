@@ -1,21 +1,35 @@
 #include "analysis/number_format.hpp"
 
+#include <charconv>
 #include <cmath>
-#include <cstdio>
-#include <cstdlib>
 #include <iterator>
+
+#include <fmt/format.h>
 
 namespace traceml::analysis {
 
+namespace {
+
+/// printf reads a negative precision as none given, that is 6; fmt throws.
+int precision(int digits) {
+  return digits < 0 ? 6 : digits;
+}
+
+}  // namespace
+
 std::string fixed(double x, int digits) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-  return buf;
+  return fmt::format("{:.{}f}", x, precision(digits));
 }
 
 double py_round(double x, int digits) {
   if (!std::isfinite(x)) return x;
-  return std::strtod(fixed(x, digits).c_str(), nullptr);
+  // Parsed back with from_chars, which is locale-independent as fmt is
+  // (strtod would stop at the '.' under a user's LC_NUMERIC with a comma).
+  fmt::memory_buffer text;
+  fmt::format_to(std::back_inserter(text), "{:.{}f}", x, precision(digits));
+  double rounded = 0.0;
+  std::from_chars(text.data(), text.data() + text.size(), rounded);
+  return rounded;
 }
 
 long long round_half_even(double x) {
@@ -24,7 +38,7 @@ long long round_half_even(double x) {
 
 std::string percent_text(double fraction) {
   if (!std::isfinite(fraction) || fraction < 0) fraction = 0.0;
-  return fixed(fraction * 100.0, 1) + "%";
+  return fmt::format("{:.1f}%", fraction * 100.0);
 }
 
 std::string format_bytes_binary(double bytes) {
@@ -36,7 +50,7 @@ std::string format_bytes_binary(double bytes) {
     ++unit;
   }
   const int digits = (v >= 100.0 || unit == 0) ? 0 : (v >= 10.0 ? 1 : 2);
-  return (bytes < 0 ? "-" : "") + fixed(v, digits) + " " + kUnits[unit];
+  return fmt::format("{}{:.{}f} {}", bytes < 0 ? "-" : "", v, digits, kUnits[unit]);
 }
 
 }  // namespace traceml::analysis

@@ -1,6 +1,7 @@
 // Number formatting that matches Python's, which TraceML's texts use: "%.Nf"
-// is correctly rounded from the exact binary value (as glibc printf is), and
-// round(x, 3) is "format with %.3f, parse back".
+// is correctly rounded from the exact binary value (as glibc printf and fmt
+// are), and round(x, 3) is "format with %.3f, parse back". Made with fmt:
+// locale-independent, whatever LC_NUMERIC the process that links us set.
 #pragma once
 
 #include <optional>
@@ -8,7 +9,7 @@
 
 namespace traceml::analysis {
 
-/// printf("%.{digits}f", x).
+/// printf("%.{digits}f", x), that is fmt "{:.{digits}f}"; "nan", "-inf" as printf.
 std::string fixed(double x, int digits);
 /// Python round(x, digits) for digits >= 0.
 double py_round(double x, int digits);

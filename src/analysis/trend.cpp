@@ -2,7 +2,8 @@
 
 #include <cmath>
 #include <cstddef>
-#include <cstdio>
+
+#include <fmt/format.h>
 
 namespace traceml::analysis {
 
@@ -92,10 +93,8 @@ std::optional<TrendEvidence> compute_trend(const std::vector<std::optional<doubl
 }
 
 std::string format_trend_pct(double pct) {
-  // printf's "%+.1f" is Python's "{:+.1f}", negative zero ("-0.0") included.
-  char buf[512];  // room for any double in %f form
-  std::snprintf(buf, sizeof buf, "%+.1f%%", pct * 100.0);
-  return std::string(pct > 0.0 ? "\u2191 " : "\u2193 ") + buf;
+  // Python's "{:+.1f}" and fmt's alike, negative zero ("-0.0") included.
+  return fmt::format("{}{:+.1f}%", pct > 0.0 ? "\u2191 " : "\u2193 ", pct * 100.0);
 }
 
 std::optional<std::string> trend_state(std::optional<double> pct) {

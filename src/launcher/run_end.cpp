@@ -1,12 +1,14 @@
 #include "launcher/run_end.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <future>
 #include <iostream>
+#include <iterator>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "collector/finalize.hpp"
 #include "model/env_contract.hpp"
@@ -26,10 +28,8 @@ class EndTimer {
   void lap(const char* name) {
     if (!on_) return;
     const auto now = std::chrono::steady_clock::now();
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%s%s %.3f s", laps_.empty() ? "" : ", ", name,
-                  std::chrono::duration<double>(now - last_).count());
-    laps_ += buf;
+    fmt::format_to(std::back_inserter(laps_), "{}{} {:.3f} s", laps_.empty() ? "" : ", ", name,
+                   std::chrono::duration<double>(now - last_).count());
     last_ = now;
   }
   void report() const {

@@ -7,11 +7,12 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdio>
 #include <cstring>
 #include <iostream>
 #include <regex>
 #include <set>
+
+#include <fmt/format.h>
 
 #include "launcher/hosted_run.hpp"
 #include "launcher/interrupt_signals.hpp"
@@ -69,9 +70,7 @@ bool binds_everywhere(const std::string& host) {
 
 /// Seconds as the option's own messages show them (cli/option_checks.hpp).
 std::string seconds_text(double s) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.12g", s);
-  return buf;
+  return fmt::format("{:.12g}", s);
 }
 
 /// Decides when the run has ended, from the collector's progress, and says

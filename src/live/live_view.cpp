@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <map>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "analysis/diagnosis_kind.hpp"
 #include "analysis/order_statistics.hpp"
@@ -18,10 +20,12 @@ namespace {
 using collector::RankCondition;
 using model::Event;
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
+/// A formatted cell, cut at 63 characters as the 64-byte buffer it was once
+/// printed into cut it: a rank's absurd 1e300 ms stays a short cell.
+template <typename... T>
+std::string cell(fmt::format_string<T...> f, T&&... args) {
+  char buf[63];
+  return std::string(buf, fmt::format_to_n(buf, sizeof buf, f, std::forward<T>(args)...).out);
 }
 
 std::string rank_name(const collector::RankLive& r) {
@@ -30,16 +34,14 @@ std::string rank_name(const collector::RankLive& r) {
 }
 
 std::string duration_text(double s) {
-  if (s < 120.0) return fmt("%.0f s", s);
-  if (s < 7200.0) return fmt("%.0f min", s / 60.0);
-  return fmt("%.1f h", s / 3600.0);
+  if (s < 120.0) return cell("{:.0f} s", s);
+  if (s < 7200.0) return cell("{:.0f} min", s / 60.0);
+  return cell("{:.1f} h", s / 3600.0);
 }
 
 std::string clock_text(double s) {
   const auto t = static_cast<long long>(std::max(0.0, s));
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%lld:%02lld:%02lld", t / 3600, (t / 60) % 60, t % 60);
-  return buf;
+  return fmt::format("{}:{:02}:{:02}", t / 3600, (t / 60) % 60, t % 60);
 }
 
 /// Where a rank was: "step 812, backward" or "before step 813".
@@ -133,7 +135,7 @@ std::string phase_bar(const RankRow& r, int width, const Paint& paint) {
 }
 
 std::string pct(double part, double whole) {
-  return whole > 0.0 ? fmt("%3.0f%%", 100.0 * part / whole) : "   -";
+  return whole > 0.0 ? cell("{:>3.0f}%", 100.0 * part / whole) : "   -";
 }
 
 /// A rank's line: name, state, steps, last and median step, the split.
@@ -148,9 +150,9 @@ std::string rank_line(const RankRow& r, const Paint& paint, int bar_width) {
   }
   std::string line = rank_name(l);
   line.resize(std::max<std::size_t>(line.size() + 1, 9), ' ');
-  line += fmt("step %7.0f", double(l.steps_done()));
-  line += r.last_ms ? fmt("  last %8.1f ms", *r.last_ms) : std::string("  last        - ms");
-  line += r.median_ms ? fmt("  med %8.1f ms", *r.median_ms) : std::string("  med        - ms");
+  line += cell("step {:>7.0f}", double(l.steps_done()));
+  line += r.last_ms ? cell("  last {:>8.1f} ms", *r.last_ms) : std::string("  last        - ms");
+  line += r.median_ms ? cell("  med {:>8.1f} ms", *r.median_ms) : std::string("  med        - ms");
   const double whole =
       r.median_ms.value_or(0.0) > 0.0
           ? r.input_ms + r.h2d_ms + r.forward_ms + r.backward_ms + r.optimizer_ms + r.residual_ms
@@ -320,8 +322,8 @@ std::string progress_line(const LiveModel& m) {
   line += lo == hi ? std::to_string(hi) : std::to_string(lo) + "-" + std::to_string(hi);
   if (!medians.empty()) {
     const auto [mn, mx] = std::minmax_element(medians.begin(), medians.end());
-    line +=
-        *mn == *mx ? fmt("  step %.1f ms", *mn) : fmt("  step %.1f", *mn) + fmt("-%.1f ms", *mx);
+    line += *mn == *mx ? cell("  step {:.1f} ms", *mn)
+                       : cell("  step {:.1f}", *mn) + cell("-{:.1f} ms", *mx);
   }
   line += "  verdict so far: " + (m.verdict.empty() ? std::string("waiting for steps")
                                                     : model::escape_for_terminal(m.verdict, true));

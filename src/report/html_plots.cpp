@@ -3,10 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdio>
 #include <map>
 #include <utility>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "analysis/number_format.hpp"
 #include "analysis/order_statistics.hpp"
@@ -33,9 +34,7 @@ constexpr std::array<const char*, kPhaseCount> kPhaseColors = {"#ff7f0e", "#9467
 
 /// A value as an axis label: three significant digits, with its unit.
 std::string tick(double v, const char* unit) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return std::string(buf) + unit;
+  return fmt::format("{:.3g}{}", v, unit);
 }
 
 /// A byte count as an axis label, in the unit of the axis's top (decimal,
@@ -459,9 +458,7 @@ std::string lines_figure(const std::string& id, const std::string& title, const 
   for (const double t : svg::nice_ticks(set.x_first, set.x_first + set.x_span, 6)) {
     const double f = (t - set.x_first) / set.x_span;
     if (!(f >= 0.0 && f <= 1.0)) continue;  // NaN too: a single sample's span is 0
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.6g", t);
-    ch.x_label(f, buf);
+    ch.x_label(f, fmt::format("{:.6g}", t));
   }
   ch.x_caption(x_caption);
   return figure(id, title, note, ch.str(), legend);

@@ -1,8 +1,9 @@
 #include "report/summary_json.hpp"
 
 #include <cmath>
-#include <cstdio>
 #include <ctime>
+
+#include <fmt/format.h>
 
 #include "model/text.hpp"
 #include "traceml/version.hpp"
@@ -166,10 +167,8 @@ std::string iso8601_utc(double unix_seconds) {
   }
   std::tm tm{};
   gmtime_r(&secs, &tm);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06ld+00:00", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, micros);
-  return buf;
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00", tm.tm_year + 1900,
+                     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, micros);
 }
 
 namespace {

@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <cstdio>
+
+#include <fmt/format.h>
 
 #include "report/html_text.hpp"
 
@@ -12,13 +13,9 @@ namespace traceml::report::svg {
 std::string num(double v) {
   if (!std::isfinite(v)) return "0";
   const double r = std::round(v * 10.0) / 10.0;
-  char buf[32];
-  if (r == std::floor(r)) {
-    std::snprintf(buf, sizeof buf, "%.0f", r == 0.0 ? 0.0 : r);  // never "-0"
-  } else {
-    std::snprintf(buf, sizeof buf, "%.1f", r);
-  }
-  return buf;
+  // A coordinate on the drawing: a few digits, so no length limit is needed.
+  if (r == std::floor(r)) return fmt::format("{:.0f}", r == 0.0 ? 0.0 : r);  // never "-0"
+  return fmt::format("{:.1f}", r);
 }
 
 namespace {
@@ -95,12 +92,10 @@ std::string heat_color(double t) {
   t = std::clamp(std::isfinite(t) ? t : 0.0, 0.0, 1.0) * double(kStops.size() - 1);
   const auto i = std::min(static_cast<std::size_t>(t), kStops.size() - 2);
   const double f = t - double(i);
-  char buf[8];
   int c[3];
   for (std::size_t k = 0; k < 3; ++k)
     c[k] = int(std::lround(kStops[i][k] + f * (kStops[i + 1][k] - kStops[i][k])));
-  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", c[0], c[1], c[2]);
-  return buf;
+  return fmt::format("#{:02x}{:02x}{:02x}", c[0], c[1], c[2]);
 }
 
 const char* series_color(std::size_t i) {

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
+
+#include <fmt/format.h>
 
 #include "analysis/number_format.hpp"
 #include "report/summary_view.hpp"
@@ -51,9 +52,7 @@ std::string percent_of_step(double pct) {
 }
 
 std::string signed_fixed(double x, int digits) {
-  char buf[512];
-  std::snprintf(buf, sizeof buf, "%+.*f", digits, x);
-  return buf;
+  return fmt::format("{:+.{}f}", x, digits < 0 ? 6 : digits);  // printf's reading of "%+.-1f"
 }
 
 std::string status_label(const std::string& s) {
