@@ -416,10 +416,7 @@ Section analyze_process(const Telemetry& t, const Options& o) {
   // Severity, then score, like every other section (DECISIONS.md quirk 8; TraceML
   // orders by rule priority first). Rule priority breaks the remaining ties.
   std::stable_sort(s.issues.begin(), s.issues.end(), [](const Issue& a, const Issue& b) {
-    const int sa = severity_rank(a.severity), sb = severity_rank(b.severity);
-    if (sa != sb) return sa > sb;
-    const double ca = a.score.value_or(0.0), cb = b.score.value_or(0.0);
-    if (ca != cb) return ca > cb;
+    if (const int c = severity_then_score(a, b)) return c < 0;
     return process_priority(a.kind) < process_priority(b.kind);
   });
   if (s.issues.empty()) {

@@ -51,6 +51,17 @@ struct Issue {
   [[nodiscard]] bool is(DiagnosisKind k) const { return kind == to_string(k); }
 };
 
+/// The order every section ranks its issues by after its own rule priority:
+/// the more severe first, then the higher score (absent: 0). Negative when `a`
+/// goes first, positive when `b` does, 0 when neither decides.
+inline int severity_then_score(const Issue& a, const Issue& b) {
+  const int sa = severity_rank(a.severity), sb = severity_rank(b.severity);
+  if (sa != sb) return sa > sb ? -1 : 1;
+  const double ca = a.score.value_or(0.0), cb = b.score.value_or(0.0);
+  if (ca != cb) return ca > cb ? -1 : 1;
+  return 0;
+}
+
 /// An issue of `kind` at `severity` with its words; the rule that raises it
 /// adds its metric, phase, numbers, ranks and evidence.
 inline Issue issue_of(DiagnosisKind kind, Severity severity, std::string summary,

@@ -121,9 +121,7 @@ void sort_issues(std::vector<Issue>& issues) {
   std::stable_sort(issues.begin(), issues.end(), [](const Issue& a, const Issue& b) {
     const int pa = rule_priority(a), pb = rule_priority(b);
     if (pa != pb) return pa < pb;
-    if (a.severity != b.severity) return severity_rank(a.severity) > severity_rank(b.severity);
-    const double sa = a.score.value_or(0.0), sb = b.score.value_or(0.0);
-    if (sa != sb) return sa > sb;
+    if (const int c = severity_then_score(a, b)) return c < 0;
     return a.metric.value_or("") < b.metric.value_or("");
   });
 }

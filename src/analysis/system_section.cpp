@@ -478,10 +478,7 @@ Section analyze_system(const Telemetry& t, const Options& o) {
   std::stable_sort(scoped.begin(), scoped.end(), [](const Scoped& a, const Scoped& b) {
     const int pa = system_priority(a.issue.kind), pb = system_priority(b.issue.kind);
     if (pa != pb) return pa < pb;
-    const int sa = severity_rank(a.issue.severity), sb = severity_rank(b.issue.severity);
-    if (sa != sb) return sa > sb;
-    const double ca = a.issue.score.value_or(0.0), cb = b.issue.score.value_or(0.0);
-    if (ca != cb) return ca > cb;
+    if (const int c = severity_then_score(a.issue, b.issue)) return c < 0;
     return a.node_rank < b.node_rank;
   });
   for (auto& x : scoped)
