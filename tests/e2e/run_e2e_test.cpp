@@ -207,7 +207,13 @@ TEST(E2E, H2DBoundOnTheCpuClockMeasuresTheCopyButGivesNoH2DVerdict) {
   ASSERT_EQ(r.result.exit_code, 0) << r.result.err;
   ASSERT_TRUE(r.summary.is_object()) << r.result.err;
   EXPECT_EQ(r.summary["step_time"]["global"]["window"]["diagnosis_clock"], "cpu");
-  EXPECT_EQ(primary_kind(r.summary), "NO_CLEAR_PERFORMANCE_BOTTLENECK") << r.result.out;
+  // No H2D verdict on the CPU clock. The loader's few ms are input wait: on a
+  // quiet machine that is no finding; on a loaded one (the whole suite on 2
+  // cores) it reached 14% of the step once, a true INPUT-BOUND for that run.
+  const std::string kind = primary_kind(r.summary);
+  EXPECT_TRUE(kind == "NO_CLEAR_PERFORMANCE_BOTTLENECK" || kind == "INPUT_BOUND") << kind << "\n"
+                                                                                  << r.result.out;
+  EXPECT_EQ(r.result.out.find("H2D-BOUND"), std::string::npos) << r.result.out;
   const Json& average = r.summary["step_time"]["global"]["average"];
   ASSERT_TRUE(average["h2d_ms"].is_number()) << average.dump();
   ASSERT_TRUE(average["step_time_ms"].is_number()) << average.dump();
