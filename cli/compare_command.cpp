@@ -15,8 +15,8 @@
 #include "commands.hpp"
 #include "output_paths.hpp"
 #include "report/atomic_file.hpp"
-#include "report/compare.hpp"
-#include "report/compare_gate.hpp"
+#include "report/compare/compare.hpp"
+#include "report/compare/compare_gate.hpp"
 #include "report/summary_file.hpp"
 #include "report/summary_json.hpp"
 

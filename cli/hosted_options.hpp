@@ -11,7 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "launcher/hosted_run.hpp"
-#include "report/page_process.hpp"
+#include "report/html/page_process.hpp"
 
 namespace traceml::cli {
 

@@ -7,7 +7,7 @@
 #include <optional>
 #include <string>
 
-#include "report/page_process.hpp"
+#include "report/html/page_process.hpp"
 
 namespace traceml::cli {
 

@@ -14,9 +14,9 @@
 #include "commands.hpp"
 #include "output_paths.hpp"
 #include "report/atomic_file.hpp"
-#include "report/html_report.hpp"
+#include "report/html/html_report.hpp"
 #include "report/summary_file.hpp"
-#include "report/text_report.hpp"
+#include "report/text/text_report.hpp"
 #include "store/run_db.hpp"
 
 namespace traceml::cli {

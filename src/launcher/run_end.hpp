@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "collector/collector.hpp"
-#include "report/page_process.hpp"
+#include "report/html/page_process.hpp"
 #include "report/summary_json.hpp"
 #include "store/run_outcome.hpp"
 

@@ -4,9 +4,9 @@
 #include <system_error>
 
 #include "report/atomic_file.hpp"
-#include "report/html_report.hpp"
-#include "report/page_process.hpp"
-#include "report/text_report.hpp"
+#include "report/html/html_report.hpp"
+#include "report/html/page_process.hpp"
+#include "report/text/text_report.hpp"
 
 namespace traceml::report {
 

@@ -9,9 +9,9 @@
 
 #include "analysis/summary.hpp"
 #include "model/telemetry.hpp"
-#include "report/page_process.hpp"
+#include "report/html/page_process.hpp"
 #include "report/summary_json.hpp"
-#include "report/text_report.hpp"
+#include "report/text/text_report.hpp"
 
 namespace traceml::report {
 
@@ -52,7 +52,7 @@ void write_final_summary(const FinalSummary& f, const std::string& dir);
 /// be the run the summary was made from (its f.step_window points into it);
 /// nullptr: no plots. The JSON and the text are written first, naming no
 /// page; the page is drawn in a child process within `page_limits`
-/// (report/page_process.hpp) and written by this one; once it exists, the JSON
+/// (report/html/page_process.hpp) and written by this one; once it exists, the JSON
 /// and text are written again, naming it. The page is an extra and never
 /// costs the summary: when it cannot be drawn or written, f keeps the text
 /// that does not name it, the reason goes to f.html_error (one line), and no

@@ -8,7 +8,7 @@
 #include "model/env_contract.hpp"
 #include "model/env_values.hpp"
 #include "model/run_end_state.hpp"
-#include "report/page_process.hpp"
+#include "report/html/page_process.hpp"
 
 namespace traceml::runtime {
 namespace {

@@ -7,7 +7,7 @@
 // -timeout=10 in scripts/fuzz.sh):
 // - none of them throws;
 // - every axis the plots draw has 2 to target + 3 finite ascending ticks
-//   (report/svg_plot.hpp), whatever the values: near-equal, tiny, huge;
+//   (report/html/svg_plot.hpp), whatever the values: near-equal, tiny, huge;
 // - the page is one whole document: it ends with </html>, and no
 //   coordinate in it reads nan or inf;
 // - the trace is JSON whose slices have a duration >= 0.
@@ -28,10 +28,10 @@
 #include "analysis/summary.hpp"
 #include "report/chrome_trace.hpp"
 #include "report/final_summary.hpp"
-#include "report/html_report.hpp"
-#include "report/plot_data.hpp"
+#include "report/html/html_report.hpp"
+#include "report/html/plot_data.hpp"
+#include "report/html/svg_plot.hpp"
 #include "report/summary_view.hpp"
-#include "report/svg_plot.hpp"
 #include "store/jsonl_reader.hpp"
 
 namespace {

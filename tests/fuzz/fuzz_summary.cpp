@@ -16,11 +16,11 @@
 #include <string>
 #include <string_view>
 
-#include "report/compare.hpp"
-#include "report/compare_gate.hpp"
+#include "report/compare/compare.hpp"
+#include "report/compare/compare_gate.hpp"
 #include "report/summary_file.hpp"
 #include "report/summary_json.hpp"
-#include "report/text_report.hpp"
+#include "report/text/text_report.hpp"
 
 namespace {
 

@@ -8,8 +8,8 @@
 #include <sstream>
 
 #include "analysis/distribution.hpp"
-#include "report/compare.hpp"
-#include "report/compare_gate.hpp"
+#include "report/compare/compare.hpp"
+#include "report/compare/compare_gate.hpp"
 
 namespace {
 

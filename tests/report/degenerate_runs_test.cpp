@@ -22,7 +22,7 @@
 #include "analysis/summary.hpp"
 #include "report/chrome_trace.hpp"
 #include "report/final_summary.hpp"
-#include "report/html_report.hpp"
+#include "report/html/html_report.hpp"
 #include "store/jsonl_reader.hpp"
 
 namespace traceml::report {

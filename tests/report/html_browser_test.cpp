@@ -10,7 +10,7 @@
 
 #include "../support/chromium.hpp"
 #include "../support/html_fixtures.hpp"
-#include "report/html_report.hpp"
+#include "report/html/html_report.hpp"
 
 namespace traceml::testing {
 namespace {

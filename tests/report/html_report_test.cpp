@@ -3,7 +3,7 @@
 // external resource, the page of a summary alone, the column bound and the
 // size bound of a 64-rank x 20,000-step run; and write_run_report, which must
 // never lose the JSON and text to a page it cannot write.
-#include "report/html_report.hpp"
+#include "report/html/html_report.hpp"
 
 #include <gtest/gtest.h>
 
@@ -16,9 +16,9 @@
 #include "../support/html_fixtures.hpp"
 #include "../support/subprocess.hpp"
 #include "report/final_summary.hpp"
-#include "report/html_text.hpp"
-#include "report/plot_data.hpp"
-#include "report/svg_plot.hpp"
+#include "report/html/html_text.hpp"
+#include "report/html/plot_data.hpp"
+#include "report/html/svg_plot.hpp"
 
 namespace traceml::report {
 namespace {

@@ -1,9 +1,9 @@
 // final_summary.html is drawn last, in a child process with a time and a
-// memory limit (report/page_process.hpp, issue 30): a page that never ends,
+// memory limit (report/html/page_process.hpp, issue 30): a page that never ends,
 // crashes or wants all memory costs one line, never the JSON and the text,
 // and write_run_report returns within the limit. TRACEML_TEST_PAGE_FAULT
 // makes the child fail on demand.
-#include "report/page_process.hpp"
+#include "report/html/page_process.hpp"
 
 #include <gtest/gtest.h>
 #include <stdlib.h>

@@ -17,8 +17,8 @@
 
 #include "../support/degenerate_runs.hpp"
 #include "report/chrome_trace.hpp"
-#include "report/html_plots.hpp"
-#include "report/plot_data.hpp"
+#include "report/html/html_plots.hpp"
+#include "report/html/plot_data.hpp"
 #include "report/summary_view.hpp"
 #include "store/jsonl_reader.hpp"
 

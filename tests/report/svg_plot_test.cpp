@@ -1,9 +1,9 @@
-// The axes of the HTML report's plots (report/svg_plot.hpp): nice_ticks
+// The axes of the HTML report's plots (report/html/svg_plot.hpp): nice_ticks
 // must end and give a usable axis for any finite values -- issue 30's
 // report never returned because a range one ulp wide (83.386 and the next
 // double, from quantile interpolation) made its tick loop add a step too
 // small to change the tick.
-#include "report/svg_plot.hpp"
+#include "report/html/svg_plot.hpp"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // here by hand. The fixtures are the reference inputs of spec §5.8 (bert_finetune
 // INPUT-BOUND, the 4-rank / 2-node INPUT STRAGGLER of the guide, the CPU-only
 // quickstart, NOT ENOUGH STEP DATA) written as schema-1.7 payloads.
-#include "report/text_report.hpp"
+#include "report/text/text_report.hpp"
 
 #include <cmath>
 #include <cstddef>

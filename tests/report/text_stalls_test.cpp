@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../support/subprocess.hpp"
-#include "report/text_report.hpp"
+#include "report/text/text_report.hpp"
 
 namespace traceml::report {
 namespace {

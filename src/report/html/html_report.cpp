@@ -1,17 +1,17 @@
-#include "report/html_report.hpp"
+#include "report/html/html_report.hpp"
 
 #include <optional>
 #include <vector>
 
-#include "report/html_plots.hpp"
-#include "report/html_text.hpp"
-#include "report/plot_data.hpp"
+#include "report/html/html_plots.hpp"
+#include "report/html/html_text.hpp"
+#include "report/html/plot_data.hpp"
 #include "report/summary_view.hpp"
-#include "report/text_format.hpp"
-#include "report/text_layout.hpp"
-#include "report/text_report.hpp"
-#include "report/text_run_context.hpp"
-#include "report/text_verdict.hpp"
+#include "report/text/text_format.hpp"
+#include "report/text/text_layout.hpp"
+#include "report/text/text_report.hpp"
+#include "report/text/text_run_context.hpp"
+#include "report/text/text_verdict.hpp"
 
 namespace traceml::report {
 

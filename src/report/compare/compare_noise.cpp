@@ -1,4 +1,4 @@
-#include "report/compare_noise.hpp"
+#include "report/compare/compare_noise.hpp"
 
 #include <cmath>
 
@@ -6,7 +6,7 @@
 #include "analysis/number_format.hpp"
 #include "analysis/thresholds.hpp"
 #include "report/json_read.hpp"
-#include "report/text_format.hpp"
+#include "report/text/text_format.hpp"
 
 namespace traceml::report {
 

@@ -1,4 +1,4 @@
-#include "report/html_plots.hpp"
+#include "report/html/html_plots.hpp"
 
 #include <algorithm>
 #include <array>
@@ -11,8 +11,8 @@
 
 #include "analysis/number_format.hpp"
 #include "analysis/order_statistics.hpp"
-#include "report/html_text.hpp"
-#include "report/svg_plot.hpp"
+#include "report/html/html_text.hpp"
+#include "report/html/svg_plot.hpp"
 
 namespace traceml::report {
 

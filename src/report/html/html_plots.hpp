@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "report/plot_data.hpp"
+#include "report/html/plot_data.hpp"
 #include "report/summary_view.hpp"
 
 namespace traceml::report {

@@ -1,14 +1,14 @@
-#include "report/compare_gate.hpp"
+#include "report/compare/compare_gate.hpp"
 
 #include <cmath>
 #include <utility>
 
 #include "analysis/number_format.hpp"
 #include "analysis/summary_keys.hpp"
-#include "report/compare_noise.hpp"
-#include "report/html_text.hpp"
+#include "report/compare/compare_noise.hpp"
+#include "report/html/html_text.hpp"
 #include "report/json_read.hpp"
-#include "report/text_format.hpp"
+#include "report/text/text_format.hpp"
 
 namespace traceml::report {
 

@@ -1,4 +1,4 @@
-#include "report/text_verdict.hpp"
+#include "report/text/text_verdict.hpp"
 
 #include <string>
 #include <vector>
@@ -7,8 +7,8 @@
 #include "analysis/h2d_advice.hpp"
 #include "analysis/number_format.hpp"
 #include "analysis/slow_window.hpp"
-#include "report/text_format.hpp"
-#include "report/text_layout.hpp"
+#include "report/text/text_format.hpp"
+#include "report/text/text_layout.hpp"
 
 namespace traceml::report {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "report/compare.hpp"
+#include "report/compare/compare.hpp"
 
 namespace traceml::report {
 

@@ -1,4 +1,4 @@
-#include "report/plot_data.hpp"
+#include "report/html/plot_data.hpp"
 
 #include <algorithm>
 #include <cmath>

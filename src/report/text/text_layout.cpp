@@ -1,4 +1,4 @@
-#include "report/text_layout.hpp"
+#include "report/text/text_layout.hpp"
 
 #include <algorithm>
 #include <utility>

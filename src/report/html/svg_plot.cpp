@@ -1,4 +1,4 @@
-#include "report/svg_plot.hpp"
+#include "report/html/svg_plot.hpp"
 
 #include <algorithm>
 #include <array>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "report/html_text.hpp"
+#include "report/html/html_text.hpp"
 
 namespace traceml::report::svg {
 

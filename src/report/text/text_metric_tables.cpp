@@ -1,4 +1,4 @@
-#include "report/text_metric_tables.hpp"
+#include "report/text/text_metric_tables.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -6,7 +6,7 @@
 
 #include "analysis/diagnosis_kind.hpp"
 #include "analysis/number_format.hpp"
-#include "report/text_format.hpp"
+#include "report/text/text_format.hpp"
 
 namespace traceml::report {
 

@@ -1,4 +1,4 @@
-#include "report/html_text.hpp"
+#include "report/html/html_text.hpp"
 
 #include "model/text.hpp"
 

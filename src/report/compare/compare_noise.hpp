@@ -18,7 +18,7 @@
 #include <optional>
 #include <string>
 
-#include "report/compare_result.hpp"
+#include "report/compare/compare_result.hpp"
 
 namespace traceml::report {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <utility>
 
-#include "report/compare_result.hpp"
+#include "report/compare/compare_result.hpp"
 
 namespace traceml::report {
 

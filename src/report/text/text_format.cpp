@@ -1,4 +1,4 @@
-#include "report/text_format.hpp"
+#include "report/text/text_format.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 
 #include "analysis/number_format.hpp"
 #include "report/summary_view.hpp"
-#include "report/text_layout.hpp"
+#include "report/text/text_layout.hpp"
 
 namespace traceml::report {
 

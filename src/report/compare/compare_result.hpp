@@ -135,7 +135,7 @@ struct TopChange {
   const char* significance = "context";  ///< material or context
 };
 
-/// (Not `Verdict`: report/text_verdict.hpp has one, and two types of one
+/// (Not `Verdict`: report/text/text_verdict.hpp has one, and two types of one
 /// name in one namespace break the one-definition rule; ASan caught it.)
 struct CompareVerdict {
   VerdictStatus status = VerdictStatus::Inconclusive;

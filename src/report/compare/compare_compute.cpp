@@ -15,11 +15,11 @@
 #include "analysis/number_format.hpp"
 #include "analysis/summary_keys.hpp"
 #include "analysis/thresholds.hpp"
-#include "report/compare.hpp"
-#include "report/compare_noise.hpp"
+#include "report/compare/compare.hpp"
+#include "report/compare/compare_noise.hpp"
 #include "report/json_read.hpp"
 #include "report/summary_view.hpp"
-#include "report/text_format.hpp"
+#include "report/text/text_format.hpp"
 
 namespace traceml::report {
 

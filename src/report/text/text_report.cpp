@@ -77,7 +77,7 @@
 //   title and the "Next:" label in bold, Scope and Full evidence dim. Colour
 //   codes wrap only unpadded tokens, and widths are measured without them,
 //   so the visible text never changes.
-#include "report/text_report.hpp"
+#include "report/text/text_report.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -89,12 +89,12 @@
 #include "model/text.hpp"
 #include "report/summary_json.hpp"
 #include "report/summary_view.hpp"
-#include "report/text_format.hpp"
-#include "report/text_layout.hpp"
-#include "report/text_metric_tables.hpp"
-#include "report/text_run_context.hpp"
-#include "report/text_step_timing.hpp"
-#include "report/text_verdict.hpp"
+#include "report/text/text_format.hpp"
+#include "report/text/text_layout.hpp"
+#include "report/text/text_metric_tables.hpp"
+#include "report/text/text_run_context.hpp"
+#include "report/text/text_step_timing.hpp"
+#include "report/text/text_verdict.hpp"
 
 namespace traceml::report {
 

@@ -1,4 +1,4 @@
-#include "report/text_run_context.hpp"
+#include "report/text/text_run_context.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -9,7 +9,7 @@
 
 #include "analysis/number_format.hpp"
 #include "model/run_end_state.hpp"
-#include "report/text_format.hpp"
+#include "report/text/text_format.hpp"
 
 namespace traceml::report {
 

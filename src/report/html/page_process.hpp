@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "model/telemetry.hpp"
-#include "report/html_report.hpp"
+#include "report/html/html_report.hpp"
 #include "report/summary_json.hpp"
 
 namespace traceml::report {

@@ -1,4 +1,4 @@
-#include "report/page_process.hpp"
+#include "report/html/page_process.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-#include "report/text_step_timing.hpp"
+#include "report/text/text_step_timing.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +13,7 @@
 #include "analysis/h2d_advice.hpp"
 #include "analysis/number_format.hpp"
 #include "analysis/summary_keys.hpp"
-#include "report/text_format.hpp"
+#include "report/text/text_format.hpp"
 
 namespace traceml::report {
 

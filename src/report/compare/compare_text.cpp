@@ -7,11 +7,11 @@
 #include "analysis/number_format.hpp"
 #include "analysis/summary_keys.hpp"
 #include "model/text.hpp"
-#include "report/compare.hpp"
-#include "report/compare_noise.hpp"
+#include "report/compare/compare.hpp"
+#include "report/compare/compare_noise.hpp"
 #include "report/json_read.hpp"
-#include "report/text_format.hpp"
-#include "report/text_layout.hpp"
+#include "report/text/text_format.hpp"
+#include "report/text/text_layout.hpp"
 
 namespace traceml::report {
 

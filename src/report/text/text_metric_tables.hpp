@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "report/summary_view.hpp"
-#include "report/text_layout.hpp"
+#include "report/text/text_layout.hpp"
 
 namespace traceml::report {
 

@@ -5,11 +5,11 @@
 #include <cctype>
 #include <filesystem>
 
-#include "report/compare.hpp"
-#include "report/compare_noise.hpp"
+#include "report/compare/compare.hpp"
+#include "report/compare/compare_noise.hpp"
 #include "report/json_read.hpp"
-#include "report/text_format.hpp"
-#include "report/text_layout.hpp"
+#include "report/text/text_format.hpp"
+#include "report/text/text_layout.hpp"
 
 namespace traceml::report {
 
