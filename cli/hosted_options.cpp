@@ -40,6 +40,7 @@ launcher::HostOptions host_options_of(const HostedArgs& a) {
   o.interval_s = a.interval;
   o.live = a.mode != "summary";
   o.page_limits = a.page_limits;
+  o.process_ends_with_run = true;  // the command returns to main() after the run
   return o;
 }
 

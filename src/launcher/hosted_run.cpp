@@ -78,7 +78,16 @@ void HostedRun::abandon() {
 RunEnd HostedRun::end(std::chrono::steady_clock::time_point deadline, int expected_ranks,
                       store::RunOutcome outcome) {
   RunEnd e = end_run(*collector_, run_dir_, options_.window, deadline, expected_ranks,
-                     std::move(outcome), options_.page_limits);
+                     std::move(outcome), options_.page_limits, options_.process_ends_with_run);
+  if (options_.process_ends_with_run) {
+    // Its threads and database are closed here, as its destructor would.
+    try {
+      collector_->finish(std::chrono::steady_clock::now());
+      keep_until_exit(std::shared_ptr<const void>(std::move(collector_)));
+    } catch (const std::exception&) {
+      // Not finished: destroyed below, which finishes it.
+    }
+  }
   collector_.reset();
   return e;
 }

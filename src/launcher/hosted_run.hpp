@@ -50,6 +50,9 @@ struct HostOptions {
   /// How long and in how much memory final_summary.html may draw
   /// (TRACEML_PAGE_TIMEOUT_S, TRACEML_PAGE_MEMORY_MB, read by the CLI).
   report::PageLimits page_limits;
+  /// The process exits when the run ends (the CLI's run and serve): the
+  /// collector and the run in memory are kept, not freed (keep_until_exit).
+  bool process_ends_with_run = false;
 };
 
 /// The collector of a run, its live view and its end. Both commands' flows

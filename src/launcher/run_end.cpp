@@ -6,6 +6,8 @@
 #include <future>
 #include <iostream>
 #include <iterator>
+#include <memory>
+#include <mutex>
 #include <set>
 
 #include <fmt/format.h>
@@ -58,8 +60,8 @@ double unix_now() {
 
 RunEnd end_run(collector::Collector& collector, const std::filesystem::path& run_dir,
                std::int64_t window, std::chrono::steady_clock::time_point deadline,
-               int expected_ranks, store::RunOutcome outcome,
-               const report::PageLimits& page_limits) {
+               int expected_ranks, store::RunOutcome outcome, const report::PageLimits& page_limits,
+               bool process_ends_after) {
   RunEnd end;
   EndTimer timer;
   try {
@@ -72,7 +74,8 @@ RunEnd end_run(collector::Collector& collector, const std::filesystem::path& run
   // The end of the run is diagnosed from the run held in memory, not read
   // back from the database (`traceml report RUN_DIR` gives the same bytes),
   // on a thread of its own while the writer stores the rest.
-  const store::RunData run_data = collector.take_run();
+  const auto held = std::make_shared<const store::RunData>(collector.take_run());
+  const store::RunData& run_data = *held;
   end.exits = outcome.ranks;
   {
     std::set<int> stepped;
@@ -128,8 +131,22 @@ RunEnd end_run(collector::Collector& collector, const std::filesystem::path& run
     warn(std::string("no summary written: ") + e.what());
   }
   end.artifacts.push_back("manifest.json");
+  if (process_ends_after) keep_until_exit(held);
   timer.report();
   return end;
+}
+
+void keep_until_exit(std::shared_ptr<const void> p) {
+  // Never destroyed, on purpose: what it holds stays reachable (no leak to a
+  // leak checker) and is never freed.
+  static auto* const kept = new std::vector<std::shared_ptr<const void>>();
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lk(mu);
+  try {
+    kept->push_back(std::move(p));
+  } catch (const std::bad_alloc&) {
+    // Freed here instead: slower, never wrong.
+  }
 }
 
 void write_manifest(const std::filesystem::path& run_dir, const report::Json& manifest) {

@@ -50,19 +50,22 @@ void write_run_report(FinalSummary& f, const std::string& dir, const model::Tele
   }
   // The summary as it reads once the page exists: the page shows this text.
   FinalSummary named = f;
-  // The JSON and the text first, naming no page: whatever drawing the page
-  // does (a loop that never ends, memory without bound, a crash), they are
-  // already on disk.
+  // The page's child starts first and draws while this process writes the
+  // JSON and the text, naming no page: whatever drawing the page does (a
+  // loop that never ends, memory without bound, a crash), they are on disk
+  // before the page is waited for. (A child killed on the way out if writing
+  // them throws.)
+  HtmlOptions opts;
+  opts.run_dir = named.text_options.run_dir;
+  opts.step_window = named.step_window.get();
+  PageChild child(named.json, telemetry, opts, page_limits);
   f.text_options.html_hint.clear();
   f.text = render_text(f.json, f.text_options);
   f.json["text"] = f.text;
   write_final_summary(f, dir);
 
   const fs::path page_path = fs::path(dir) / "final_summary.html";
-  HtmlOptions opts;
-  opts.run_dir = named.text_options.run_dir;
-  opts.step_window = named.step_window.get();
-  const DrawnPage drawn = draw_page_in_child(named.json, telemetry, opts, page_limits);
+  const DrawnPage drawn = child.finish();
   std::optional<std::string> error;
   if (drawn.page) {
     try {

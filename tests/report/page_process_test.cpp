@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,7 @@
 #include "../support/html_fixtures.hpp"
 #include "../support/subprocess.hpp"
 #include "model/env_contract.hpp"
+#include "report/atomic_file.hpp"
 #include "report/final_summary.hpp"
 
 namespace traceml::report {
@@ -127,6 +129,41 @@ TEST(PageProcess, APageThatNeverEndsIsStoppedAtItsTimeLimit) {
   EXPECT_GE(o.seconds, 0.9);
   EXPECT_LT(o.seconds, 10.0);
   expect_summary_without_page(run, o.f);
+}
+
+/// No child of this test process is left, running or unreaped.
+bool no_child_left() {
+  return ::waitpid(-1, nullptr, WNOHANG) < 0 && errno == ECHILD;
+}
+
+TEST(PageProcess, AChildNotWaitedForIsStoppedAndReaped) {
+  // The end of a run starts the page's child, then writes the JSON and the
+  // text: when that throws, the child is killed and reaped on the way out.
+  ScopedEnv fault(model::env::kTestPageFault, "hang");
+  RunShape shape;
+  const model::Telemetry t = synthetic_run(shape);
+  const auto start = Clock::now();
+  {
+    PageChild child(summary_of(t, shape).json, &t, HtmlOptions{}, PageLimits{});
+    ASSERT_FALSE(no_child_left());
+  }
+  EXPECT_TRUE(no_child_left());
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 10.0);
+}
+
+TEST(PageProcess, AFailedWriteWhileThePageDrawsLeavesNoChild) {
+  ScopedEnv fault(model::env::kTestPageFault, "hang");
+  testing::TempDir dir;
+  const fs::path run = dir.path() / "run";
+  std::ofstream(run.string()) << "a file where the run directory would go";
+  RunShape shape;
+  const model::Telemetry t = synthetic_run(shape);
+  FinalSummary f = summary_of(t, shape);
+  const auto start = Clock::now();
+  EXPECT_THROW(write_run_report(f, run.string(), &t, PageLimits{}), WriteError);
+  EXPECT_TRUE(no_child_left());
+  // Not the page's 60 s: the child was stopped, not waited for.
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 10.0);
 }
 
 TEST(PageProcess, APageThatCrashesCostsOneLine) {

@@ -158,15 +158,15 @@ PageLimits page_limits_from(const std::optional<std::string>& timeout_s,
   return l;
 }
 
-DrawnPage draw_page_in_child(const Json& summary, const model::Telemetry* run,
-                             const HtmlOptions& opts, const PageLimits& limits) {
-  DrawnPage out;
+PageChild::PageChild(const Json& summary, const model::Telemetry* run, const HtmlOptions& opts,
+                     const PageLimits& limits)
+    : limits_(limits), deadline_(Clock::now() + limits.time) {
   const std::uint64_t held = limits.memory_bytes > 0 ? address_space_now() : 0;
   const std::uint64_t address_space = limits.memory_bytes > 0 ? held + limits.memory_bytes : 0;
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
-    out.error = std::string("cannot open a pipe to draw it: ") + std::strerror(errno);
-    return out;
+    error_ = std::string("cannot open a pipe to draw it: ") + std::strerror(errno);
+    return;
   }
   // Every signal blocked across the fork, and in the child for good: the
   // child must not run the parent's handlers (a launcher's self-pipe, a
@@ -185,27 +185,49 @@ DrawnPage draw_page_in_child(const Json& summary, const model::Telemetry* run,
   ::close(fds[1]);
   if (pid < 0) {
     ::close(fds[0]);
-    out.error = std::string("cannot start a process to draw it: ") + std::strerror(fork_errno);
+    error_ = std::string("cannot start a process to draw it: ") + std::strerror(fork_errno);
+    return;
+  }
+  pid_ = pid;
+  fd_ = fds[0];
+}
+
+PageChild::~PageChild() {
+  // Not finished (the caller failed between start and finish): stopped and
+  // reaped, never left behind.
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    while (::waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (fd_ >= 0) ::close(fd_);
+}
+
+DrawnPage PageChild::finish() {
+  DrawnPage out;
+  if (pid_ <= 0) {
+    out.error = error_.empty() ? "drawing it ended without a page" : error_;
     return out;
   }
-
-  const auto deadline = Clock::now() + limits.time;
+  const PageLimits& limits = limits_;
+  const int fd = fd_;
+  const pid_t pid = pid_;
   std::string got;
   bool timed_out = false;
   bool eof = false;
   char buf[65536];
   while (!eof) {
     const auto left =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline_ - Clock::now()).count();
     if (left <= 0) {
       timed_out = true;
       break;
     }
-    pollfd p{fds[0], POLLIN, 0};
+    pollfd p{fd, POLLIN, 0};
     const int ready = ::poll(&p, 1, int(std::min<std::int64_t>(left, 1000)));
     if (ready < 0 && errno != EINTR) break;
     if (ready <= 0) continue;
-    const ssize_t n = ::read(fds[0], buf, sizeof buf);
+    const ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0) {
       if (errno == EINTR) continue;
       break;
@@ -219,11 +241,13 @@ DrawnPage draw_page_in_child(const Json& summary, const model::Telemetry* run,
     if (limits.memory_bytes > 0 && got.size() > kHeader + limits.memory_bytes) break;
   }
   if (!eof) ::kill(pid, SIGKILL);
-  ::close(fds[0]);
+  ::close(fd);
+  fd_ = -1;
   int status = 0;
   pid_t reaped;
   while ((reaped = ::waitpid(pid, &status, 0)) < 0 && errno == EINTR) {
   }
+  pid_ = -1;
   // A program that ignores SIGCHLD has its children reaped for it (ECHILD):
   // the message alone then says whether the page came whole.
 
@@ -258,6 +282,12 @@ DrawnPage draw_page_in_child(const Json& summary, const model::Telemetry* run,
     out.error = "drawing it ended without a page";
   }
   return out;
+}
+
+DrawnPage draw_page_in_child(const Json& summary, const model::Telemetry* run,
+                             const HtmlOptions& opts, const PageLimits& limits) {
+  PageChild child(summary, run, opts, limits);
+  return child.finish();
 }
 
 }  // namespace traceml::report

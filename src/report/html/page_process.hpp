@@ -57,4 +57,28 @@ struct DrawnPage {
 DrawnPage draw_page_in_child(const Json& summary, const model::Telemetry* run,
                              const HtmlOptions& opts, const PageLimits& limits);
 
+/// draw_page_in_child in two halves, so that the caller works while the page
+/// draws (the end of a run writes the JSON and the text meanwhile): the
+/// constructor forks the child (limits.time counts from here), finish()
+/// takes the page or says why not. A child not finished is killed and
+/// reaped by the destructor. Never throws.
+class PageChild {
+ public:
+  PageChild(const Json& summary, const model::Telemetry* run, const HtmlOptions& opts,
+            const PageLimits& limits);
+  ~PageChild();
+  PageChild(const PageChild&) = delete;
+  PageChild& operator=(const PageChild&) = delete;
+
+  /// Waits for the page until the deadline; once.
+  DrawnPage finish();
+
+ private:
+  PageLimits limits_;
+  std::chrono::steady_clock::time_point deadline_;
+  int pid_ = -1;
+  int fd_ = -1;
+  std::string error_;  ///< why no child was started
+};
+
 }  // namespace traceml::report
