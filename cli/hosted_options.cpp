@@ -1,5 +1,8 @@
 #include "hosted_options.hpp"
 
+#include <cstdlib>
+
+#include "model/env_contract.hpp"
 #include "model/env_values.hpp"
 #include "option_checks.hpp"
 #include "runtime/config.hpp"
@@ -31,6 +34,14 @@ std::optional<std::string> hosted_problem(const HostedArgs& a) {
         bad_name("--strategy", a.strategy, model::strategy_problem)})
     if (problem) return problem;
   return std::nullopt;
+}
+
+std::optional<std::string> run_token_from_environment(std::string& problem) {
+  const char* env = std::getenv(model::env::kRunToken);
+  if (env == nullptr || *env == '\0') return std::nullopt;
+  if (const auto why = model::token_problem(env))
+    problem = std::string(model::env::kRunToken) + " " + *why + "; fix or unset it";
+  return std::string(env);
 }
 
 launcher::HostOptions host_options_of(const HostedArgs& a) {

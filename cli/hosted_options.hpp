@@ -47,6 +47,11 @@ void add_report_options(CLI::App* cmd, HostedArgs& a, const HostedHelp& help);
 /// checks that last, and `run --disable` writes none); a message, or none.
 std::optional<std::string> hosted_problem(const HostedArgs& a);
 
+/// TRACEML_RUN_TOKEN, read for both commands with one message: the value
+/// when it is set and not empty, else std::nullopt. An unusable value sets
+/// `problem` ("TRACEML_RUN_TOKEN is 2000 bytes; ...; fix or unset it").
+std::optional<std::string> run_token_from_environment(std::string& problem);
+
 /// The host's options from the shared ones; the run directory, the address
 /// and the token are the command's.
 launcher::HostOptions host_options_of(const HostedArgs& a);

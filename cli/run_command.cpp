@@ -140,11 +140,7 @@ launcher::LaunchPlan plan_of(const RunArgs& a) {
 /// and other programs do not. Nodes other than 0 cannot be told a random one,
 /// so a multi-node run derives it from the run name. Sets `problem`.
 std::string run_token(const RunArgs& a, const std::string& run_name, std::string& problem) {
-  if (const char* env = std::getenv(model::env::kRunToken); env != nullptr && *env != '\0') {
-    if (const auto why = model::token_problem(env))
-      problem = std::string(model::env::kRunToken) + " " + *why;
-    return env;
-  }
+  if (auto token = run_token_from_environment(problem)) return *token;
   return a.nnodes > 1 ? "run:" + run_name : transport::random_run_token();
 }
 

@@ -88,12 +88,7 @@ std::string read_token(const ServeArgs& a, std::string& problem) {
       problem = "the token in " + a.token_file + " " + *bad;
     return token;
   }
-  const char* env = std::getenv(model::env::kRunToken);
-  if (env == nullptr || *env == '\0') return "";
-  const std::string token = env;
-  if (const auto bad = model::token_problem(token))
-    problem = std::string(model::env::kRunToken) + " " + *bad + "; fix or unset it";
-  return token;
+  return run_token_from_environment(problem).value_or("");
 }
 
 int serve(const ServeArgs& a) {
