@@ -6,7 +6,8 @@
 # end-of-run diagnosis; GNU time's figure, the largest of traceml and its
 # ranks, and the ranks are small), then the medians.
 #
-#   bench/end_of_run.sh TRACEML STEP_LOOP      (env: RANKS=64 STEPS=20000 REPEATS=3)
+#   bench/end_of_run.sh TRACEML STEP_LOOP      (env: RANKS=64 STEPS=20000 REPEATS=3;
+#                                               TRACEML_DEBUG=1 adds each run's phases)
 #
 # TRACEML and STEP_LOOP are binaries, so that two builds of traceml can be
 # compared with one step_loop: the ranks' side is not what is measured.
@@ -32,6 +33,8 @@ for i in $(seq 1 "$repeats"); do
     tail -5 "$work/err" >&2
     exit 1
   fi
+  # With TRACEML_DEBUG=1: where the end went (ingest, store, summary).
+  grep 'debug: end of run' "$work/err" >&2 || true
   rows=$(sqlite3 "$work/logs/r$i/telemetry.db" 'SELECT SUM(rows) FROM step_blocks' 2>/dev/null || echo '?')
   awk -v e="$ended" -v l="$last" -v m="$(cat "$work/rss")" -v i="$i" -v r="$rows" \
     'BEGIN { printf "%-4s %12.3f %12.1f %10s\n", i, e - l, m / 1024, r }' | tee -a "$work/table"
