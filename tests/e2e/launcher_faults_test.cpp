@@ -97,6 +97,10 @@ TEST_P(LauncherSignal, IsForwardedAndTheSummaryAndManifestAreWritten) {
   ChildProcess run(
       traceml_run(dir.path(), "sig", {kQuickstart, "--steps", "1000000", "--log-every", "20"}));
   wait_for_training(run, 3);
+  // Printing proves nothing was sent: on a fast machine the rank printed its
+  // lines before its sender's first flush (every 0.2 s) and the signal ended
+  // it with nothing shipped. Give the sender several intervals first.
+  std::this_thread::sleep_for(2s);
   run.signal(c.sig);
   const auto r = run.wait();
   EXPECT_EQ(r.exit_code, c.exit_code) << r.err;
