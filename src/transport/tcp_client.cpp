@@ -98,15 +98,17 @@ struct TcpClient::Impl {
   std::string error;
 
   // Runs the io_context until the one pending operation has completed (its
-  // handler sets `done`) or `deadline` passes. On the deadline the socket is
-  // closed, which completes the operation with operation_aborted, and that
-  // completion is run too, so no handler is left referring to the caller's
-  // stack. Returns whether the operation finished before the deadline.
+  // handler sets `done`) or `deadline` passes. On the deadline the operation
+  // is cancelled (the socket stays open) and its completion, with
+  // operation_aborted and what it did so far, is run too, so no handler is
+  // left referring to the caller's stack. Returns whether the operation
+  // finished before the deadline.
   bool run_until(Clock::time_point deadline, const bool& done) {
     io.restart();
     io.run_until(deadline);
     if (done) return true;
-    close_socket();
+    asio::error_code ignored;
+    socket.cancel(ignored);
     io.restart();
     io.run();
     return false;
@@ -143,6 +145,7 @@ bool TcpClient::connect(const std::string& host, std::uint16_t port,
                           result = ec;
                         });
     if (!s.run_until(deadline, done)) {
+      s.close_socket();
       s.error = "cannot connect to " + s.peer + ": no answer within " + ms_text(timeout);
       return false;
     }
@@ -169,16 +172,15 @@ bool TcpClient::connect(const std::string& host, std::uint16_t port,
   }
 }
 
-bool TcpClient::send_all(const std::uint8_t* data, std::size_t n,
-                         std::chrono::milliseconds timeout) {
+std::optional<std::size_t> TcpClient::send_some(const std::uint8_t* data, std::size_t n,
+                                                std::chrono::milliseconds timeout) {
   Impl& s = *impl_;
   if (!s.socket.is_open()) {
     s.error = "send to " + s.peer + " failed: not connected";
-    return false;
+    return std::nullopt;
   }
-  if (n == 0) return true;
+  if (n == 0) return 0;
   try {
-    const Clock::time_point deadline = Clock::now() + timeout;
     bool done = false;
     asio::error_code result;
     std::size_t written = 0;
@@ -191,26 +193,38 @@ bool TcpClient::send_all(const std::uint8_t* data, std::size_t n,
                         result = ec;
                         written = k;
                       });
-    if (!s.run_until(deadline, done)) {
-      s.error = "send to " + s.peer + " timed out after " + ms_text(timeout) + " (" +
-                std::to_string(written) + " of " + std::to_string(n) + " bytes written)";
-      return false;
-    }
-    if (result) {
+    // On the deadline the write is cancelled: `written` is what went out.
+    s.run_until(Clock::now() + timeout, done);
+    if (result && result != asio::error::operation_aborted) {
       s.close_socket();
       s.error = "send to " + s.peer + " failed: " + result.message();
-      return false;
+      return std::nullopt;
     }
-    return true;
+    if (written < n)
+      s.error = "send to " + s.peer + ": the peer took " + std::to_string(written) + " of " +
+                std::to_string(n) + " bytes in " + ms_text(timeout);
+    return written;
   } catch (const std::exception& e) {
     s.close_socket();
     s.error = "send to " + s.peer + " failed: " + e.what();
-    return false;
+    return std::nullopt;
   } catch (...) {
     s.close_socket();
     s.error = "send to " + s.peer + " failed: unknown failure";
-    return false;
+    return std::nullopt;
   }
+}
+
+bool TcpClient::send_all(const std::uint8_t* data, std::size_t n,
+                         std::chrono::milliseconds timeout) {
+  const std::optional<std::size_t> written = send_some(data, n, timeout);
+  if (!written) return false;
+  if (*written == n) return true;
+  // A frame cut here would be misread: the connection cannot be used again.
+  impl_->close_socket();
+  impl_->error = "send to " + impl_->peer + " timed out after " + ms_text(timeout) + " (" +
+                 std::to_string(*written) + " of " + std::to_string(n) + " bytes written)";
+  return false;
 }
 
 void TcpClient::close() {

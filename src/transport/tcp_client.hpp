@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace traceml::transport {
@@ -25,6 +26,13 @@ class TcpClient {
   /// Writes all `n` bytes within `timeout`. On failure (peer gone, timeout)
   /// closes the connection, returns false and sets error().
   bool send_all(const std::uint8_t* data, std::size_t n, std::chrono::milliseconds timeout);
+  /// Writes as much of the `n` bytes as the peer takes within `timeout` and
+  /// returns how many went out. A slow peer is not a failure: the connection
+  /// stays open, and the caller writes the rest later (a frame cut here is
+  /// whole once the rest follows). On failure (peer gone, reset) closes the
+  /// connection, returns std::nullopt and sets error().
+  std::optional<std::size_t> send_some(const std::uint8_t* data, std::size_t n,
+                                       std::chrono::milliseconds timeout);
   /// Closes the connection (a no-op when not connected).
   void close();
   [[nodiscard]] bool connected() const;

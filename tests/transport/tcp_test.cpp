@@ -907,6 +907,57 @@ TEST(TcpTest, SendTimesOutWhenThePeerDoesNotRead) {
   EXPECT_NE(client.error().find(" timed out after 300 ms ("), std::string::npos) << client.error();
 }
 
+TEST(TcpTest, SendSomeKeepsTheConnectionToASlowPeerAndEveryByteArrivesOnce) {
+  // A peer that reads nothing for a second, then everything: send_some hands
+  // back what went out, keeps the socket, and the rest follows from where it
+  // stopped. Every byte arrives once, in order (the sender's "slow is not
+  // gone", issue 32).
+  const int lfd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(lfd, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(lfd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(lfd, 1), 0);
+  socklen_t len = sizeof a;
+  ASSERT_EQ(::getsockname(lfd, reinterpret_cast<sockaddr*>(&a), &len), 0);
+  TcpClient client;
+  ASSERT_TRUE(client.connect("127.0.0.1", ntohs(a.sin_port), kIoTimeout)) << client.error();
+  const int peer = ::accept(lfd, nullptr, nullptr);
+  ASSERT_GE(peer, 0);
+  Bytes data(48 * 1024 * 1024);
+  for (std::size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<std::uint8_t>(i % 251);
+  Bytes got;
+  std::thread reader([&] {
+    std::this_thread::sleep_for(1s);
+    std::vector<std::uint8_t> buf(1 << 16);
+    for (;;) {
+      const ssize_t k = ::read(peer, buf.data(), buf.size());
+      if (k <= 0) break;
+      got.insert(got.end(), buf.begin(), buf.begin() + k);
+    }
+  });
+  std::size_t sent = 0;
+  int short_writes = 0;
+  const Clock::time_point give_up = Clock::now() + kWait;
+  while (sent < data.size() && Clock::now() < give_up) {
+    const auto k = client.send_some(data.data() + sent, data.size() - sent, 100ms);
+    ASSERT_TRUE(k.has_value()) << client.error();
+    ASSERT_TRUE(client.connected());
+    if (sent + *k < data.size()) ++short_writes;
+    sent += *k;
+  }
+  client.close();
+  reader.join();
+  ::close(peer);
+  ::close(lfd);
+  EXPECT_GT(short_writes, 0) << "the peer never made a write wait: the test proved nothing";
+  EXPECT_EQ(sent, data.size());
+  ASSERT_EQ(got.size(), data.size());
+  EXPECT_TRUE(got == data);
+}
+
 TEST(TcpTest, BindErrorsAreOneLineWithTheFix) {
   Recorder rec;
   TcpServer first(options(), rec);
