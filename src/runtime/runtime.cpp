@@ -153,8 +153,13 @@ class Runtime {
     s.token = config_.token;
     s.identity = config_.identity;
     s.ns_per_scope = calibrate_ns_per_scope();
-    s.on_first_failure = [](const std::string& why) {
-      warn(why + "; training continues, telemetry is dropped");
+    s.on_first_failure = [kept =
+                              std::to_string(s.max_pending_bytes >> 20)](const std::string& why) {
+      warn(why + "; training continues, and telemetry waits for the collector (at most " + kept +
+           " MiB, then it is dropped and counted)");
+    };
+    s.on_first_drop = [](const std::string& why) {
+      warn(why + ": telemetry is dropped and counted from now on; training continues");
     };
     start_pipe_watch();
     s.gpu_clock = start_gpu_clock();
@@ -270,7 +275,13 @@ class Runtime {
     cv_.notify_all();
     if (sampler_.joinable()) sampler_.join();
     const auto deadline = Clock::now() + kFlushBudget;
-    if (sender_) sender_->stop(deadline);
+    if (sender_) {
+      sender_->stop(deadline);
+      // The count, once: a warning mid-run said only that it began.
+      if (const std::int64_t lost = sender_->records_dropped_total(); lost > 0)
+        warn(std::to_string(lost) + " telemetry record" + (lost == 1 ? " was" : "s were") +
+             " dropped on this rank and counted; training was not affected");
+    }
     if (standalone_) standalone_->finish(deadline + kFlushBudget);
     if (config_.debug) print_debug();
     stop_pipe_watch();  // last: the flush above may take seconds

@@ -32,6 +32,14 @@ WakeSignal& wake_signal() {
   return *w;
 }
 
+/// Whether a frame of type byte `t` holds a record (counted sent and
+/// dropped), not the rank's own state (heartbeat, tracer stats) or the Bye.
+bool holds_record(std::uint8_t t) {
+  return t != static_cast<std::uint8_t>(transport::frame_type_of<model::RankPosition>()) &&
+         t != static_cast<std::uint8_t>(transport::frame_type_of<model::TracerStats>()) &&
+         t != static_cast<std::uint8_t>(transport::FrameType::Bye);
+}
+
 milliseconds remaining(Clock::time_point deadline) {
   const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
   return std::max(left, milliseconds(0));
@@ -102,6 +110,12 @@ void Sender::add_record(const R& r) {
   if (pending_.size() > settings_.max_pending_bytes) {
     pending_.resize(before);
     dropped_.fetch_add(1);
+    if (!drop_warned_ && settings_.on_first_drop) {
+      drop_warned_ = true;
+      settings_.on_first_drop("the collector at " + settings_.host + ":" +
+                              std::to_string(settings_.port) + " is taking telemetry slower than " +
+                              "this rank makes it, and the sender's buffer is full");
+    }
     return;
   }
   ++pending_records_;
@@ -166,8 +180,12 @@ model::TracerStats Sender::full_stats() const {
   if (settings_.activity != nullptr)
     s.activity_lost = settings_.activity->records_lost() + pipeline_.activity_timeouts();
   s.records_sent = sent_.load() + pending_records_;
-  s.records_dropped = dropped_.load() + recorders_.dropped() + samples_.dropped();
+  s.records_dropped = records_dropped_total();
   return s;
+}
+
+std::int64_t Sender::records_dropped_total() const {
+  return dropped_.load() + recorders_.dropped() + samples_.dropped();
 }
 
 bool Sender::ensure_connected(Clock::time_point now, bool final_attempt) {
@@ -190,6 +208,8 @@ bool Sender::ensure_connected(Clock::time_point now, bool final_attempt) {
   }
   if (ok) {
     connected_at_ = Clock::now();
+    last_progress_ = connected_at_;
+    written_ = 0;
     return true;
   }
   warn_once("cannot reach");
@@ -212,20 +232,54 @@ void Sender::warn_once(const std::string& what) {
                              std::to_string(settings_.port) + " (" + client_.error() + ")");
 }
 
-bool Sender::flush(milliseconds timeout) {
-  if (pending_.empty()) return true;
-  if (!client_.send_all(pending_.data(), pending_.size(), timeout)) {
-    // The whole buffer is sent again on the next connection: frames that did
-    // arrive are then received twice, and a later duplicate of a step wins
-    // with the same values.
-    warn_once("lost the connection to");
-    retry_later();
+void Sender::connection_lost(const std::string& what) {
+  client_.close();
+  written_ = 0;  // a frame cut on this connection goes out whole on the next
+  warn_once(what);
+  retry_later();
+}
+
+bool Sender::flush(milliseconds budget) {
+  if (pending_.empty()) {
+    last_progress_ = Clock::now();  // nothing waits: the connection is not stalled
+    return true;
+  }
+  const auto written =
+      client_.send_some(pending_.data() + written_, pending_.size() - written_, budget);
+  if (!written) {
+    connection_lost("lost the connection to");
     return false;
   }
-  sent_.fetch_add(pending_records_);
-  pending_.clear();
-  pending_records_ = 0;
-  return true;
+  const auto now = Clock::now();
+  if (*written > 0) last_progress_ = now;
+  written_ += *written;
+  // Whole frames written leave the buffer; the collector has them or, if
+  // this connection breaks before it read them, loses them with it.
+  std::size_t whole = 0;
+  std::int64_t records = 0;
+  while (written_ - whole >= transport::kHeaderBytes) {
+    const std::uint8_t* h = pending_.data() + whole;
+    const std::size_t length = std::size_t(h[0]) | std::size_t(h[1]) << 8 |
+                               std::size_t(h[2]) << 16 | std::size_t(h[3]) << 24;
+    if (written_ - whole < transport::kHeaderBytes + length) break;
+    if (holds_record(h[4])) ++records;
+    whole += transport::kHeaderBytes + length;
+  }
+  if (whole > 0) {
+    pending_.erase(pending_.begin(), pending_.begin() + std::ptrdiff_t(whole));
+    written_ -= whole;
+    pending_records_ -= records;
+    sent_.fetch_add(records);
+  }
+  if (pending_.empty()) {
+    last_progress_ = now;
+    return true;
+  }
+  if (now - last_progress_ >= settings_.stall_timeout) {
+    connection_lost("lost the connection (no byte taken for " +
+                    std::to_string(settings_.stall_timeout.count() / 1000) + " s) to");
+  }
+  return false;
 }
 
 void Sender::loop() {
@@ -253,7 +307,9 @@ void Sender::loop() {
         add_control(full_stats());
         last_heartbeat = now;
       }
-      flush(settings_.send_timeout);
+      // A short budget: the rings are drained again at the next wake-up
+      // while a slow collector takes the rest.
+      flush(interval);
     }
     interval = next_interval(steps, now - last);
     last = now;

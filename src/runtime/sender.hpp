@@ -45,12 +45,23 @@ struct SenderSettings {
   /// 60,000 step records. Beyond it new records are dropped and counted.
   std::size_t max_pending_bytes = std::size_t{4} << 20;
   std::chrono::milliseconds connect_timeout{1000};
+  /// The handshake's deadline: a connection whose Hello does not go out in
+  /// this long is closed and tried again later.
   std::chrono::milliseconds send_timeout{2000};
+  /// A collector that is slow is not gone: the sender keeps its connection
+  /// and writes the rest at its next wake-up (nothing is sent twice). Only
+  /// when the collector takes no byte at all for this long is the connection
+  /// given up (a host that vanished, a collector that hangs).
+  std::chrono::milliseconds stall_timeout{30000};
   std::chrono::milliseconds backoff_min{100};
   std::chrono::milliseconds backoff_max{5000};
   /// Called once, on the sender thread, the first time the collector cannot
   /// be reached or the connection breaks (the runtime prints one warning).
   std::function<void(const std::string&)> on_first_failure;
+  /// Called once, on the sender thread, when the buffer is first full and a
+  /// record is dropped (the runtime prints one warning; the count comes at
+  /// the end, records_dropped_total()).
+  std::function<void(const std::string&)> on_first_drop;
   /// Called on the sender thread every flush interval (the runtime watches
   /// for a dead launcher's pipes there).
   std::function<void()> on_tick;
@@ -92,6 +103,9 @@ class Sender {
   /// Records lost in the sender (buffer full, unsent at the end); rings and
   /// the sample queue count their own.
   [[nodiscard]] std::int64_t records_dropped() const { return dropped_.load(); }
+  /// Every record this rank lost: in the sender, the training threads' rings
+  /// and the sample queue. Read after stop() for the rank's last word.
+  [[nodiscard]] std::int64_t records_dropped_total() const;
 
  private:
   void loop();
@@ -99,7 +113,14 @@ class Sender {
   std::size_t collect();
   void add_frame(transport::FrameType type, const std::vector<std::uint8_t>& payload);
   bool ensure_connected(std::chrono::steady_clock::time_point now, bool final_attempt);
-  bool flush(std::chrono::milliseconds timeout);
+  /// Writes what pending_ holds past written_ for up to `budget`; whole
+  /// frames written leave pending_ (their records counted sent). Returns
+  /// true when pending_ is empty. A connection that took nothing for
+  /// stall_timeout, or failed, is closed; its unfinished frame goes out
+  /// whole on the next one.
+  bool flush(std::chrono::milliseconds budget);
+  /// The connection ended (failed, or stalled): retry later, resend the cut frame whole.
+  void connection_lost(const std::string& what);
   /// Reports the first failure through settings_.on_first_failure; later ones
   /// stay silent (one warning per process, not one per step).
   void warn_once(const std::string& what);
@@ -129,8 +150,13 @@ class Sender {
 
   std::vector<RawStep> steps_;         // a flush's drained steps (kept: no allocation per flush)
   std::vector<GpuRawStep> gpu_;        // a flush's GPU records
-  std::vector<std::uint8_t> pending_;  // encoded frames not yet written
+  std::vector<std::uint8_t> pending_;  // encoded frames not yet written whole
   std::int64_t pending_records_ = 0;
+  /// Bytes at the front of pending_ written on the current connection: less
+  /// than one frame once flush() has taken the whole frames out.
+  std::size_t written_ = 0;
+  /// When the current connection last took a byte (or was made).
+  std::chrono::steady_clock::time_point last_progress_{};
   std::int64_t steps_drained_ = 0;
   std::int64_t scopes_drained_ = 0;
   std::chrono::milliseconds backoff_;
@@ -142,6 +168,7 @@ class Sender {
   /// backoff_min.
   void retry_later();
   bool warned_ = false;
+  bool drop_warned_ = false;
 
   std::atomic<std::int64_t> sent_{0};
   std::atomic<std::int64_t> dropped_{0};
