@@ -119,6 +119,9 @@ class Watch {
         told_ended_.erase(r.global_rank);
         continue;
       }
+      // Not yet: a rank whose connection broke is given the time to come
+      // back before it is called crashed (a starved collector, a network blip).
+      if (!r.said_bye && r.closed_s < kReconnectGraceSec) continue;
       if (!told_ended_.insert(r.global_rank).second) continue;
       if (!r.said_bye) {
         say("traceml: warning: rank " + std::to_string(r.global_rank) +
