@@ -1,0 +1,45 @@
+// A rank without a model, for end-to-end tests that need many rank processes
+// or many short steps cheaply (a starved collector, a program's exit status).
+// Each step fetches one item from a wrapped loader and holds a forward phase
+// for --step-us; then the program returns --exit.
+//
+//   tiny_rank [--steps N] [--step-us U] [--exit CODE]
+//
+// Its last line on stdout is "tiny_rank: <N> steps", after
+// traceml::shutdown(), so a test sees that the training itself finished.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include <traceml/traceml.hpp>
+
+namespace {
+
+long arg(int argc, char** argv, const char* name, long fallback) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], name) == 0) return std::strtol(argv[i + 1], nullptr, 10);
+  return fallback;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const long steps = arg(argc, argv, "--steps", 100);
+  const std::chrono::microseconds step(arg(argc, argv, "--step-us", 0));
+  const int code = static_cast<int>(arg(argc, argv, "--exit", 0));
+  traceml::init();
+  const std::vector<int> items(static_cast<std::size_t>(steps), 1);
+  long done = 0;
+  for (int item : traceml::wrap_dataloader(items)) {
+    traceml::StepScope s;
+    traceml::PhaseScope p(traceml::Phase::Forward);
+    if (step.count() > 0) std::this_thread::sleep_for(step * item);
+    ++done;
+  }
+  traceml::shutdown();
+  std::printf("tiny_rank: %ld steps\n", done);
+  return code;
+}
