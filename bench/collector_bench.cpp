@@ -52,6 +52,7 @@ void add_begins(Events&, long) {}
 std::vector<std::uint8_t> rank_stream(int rank, std::int64_t steps, const std::string& token) {
   std::vector<std::uint8_t> out;
   transport::Hello h;
+  h.protocol_version = 3;  // written whole, nothing read back: no Verdict wanted
   h.token = token;
   h.identity.global_rank = rank;
   h.identity.world_size = 64;

@@ -8,12 +8,13 @@
 
 namespace traceml::transport {
 
-// Hello and Bye carry no record; every other frame type is a record kind's
-// (model/record_kinds.hpp), named as its kind.
+// Hello, Bye and Verdict carry no record; every other frame type is a record
+// kind's (model/record_kinds.hpp), named as its kind.
 
 const char* frame_type_name(FrameType t) {
   if (t == FrameType::Hello) return "hello";
   if (t == FrameType::Bye) return "bye";
+  if (t == FrameType::Verdict) return "verdict";
   const char* name = "unknown";
   model::for_each_kind([&](const auto& row) {
     if (row.frame != 0 && row.frame == static_cast<std::uint8_t>(t)) name = row.name;
@@ -24,7 +25,8 @@ const char* frame_type_name(FrameType t) {
 std::optional<FrameType> frame_type_from_byte(std::uint8_t b) {
   std::optional<FrameType> type;
   if (b == static_cast<std::uint8_t>(FrameType::Hello) ||
-      b == static_cast<std::uint8_t>(FrameType::Bye))
+      b == static_cast<std::uint8_t>(FrameType::Bye) ||
+      b == static_cast<std::uint8_t>(FrameType::Verdict))
     type = static_cast<FrameType>(b);
   model::for_each_kind([&](const auto& row) {
     if (row.frame != 0 && row.frame == b) type = static_cast<FrameType>(b);

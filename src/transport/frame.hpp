@@ -24,6 +24,9 @@ enum class FrameType : std::uint8_t {
   Bye = 6,          ///< clean end of a rank's stream; empty payload
   TracerStats = 7,  ///< one model::TracerStats: the rank's own counters and cost
   Heartbeat = 8,    ///< one model::RankPosition, every interval (protocol 2)
+  /// Collector to rank: the answer to a Hello of protocol 4 or later,
+  /// accepted or refused with the reason (transport::Verdict).
+  Verdict = 9,
 };
 
 /// The storage name of a frame type, for error messages and logs.

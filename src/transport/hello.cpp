@@ -36,6 +36,27 @@ std::optional<Hello> decode_hello(const std::vector<std::uint8_t>& payload) {
   return h;
 }
 
+std::vector<std::uint8_t> encode_verdict(const Verdict& v) {
+  std::vector<std::uint8_t> out;
+  wire::Writer w(out);
+  w.u16(v.protocol_version);
+  w.u8(v.accepted ? 1 : 0);
+  w.str(v.accepted ? std::string() : v.reason.substr(0, kMaxStringBytes));
+  return out;
+}
+
+std::optional<Verdict> decode_verdict(const std::vector<std::uint8_t>& payload) {
+  wire::Reader r(payload.data(), payload.size());
+  Verdict v;
+  v.protocol_version = r.u16();
+  const std::uint8_t accepted = r.u8();
+  v.reason = r.str(kMaxStringBytes);
+  if (!r.ok() || r.pos() != payload.size() || accepted > 1) return std::nullopt;
+  v.accepted = accepted == 1;
+  if (v.accepted && !v.reason.empty()) return std::nullopt;
+  return v;
+}
+
 HelloCheck check_hello(const Hello& h, std::string_view expected_token) {
   if (!supported_protocol(h.protocol_version)) {
     return {"protocol version " + std::to_string(h.protocol_version) +

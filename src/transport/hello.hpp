@@ -22,8 +22,12 @@ namespace traceml::transport {
 /// ranks (they send none, so they are only ever "silent", never "stalled" in
 /// a phase). Version 3 added the Step's timeline block (its thread and each
 /// phase's begin); older ranks send none and their steps are drawn from
-/// durations alone.
-inline constexpr std::uint16_t kProtocolVersion = 3;
+/// durations alone. Version 4 made the socket two-way: the collector answers
+/// the Hello with a Verdict (accepted, or refused and why), and the rank
+/// sends records only once accepted; ranks of 1 to 3 get no Verdict.
+inline constexpr std::uint16_t kProtocolVersion = 4;
+/// The first version whose Hello the collector answers with a Verdict.
+inline constexpr std::uint16_t kVerdictProtocolVersion = 4;
 inline constexpr std::uint16_t kOldestProtocolVersion = 1;
 constexpr bool supported_protocol(std::uint16_t v) {
   return v >= kOldestProtocolVersion && v <= kProtocolVersion;
@@ -68,6 +72,25 @@ struct HelloCheck {
   std::optional<std::string> reason;
   [[nodiscard]] bool ok() const { return !reason.has_value(); }
 };
+
+/// The collector's answer to a Hello of protocol kVerdictProtocolVersion or
+/// later (a Verdict frame): the rank sends records only once accepted, and a
+/// refused rank prints the reason and trains on untraced.
+struct Verdict {
+  /// The newest protocol the collector speaks: a rank refused for its
+  /// version can tell which one to speak instead.
+  std::uint16_t protocol_version = kProtocolVersion;
+  bool accepted = true;
+  /// Why not, one line (empty when accepted).
+  std::string reason;
+};
+
+/// Payload of a Verdict frame: u16 protocol version, u8 accepted (0 or 1),
+/// reason string (at most kMaxStringBytes; a longer one is cut).
+std::vector<std::uint8_t> encode_verdict(const Verdict& v);
+/// std::nullopt for a malformed payload (trailing bytes, accepted not 0 or 1,
+/// an accepted verdict with a reason).
+std::optional<Verdict> decode_verdict(const std::vector<std::uint8_t>& payload);
 
 /// Accepts `h` when it speaks kProtocolVersion and carries `expected_token`.
 /// The token is compared in time independent of where it differs, and the

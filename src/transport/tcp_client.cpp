@@ -1,7 +1,13 @@
 #include "transport/tcp_client.hpp"
 
+#include <poll.h>
+#include <sys/socket.h>
+
+#include <algorithm>
 #include <asio.hpp>
+#include <cerrno>
 #include <condition_variable>
+#include <cstring>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -225,6 +231,28 @@ bool TcpClient::send_all(const std::uint8_t* data, std::size_t n,
   impl_->error = "send to " + impl_->peer + " timed out after " + ms_text(timeout) + " (" +
                  std::to_string(*written) + " of " + std::to_string(n) + " bytes written)";
   return false;
+}
+
+std::optional<std::size_t> TcpClient::receive_some(std::uint8_t* data, std::size_t n,
+                                                   std::chrono::milliseconds timeout) {
+  Impl& s = *impl_;
+  if (!s.socket.is_open()) {
+    s.error = "receive from " + s.peer + " failed: not connected";
+    return std::nullopt;
+  }
+  if (n == 0) return 0;
+  // A plain poll() and recv(): the sender reads a few bytes now and then
+  // (the collector's answers), never while a write of its own is pending.
+  pollfd p{s.socket.native_handle(), POLLIN, 0};
+  const int ready = ::poll(&p, 1, static_cast<int>(std::max<std::int64_t>(0, timeout.count())));
+  if (ready == 0 || (ready < 0 && errno == EINTR)) return 0;
+  const ssize_t k = ready > 0 ? ::recv(p.fd, data, n, MSG_DONTWAIT) : -1;
+  if (k > 0) return static_cast<std::size_t>(k);
+  if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+  s.error = k == 0 ? "the collector at " + s.peer + " closed the connection"
+                   : "receive from " + s.peer + " failed: " + std::strerror(errno);
+  s.close_socket();
+  return std::nullopt;
 }
 
 void TcpClient::close() {

@@ -33,6 +33,12 @@ class TcpClient {
   /// connection, returns std::nullopt and sets error().
   std::optional<std::size_t> send_some(const std::uint8_t* data, std::size_t n,
                                        std::chrono::milliseconds timeout);
+  /// Reads what the peer has sent, up to `n` bytes, waiting at most
+  /// `timeout` for the first byte (0: only what is there). Returns how many
+  /// were read (0: none yet). When the peer has closed, or on failure,
+  /// closes the connection, returns std::nullopt and sets error().
+  std::optional<std::size_t> receive_some(std::uint8_t* data, std::size_t n,
+                                          std::chrono::milliseconds timeout);
   /// Closes the connection (a no-op when not connected).
   void close();
   [[nodiscard]] bool connected() const;

@@ -171,6 +171,8 @@ struct TcpServer::Impl {
   void on_end_of_stream(const ConnectionPtr& c);
   bool on_frame(const ConnectionPtr& c, const Frame& frame);
   bool on_hello_frame(const ConnectionPtr& c, const Frame& frame);
+  bool answer(const ConnectionPtr& c, const Hello& hello,
+              const std::optional<std::string>& refused);
   void end(const ConnectionPtr& c, bool clean, const std::string& reason);
   void fail(const ConnectionPtr& c, Rejection kind, const std::string& reason);
   bool close(const ConnectionPtr& c);
@@ -364,6 +366,7 @@ bool TcpServer::Impl::on_hello_frame(const ConnectionPtr& c, const Frame& frame)
   }
   const HelloCheck check = check_hello(*hello, options.token);
   if (!check.ok()) {
+    answer(c, *hello, check.reason);
     fail(c,
          !supported_protocol(hello->protocol_version) ? Rejection::ProtocolVersion
                                                       : Rejection::WrongToken,
@@ -383,11 +386,34 @@ bool TcpServer::Impl::on_hello_frame(const ConnectionPtr& c, const Frame& frame)
   } catch (const std::exception& e) {
     refused = std::string("the collector failed on the hello: ") + e.what();
   }
+  if (!answer(c, *hello, refused) && !refused) refused = "could not answer the hello";
   if (refused) {
     // Handshaken already: the handler hears of the end through on_closed.
     end(c, false, *refused);
     return false;
   }
+  return true;
+}
+
+bool TcpServer::Impl::answer(const ConnectionPtr& c, const Hello& hello,
+                             const std::optional<std::string>& refused) {
+  if (hello.protocol_version < kVerdictProtocolVersion) return true;  // it reads nothing
+  Verdict v;
+  v.accepted = !refused;
+  if (refused) v.reason = *refused;
+  const auto bytes = encode_frame(FrameType::Verdict, encode_verdict(v));
+  if (!bytes) return false;
+  // A few dozen bytes on a connection that has carried nothing our way: the
+  // socket buffer takes them at once, without a write queue. A rank of
+  // protocol 4 sends nothing after its Hello until it has read this, so a
+  // refusal's close finds no unread bytes and ends with a FIN, not a reset
+  // that could discard the verdict before the rank reads it.
+  asio::error_code ec;
+  c->socket.non_blocking(true, ec);
+  std::size_t n = 0;
+  if (!ec) n = c->socket.write_some(asio::buffer(*bytes), ec);
+  if (ec || n != bytes->size()) return false;
+  if (refused) c->socket.shutdown(tcp::socket::shutdown_send, ec);
   return true;
 }
 

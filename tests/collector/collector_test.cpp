@@ -85,8 +85,14 @@ model::RankIdentity identity(int rank) {
   return id;
 }
 
+/// A Hello of protocol 3: these streams are written whole and read nothing
+/// back, and a peer of protocol 4 that closes with its Verdict unread resets
+/// the connection, which loses what the collector had not read yet.
+constexpr std::uint16_t kStreamProtocol = 3;
+
 Bytes hello(const model::RankIdentity& id, const std::string& token = kToken) {
   transport::Hello h;
+  h.protocol_version = kStreamProtocol;
   h.token = token;
   h.identity = id;
   return frame(FrameType::Hello, transport::encode_hello(h));
@@ -141,7 +147,7 @@ RankStream rank_stream(int rank, int steps) {
     const Bytes f = frame(t, p);
     s.bytes.insert(s.bytes.end(), f.begin(), f.end());
   };
-  add(FrameType::Hello, transport::encode_hello({transport::kProtocolVersion, kToken, s.id}));
+  add(FrameType::Hello, transport::encode_hello({kStreamProtocol, kToken, s.id}));
   add(FrameType::TracerStats, transport::encode(stats(rank, 0, 0)));
   std::int64_t sent = 0;
   for (int i = 1; i <= steps; ++i) {

@@ -97,6 +97,13 @@ inline std::optional<std::string> check_payload(const Bytes& p, int* accepted = 
     if (!v->token.empty() && check_hello(*v, v->token.substr(1)).ok())
       return "check_hello accepted a shorter token";
   }
+  // The collector's answer, which a rank decodes (protocol 4).
+  if (auto v = decode_verdict(p)) {
+    ++n;
+    if (encode_verdict(*v) != p) return "decode_verdict accepted a non-canonical payload";
+    if (v->accepted && !v->reason.empty()) return "decode_verdict: accepted with a reason";
+    if (v->reason.size() > kMaxStringBytes) return "decode_verdict: reason too long";
+  }
   if (accepted != nullptr) *accepted += n;
   return std::nullopt;
 }

@@ -116,7 +116,10 @@ TEST(Frame, TypeValuesAreStable) {
   EXPECT_EQ(int(FrameType::TracerStats), 7);
   EXPECT_EQ(int(FrameType::Heartbeat), 8);
   EXPECT_FALSE(frame_type_from_byte(0));
-  EXPECT_FALSE(frame_type_from_byte(9));
+  EXPECT_EQ(int(FrameType::Verdict), 9);
+  EXPECT_FALSE(frame_type_from_byte(10));
+  EXPECT_EQ(frame_type_from_byte(9), FrameType::Verdict);
+  EXPECT_STREQ(frame_type_name(FrameType::Verdict), "verdict");
   EXPECT_EQ(frame_type_from_byte(8), FrameType::Heartbeat);
   EXPECT_EQ(frame_type_from_byte(4), FrameType::System);
   EXPECT_STREQ(frame_type_name(FrameType::StepMemory), "step_memory");
@@ -192,7 +195,7 @@ TEST(FrameDecoder, HugeLengthFails) {
 }
 
 TEST(FrameDecoder, UnknownTypeFails) {
-  for (std::uint8_t type : {std::uint8_t{0}, std::uint8_t{9}, std::uint8_t{255}}) {
+  for (std::uint8_t type : {std::uint8_t{0}, std::uint8_t{10}, std::uint8_t{255}}) {
     const Bytes f = {0x00, 0x00, 0x00, 0x00, type, 0x01};
     FrameDecoder d;
     d.feed(f.data(), f.size());
@@ -211,20 +214,20 @@ TEST(FrameDecoder, OtherCodecVersionFails) {
 
 TEST(FrameDecoder, FramesBeforeBadBytesAreDeliveredThenTheErrorSticks) {
   const Bytes stream =
-      concat({frame(FrameType::Step, {5}), Bytes{0, 0, 0, 0, 9, 1}, frame(FrameType::Bye, {})});
+      concat({frame(FrameType::Step, {5}), Bytes{0, 0, 0, 0, 10, 1}, frame(FrameType::Bye, {})});
   FrameDecoder d;
   EXPECT_EQ(d.feed(stream.data(), stream.size()), stream.size());
   const auto first = d.next();
   ASSERT_TRUE(first);
   EXPECT_EQ(first->payload, (Bytes{5}));
   EXPECT_FALSE(d.next());
-  EXPECT_EQ(d.error(), "unknown frame type 9");
+  EXPECT_EQ(d.error(), "unknown frame type 10");
   // Sticky: more valid bytes are swallowed and nothing more comes out.
   const Bytes more = frame(FrameType::Bye, {});
   EXPECT_EQ(d.feed(more.data(), more.size()), more.size());
   EXPECT_FALSE(d.next());
   EXPECT_FALSE(d.finish());
-  EXPECT_EQ(d.error(), "unknown frame type 9");
+  EXPECT_EQ(d.error(), "unknown frame type 10");
   EXPECT_EQ(d.buffered(), 0u);
 }
 
@@ -859,7 +862,7 @@ TEST(Hello, LayoutAndRoundTrip) {
   h.token = "ab";
   h.identity.global_rank = 2;
   // u16 version 3, str "ab", identity: i32 2, presence 0.
-  EXPECT_EQ(encode_hello(h), (Bytes{3, 0, 2, 0, 'a', 'b', 2, 0, 0, 0, 0}));
+  EXPECT_EQ(encode_hello(h), (Bytes{4, 0, 2, 0, 'a', 'b', 2, 0, 0, 0, 0}));
   for (unsigned mask = 0; mask < 32; ++mask) {
     h.protocol_version = std::uint16_t(mask * 2000);
     h.token = std::string(mask * 3, char('a' + mask));
@@ -906,17 +909,17 @@ TEST(Hello, CheckAcceptsOnlyThisProtocolAndToken) {
   EXPECT_TRUE(check_hello(empty, "").ok());
   EXPECT_EQ(check_hello(empty, "t").reason.value_or(""), wrong);
 
-  // Version 1 ranks (no heartbeats) and 2 (no timeline block) are still
-  // taken; 0 and 4 are not.
-  for (const int v : {1, 2}) {
+  // Version 1 ranks (no heartbeats), 2 (no timeline block) and 3 (no
+  // Verdict) are still taken; 0 and 5 are not.
+  for (const int v : {1, 2, 3}) {
     h.protocol_version = std::uint16_t(v);
     EXPECT_TRUE(check_hello(h, "s3cret-token").ok()) << v;
   }
-  for (const int v : {0, 4}) {
+  for (const int v : {0, 5}) {
     h.protocol_version = std::uint16_t(v);
     EXPECT_EQ(
         check_hello(h, "s3cret-token").reason.value_or(""),
-        "protocol version " + std::to_string(v) + " is not supported (this build speaks 1 to 3)");
+        "protocol version " + std::to_string(v) + " is not supported (this build speaks 1 to 4)");
   }
 }
 
@@ -1053,7 +1056,12 @@ std::vector<std::pair<std::string, Bytes>> corpus_seeds() {
                                 f_beat, f_mem, f_sys, f_proc, f_stats, f_bye});
   Bytes bad_version = f_bye;
   bad_version[5] = kCodecVersion + 1;
+  Verdict refused;
+  refused.accepted = false;
+  refused.reason = "wrong run token (the connection is not from this run)";
   return {{"session.bin", session},
+          {"verdict_accepted.bin", frame(FrameType::Verdict, encode_verdict(Verdict{}))},
+          {"verdict_refused.bin", frame(FrameType::Verdict, encode_verdict(refused))},
           {"hello.bin", f_hello},
           {"step.bin", f_step},
           {"step_memory.bin", f_mem},

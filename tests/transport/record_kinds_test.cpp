@@ -17,7 +17,8 @@ namespace traceml::transport {
 namespace {
 
 TEST(RecordKinds, FrameBytesNamesAndFileTypesAreEachOnce) {
-  std::set<int> frames = {static_cast<int>(FrameType::Hello), static_cast<int>(FrameType::Bye)};
+  std::set<int> frames = {static_cast<int>(FrameType::Hello), static_cast<int>(FrameType::Bye),
+                          static_cast<int>(FrameType::Verdict)};
   std::set<std::string> names;
   std::set<std::string> jsonl;
   model::for_each_kind([&](const auto& row) {
@@ -41,7 +42,7 @@ TEST(RecordKinds, FrameBytesNamesAndFileTypesAreEachOnce) {
   EXPECT_EQ(frame_type_of<model::TracerStats>(), FrameType::TracerStats);
   EXPECT_EQ(frame_type_of<model::RankPosition>(), FrameType::Heartbeat);
   EXPECT_FALSE(frame_type_from_byte(0).has_value());
-  EXPECT_FALSE(frame_type_from_byte(9).has_value());
+  EXPECT_FALSE(frame_type_from_byte(10).has_value());
 }
 
 TEST(RecordKinds, EveryFrameDecodesToItsKindAndEncodesAsItsOwnCodec) {

@@ -47,7 +47,10 @@ Bytes frame_bytes(FrameType type, const Bytes& payload) {
   return *encode_frame(type, payload);
 }
 
-Bytes hello_frame(const std::string& token, int rank, std::uint16_t version = kProtocolVersion) {
+/// A Hello of protocol 3 unless told: these tests' peers read nothing back,
+/// and a peer of protocol 4 that closes with the Verdict unread resets the
+/// connection instead of closing it.
+Bytes hello_frame(const std::string& token, int rank, std::uint16_t version = 3) {
   Hello h;
   h.protocol_version = version;
   h.token = token;
@@ -116,7 +119,7 @@ class Recorder : public ServerHandler {
     hellos_[id] = hello;
     peers_[id] = peer;
     cv_.notify_all();
-    return std::nullopt;
+    return refuse_identity_;
   }
 
   std::optional<std::string> on_frame(ConnectionId id, const Frame& frame) override {
@@ -160,6 +163,13 @@ class Recorder : public ServerHandler {
     refuse_ = t;
   }
 
+  /// Every Hello from now on is refused with `reason`, as the collector
+  /// refuses an identity it cannot take.
+  void refuse_identity(const std::string& reason) {
+    const std::lock_guard<std::mutex> lock(mu_);
+    refuse_identity_ = reason;
+  }
+
   // Read under the lock (inside wait's predicate) or after the server stopped.
   std::map<ConnectionId, Hello> hellos_;
   std::map<ConnectionId, std::string> peers_;
@@ -176,6 +186,7 @@ class Recorder : public ServerHandler {
   std::condition_variable cv_;
   bool keep_frames_;
   std::optional<FrameType> refuse_;
+  std::optional<std::string> refuse_identity_;
 };
 
 ServerOptions options(std::chrono::milliseconds hello_timeout = 10s) {
@@ -323,8 +334,90 @@ TEST(TcpTest, OtherProtocolVersionIsRejected) {
   Recorder rec;
   TcpServer server(options(), rec);
   server.start();
-  EXPECT_EQ(rejection_of(server, rec, hello_frame(kToken, 0, 4)),
-            "protocol_version: protocol version 4 is not supported (this build speaks 1 to 3)");
+  EXPECT_EQ(rejection_of(server, rec, hello_frame(kToken, 0, 5)),
+            "protocol_version: protocol version 5 is not supported (this build speaks 1 to 4)");
+}
+
+/// The first frame the server sends back after `hello`, read within 10 s;
+/// std::nullopt when the connection closes or nothing comes.
+std::optional<Frame> answer_to(const TcpServer& server, const Bytes& hello,
+                               std::chrono::milliseconds limit = 10s) {
+  TcpClient client;
+  if (!connect(client, server.port()) || !client.send_all(hello.data(), hello.size(), kIoTimeout))
+    return std::nullopt;
+  FrameDecoder d;
+  std::uint8_t buf[256];
+  const Clock::time_point give_up = Clock::now() + limit;
+  while (Clock::now() < give_up) {
+    const auto k = client.receive_some(buf, sizeof buf, 100ms);
+    if (!k) return std::nullopt;
+    d.feed(buf, *k);
+    if (auto f = d.next()) return f;
+  }
+  return std::nullopt;
+}
+
+TEST(TcpTest, AHelloOfProtocolFourIsAnsweredAcceptedOrRefusedWithTheReason) {
+  // The socket is two-way from protocol 4: the rank reads the verdict on its
+  // Hello, and a refused rank can say why instead of "Broken pipe".
+  Recorder rec;
+  TcpServer server(options(), rec);
+  server.start();
+  const auto verdict_of = [&](const Bytes& hello) -> std::optional<Verdict> {
+    const auto f = answer_to(server, hello);
+    if (!f || f->type != FrameType::Verdict) return std::nullopt;
+    return decode_verdict(f->payload);
+  };
+  const auto ok = verdict_of(hello_frame(kToken, 0, kProtocolVersion));
+  ASSERT_TRUE(ok);
+  EXPECT_TRUE(ok->accepted);
+  EXPECT_EQ(ok->reason, "");
+  EXPECT_EQ(ok->protocol_version, kProtocolVersion);
+  const auto wrong = verdict_of(hello_frame("another-run", 1, kProtocolVersion));
+  ASSERT_TRUE(wrong);
+  EXPECT_FALSE(wrong->accepted);
+  EXPECT_EQ(wrong->reason, "wrong run token (the connection is not from this run)");
+  // A later protocol is told which one this collector speaks.
+  const auto later = verdict_of(hello_frame(kToken, 2, 5));
+  ASSERT_TRUE(later);
+  EXPECT_FALSE(later->accepted);
+  EXPECT_EQ(later->protocol_version, 4);
+  // The handler's refusal of an identity travels too.
+  rec.refuse_identity("rank 7 is outside the run's world size 2");
+  const auto outside = verdict_of(hello_frame(kToken, 7, kProtocolVersion));
+  ASSERT_TRUE(outside);
+  EXPECT_FALSE(outside->accepted);
+  EXPECT_EQ(outside->reason, "rank 7 is outside the run's world size 2");
+}
+
+TEST(TcpTest, AHelloOfProtocolThreeGetsNoAnswer) {
+  // A rank of protocol 3 reads nothing: bytes it never reads would only sit
+  // in its socket buffer.
+  Recorder rec;
+  TcpServer server(options(), rec);
+  server.start();
+  EXPECT_FALSE(answer_to(server, hello_frame(kToken, 0, 3), 500ms).has_value());
+  EXPECT_TRUE(rec.wait([](Recorder& r) { return r.hellos_.size() == 1; }));
+}
+
+TEST(TcpTest, VerdictPayloadsRoundTripAndMalformedOnesAreRefused) {
+  Verdict v;
+  v.accepted = false;
+  v.reason = "wrong run token";
+  const auto back = decode_verdict(encode_verdict(v));
+  ASSERT_TRUE(back);
+  EXPECT_FALSE(back->accepted);
+  EXPECT_EQ(back->reason, "wrong run token");
+  Bytes p = encode_verdict(v);
+  p.push_back(0);
+  EXPECT_FALSE(decode_verdict(p)) << "trailing byte";
+  p = encode_verdict(v);
+  p[2] = 2;
+  EXPECT_FALSE(decode_verdict(p)) << "accepted neither 0 nor 1";
+  p = encode_verdict(v);
+  p[2] = 1;
+  EXPECT_FALSE(decode_verdict(p)) << "accepted, with a reason";
+  EXPECT_FALSE(decode_verdict(Bytes{4, 0}));
 }
 
 // Ranks built against protocol 1 (no heartbeats) still connect.
