@@ -16,7 +16,9 @@
 
 namespace traceml::runtime {
 
-enum RecordingState : int { kOff = 0, kRecording = 1, kMaxStepsReached = 2 };
+/// kUntraced: the collector refused this rank (protocol 4); it trains on
+/// with nothing recorded.
+enum RecordingState : int { kOff = 0, kRecording = 1, kMaxStepsReached = 2, kUntraced = 3 };
 
 struct HotState {
   std::atomic<int> state{kOff};

@@ -20,6 +20,7 @@
 #include <string>
 #include <thread>
 
+#include "model/text.hpp"
 #include "runtime/config.hpp"
 #include "runtime/cupti_stage.hpp"
 #include "runtime/debug_report.hpp"
@@ -161,6 +162,12 @@ class Runtime {
     s.on_first_drop = [](const std::string& why) {
       warn(why + ": telemetry is dropped and counted from now on; training continues");
     };
+    s.on_refused = [this](const std::string& why) {
+      refused_.store(true);
+      int recording = kRecording;
+      g_hot.state.compare_exchange_strong(recording, kUntraced, std::memory_order_acq_rel);
+      warn(model::escape_for_terminal(why, true) + "; training continues untraced");
+    };
     start_pipe_watch();
     s.gpu_clock = start_gpu_clock();
     s.activity = cupti_.get();
@@ -278,7 +285,8 @@ class Runtime {
     if (sender_) {
       sender_->stop(deadline);
       // The count, once: a warning mid-run said only that it began.
-      if (const std::int64_t lost = sender_->records_dropped_total(); lost > 0)
+      // Not after a refusal: its one line said why nothing more is sent.
+      if (const std::int64_t lost = sender_->records_dropped_total(); lost > 0 && !refused_.load())
         warn(std::to_string(lost) + " telemetry record" + (lost == 1 ? " was" : "s were") +
              " dropped on this rank and counted; training was not affected");
     }
@@ -364,6 +372,7 @@ class Runtime {
   std::string cupti_why_ = "no GPU clock";  // why cupti_ is null, when it is
   std::string gpu_why_;                     // why there is no GPU clock, when there is none
   std::unique_ptr<Sender> sender_;
+  std::atomic<bool> refused_{false};  // the collector refused this rank (sender thread sets it)
   std::thread pipe_watch_;
   int pipe_stop_read_ = -1;
   int pipe_stop_write_ = -1;

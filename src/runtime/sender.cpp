@@ -65,7 +65,8 @@ Sender::Sender(SenderSettings settings, RecorderRegistry& recorders, SampleQueue
             if (m) add_record(*m);
           }),
       pipeline_(settings_.identity.global_rank, wall, settings_.gpu_clock, settings_.activity),
-      backoff_(settings_.backoff_min) {}
+      backoff_(settings_.backoff_min),
+      protocol_(settings_.protocol_version) {}
 
 Sender::~Sender() {
   stop(Clock::now());
@@ -189,6 +190,7 @@ std::int64_t Sender::records_dropped_total() const {
 }
 
 bool Sender::ensure_connected(Clock::time_point now, bool final_attempt) {
+  if (refused_) return false;
   if (client_.connected()) return true;
   if (!final_attempt && now < next_attempt_) return false;
   const milliseconds timeout = final_attempt
@@ -197,6 +199,7 @@ bool Sender::ensure_connected(Clock::time_point now, bool final_attempt) {
   bool ok = timeout.count() > 0 && client_.connect(settings_.host, settings_.port, timeout);
   if (ok) {
     transport::Hello hello;
+    hello.protocol_version = protocol_;
     hello.token = settings_.token;
     hello.identity = settings_.identity;
     std::vector<std::uint8_t> head;
@@ -210,6 +213,8 @@ bool Sender::ensure_connected(Clock::time_point now, bool final_attempt) {
     connected_at_ = Clock::now();
     last_progress_ = connected_at_;
     written_ = 0;
+    awaiting_verdict_ = protocol_ >= transport::kVerdictProtocolVersion;
+    inbound_ = transport::FrameDecoder(4096);
     return true;
   }
   warn_once("cannot reach");
@@ -237,6 +242,71 @@ void Sender::connection_lost(const std::string& what) {
   written_ = 0;  // a frame cut on this connection goes out whole on the next
   warn_once(what);
   retry_later();
+}
+
+bool Sender::read_collector(milliseconds wait) {
+  std::uint8_t buf[512];
+  while (client_.connected()) {
+    const auto k = client_.receive_some(buf, sizeof buf, wait);
+    if (!k) {
+      if (!awaiting_verdict_) {
+        connection_lost("lost the connection to");
+        return false;
+      }
+      // Closed before it answered: a collector of protocol 3 or older (it
+      // refuses a Hello of 4 that way), or one that went away. Twice and it
+      // never answered any: speak 3 to it, at once and without a warning.
+      written_ = 0;
+      if (!verdict_seen_ && ++verdictless_closes_ >= 2 &&
+          protocol_ >= transport::kVerdictProtocolVersion) {
+        protocol_ = transport::kVerdictProtocolVersion - 1;
+        next_attempt_ = Clock::now();
+      } else {
+        retry_later();
+      }
+      return false;
+    }
+    if (*k == 0) return true;
+    wait = milliseconds(0);
+    for (std::size_t at = 0; at < *k;) {
+      at += inbound_.feed(buf + at, *k - at);
+      while (const auto frame = inbound_.next()) {
+        if (frame->type != transport::FrameType::Verdict) continue;  // a later protocol's
+        const auto v = transport::decode_verdict(frame->payload);
+        if (!v) {
+          connection_lost("a malformed answer from");
+          return false;
+        }
+        on_verdict(*v);
+        if (!client_.connected()) return false;
+      }
+      if (inbound_.failed()) {
+        connection_lost("a malformed answer (" + inbound_.error() + ") from");
+        return false;
+      }
+    }
+  }
+  return false;
+}
+
+void Sender::on_verdict(const transport::Verdict& v) {
+  verdict_seen_ = true;
+  if (v.accepted) {
+    awaiting_verdict_ = false;
+    return;
+  }
+  client_.close();
+  written_ = 0;
+  // A collector of a protocol between 4 and ours says which it speaks.
+  if (v.protocol_version >= transport::kVerdictProtocolVersion && v.protocol_version < protocol_) {
+    protocol_ = v.protocol_version;
+    next_attempt_ = Clock::now();
+    return;
+  }
+  refused_ = true;
+  if (settings_.on_refused)
+    settings_.on_refused("the collector at " + settings_.host + ":" +
+                         std::to_string(settings_.port) + " refused this rank: " + v.reason);
 }
 
 bool Sender::flush(milliseconds budget) {
@@ -299,7 +369,13 @@ void Sender::loop() {
     if (settings_.on_tick) settings_.on_tick();
     const std::size_t steps = collect();
     const auto now = Clock::now();
-    if (ensure_connected(now, false)) {
+    // A new connection's Verdict comes within a round trip: worth a short wait.
+    if (ensure_connected(now, false) &&
+        read_collector(awaiting_verdict_ ? milliseconds(20) : milliseconds(0)) &&
+        awaiting_verdict_ && now - connected_at_ >= settings_.stall_timeout)
+      connection_lost("no answer to the hello (" +
+                      std::to_string(settings_.stall_timeout.count() / 1000) + " s) from");
+    if (client_.connected() && !awaiting_verdict_) {
       // Only while connected: heartbeats are not kept for a collector that
       // is away (they would say where the rank was, not where it is).
       if (settings_.position && now - last_heartbeat >= settings_.heartbeat_interval) {
@@ -329,11 +405,13 @@ void Sender::loop() {
   add_frame(transport::FrameType::Bye, {});
   bool delivered = false;
   while (!delivered && remaining(deadline_).count() > 0) {
-    if (ensure_connected(Clock::now(), true)) {
-      delivered = flush(std::min(settings_.send_timeout, remaining(deadline_)));
-    } else {
-      break;
-    }
+    if (!ensure_connected(Clock::now(), true)) break;
+    // Records go once the collector accepted this connection.
+    if (!read_collector(awaiting_verdict_ ? std::min(milliseconds(100), remaining(deadline_))
+                                          : milliseconds(0)) ||
+        awaiting_verdict_)
+      continue;
+    delivered = flush(std::min(settings_.send_timeout, remaining(deadline_)));
   }
   if (!delivered) dropped_.fetch_add(pending_records_);
   pending_.clear();

@@ -24,6 +24,7 @@
 #include "timing/clock.hpp"
 #include "timing/tick_clock.hpp"
 #include "transport/frame.hpp"
+#include "transport/hello.hpp"
 #include "transport/tcp_client.hpp"
 
 namespace traceml::runtime {
@@ -62,6 +63,13 @@ struct SenderSettings {
   /// record is dropped (the runtime prints one warning; the count comes at
   /// the end, records_dropped_total()).
   std::function<void(const std::string&)> on_first_drop;
+  /// Called once, on the sender thread, when the collector refused this
+  /// rank (its Verdict, protocol 4): the sender sends nothing more, and the
+  /// runtime prints the reason and stops recording.
+  std::function<void(const std::string&)> on_refused;
+  /// The protocol the sender speaks first (tests speak an older one). Where
+  /// the collector answers no Verdict twice, it falls back to 3.
+  std::uint16_t protocol_version = transport::kProtocolVersion;
   /// Called on the sender thread every flush interval (the runtime watches
   /// for a dead launcher's pipes there).
   std::function<void()> on_tick;
@@ -121,6 +129,10 @@ class Sender {
   bool flush(std::chrono::milliseconds budget);
   /// The connection ended (failed, or stalled): retry later, resend the cut frame whole.
   void connection_lost(const std::string& what);
+  /// Reads what the collector said (its Verdict), waiting up to `wait` for
+  /// it. Returns false when the connection ended (closed, refused, garbled).
+  bool read_collector(std::chrono::milliseconds wait);
+  void on_verdict(const transport::Verdict& v);
   /// Reports the first failure through settings_.on_first_failure; later ones
   /// stay silent (one warning per process, not one per step).
   void warn_once(const std::string& what);
@@ -169,6 +181,14 @@ class Sender {
   void retry_later();
   bool warned_ = false;
   bool drop_warned_ = false;
+
+  /// Protocol 4: records go only once the collector accepted the Hello.
+  bool awaiting_verdict_ = false;
+  std::uint16_t protocol_;                 ///< what the next Hello speaks
+  bool verdict_seen_ = false;              ///< the collector answered once: it speaks 4
+  int verdictless_closes_ = 0;             ///< connections closed before any Verdict came
+  bool refused_ = false;                   ///< the collector refused this rank: send nothing more
+  transport::FrameDecoder inbound_{4096};  ///< the collector's frames
 
   std::atomic<std::int64_t> sent_{0};
   std::atomic<std::int64_t> dropped_{0};

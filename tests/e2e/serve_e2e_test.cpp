@@ -270,6 +270,22 @@ TEST(Serve, WrongTokenAndRankOutsideTheWorldAreRefusedWithOneLineEachAndTheRunGo
   const ProcessResult good =
       run_process(rank_argv(vars, 0, 1, *master, quick, {"TRACEML_RUN_TOKEN=the-right-token"}));
   EXPECT_EQ(good.exit_code, 0) << good.err;
+  // Each refused rank is told why (protocol 4), says so in one line and
+  // trains on untraced; before, all it could print was "lost the connection
+  // ... Broken pipe", and it retried all run long.
+  const auto warnings = [](const std::string& err) {
+    std::size_t n = 0;
+    for (std::size_t at = 0; (at = err.find("traceml: warning: ", at)) != std::string::npos; ++at)
+      ++n;
+    return n;
+  };
+  EXPECT_NE(stray.err.find("refused this rank: wrong run token"), std::string::npos) << stray.err;
+  EXPECT_NE(stray.err.find("; training continues untraced"), std::string::npos) << stray.err;
+  EXPECT_EQ(warnings(stray.err), 1u) << stray.err;
+  EXPECT_NE(outside.err.find("refused this rank: "), std::string::npos) << outside.err;
+  EXPECT_NE(outside.err.find("outside the run's world size 1"), std::string::npos) << outside.err;
+  EXPECT_EQ(warnings(outside.err), 1u) << outside.err;
+  EXPECT_EQ(warnings(good.err), 0u) << good.err;
   const ProcessResult s = serve.child.wait();
   ASSERT_EQ(s.exit_code, 0) << s.err;
   // One line per kind of refusal, however often the stray ranks retried.
@@ -281,8 +297,9 @@ TEST(Serve, WrongTokenAndRankOutsideTheWorldAreRefusedWithOneLineEachAndTheRunGo
   EXPECT_NE(s.err.find("TRACEML_RUN_TOKEN=\"$TRACEML_RUN_TOKEN\""), std::string::npos) << s.err;
   const Json manifest = load_json(dir.path() / "logs" / "guarded" / "manifest.json");
   EXPECT_EQ(manifest["status"], "completed") << s.err;
-  EXPECT_GE(manifest["telemetry"]["rejected_by_kind"].value("wrong_token", 0), 1);
-  EXPECT_GE(manifest["telemetry"]["rejected_by_kind"].value("invalid_identity", 0), 1);
+  // Told once, each refused rank came once: it does not retry.
+  EXPECT_EQ(manifest["telemetry"]["rejected_by_kind"].value("wrong_token", 0), 1);
+  EXPECT_EQ(manifest["telemetry"]["rejected_by_kind"].value("invalid_identity", 0), 1);
   const Json summary = load_json(dir.path() / "logs" / "guarded" / "final_summary.json");
   EXPECT_EQ(summary.value("/tracer/ranks"_json_pointer, Json::array()).size(), 1u);
 }

@@ -1,18 +1,29 @@
 // The sender against a real collector over loopback: it wakes rarely while
 // the steps' rings fill slowly, and as often as they fill when steps come
 // fast, also right after an idle spell (none overflows); every step it
-// drains arrives, converted from ticks, in order.
+// drains arrives, converted from ticks, in order. Protocol 4: a refused rank
+// is told why once and sends nothing more; a collector of protocol 3, which
+// closes on a Hello of 4, gets protocol 3.
 #include "runtime/sender.hpp"
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
+#include <mutex>
 #include <thread>
+#include <vector>
 
 #include "../support/subprocess.hpp"
 #include "collector/collector.hpp"
 #include "runtime/hot_path.hpp"
+#include "transport/frame.hpp"
+#include "transport/hello.hpp"
 
 namespace traceml::runtime {
 namespace {
@@ -29,7 +40,8 @@ struct Rig {
   std::atomic<int> ticks{0};
   std::unique_ptr<Sender> sender;
 
-  Rig() {
+  explicit Rig(const std::string& token = "sender-test",
+               std::function<void(const std::string&)> on_refused = {}) {
     std::string why;
     timing::select_tick_source(timing::choose_tick_source(std::nullopt, why));
     collector::CollectorOptions o;
@@ -39,9 +51,10 @@ struct Rig {
     collector = std::make_unique<collector::Collector>(o);
     SenderSettings s;
     s.port = collector->port();
-    s.token = "sender-test";
+    s.token = token;
     s.identity.global_rank = 0;
     s.on_tick = [this] { ++ticks; };
+    s.on_refused = std::move(on_refused);
     sender =
         std::make_unique<Sender>(s, recorders, samples, wall, [] { return model::TracerStats{}; });
     sender->start();
@@ -98,6 +111,140 @@ TEST(Sender, WakesRarelyWhenIdleAndOftenWhenStepsComeFast) {
     if (ms >= 0.0199 && ms < 0.2) ++near;
   }
   EXPECT_GT(near, int(run.telemetry.steps.size()) * 8 / 10);
+}
+
+TEST(Sender, ARefusedRankIsToldWhyOnceAndSendsNothingMore) {
+  std::mutex mu;
+  std::vector<std::string> refusals;
+  Rig rig("another-run", [&](const std::string& why) {
+    const std::lock_guard<std::mutex> lock(mu);
+    refusals.push_back(why);
+  });
+  ThreadRecorder* r = rig.recorders.add();
+  train(*r, 200, 1000us);
+  // Long enough for several reconnects at the back-off (0.1 s doubling).
+  std::this_thread::sleep_for(1500ms);
+  r->retired.store(true);
+  rig.sender->stop(Clock::now() + 5s);
+  {
+    const std::lock_guard<std::mutex> lock(mu);
+    ASSERT_EQ(refusals.size(), 1u);
+    EXPECT_NE(refusals[0].find("refused this rank: wrong run token"), std::string::npos)
+        << refusals[0];
+  }
+  const collector::CollectionReport rep = rig.collector->finish(Clock::now() + 10s);
+  EXPECT_EQ(rep.records, 0);
+  EXPECT_EQ(rep.ranks_connected, 0);
+  const store::RunData run = rig.collector->take_run();
+  // Refused once, never again: before protocol 4 it retried all run long.
+  EXPECT_EQ(run.rejected.size(), 1u);
+}
+
+/// A collector built before protocol 4, as it behaved: a Hello of a version
+/// it does not speak closes the connection without a word; one of 3 is
+/// taken, and its Step frames counted.
+class OldCollector {
+ public:
+  OldCollector() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(fd_, 16);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~OldCollector() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  [[nodiscard]] std::uint16_t port() const { return port_; }
+  std::vector<std::uint16_t> hellos() {
+    const std::lock_guard<std::mutex> lock(mu_);
+    return hellos_;
+  }
+  int steps() {
+    const std::lock_guard<std::mutex> lock(mu_);
+    return steps_;
+  }
+  bool said_bye() {
+    const std::lock_guard<std::mutex> lock(mu_);
+    return bye_;
+  }
+
+ private:
+  void serve() {
+    for (;;) {
+      const int c = ::accept(fd_, nullptr, nullptr);
+      if (c < 0) return;
+      transport::FrameDecoder d;
+      bool hello = false;
+      bool open = true;
+      std::uint8_t buf[65536];
+      while (open) {
+        const ssize_t k = ::read(c, buf, sizeof buf);
+        if (k <= 0) break;
+        for (std::size_t at = 0; at < std::size_t(k);) {
+          at += d.feed(buf + at, std::size_t(k) - at);
+          while (auto f = d.next()) {
+            const std::lock_guard<std::mutex> lock(mu_);
+            if (!hello) {
+              const auto h = transport::decode_hello(f->payload);
+              hellos_.push_back(h ? h->protocol_version : 0);
+              hello = true;
+              if (!h || h->protocol_version > 3) open = false;  // "not supported": closed
+            } else if (f->type == transport::FrameType::Step) {
+              ++steps_;
+            } else if (f->type == transport::FrameType::Bye) {
+              bye_ = true;
+            }
+            if (!open) break;
+          }
+          if (!open) break;
+        }
+      }
+      ::close(c);
+    }
+  }
+
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<std::uint16_t> hellos_;
+  int steps_ = 0;
+  bool bye_ = false;
+};
+
+TEST(Sender, ACollectorThatNeverAnswersTheHelloIsSpokenProtocolThree) {
+  OldCollector old;
+  RecorderRegistry recorders;
+  SampleQueue samples;
+  timing::WallMapping wall;
+  std::string why;
+  timing::select_tick_source(timing::choose_tick_source(std::nullopt, why));
+  SenderSettings s;
+  s.port = old.port();
+  s.token = "t";
+  std::vector<std::string> warnings;
+  s.on_first_failure = [&](const std::string& w) { warnings.push_back(w); };
+  Sender sender(s, recorders, samples, wall, [] { return model::TracerStats{}; });
+  sender.start();
+  ThreadRecorder* r = recorders.add();
+  train(*r, 300, 1000us);
+  r->retired.store(true);
+  sender.stop(Clock::now() + 10s);
+  // Two Hellos of 4 closed unanswered, then 3, which it takes.
+  EXPECT_EQ(old.hellos(), (std::vector<std::uint16_t>{4, 4, 3}));
+  EXPECT_EQ(old.steps(), 300 - int(recorders.dropped()));
+  EXPECT_EQ(recorders.dropped(), 0);
+  EXPECT_TRUE(old.said_bye());
+  EXPECT_EQ(sender.records_dropped(), 0);
+  EXPECT_TRUE(warnings.empty()) << warnings.front();
 }
 
 }  // namespace
