@@ -106,7 +106,12 @@ struct Collector::Impl final : transport::ServerHandler {
     bool clean_end = false;  // of its latest closed connection
     int open = 0;
     std::optional<model::TracerStats> tracer;
+    std::optional<int> exit_status;                     // its goodbye's, the last one wins
     std::chrono::steady_clock::time_point closed_at{};  // of its latest connection
+
+    [[nodiscard]] store::RankDelivery delivery(int rank) const {
+      return store::RankDelivery{rank, records_received, clean_end, tracer, exit_status};
+    }
   };
 
   explicit Impl(const CollectorOptions& o)
@@ -260,6 +265,11 @@ struct Collector::Impl final : transport::ServerHandler {
     ranks[c.rank].tracer = std::move(s);
   }
   void handle(Connection& /*c*/, model::RankPosition&& p) { board.heartbeat(p, LiveClock::now()); }
+  /// Kept per rank for its delivery: how its program ended.
+  void handle(Connection& c, model::RankGoodbye&& g) {
+    std::lock_guard<std::mutex> lk(state_mu);
+    ranks[c.rank].exit_status = g.exit_status;
+  }
 
   /// A record that decodes but fails the value checks is skipped, not fatal:
   /// one bad reading must not cost the rest of a rank's telemetry.
@@ -493,7 +503,7 @@ struct Collector::Impl final : transport::ServerHandler {
     server->stop();
     std::lock_guard<std::mutex> lk(state_mu);
     for (const auto& [rank, r] : ranks)
-      state.add(store::RankDelivery{rank, r.records_received, r.clean_end, r.tracer});
+      state.add(r.delivery(rank));
     ingest_stopped = true;  // last: finish() must redo what did not complete
   }
 
@@ -512,7 +522,7 @@ struct Collector::Impl final : transport::ServerHandler {
     std::lock_guard<std::mutex> lk(state_mu);
     guarded([&] {
       for (const auto& [rank, r] : ranks)
-        writer->add(store::RankDelivery{rank, r.records_received, r.clean_end, r.tracer});
+        writer->add(r.delivery(rank));
       writer->flush();
     });
     rep.ranks_connected = static_cast<int>(ranks.size());
@@ -681,6 +691,7 @@ Progress Collector::progress() {
     rp.open = r.open > 0;
     rp.said_bye = !rp.open && r.clean_end;
     if (!rp.open) rp.closed_s = since(r.closed_at);
+    rp.exit_status = r.exit_status;
     p.ranks.push_back(rp);
   }
   p.first_refusals = m.first_refusals;

@@ -91,6 +91,8 @@ struct RankProgress {
   bool open = false;      ///< a connection of the rank is open
   bool said_bye = false;  ///< closed, and its last connection ended with Bye
   double closed_s = 0.0;  ///< closed: seconds since its last connection closed
+  /// The program's exit status, when its goodbye said one (protocol 4).
+  std::optional<int> exit_status;
 };
 struct Progress {
   /// The run's world size: the one it was given or, when none was, the first

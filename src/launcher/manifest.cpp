@@ -86,6 +86,7 @@ report::Json serve_manifest_json(const ServeManifestInput& in) {
     Json o = Json::object();
     o["rank"] = r.global_rank;
     o["ended"] = model::word(r.ended);
+    if (r.exit_status) o["exit_code"] = *r.exit_status;  // an added key: its goodbye said it
     ranks.push_back(o);
   }
   j["ranks"] = ranks;

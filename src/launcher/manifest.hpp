@@ -36,6 +36,10 @@ report::Json manifest_json(const ManifestInput& in);
 struct ServedRank {
   int global_rank = 0;
   model::RankEnding ended = model::RankEnding::NeverConnected;
+  /// How its program ended, when its goodbye said (protocol 4): exit(3)'s
+  /// status as its parent sees it. `{}`: a rank spelled with two values
+  /// needs no third.
+  std::optional<int> exit_status{};
 };
 
 /// manifest.json of a run hosted by `traceml serve`.

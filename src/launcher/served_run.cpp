@@ -126,6 +126,9 @@ class Watch {
       if (!r.said_bye) {
         say("traceml: warning: rank " + std::to_string(r.global_rank) +
             " closed its connection without a goodbye (crashed or killed?)");
+      } else if (r.exit_status && *r.exit_status != 0) {
+        say("traceml: warning: rank " + std::to_string(r.global_rank) + " exited with code " +
+            std::to_string(*r.exit_status));
       } else if (named) {
         say("traceml: rank " + std::to_string(r.global_rank) + " ended (" +
             std::to_string(told_ended_.size()) + of + ")");
@@ -148,9 +151,11 @@ class Watch {
     std::set<int> seen;
     for (const collector::RankProgress& r : p_.ranks) {
       seen.insert(r.global_rank);
-      out.push_back({r.global_rank, r.open       ? RankEnding::StillConnected
-                                    : r.said_bye ? RankEnding::Goodbye
-                                                 : RankEnding::ConnectionLost});
+      out.push_back({r.global_rank,
+                     r.open       ? RankEnding::StillConnected
+                     : r.said_bye ? RankEnding::Goodbye
+                                  : RankEnding::ConnectionLost,
+                     r.exit_status});
     }
     const int w = world().value_or(0);
     for (int rank = 0; rank < w && rank < kMaxNeverConnectedListed; ++rank)
@@ -199,12 +204,19 @@ ServedEnd served_end(const std::vector<ServedRank>& ranks, EndReason reason,
                      std::optional<int> signal) {
   ServedEnd e;
   std::optional<int> lost;
+  std::optional<int> failed;  // the first rank whose goodbye gave a non-zero exit status
   bool all_ended = !ranks.empty();
   for (const auto& r : ranks) {
     if (r.ended == RankEnding::ConnectionLost && !lost) lost = r.global_rank;
+    if (r.ended == RankEnding::Goodbye && r.exit_status.value_or(0) != 0 && !failed)
+      failed = r.global_rank;
     if (r.ended != RankEnding::Goodbye) all_ended = false;
   }
-  if (all_ended) {
+  if (failed && (all_ended || reason == EndReason::WorldEnded)) {
+    // A program that returned 3 failed, whether or not it said goodbye.
+    e.status = RunStatus::Failed;
+    e.failed_rank = failed;
+  } else if (all_ended) {
     e.status = RunStatus::Completed;
   } else if (lost && reason == EndReason::WorldEnded) {
     e.status = RunStatus::Failed;
@@ -295,13 +307,22 @@ int host_served_run(const ServedRunOptions& o) {
   for (const ServedRank& late : watch.ranks()) {
     if (late.ended != RankEnding::Goodbye) continue;
     for (ServedRank& r : ranks)
-      if (r.global_rank == late.global_rank) r.ended = late.ended;
+      if (r.global_rank == late.global_rank) r = late;
   }
   const ServedEnd how = served_end(ranks, reason, stop_signal);
   store::RunOutcome outcome;
   outcome.status = how.status;
   outcome.failed_rank = how.failed_rank;
   outcome.exit_code = how.exit_code;
+  // The exit codes the ranks' goodbyes gave (protocol 4), as `traceml run`
+  // stores those of the ranks it started.
+  for (const ServedRank& r : ranks)
+    if (r.exit_status) {
+      store::RankExit x;
+      x.global_rank = r.global_rank;
+      x.exit_code = *r.exit_status;
+      outcome.ranks.push_back(x);
+    }
   const RunEnd end = host.end(deadline, 0, outcome);
   ServeManifestInput m;
   m.run_name = host.run_name();

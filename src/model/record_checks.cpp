@@ -221,4 +221,12 @@ std::optional<std::string> check_tracer_stats(const TracerStats& s) {
   return check_record(s);
 }
 
+std::optional<std::string> check_rank_goodbye(const RankGoodbye& g) {
+  if (auto problem = check_record(g)) return problem;
+  if (g.exit_status > 255)
+    return "'exit_status' must be an integer between 0 and 255, got " +
+           std::to_string(g.exit_status);
+  return std::nullopt;
+}
+
 }  // namespace traceml::model

@@ -40,5 +40,7 @@ std::optional<std::string> check_system(const SystemSample& s);
 std::optional<std::string> check_gpu_sample(const GpuSample& g);
 std::optional<std::string> check_process(const ProcessSample& s);
 std::optional<std::string> check_tracer_stats(const TracerStats& s);
+/// Its fields, and an exit status the parent can see (at most 255).
+std::optional<std::string> check_rank_goodbye(const RankGoodbye& g);
 
 }  // namespace traceml::model

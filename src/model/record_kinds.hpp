@@ -40,6 +40,9 @@ struct RankDelivery {
   std::int64_t records_received = 0;
   bool clean_end = false;  ///< the rank said Bye before closing
   std::optional<TracerStats> tracer;
+  /// The program's exit status, when the rank said goodbye with one (RankGoodbye).
+  /// `{}`: a delivery spelled with the four values before it needs no fifth.
+  std::optional<int> exit_status{};
 };
 
 /// Who sends a kind's frame.
@@ -61,6 +64,7 @@ enum class RecordKind : std::uint8_t {
   Heartbeat,
   Delivery,
   Rejected,
+  Goodbye,
 };
 
 /// Which field of a record names who sent it, and what of the connection's
@@ -145,7 +149,9 @@ inline constexpr auto kRecordKinds = std::make_tuple(
     row<RankDelivery>(    RecordKind::Delivery,    "delivery",        0, Direction::Local,            0, nullptr,       "deliveries",
                           nullptr),
     row<RejectedConnection>(RecordKind::Rejected,  "rejected_connection", 0, Direction::Local,        0, nullptr,       "rejected_connections",
-                          nullptr));
+                          nullptr),
+    row<RankGoodbye>(     RecordKind::Goodbye,     "goodbye",        10, Direction::RankToCollector,  4, nullptr,       nullptr,
+                          &check_rank_goodbye, Sender::GlobalRank, &RankGoodbye::global_rank));
 // clang-format on
 
 namespace detail {

@@ -102,6 +102,16 @@ struct TracerStats {
   std::optional<std::int64_t> activity_lost;
 };
 
+/// A rank's last word before its Bye (protocol 4): how its program ended.
+/// Sent only when the runtime learnt the status, from glibc's on_exit at
+/// exit(3) or a return from main; an explicit traceml::shutdown() or a
+/// killed process sends none.
+struct RankGoodbye {
+  int global_rank = 0;
+  /// The status the parent sees: exit(3)'s argument & 0377 (0 to 255).
+  int exit_status = 0;
+};
+
 /// TraceML's training-strategy words (spec §4.1.1).
 enum class Strategy : std::uint8_t { Ddp, Fsdp, SingleProcess, DistributedUnknown, Unknown };
 /// Normalises a strategy string: trimmed, lower-cased; anything unknown is DDP.
@@ -281,6 +291,13 @@ struct Schema<TracerStats> {
       field("overhead_ns_per_step", &T::overhead_ns_per_step, Rule::Amount, "ns"),
       field("gpu", &T::gpu, Rule::Record).without_presence_column().since_later_schema(),
       field("activity_lost", &T::activity_lost, Rule::Index, "records").since_later_schema());
+};
+
+template <>
+struct Schema<RankGoodbye> {
+  static constexpr auto fields =
+      std::make_tuple(field("global_rank", &RankGoodbye::global_rank, Rule::Index),
+                      field("exit_status", &RankGoodbye::exit_status, Rule::Index));
 };
 
 }  // namespace traceml::model::schema

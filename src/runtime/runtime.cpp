@@ -274,7 +274,9 @@ class Runtime {
     ::close(pipe_stop_read_);
   }
 
-  void stop() {
+  /// `exit_status`: how the program ended, when known (on_exit); the sender
+  /// says it to the collector before its Bye.
+  void stop(std::optional<int> exit_status) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stopping_ = true;
@@ -283,7 +285,7 @@ class Runtime {
     if (sampler_.joinable()) sampler_.join();
     const auto deadline = Clock::now() + kFlushBudget;
     if (sender_) {
-      sender_->stop(deadline);
+      sender_->stop(deadline, exit_status);
       // The count, once: a warning mid-run said only that it began.
       // Not after a refusal: its one line said why nothing more is sent.
       if (const std::int64_t lost = sender_->records_dropped_total(); lost > 0 && !refused_.load())
@@ -387,8 +389,38 @@ Runtime* g_runtime = nullptr;  // between a successful init and shutdown
 bool g_initialized = false;    // init ran (tracing on or off): later calls do nothing
 bool g_in_forked_child = false;
 
+/// shutdown(), with the program's exit status when the process is exiting.
+void stop_runtime(std::optional<int> exit_status) {
+  std::lock_guard<std::mutex> lock(g_lifecycle);
+  if (g_runtime == nullptr) return;
+  g_hot.state.store(kOff, std::memory_order_release);
+  Runtime* rt = g_runtime;
+  g_runtime = nullptr;
+  try {
+    rt->stop(exit_status);
+    delete rt;  // its threads are joined; the registry stays for late scopes
+  } catch (...) {
+    warn("could not finish sending telemetry");
+  }
+}
+
+/// Registered with glibc's on_exit, which passes exit(3)'s status (atexit
+/// does not): the parent sees its low 8 bits, and so does the collector.
+[[maybe_unused]] void at_exit_with_status(int status, void* /*unused*/) {
+  stop_runtime(status & 0377);
+}
+
 void at_exit() {
-  traceml::shutdown();
+  stop_runtime(std::nullopt);
+}
+
+/// on_exit where the C library has it; else (or should it fail) atexit, and
+/// the rank says no exit status.
+void register_exit_handler() {
+#if defined(__GLIBC__)
+  if (::on_exit(at_exit_with_status, nullptr) == 0) return;
+#endif
+  std::atexit(at_exit);
 }
 
 void in_forked_child() {
@@ -426,7 +458,7 @@ void init(const Options& options) {
     rt->start();
     g_runtime = rt.release();
     pthread_atfork(nullptr, nullptr, in_forked_child);
-    std::atexit(at_exit);
+    register_exit_handler();
     g_hot.state.store(kRecording, std::memory_order_release);
   } catch (const std::exception& e) {
     warn(std::string("tracing is off: ") + e.what());
@@ -436,18 +468,7 @@ void init(const Options& options) {
 }
 
 void shutdown() {
-  using namespace runtime;
-  std::lock_guard<std::mutex> lock(g_lifecycle);
-  if (g_runtime == nullptr) return;
-  g_hot.state.store(kOff, std::memory_order_release);
-  Runtime* rt = g_runtime;
-  g_runtime = nullptr;
-  try {
-    rt->stop();
-    delete rt;  // its threads are joined; the registry stays for late scopes
-  } catch (...) {
-    warn("could not finish sending telemetry");
-  }
+  runtime::stop_runtime(std::nullopt);  // an explicit shutdown knows no exit status
 }
 
 bool is_recording() {

@@ -80,12 +80,13 @@ void Sender::start() {
   });
 }
 
-void Sender::stop(Clock::time_point deadline) {
+void Sender::stop(Clock::time_point deadline, std::optional<int> exit_status) {
   {
     std::lock_guard<std::mutex> lock(wake_signal().mu);
     if (stopping_) return;
     stopping_ = true;
     deadline_ = deadline;
+    exit_status_ = exit_status;
   }
   wake_signal().cv.notify_all();
   if (thread_.joinable()) thread_.join();
@@ -261,6 +262,13 @@ bool Sender::read_collector(milliseconds wait) {
           protocol_ >= transport::kVerdictProtocolVersion) {
         protocol_ = transport::kVerdictProtocolVersion - 1;
         next_attempt_ = Clock::now();
+        // The goodbye (protocol 4) is the frame before the final Bye; a
+        // collector of 3 would refuse it.
+        if (goodbye_bytes_ > 0 && pending_.size() >= goodbye_bytes_ + transport::kHeaderBytes) {
+          const auto at = pending_.end() - std::ptrdiff_t(goodbye_bytes_ + transport::kHeaderBytes);
+          pending_.erase(at, at + std::ptrdiff_t(goodbye_bytes_));
+          goodbye_bytes_ = 0;
+        }
       } else {
         retry_later();
       }
@@ -390,9 +398,10 @@ void Sender::loop() {
     interval = next_interval(steps, now - last);
     last = now;
   }
-  // Final: everything recorded, the rank's own counters, then Bye. Steps
-  // still waiting for the GPU get a short grace (a wedged GPU must not hold
-  // up the exit), then go out with CPU times only.
+  // Final: everything recorded, the rank's own counters, how the program
+  // ended (when the runtime knows it), then Bye. Steps still waiting for the
+  // GPU get a short grace (a wedged GPU must not hold up the exit), then go
+  // out with CPU times only.
   collect();
   const auto gpu_grace = std::min(deadline_, Clock::now() + kGpuGrace);
   while (pipeline_.waiting_for_gpu() > 0 && Clock::now() < gpu_grace) {
@@ -402,6 +411,12 @@ void Sender::loop() {
   pipeline_.abandon(emit_step_);
   const model::TracerStats stats = full_stats();
   add_control(stats);
+  // A collector that speaks protocol 3 or older would refuse the frame.
+  if (exit_status_ && protocol_ >= transport::kVerdictProtocolVersion) {
+    const std::size_t before = pending_.size();
+    add_control(model::RankGoodbye{settings_.identity.global_rank, *exit_status_});
+    goodbye_bytes_ = pending_.size() - before;
+  }
   add_frame(transport::FrameType::Bye, {});
   bool delivered = false;
   while (!delivered && remaining(deadline_).count() > 0) {

@@ -103,9 +103,11 @@ class Sender {
   Sender& operator=(const Sender&) = delete;
 
   void start();
-  /// Drains everything, sends the final TracerStats and a Bye, and stops the
-  /// thread, giving up at `deadline` (what is unsent by then is dropped).
-  void stop(std::chrono::steady_clock::time_point deadline);
+  /// Drains everything, sends the final TracerStats, the goodbye with
+  /// `exit_status` when there is one, and a Bye, and stops the thread,
+  /// giving up at `deadline` (what is unsent by then is dropped).
+  void stop(std::chrono::steady_clock::time_point deadline,
+            std::optional<int> exit_status = std::nullopt);
 
   [[nodiscard]] std::int64_t records_sent() const { return sent_.load(); }
   /// Records lost in the sender (buffer full, unsent at the end); rings and
@@ -194,6 +196,8 @@ class Sender {
   std::atomic<std::int64_t> dropped_{0};
   bool stopping_ = false;  // guarded by the wake signal's mutex
   std::chrono::steady_clock::time_point deadline_{};
+  std::optional<int> exit_status_;  // guarded like stopping_
+  std::size_t goodbye_bytes_ = 0;   ///< the goodbye's frame in pending_ (before Bye), or 0
   std::thread thread_;
 };
 

@@ -461,6 +461,35 @@ TEST(Collector, ReconnectingRankAddsUpAndTheLastEndCounts) {
   EXPECT_EQ(d.telemetry.steps.size(), 4u);
 }
 
+// Protocol 4: a rank's goodbye (before its Bye) gives its delivery the
+// program's exit status; a rank that sends none (protocol 3 and older, or an
+// explicit shutdown) has none.
+TEST(Collector, AGoodbyesExitStatusReachesTheDelivery) {
+  TempDir dir;
+  Collector c(options(dir));
+  Bytes b = hello(identity(1));
+  const Bytes f = frame(FrameType::Step, transport::encode(step_of(1, 1)));
+  b.insert(b.end(), f.begin(), f.end());
+  const Bytes bye_with_status = frame(transport::frame_type_of<model::RankGoodbye>(),
+                                      transport::encode(model::RankGoodbye{1, 3}));
+  b.insert(b.end(), bye_with_status.begin(), bye_with_status.end());
+  const Bytes bye = frame(FrameType::Bye, {});
+  b.insert(b.end(), bye.begin(), bye.end());
+  send_and_close(c.port(), b);
+  send_and_close(c.port(), rank_stream(2, 3).bytes);  // no goodbye
+  c.stop_ingest(Clock::now() + kFinish, 2);
+  const store::RunData mem = c.take_run();
+  ASSERT_EQ(mem.deliveries.size(), 2u);
+  EXPECT_EQ(mem.deliveries[0].global_rank, 1);
+  EXPECT_TRUE(mem.deliveries[0].clean_end);
+  EXPECT_EQ(mem.deliveries[0].exit_status, 3);
+  EXPECT_EQ(mem.deliveries[0].records_received, 1) << "a goodbye is not a record";
+  EXPECT_EQ(mem.deliveries[1].global_rank, 2);
+  EXPECT_EQ(mem.deliveries[1].exit_status, std::nullopt);
+  const CollectionReport rep = c.finish(Clock::now() + kFinish, 2);
+  EXPECT_EQ(rep.invalid_records, 0);
+}
+
 TEST(Collector, TheRunInMemoryIsCompleteWhenTheIngestStops) {
   // The end of `traceml run` takes the run after stop_ingest(), while the
   // writer may still be storing it: it must hold every record and the

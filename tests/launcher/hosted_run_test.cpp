@@ -44,6 +44,24 @@ TEST(ServedEnd, AWorldThatEndedWithALostRankFailedAtTheFirstOne) {
   EXPECT_EQ(e.exit_code, 1);
 }
 
+TEST(ServedEnd, AGoodbyeWithANonZeroExitStatusFailsTheRunAtThatRank) {
+  // Protocol 4: the goodbye says how the program ended. exit(3) is a
+  // failure, though the rank said goodbye (before, serve read "completed").
+  const ServedEnd e = served_end({{0, RankEnding::Goodbye, 0},
+                                  {1, RankEnding::Goodbye, 3},
+                                  {2, RankEnding::Goodbye, 4},
+                                  {3, RankEnding::Goodbye, std::nullopt}},
+                                 EndReason::WorldEnded, {});
+  EXPECT_EQ(e.status, RunStatus::Failed);
+  EXPECT_EQ(e.failed_rank, 1);
+  EXPECT_EQ(e.exit_code, 1);
+  // Exit 0, or no status said (protocol 3 and older), is a goodbye as before.
+  EXPECT_EQ(served_end({{0, RankEnding::Goodbye, 0}, {1, RankEnding::Goodbye, std::nullopt}},
+                       EndReason::WorldEnded, {})
+                .status,
+            RunStatus::Completed);
+}
+
 TEST(ServedEnd, ASignalInterruptsWithItsCode) {
   const ServedEnd e = served_end({{0, RankEnding::StillConnected}, {1, RankEnding::ConnectionLost}},
                                  EndReason::Signal, SIGTERM);

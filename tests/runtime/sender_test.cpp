@@ -11,16 +11,23 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include <traceml/traceml.hpp>
+
 #include "../support/subprocess.hpp"
 #include "collector/collector.hpp"
+#include "model/env_contract.hpp"
 #include "runtime/hot_path.hpp"
 #include "transport/frame.hpp"
 #include "transport/hello.hpp"
@@ -111,6 +118,49 @@ TEST(Sender, WakesRarelyWhenIdleAndOftenWhenStepsComeFast) {
     if (ms >= 0.0199 && ms < 0.2) ++near;
   }
   EXPECT_GT(near, int(run.telemetry.steps.size()) * 8 / 10);
+}
+
+// Protocol 4: the status the sender is stopped with goes out as the rank's
+// goodbye, before its Bye, and lands in the rank's delivery.
+TEST(Sender, StoppedWithAnExitStatusItSaysGoodbyeWithIt) {
+  Rig rig;
+  rig.sender->stop(Clock::now() + 10s, 7);
+  rig.collector->stop_ingest(Clock::now() + 30s, 1);
+  const store::RunData run = rig.collector->take_run();
+  ASSERT_EQ(run.deliveries.size(), 1u);
+  EXPECT_TRUE(run.deliveries[0].clean_end);
+  EXPECT_EQ(run.deliveries[0].exit_status, 7);
+}
+
+// The runtime learns the status from exit(3) (glibc's on_exit), as the
+// parent sees it: its low 8 bits.
+TEST(Sender, ARanksExitStatusReachesTheCollector) {
+  testing::TempDir dir;
+  collector::CollectorOptions o;
+  o.token = "goodbye-test";
+  o.run_dir = (dir.path() / "run").string();
+  o.run.world_size = 1;
+  collector::Collector c(o);
+  std::fflush(nullptr);  // the child's exit must not print the parent's buffered output again
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::setenv(model::env::kAggregatorPort, std::to_string(c.port()).c_str(), 1);
+    ::setenv(model::env::kRunToken, "goodbye-test", 1);
+    ::setenv(model::env::kCupti, "0", 1);
+    traceml::init();
+    { traceml::StepScope step; }
+    std::exit(256 + 3);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 3);
+  c.stop_ingest(Clock::now() + 30s, 1);
+  const store::RunData run = c.take_run();
+  ASSERT_EQ(run.deliveries.size(), 1u);
+  EXPECT_TRUE(run.deliveries[0].clean_end);
+  EXPECT_EQ(run.deliveries[0].exit_status, 3);
 }
 
 TEST(Sender, ARefusedRankIsToldWhyOnceAndSendsNothingMore) {
@@ -238,6 +288,9 @@ TEST(Sender, ACollectorThatNeverAnswersTheHelloIsSpokenProtocolThree) {
   train(*r, 300, 1000us);
   r->retired.store(true);
   sender.stop(Clock::now() + 10s);
+  // Written is not yet read: wait for the collector to read the Bye.
+  for (const auto give_up = Clock::now() + 30s; !old.said_bye() && Clock::now() < give_up;)
+    std::this_thread::sleep_for(10ms);
   // Two Hellos of 4 closed unanswered, then 3, which it takes.
   EXPECT_EQ(old.hellos(), (std::vector<std::uint16_t>{4, 4, 3}));
   EXPECT_EQ(old.steps(), 300 - int(recorders.dropped()));

@@ -1,12 +1,14 @@
 // A rank without a model, for end-to-end tests that need many rank processes
 // or many short steps cheaply (a starved collector, a program's exit status).
 // Each step fetches one item from a wrapped loader and holds a forward phase
-// for --step-us; then the program returns --exit.
+// for --step-us, until --steps are done or --for-ms have passed; then the
+// program calls traceml::shutdown() (unless --no-shutdown: traceml ends at
+// exit) and returns --exit.
 //
-//   tiny_rank [--steps N] [--step-us U] [--exit CODE]
+//   tiny_rank [--steps N] [--step-us U] [--for-ms T] [--exit CODE] [--no-shutdown]
 //
-// Its last line on stdout is "tiny_rank: <N> steps", after
-// traceml::shutdown(), so a test sees that the training itself finished.
+// Its last line on stdout is "tiny_rank: <N> steps", so a test sees that the
+// training itself finished.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -30,6 +32,11 @@ int main(int argc, char** argv) {
   const long steps = arg(argc, argv, "--steps", 100);
   const std::chrono::microseconds step(arg(argc, argv, "--step-us", 0));
   const int code = static_cast<int>(arg(argc, argv, "--exit", 0));
+  const long for_ms = arg(argc, argv, "--for-ms", 0);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(for_ms);
+  bool shutdown = true;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--no-shutdown") == 0) shutdown = false;
   traceml::init();
   const std::vector<int> items(static_cast<std::size_t>(steps), 1);
   long done = 0;
@@ -38,8 +45,9 @@ int main(int argc, char** argv) {
     traceml::PhaseScope p(traceml::Phase::Forward);
     if (step.count() > 0) std::this_thread::sleep_for(step * item);
     ++done;
+    if (for_ms > 0 && std::chrono::steady_clock::now() >= until) break;
   }
-  traceml::shutdown();
+  if (shutdown) traceml::shutdown();
   std::printf("tiny_rank: %ld steps\n", done);
   return code;
 }

@@ -117,7 +117,7 @@ TEST(Frame, TypeValuesAreStable) {
   EXPECT_EQ(int(FrameType::Heartbeat), 8);
   EXPECT_FALSE(frame_type_from_byte(0));
   EXPECT_EQ(int(FrameType::Verdict), 9);
-  EXPECT_FALSE(frame_type_from_byte(10));
+  EXPECT_FALSE(frame_type_from_byte(11));
   EXPECT_EQ(frame_type_from_byte(9), FrameType::Verdict);
   EXPECT_STREQ(frame_type_name(FrameType::Verdict), "verdict");
   EXPECT_EQ(frame_type_from_byte(8), FrameType::Heartbeat);
@@ -195,7 +195,7 @@ TEST(FrameDecoder, HugeLengthFails) {
 }
 
 TEST(FrameDecoder, UnknownTypeFails) {
-  for (std::uint8_t type : {std::uint8_t{0}, std::uint8_t{10}, std::uint8_t{255}}) {
+  for (std::uint8_t type : {std::uint8_t{0}, std::uint8_t{11}, std::uint8_t{255}}) {
     const Bytes f = {0x00, 0x00, 0x00, 0x00, type, 0x01};
     FrameDecoder d;
     d.feed(f.data(), f.size());
@@ -214,20 +214,20 @@ TEST(FrameDecoder, OtherCodecVersionFails) {
 
 TEST(FrameDecoder, FramesBeforeBadBytesAreDeliveredThenTheErrorSticks) {
   const Bytes stream =
-      concat({frame(FrameType::Step, {5}), Bytes{0, 0, 0, 0, 10, 1}, frame(FrameType::Bye, {})});
+      concat({frame(FrameType::Step, {5}), Bytes{0, 0, 0, 0, 11, 1}, frame(FrameType::Bye, {})});
   FrameDecoder d;
   EXPECT_EQ(d.feed(stream.data(), stream.size()), stream.size());
   const auto first = d.next();
   ASSERT_TRUE(first);
   EXPECT_EQ(first->payload, (Bytes{5}));
   EXPECT_FALSE(d.next());
-  EXPECT_EQ(d.error(), "unknown frame type 10");
+  EXPECT_EQ(d.error(), "unknown frame type 11");
   // Sticky: more valid bytes are swallowed and nothing more comes out.
   const Bytes more = frame(FrameType::Bye, {});
   EXPECT_EQ(d.feed(more.data(), more.size()), more.size());
   EXPECT_FALSE(d.next());
   EXPECT_FALSE(d.finish());
-  EXPECT_EQ(d.error(), "unknown frame type 10");
+  EXPECT_EQ(d.error(), "unknown frame type 11");
   EXPECT_EQ(d.buffered(), 0u);
 }
 
@@ -1052,8 +1052,10 @@ std::vector<std::pair<std::string, Bytes>> corpus_seeds() {
   const Bytes f_stats = frame(FrameType::TracerStats, encode(tracer_stats_sample()));
   const Bytes f_bye = frame(FrameType::Bye, {});
   const Bytes f_beat = frame(FrameType::Heartbeat, encode(heartbeat_sample()));
+  const Bytes f_goodbye =
+      frame(frame_type_of<model::RankGoodbye>(), encode(model::RankGoodbye{3, 1}));
   const Bytes session = concat({f_hello, frame(FrameType::TracerStats, encode(first)), f_step,
-                                f_beat, f_mem, f_sys, f_proc, f_stats, f_bye});
+                                f_beat, f_mem, f_sys, f_proc, f_stats, f_goodbye, f_bye});
   Bytes bad_version = f_bye;
   bad_version[5] = kCodecVersion + 1;
   Verdict refused;
@@ -1069,6 +1071,7 @@ std::vector<std::pair<std::string, Bytes>> corpus_seeds() {
           {"process.bin", f_proc},
           {"tracer_stats.bin", f_stats},
           {"heartbeat.bin", f_beat},
+          {"goodbye.bin", f_goodbye},
           {"truncated_session.bin", Bytes(session.begin(), session.end() - 5)},
           {"bad_version.bin", bad_version},
           {"payload_step.bin", encode(step)},

@@ -41,8 +41,10 @@ TEST(RecordKinds, FrameBytesNamesAndFileTypesAreEachOnce) {
   EXPECT_EQ(frame_type_of<model::ProcessSample>(), FrameType::Process);
   EXPECT_EQ(frame_type_of<model::TracerStats>(), FrameType::TracerStats);
   EXPECT_EQ(frame_type_of<model::RankPosition>(), FrameType::Heartbeat);
+  EXPECT_EQ(int(frame_type_of<model::RankGoodbye>()), 10);  // protocol 4; no FrameType name
+  EXPECT_STREQ(frame_type_name(frame_type_of<model::RankGoodbye>()), "goodbye");
   EXPECT_FALSE(frame_type_from_byte(0).has_value());
-  EXPECT_FALSE(frame_type_from_byte(10).has_value());
+  EXPECT_FALSE(frame_type_from_byte(11).has_value());
 }
 
 TEST(RecordKinds, EveryFrameDecodesToItsKindAndEncodesAsItsOwnCodec) {
@@ -70,7 +72,7 @@ TEST(RecordKinds, EveryFrameDecodesToItsKindAndEncodesAsItsOwnCodec) {
       EXPECT_FALSE(decode(Frame{frame_type_of<R>(), longer}).has_value()) << row.name;
     }
   });
-  EXPECT_GE(kinds_with_frames, 6);  // the six of protocol 3, and any added since
+  EXPECT_GE(kinds_with_frames, 7);  // the six of protocol 3, the goodbye, and any added since
   // Frames that carry no record.
   EXPECT_FALSE(decode(Frame{FrameType::Bye, {}}).has_value());
   EXPECT_FALSE(decode(Frame{FrameType::Hello, {}}).has_value());
@@ -83,6 +85,30 @@ TEST(RecordKinds, TheChecksAreTheRows) {
   EXPECT_TRUE(model::check(model::Record(bad)).has_value());
   // A kind without a check (the heartbeat: its decoder checks it) passes.
   EXPECT_FALSE(model::check(model::Record(model::RankPosition{})).has_value());
+  // The goodbye's exit status is what a parent can see: 0 to 255.
+  EXPECT_FALSE(model::check(model::Record(model::RankGoodbye{2, 255})).has_value());
+  EXPECT_EQ(model::check(model::Record(model::RankGoodbye{2, 256})),
+            "'exit_status' must be an integer between 0 and 255, got 256");
+  EXPECT_EQ(model::check(model::Record(model::RankGoodbye{2, -1})),
+            "'exit_status' must be an integer >= 0, got -1");
+}
+
+TEST(RecordKinds, AGoodbyeRoundTripsThroughItsFrame) {
+  const model::RankGoodbye g{3, 42};
+  std::vector<std::uint8_t> bytes;
+  ASSERT_GT(append_record_frame(bytes, g), 0u);
+  FrameDecoder d;
+  EXPECT_EQ(d.feed(bytes.data(), bytes.size()), bytes.size());
+  const auto frame = d.next();
+  ASSERT_TRUE(frame.has_value());
+  // i32 rank, i32 status: derived from its field list.
+  EXPECT_EQ(frame->payload, (std::vector<std::uint8_t>{3, 0, 0, 0, 42, 0, 0, 0}));
+  const auto back = decode(*frame);
+  ASSERT_TRUE(back.has_value());
+  ASSERT_EQ(model::kind_of(*back), model::RecordKind::Goodbye);
+  EXPECT_EQ(std::get<model::RankGoodbye>(*back).global_rank, 3);
+  EXPECT_EQ(std::get<model::RankGoodbye>(*back).exit_status, 42);
+  EXPECT_EQ(model::row_of<model::RankGoodbye>().since_protocol, 4);
 }
 
 }  // namespace

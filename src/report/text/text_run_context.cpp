@@ -169,7 +169,17 @@ std::vector<std::string> run_lines(const SummaryView& run) {
       std::string line = "Run: " + upper(status);
       const auto failed = integer(child(r, "failed_rank"));
       const auto code = integer(child(r, "exit_code"));
-      if (failed) line += " · rank " + std::to_string(*failed) + " failed";
+      if (failed) {
+        line += " · rank " + std::to_string(*failed) + " failed";
+        // Its own exit code, where it is not the launcher's (serve's ranks
+        // say theirs in their goodbye).
+        if (const Json* ranks = json_read::array_child(r, "ranks"))
+          for (const Json& x : *ranks)
+            if (integer(child(&x, "rank")) == failed) {
+              const auto own = integer(child(&x, "exit_code"));
+              if (own && own != code) line += " (it exited with code " + std::to_string(*own) + ")";
+            }
+      }
       if (code) line += " · exit code " + std::to_string(*code);
       line += " · the summary covers what was recorded before it ended";
       out.push_back(line);
