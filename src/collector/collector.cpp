@@ -179,7 +179,11 @@ struct Collector::Impl final : transport::ServerHandler {
     }
     {
       std::lock_guard<std::mutex> lk(state_mu);
-      ++ranks[c.rank].open;
+      RankState& r = ranks[c.rank];
+      ++r.open;
+      // The goodbye of this connection, if any, says how the program ended;
+      // an earlier connection's (a restarted rank's) no longer does.
+      r.exit_status.reset();
     }
     board.connected(c.rank, c.node_rank, LiveClock::now());
     connections.emplace(id, std::move(c));

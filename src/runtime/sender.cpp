@@ -17,6 +17,13 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+/// Connections a collector closes without a Verdict, none ever having come,
+/// before the sender speaks protocol 3 to it. A collector of 4 closes
+/// without one only when it is full of connections waiting for their Hello
+/// (a burst of ranks) or going away: three in a row, at a growing back-off,
+/// is a collector built before protocol 4.
+constexpr int kVerdictlessClosesBeforeThree = 3;
+
 /// How long the final flush waits for the GPU to pass the last steps' events.
 constexpr std::chrono::seconds kGpuGrace{2};
 
@@ -33,10 +40,12 @@ WakeSignal& wake_signal() {
 }
 
 /// Whether a frame of type byte `t` holds a record (counted sent and
-/// dropped), not the rank's own state (heartbeat, tracer stats) or the Bye.
+/// dropped), not the rank's own state (heartbeat, tracer stats, goodbye) or
+/// the Bye: what add_record queues, not add_control.
 bool holds_record(std::uint8_t t) {
   return t != static_cast<std::uint8_t>(transport::frame_type_of<model::RankPosition>()) &&
          t != static_cast<std::uint8_t>(transport::frame_type_of<model::TracerStats>()) &&
+         t != static_cast<std::uint8_t>(transport::frame_type_of<model::RankGoodbye>()) &&
          t != static_cast<std::uint8_t>(transport::FrameType::Bye);
 }
 
@@ -107,6 +116,7 @@ void Sender::add_control(const R& r) {
 
 template <typename R>
 void Sender::add_record(const R& r) {
+  if (refused_) return;  // nothing more goes anywhere: not kept, not counted
   const std::size_t before = pending_.size();
   if (transport::append_record_frame(pending_, r) == 0) return;
   if (pending_.size() > settings_.max_pending_bytes) {
@@ -207,7 +217,11 @@ bool Sender::ensure_connected(Clock::time_point now, bool final_attempt) {
     if (const auto f =
             transport::encode_frame(transport::FrameType::Hello, transport::encode_hello(hello)))
       head = *f;
-    transport::append_record_frame(head, full_stats());
+    // Protocol 4 sends nothing more until the Verdict (the stats follow it):
+    // a refusal's close then finds nothing unread, so it is no reset that
+    // could throw the Verdict away before it is read.
+    if (protocol_ < transport::kVerdictProtocolVersion)
+      transport::append_record_frame(head, full_stats());
     ok = client_.send_all(head.data(), head.size(), settings_.send_timeout);
   }
   if (ok) {
@@ -255,10 +269,11 @@ bool Sender::read_collector(milliseconds wait) {
         return false;
       }
       // Closed before it answered: a collector of protocol 3 or older (it
-      // refuses a Hello of 4 that way), or one that went away. Twice and it
-      // never answered any: speak 3 to it, at once and without a warning.
+      // refuses a Hello of 4 that way), or one that went away or was full.
+      // Three times and it never answered any: speak 3 to it, at once and
+      // without a warning.
       written_ = 0;
-      if (!verdict_seen_ && ++verdictless_closes_ >= 2 &&
+      if (!verdict_seen_ && ++verdictless_closes_ >= kVerdictlessClosesBeforeThree &&
           protocol_ >= transport::kVerdictProtocolVersion) {
         protocol_ = transport::kVerdictProtocolVersion - 1;
         next_attempt_ = Clock::now();
@@ -301,6 +316,7 @@ void Sender::on_verdict(const transport::Verdict& v) {
   verdict_seen_ = true;
   if (v.accepted) {
     awaiting_verdict_ = false;
+    add_control(full_stats());  // what protocol 3 sends with its Hello
     return;
   }
   client_.close();

@@ -104,17 +104,26 @@ struct TcpClient::Impl {
   std::string error;
 
   // Runs the io_context until the one pending operation has completed (its
-  // handler sets `done`) or `deadline` passes. On the deadline the operation
-  // is cancelled (the socket stays open) and its completion, with
-  // operation_aborted and what it did so far, is run too, so no handler is
-  // left referring to the caller's stack. Returns whether the operation
-  // finished before the deadline.
-  bool run_until(Clock::time_point deadline, const bool& done) {
+  // handler sets `done`) or `deadline` passes. On the deadline the socket is
+  // closed, or with `keep_socket` the operation cancelled, and its
+  // completion (operation_aborted, and what it did so far) is run too, so no
+  // handler is left referring to the caller's stack. Returns whether the
+  // operation finished before the deadline.
+  //
+  // Cancelling keeps the socket only for a single reactor operation
+  // (async_write_some): a composed one (async_connect over several
+  // addresses, async_write) takes operation_aborted from one step and
+  // starts the next, uncancelled, which could then wait for minutes.
+  bool run_until(Clock::time_point deadline, const bool& done, bool keep_socket = false) {
     io.restart();
     io.run_until(deadline);
     if (done) return true;
     asio::error_code ignored;
-    socket.cancel(ignored);
+    if (keep_socket) {
+      socket.cancel(ignored);
+    } else {
+      socket.close(ignored);
+    }
     io.restart();
     io.run();
     return false;
@@ -187,24 +196,31 @@ std::optional<std::size_t> TcpClient::send_some(const std::uint8_t* data, std::s
   }
   if (n == 0) return 0;
   try {
-    bool done = false;
-    asio::error_code result;
+    // One async_write_some at a time, so that the deadline cancels the one
+    // write in flight and the socket stays usable.
+    const Clock::time_point deadline = Clock::now() + timeout;
     std::size_t written = 0;
-    // Asio sends with MSG_NOSIGNAL on Linux: a peer that has gone away makes
-    // this fail with EPIPE instead of raising SIGPIPE in the training process,
-    // and the process's signal dispositions are left as the user set them.
-    asio::async_write(s.socket, asio::buffer(data, n),
-                      [&](const asio::error_code& ec, std::size_t k) {
-                        done = true;
-                        result = ec;
-                        written = k;
-                      });
-    // On the deadline the write is cancelled: `written` is what went out.
-    s.run_until(Clock::now() + timeout, done);
-    if (result && result != asio::error::operation_aborted) {
-      s.close_socket();
-      s.error = "send to " + s.peer + " failed: " + result.message();
-      return std::nullopt;
+    while (written < n) {
+      bool done = false;
+      asio::error_code result;
+      std::size_t k = 0;
+      // Asio sends with MSG_NOSIGNAL on Linux: a peer that has gone away
+      // makes this fail with EPIPE instead of raising SIGPIPE in the
+      // training process, whose signal dispositions are left as set.
+      s.socket.async_write_some(asio::buffer(data + written, n - written),
+                                [&](const asio::error_code& ec, std::size_t taken) {
+                                  done = true;
+                                  result = ec;
+                                  k = taken;
+                                });
+      const bool in_time = s.run_until(deadline, done, true);
+      written += k;
+      if (result && result != asio::error::operation_aborted) {
+        s.close_socket();
+        s.error = "send to " + s.peer + " failed: " + result.message();
+        return std::nullopt;
+      }
+      if (!in_time || result) break;  // the deadline: the rest goes later
     }
     if (written < n)
       s.error = "send to " + s.peer + ": the peer took " + std::to_string(written) + " of " +

@@ -405,9 +405,10 @@ bool TcpServer::Impl::answer(const ConnectionPtr& c, const Hello& hello,
   if (!bytes) return false;
   // A few dozen bytes on a connection that has carried nothing our way: the
   // socket buffer takes them at once, without a write queue. A rank of
-  // protocol 4 sends nothing after its Hello until it has read this, so a
-  // refusal's close finds no unread bytes and ends with a FIN, not a reset
-  // that could discard the verdict before the rank reads it.
+  // protocol 4 sends nothing after its Hello (one frame, within one read of
+  // kPreHelloReadBytes) until it has read this, so a refusal's close finds
+  // no unread bytes and ends with a FIN, not a reset that could discard the
+  // verdict before the rank reads it.
   asio::error_code ec;
   c->socket.non_blocking(true, ec);
   std::size_t n = 0;
