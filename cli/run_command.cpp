@@ -138,10 +138,17 @@ launcher::LaunchPlan plan_of(const RunArgs& a) {
 
 /// The run token: TRACEML_RUN_TOKEN, else one every rank of this run knows
 /// and other programs do not. Nodes other than 0 cannot be told a random one,
-/// so a multi-node run derives it from the run name. Sets `problem`.
+/// so a multi-node run derives it from the run name, which anyone who knows
+/// the name can compute: it says so, and how to set one. Sets `problem`.
 std::string run_token(const RunArgs& a, const std::string& run_name, std::string& problem) {
   if (auto token = run_token_from_environment(problem)) return *token;
-  return a.nnodes > 1 ? "run:" + run_name : transport::random_run_token();
+  if (!problem.empty() || a.nnodes <= 1) return transport::random_run_token();
+  warn(std::string("no ") + model::env::kRunToken +
+       ": this multi-node run's token comes from its name, which anyone who can reach the "
+       "collector's port and knows the name can compute; set the same random one on every node, "
+       "e.g. export " +
+       model::env::kRunToken + "=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n')");
+  return "run:" + run_name;
 }
 
 int run(const RunArgs& a) {

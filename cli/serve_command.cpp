@@ -99,6 +99,12 @@ int serve(const ServeArgs& a) {
   if (!problem.empty()) return fail(problem);
   o.host.run_dir = launcher::run_dir_for(a.hosted.logs_dir, a.hosted.run_name, "serve");
   o.host.bind_host = a.bind_host;
+  // No open door: a collector that other machines can reach takes only the
+  // ranks that present the run's token, one it makes when given none.
+  if (o.host.token.empty() && !launcher::loopback(o.host.bind_host)) {
+    o.host.token = transport::random_run_token();
+    o.token_made = true;
+  }
   o.host.port = std::uint16_t(a.port);
   o.world_size = a.world_size;
   o.connect_host = a.connect_host;

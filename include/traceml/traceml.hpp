@@ -68,7 +68,9 @@ void init();
 void init(const Options& options);
 
 /// Stops tracing: flushes what was recorded to the collector (standalone: writes
-/// the summary) and stops the threads. Waits a bounded time, never forever.
+/// the summary) and stops recording. Waits a bounded time, never forever.
+/// The connection to a collector stays open (heartbeats only) until the
+/// process exits, so that it learns the program's exit status.
 /// Safe to call twice, or without init().
 void shutdown();
 

@@ -129,7 +129,14 @@ struct ServedRunOptions {
   double idle_timeout_s = 300.0;
   std::string env_file;    ///< also write the ranks' variables here
   std::string token_file;  ///< where the token came from, for the hint
+  /// host.token was made for this run (none was given and serve listens
+  /// beyond loopback): the ranks are told it (the paste line, --env-file at
+  /// 0600).
+  bool token_made = false;
 };
+
+/// Only this machine's processes can reach an address of these.
+bool loopback(const std::string& host);
 
 /// Hosts the collector until the world ended, a signal, or --idle-timeout;
 /// then ends the run with its summary and manifest. Returns the exit code

@@ -177,20 +177,26 @@ class Watch {
 };
 
 /// Tells the ranks where the collector is: --env-file, and the line to
-/// paste. Throws what writing the file threw.
-std::string announce(const ServedRunOptions& o, const HostedRun& host) {
+/// paste. A token serve made itself is in both (the file then readable by
+/// its owner only). Throws what writing the file threw.
+std::string announce(const ServedRunOptions& o, const HostedRun& host, bool made_token) {
   const std::string& bind = o.host.bind_host;
   const std::string connect = !o.connect_host.empty()  ? o.connect_host
                               : binds_everywhere(bind) ? this_host_name()
                                                        : bind;
   const std::string port = std::to_string(host.port());
+  const std::string token =
+      made_token ? std::string(" ") + model::env::kRunToken + "=" + o.host.token : "";
   if (!o.env_file.empty())
-    report::write_file_atomic(o.env_file, std::string(model::env::kAggregatorHost) + "=" +
-                                              shell_word(connect) + "\n" +
-                                              model::env::kAggregatorPort + "=" + port + "\n");
+    report::write_file_atomic(
+        o.env_file,
+        std::string(model::env::kAggregatorHost) + "=" + shell_word(connect) + "\n" +
+            model::env::kAggregatorPort + "=" + port + "\n" +
+            (made_token ? std::string(model::env::kRunToken) + "=" + o.host.token + "\n" : ""),
+        made_token ? 0600 : 0666);
   std::string paste = "export " + std::string(model::env::kAggregatorHost) + "=" +
-                      shell_word(connect) + " " + model::env::kAggregatorPort + "=" + port;
-  if (!o.host.token.empty())
+                      shell_word(connect) + " " + model::env::kAggregatorPort + "=" + port + token;
+  if (!o.host.token.empty() && !made_token)
     paste += std::string(" ") + model::env::kRunToken + "=" +
              (o.token_file.empty()
                   ? "\"$" + std::string(model::env::kRunToken) + "\""
@@ -199,6 +205,10 @@ std::string announce(const ServedRunOptions& o, const HostedRun& host) {
 }
 
 }  // namespace
+
+bool loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+}
 
 ServedEnd served_end(const std::vector<ServedRank>& ranks, EndReason reason,
                      std::optional<int> signal) {
@@ -232,6 +242,7 @@ ServedEnd served_end(const std::vector<ServedRank>& ranks, EndReason reason,
 }
 
 int host_served_run(const ServedRunOptions& o) {
+  const bool made_token = o.token_made && !o.host.token.empty();
   // Signals are caught before the collector listens: from the moment a rank
   // can connect, Ctrl+C ends the run with its summary.
   std::optional<InterruptSignals> signals;
@@ -243,7 +254,7 @@ int host_served_run(const ServedRunOptions& o) {
   HostedRun host(o.host, o.world_size);
   std::string paste;
   try {
-    paste = announce(o, host);
+    paste = announce(o, host, made_token);
   } catch (const std::exception& e) {
     host.abandon();
     throw HostError(std::string("cannot write --env-file: ") + e.what());
@@ -255,7 +266,11 @@ int host_served_run(const ServedRunOptions& o) {
             << (o.world_size ? std::to_string(*o.world_size) + " rank(s)" : std::string("ranks"))
             << ". Ctrl+C ends the run and writes its summary.\n";
   std::cerr << "traceml: ranks need: " << paste << "\n";
-  if (o.host.token.empty() && !(o.host.bind_host == "127.0.0.1" || o.host.bind_host == "localhost"))
+  if (made_token)
+    std::cerr << "traceml: no run token was given and serve listens beyond loopback, so it made "
+                 "one: ranks without it are refused (set "
+              << model::env::kRunToken << " or --token-file to choose it)\n";
+  else if (o.host.token.empty() && !loopback(o.host.bind_host))
     warn("no run token: anyone who can reach port " + std::to_string(port) +
          " can send telemetry into this run; set " + model::env::kRunToken +
          " (or --token-file) for serve and the ranks");

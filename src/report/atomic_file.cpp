@@ -19,7 +19,7 @@ std::string reason(int err) {
 
 }  // namespace
 
-void write_file_atomic(const std::string& path, const std::string& content) {
+void write_file_atomic(const std::string& path, const std::string& content, unsigned mode) {
   std::string tmpl = path + ".tmp.XXXXXX";
   std::vector<char> name(tmpl.begin(), tmpl.end());
   name.push_back('\0');
@@ -38,10 +38,11 @@ void write_file_atomic(const std::string& path, const std::string& content) {
     }
     done += static_cast<std::size_t>(n);
   }
-  // Readable like any file the user creates (mkstemp makes it 0600).
+  // Readable like any file the user creates (mkstemp makes it 0600), unless
+  // asked for less.
   const mode_t mask = ::umask(0);
   ::umask(mask);
-  ::fchmod(fd, 0666 & ~mask);
+  ::fchmod(fd, mode_t(mode) & 0777 & ~mask);
   if (::fsync(fd) != 0 || ::close(fd) != 0) {
     const int err = errno;
     ::unlink(tmp.c_str());

@@ -12,8 +12,9 @@ struct WriteError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Replaces `path` with `content` atomically. Throws WriteError with a
+/// Replaces `path` with `content` atomically, its permissions `mode` less
+/// the umask (0600 for a file that holds a secret). Throws WriteError with a
 /// one-line message (path and reason) on failure; the old file stays intact.
-void write_file_atomic(const std::string& path, const std::string& content);
+void write_file_atomic(const std::string& path, const std::string& content, unsigned mode = 0666);
 
 }  // namespace traceml::report

@@ -274,27 +274,60 @@ class Runtime {
     ::close(pipe_stop_read_);
   }
 
+  /// The program's explicit shutdown (traceml::shutdown()): everything
+  /// recorded is sent now; the connection to a collector of protocol 4 stays
+  /// open, heartbeats only, until finish() says how the program ended.
+  /// Returns whether the runtime lingers so (else it is fully stopped).
+  bool drain() {
+    if (standalone_) {  // its in-process collector writes the summary now
+      stop(std::nullopt);
+      return false;
+    }
+    stop_recording();
+    if (sender_) {
+      sender_->drain(Clock::now() + kFlushBudget);
+      say_drops();
+    }
+    if (config_.debug) print_debug();
+    return true;
+  }
+
+  /// After drain(), at the program's exit.
+  void finish(std::optional<int> exit_status) {
+    if (sender_) sender_->stop(Clock::now() + kFlushBudget, exit_status);
+    stop_pipe_watch();
+  }
+
   /// `exit_status`: how the program ended, when known (on_exit); the sender
   /// says it to the collector before its Bye.
   void stop(std::optional<int> exit_status) {
+    stop_recording();
+    const auto deadline = Clock::now() + kFlushBudget;
+    if (sender_) {
+      sender_->stop(deadline, exit_status);
+      say_drops();
+    }
+    if (standalone_) standalone_->finish(deadline + kFlushBudget);
+    if (config_.debug) print_debug();
+    stop_pipe_watch();  // last: the flush above may take seconds
+  }
+
+  /// The sampler takes its last reading and ends.
+  void stop_recording() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stopping_ = true;
     }
     cv_.notify_all();
     if (sampler_.joinable()) sampler_.join();
-    const auto deadline = Clock::now() + kFlushBudget;
-    if (sender_) {
-      sender_->stop(deadline, exit_status);
-      // The count, once: a warning mid-run said only that it began.
-      // Not after a refusal: its one line said why nothing more is sent.
-      if (const std::int64_t lost = sender_->records_dropped_total(); lost > 0 && !refused_.load())
-        warn(std::to_string(lost) + " telemetry record" + (lost == 1 ? " was" : "s were") +
-             " dropped on this rank and counted; training was not affected");
-    }
-    if (standalone_) standalone_->finish(deadline + kFlushBudget);
-    if (config_.debug) print_debug();
-    stop_pipe_watch();  // last: the flush above may take seconds
+  }
+
+  /// The count, once: a warning mid-run said only that it began. Not after
+  /// a refusal: its one line said why nothing more is sent.
+  void say_drops() {
+    if (const std::int64_t lost = sender_->records_dropped_total(); lost > 0 && !refused_.load())
+      warn(std::to_string(lost) + " telemetry record" + (lost == 1 ? " was" : "s were") +
+           " dropped on this rank and counted; training was not affected");
   }
 
   /// TRACEML_DEBUG=1 (runtime/debug_report.hpp), after the sender stopped.
@@ -389,16 +422,34 @@ Runtime* g_runtime = nullptr;  // between a successful init and shutdown
 bool g_initialized = false;    // init ran (tracing on or off): later calls do nothing
 bool g_in_forked_child = false;
 
-/// shutdown(), with the program's exit status when the process is exiting.
-void stop_runtime(std::optional<int> exit_status) {
+/// After an explicit shutdown(): the runtime whose sender keeps the
+/// collector's connection until the program's exit says how it ended.
+Runtime* g_lingering = nullptr;
+
+/// An explicit shutdown() (`exiting` false): everything recorded is sent and
+/// the runtime lingers for the exit. At the process's exit (`exiting` true,
+/// with the exit status where the C library gives it): the goodbye, and the
+/// runtime ends.
+void stop_runtime(std::optional<int> exit_status, bool exiting) {
   std::lock_guard<std::mutex> lock(g_lifecycle);
-  if (g_runtime == nullptr) return;
-  g_hot.state.store(kOff, std::memory_order_release);
-  Runtime* rt = g_runtime;
-  g_runtime = nullptr;
   try {
-    rt->stop(exit_status);
-    delete rt;  // its threads are joined; the registry stays for late scopes
+    if (Runtime* rt = g_runtime; rt != nullptr) {
+      g_hot.state.store(kOff, std::memory_order_release);
+      g_runtime = nullptr;
+      if (!exiting) {
+        if (rt->drain()) {
+          g_lingering = rt;
+          return;
+        }
+      } else {
+        rt->stop(exit_status);
+      }
+      delete rt;  // its threads are joined; the registry stays for late scopes
+    } else if (Runtime* lingering = g_lingering; exiting && lingering != nullptr) {
+      g_lingering = nullptr;
+      lingering->finish(exit_status);
+      delete lingering;
+    }
   } catch (...) {
     warn("could not finish sending telemetry");
   }
@@ -407,11 +458,11 @@ void stop_runtime(std::optional<int> exit_status) {
 /// Registered with glibc's on_exit, which passes exit(3)'s status (atexit
 /// does not): the parent sees its low 8 bits, and so does the collector.
 [[maybe_unused]] void at_exit_with_status(int status, void* /*unused*/) {
-  stop_runtime(status & 0377);
+  stop_runtime(status & 0377, true);
 }
 
 void at_exit() {
-  stop_runtime(std::nullopt);
+  stop_runtime(std::nullopt, true);
 }
 
 /// on_exit where the C library has it; else (or should it fail) atexit, and
@@ -429,6 +480,7 @@ void in_forked_child() {
   g_hot.state.store(kOff);
   g_in_forked_child = true;
   g_runtime = nullptr;
+  g_lingering = nullptr;
 }
 
 }  // namespace
@@ -468,7 +520,7 @@ void init(const Options& options) {
 }
 
 void shutdown() {
-  runtime::stop_runtime(std::nullopt);  // an explicit shutdown knows no exit status
+  runtime::stop_runtime(std::nullopt, false);  // the exit status comes at the exit
 }
 
 bool is_recording() {

@@ -89,10 +89,22 @@ void Sender::start() {
   });
 }
 
+void Sender::drain(Clock::time_point deadline) {
+  std::unique_lock<std::mutex> lock(wake_signal().mu);
+  if (stopping_ || !thread_.joinable()) return;
+  stopping_ = true;
+  lingering_ = true;
+  deadline_ = deadline;
+  wake_signal().cv.notify_all();
+  drained_cv_.wait(lock, [this] { return drained_; });
+}
+
 void Sender::stop(Clock::time_point deadline, std::optional<int> exit_status) {
   {
     std::lock_guard<std::mutex> lock(wake_signal().mu);
-    if (stopping_) return;
+    if (final_) return;
+    final_ = true;
+    // After drain() the thread lingers: it takes the new deadline for the goodbye.
     stopping_ = true;
     deadline_ = deadline;
     exit_status_ = exit_status;
@@ -425,8 +437,31 @@ void Sender::loop() {
     pipeline_.poll(Clock::now(), emit_step_);
   }
   pipeline_.abandon(emit_step_);
-  const model::TracerStats stats = full_stats();
-  add_control(stats);
+  add_control(full_stats());
+  bool lingering = false;
+  {
+    std::lock_guard<std::mutex> lock(wake_signal().mu);
+    lingering = lingering_ && !final_;
+  }
+  if (lingering) {
+    // An explicit shutdown: what was recorded goes now; how the program
+    // ends is said at its exit, on this connection, where the collector
+    // speaks protocol 4 (one that does not gets its Bye now).
+    const bool delivered = deliver();
+    const bool keep = delivered && !refused_ && client_.connected() &&
+                      protocol_ >= transport::kVerdictProtocolVersion;
+    if (!delivered) {
+      dropped_.fetch_add(pending_records_);
+      pending_.clear();
+      pending_records_ = 0;
+    }
+    {
+      std::lock_guard<std::mutex> lock(wake_signal().mu);
+      drained_ = true;
+    }
+    drained_cv_.notify_all();
+    if (keep) linger();
+  }
   // A collector that speaks protocol 3 or older would refuse the frame.
   if (exit_status_ && protocol_ >= transport::kVerdictProtocolVersion) {
     const std::size_t before = pending_.size();
@@ -434,7 +469,19 @@ void Sender::loop() {
     goodbye_bytes_ = pending_.size() - before;
   }
   add_frame(transport::FrameType::Bye, {});
-  bool delivered = false;
+  if (!deliver()) dropped_.fetch_add(pending_records_);
+  pending_.clear();
+  pending_records_ = 0;
+  client_.close();
+  {
+    std::lock_guard<std::mutex> lock(wake_signal().mu);
+    drained_ = true;  // drain() came too late to linger: it waits for nothing
+  }
+  drained_cv_.notify_all();
+}
+
+bool Sender::deliver() {
+  bool delivered = pending_.empty() && client_.connected() && !awaiting_verdict_;
   while (!delivered && remaining(deadline_).count() > 0) {
     if (!ensure_connected(Clock::now(), true)) break;
     // Records go once the collector accepted this connection.
@@ -444,10 +491,27 @@ void Sender::loop() {
       continue;
     delivered = flush(std::min(settings_.send_timeout, remaining(deadline_)));
   }
-  if (!delivered) dropped_.fetch_add(pending_records_);
-  pending_.clear();
-  pending_records_ = 0;
-  client_.close();
+  return delivered;
+}
+
+void Sender::linger() {
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(wake_signal().mu);
+      if (wake_signal().cv.wait_for(lock, settings_.heartbeat_interval, [this] { return final_; }))
+        return;
+    }
+    if (settings_.on_tick) settings_.on_tick();
+    // The collector sees the rank alive and no longer recording: neither
+    // silent nor stalled while the program does what it does after its
+    // shutdown. A connection that ends is made again (nothing is pending but
+    // these heartbeats).
+    if (!ensure_connected(Clock::now(), false) || !read_collector(milliseconds(0)) ||
+        awaiting_verdict_)
+      continue;
+    if (settings_.position) add_control(settings_.position());
+    flush(settings_.heartbeat_interval);
+  }
 }
 
 }  // namespace traceml::runtime

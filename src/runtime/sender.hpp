@@ -103,6 +103,12 @@ class Sender {
   Sender& operator=(const Sender&) = delete;
 
   void start();
+  /// The program's explicit shutdown: drains everything and sends it with
+  /// the final TracerStats by `deadline`. A collector that speaks protocol 4
+  /// keeps its connection (heartbeats only, the rank no longer recording)
+  /// until stop() says how the program ended; one that does not gets its Bye
+  /// now. Returns once that is done (the thread lingers).
+  void drain(std::chrono::steady_clock::time_point deadline);
   /// Drains everything, sends the final TracerStats, the goodbye with
   /// `exit_status` when there is one, and a Bye, and stops the thread,
   /// giving up at `deadline` (what is unsent by then is dropped).
@@ -119,6 +125,11 @@ class Sender {
 
  private:
   void loop();
+  /// Writes pending_ until it is empty or deadline_ passes (connecting if
+  /// need be). Returns whether it all went.
+  bool deliver();
+  /// After drain(): heartbeats on the open connection until stop().
+  void linger();
   /// Drains the rings and samples into pending_; returns the steps drained.
   std::size_t collect();
   void add_frame(transport::FrameType type, const std::vector<std::uint8_t>& payload);
@@ -194,7 +205,11 @@ class Sender {
 
   std::atomic<std::int64_t> sent_{0};
   std::atomic<std::int64_t> dropped_{0};
-  bool stopping_ = false;  // guarded by the wake signal's mutex
+  bool stopping_ = false;   // guarded by the wake signal's mutex
+  bool lingering_ = false;  // drain() asked for the end without a Bye (guarded like stopping_)
+  bool drained_ = false;    // drain()'s work is done (guarded like stopping_)
+  bool final_ = false;      // stop() came after drain() (guarded like stopping_)
+  std::condition_variable drained_cv_;
   std::chrono::steady_clock::time_point deadline_{};
   std::optional<int> exit_status_;  // guarded like stopping_
   std::size_t goodbye_bytes_ = 0;   ///< the goodbye's frame in pending_ (before Bye), or 0

@@ -432,6 +432,18 @@ TEST(E2E, TwoNodesOneCollectorNamesTheSlowRankOnNodeOne) {
   const auto r0 = node0.wait();
   ASSERT_EQ(r0.exit_code, 0) << r0.err;
   ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  // Without TRACEML_RUN_TOKEN the token comes from the run's name: each node
+  // says so once, and how to set one.
+  for (const std::string& err : {r0.err, r1.err}) {
+    const std::string line =
+        "traceml: warning: no TRACEML_RUN_TOKEN: this multi-node run's token "
+        "comes from its name";
+    const std::size_t at = err.find(line);
+    EXPECT_NE(at, std::string::npos) << err;
+    EXPECT_EQ(err.find(line, at + 1), std::string::npos) << err;
+    EXPECT_NE(err.find("export TRACEML_RUN_TOKEN=$(head -c 16 /dev/urandom"), std::string::npos)
+        << err;
+  }
   // Only node 0 writes the run; node 1 keeps its rank's output (on a shared
   // file system both land in one run directory).
   EXPECT_FALSE(fs::exists(logs1.path() / "two_nodes" / "telemetry.db"));

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -304,6 +305,47 @@ TEST(Serve, WrongTokenAndRankOutsideTheWorldAreRefusedWithOneLineEachAndTheRunGo
   EXPECT_EQ(summary.value("/tracer/ranks"_json_pointer, Json::array()).size(), 1u);
 }
 
+TEST(Serve, OnEveryInterfaceWithoutATokenItMakesOneAndARankWithoutItIsRefused) {
+  // It took records from anyone who could reach the port, with a warning.
+  TempDir dir;
+  Served serve(dir, {"--run-name", "open", "--world-size", "1", "--bind-host", "0.0.0.0",
+                     "--aggregator-host", "127.0.0.1"});
+  const auto vars = serve.rank_env();
+  ASSERT_EQ(vars.size(), 3u) << serve.child.err_so_far();
+  const std::string prefix = "TRACEML_RUN_TOKEN=";
+  ASSERT_EQ(vars[2].rfind(prefix, 0), 0u) << vars[2];
+  const std::string token = vars[2].substr(prefix.size());
+  EXPECT_EQ(token.size(), 32u) << token;
+  EXPECT_EQ(token.find_first_not_of("0123456789abcdef"), std::string::npos) << token;
+  // The file holds a secret: its owner's only.
+  struct stat st {};
+  ASSERT_EQ(::stat(serve.env_file.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_TRUE(serve.said("ranks without it are refused")) << serve.child.err_so_far();
+  // The line to paste carries it.
+  EXPECT_NE(serve.child.err_so_far().find(vars[1] + " TRACEML_RUN_TOKEN=" + token + "\n"),
+            std::string::npos)
+      << serve.child.err_so_far();
+  // A rank that has the address but not the token: one line, trains on.
+  const ProcessResult stray =
+      run_process(rank_argv({vars[0], vars[1]}, 0, 1, 1, {kTinyRank, "--steps", "50"}));
+  EXPECT_EQ(stray.exit_code, 0) << stray.err;
+  EXPECT_NE(stray.out.find("tiny_rank: 50 steps"), std::string::npos) << stray.out;
+  EXPECT_NE(stray.err.find("refused this rank: wrong run token"), std::string::npos) << stray.err;
+  // The rank given the printed variables is taken and ends the run.
+  const ProcessResult good = run_process(rank_argv(vars, 0, 1, 1, {kTinyRank, "--steps", "50"}));
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_EQ(good.err.find("traceml: warning"), std::string::npos) << good.err;
+  const ProcessResult s = serve.child.wait();
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_EQ(s.err.find("no run token: anyone"), std::string::npos) << s.err;
+  const Json manifest = load_json(dir.path() / "logs" / "open" / "manifest.json");
+  EXPECT_EQ(manifest["status"], "completed") << s.err;
+  EXPECT_EQ(manifest["telemetry"]["rejected_by_kind"].value("wrong_token", 0), 1);
+  const Json summary = load_json(dir.path() / "logs" / "open" / "final_summary.json");
+  EXPECT_EQ(summary.value("/step_time/metadata/training_total_steps"_json_pointer, -1L), 50);
+}
+
 TEST(Serve, RanksAllRefusedEndTheRunAtTheIdleTimeoutWithOneClearLine) {
   // --world-size 1, but the job has 2 ranks: both are refused. The idle
   // clock runs from their first attempt, so serve does not wait forever.
@@ -457,9 +499,9 @@ TEST(Serve, AStarvedCollectorStoresEveryStepOnceAndCallsNoHealthyRankDead) {
 TEST(Serve, ARankWhoseProgramReturnsThreeFailsTheRunWithItsCode) {
   // The goodbye was sent from an atexit hook, which never sees the status:
   // a program that returned 3 read "completed". Protocol 4's goodbye
-  // carries it (glibc's on_exit), so serve sees the failure and its code.
-  // Only where traceml ends at exit: after an explicit traceml::shutdown()
-  // the goodbye has gone before the status is known (issue 32, left).
+  // carries it (glibc's on_exit), so serve sees the failure and its code:
+  // also after an explicit traceml::shutdown() (rank 1, as every example
+  // does), which sends the records and keeps the connection for the goodbye.
   TempDir dir;
   Served serve(dir, {"--run-name", "three", "--world-size", "2"});
   const auto vars = serve.rank_env();
@@ -467,8 +509,7 @@ TEST(Serve, ARankWhoseProgramReturnsThreeFailsTheRunWithItsCode) {
   ChildProcess r0(
       rank_argv(vars, 0, 2, 1, {kTinyRank, "--steps", "200", "--step-us", "500", "--no-shutdown"}));
   ChildProcess r1(
-      rank_argv(vars, 1, 2, 1,
-                {kTinyRank, "--steps", "200", "--step-us", "500", "--exit", "3", "--no-shutdown"}));
+      rank_argv(vars, 1, 2, 1, {kTinyRank, "--steps", "200", "--step-us", "500", "--exit", "3"}));
   EXPECT_EQ(r0.wait().exit_code, 0);
   const ProcessResult p1 = r1.wait();
   EXPECT_EQ(p1.exit_code, 3) << p1.err;  // its own, untouched

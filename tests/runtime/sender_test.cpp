@@ -132,6 +132,71 @@ TEST(Sender, StoppedWithAnExitStatusItSaysGoodbyeWithIt) {
   EXPECT_EQ(run.deliveries[0].exit_status, 7);
 }
 
+// An explicit shutdown (drain) sends every step at once but keeps a
+// protocol-4 connection open, heartbeats only, the rank no longer recording:
+// the goodbye with the program's exit status comes at its exit (stop).
+TEST(Sender, DrainedItSendsEveryStepAndKeepsTheConnectionForTheGoodbye) {
+  Rig rig;
+  ThreadRecorder* r = rig.recorders.add();
+  train(*r, 300, 100us);
+  r->retired.store(true);
+  rig.sender->drain(Clock::now() + 10s);
+  // Every step is in the collector's hands when drain() returns.
+  const auto by = Clock::now() + 10s;
+  while (rig.collector->snapshot().telemetry.steps.size() < 300 && Clock::now() < by)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(rig.collector->snapshot().telemetry.steps.size(), 300u);
+  EXPECT_EQ(rig.sender->records_sent(), 300);
+  // Held open, no goodbye said, however long the program goes on.
+  std::this_thread::sleep_for(2500ms);
+  const collector::Progress p = rig.collector->progress();
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_TRUE(p.ranks[0].open);
+  EXPECT_FALSE(p.ranks[0].said_bye);
+  rig.sender->stop(Clock::now() + 10s, 4);
+  rig.collector->stop_ingest(Clock::now() + 30s, 1);
+  const store::RunData run = rig.collector->take_run();
+  ASSERT_EQ(run.deliveries.size(), 1u);
+  EXPECT_TRUE(run.deliveries[0].clean_end);
+  EXPECT_EQ(run.deliveries[0].exit_status, 4);
+  EXPECT_EQ(run.telemetry.steps.size(), 300u);
+}
+
+// A collector of protocol 3 cannot be told the exit status: drain() ends
+// the connection with its Bye at once, as shutdown() always did.
+TEST(Sender, DrainedAgainstProtocolThreeItSaysByeAtOnce) {
+  testing::TempDir dir;
+  collector::CollectorOptions o;
+  o.token = "sender-test";
+  o.run_dir = (dir.path() / "run").string();
+  o.run.world_size = 1;
+  collector::Collector c(o);
+  RecorderRegistry recorders;
+  SampleQueue samples;
+  timing::WallMapping wall;
+  SenderSettings s;
+  s.port = c.port();
+  s.token = "sender-test";
+  s.protocol_version = 3;
+  Sender sender(s, recorders, samples, wall, [] { return model::TracerStats{}; });
+  sender.start();
+  ThreadRecorder* r = recorders.add();
+  train(*r, 50, 100us);
+  r->retired.store(true);
+  sender.drain(Clock::now() + 10s);
+  const auto by = Clock::now() + 10s;
+  for (collector::Progress q = c.progress();
+       (q.ranks.empty() || !q.ranks[0].said_bye) && Clock::now() < by; q = c.progress())
+    std::this_thread::sleep_for(20ms);
+  const collector::Progress p = c.progress();
+  ASSERT_EQ(p.ranks.size(), 1u);
+  EXPECT_TRUE(p.ranks[0].said_bye);
+  EXPECT_FALSE(p.ranks[0].exit_status);
+  sender.stop(Clock::now() + 1s, 4);  // too late to say: nothing more goes
+  c.stop_ingest(Clock::now() + 30s, 1);
+  EXPECT_EQ(c.take_run().telemetry.steps.size(), 50u);
+}
+
 #if defined(__SANITIZE_THREAD__)
 constexpr bool kThreadSanitizer = true;  // gcc
 #elif defined(__has_feature)
