@@ -95,6 +95,10 @@ struct Collector::Impl final : transport::ServerHandler {
     std::int64_t records = 0;   // valid records queued; merged into the rank at close
     std::int64_t max_step = 0;  // highest step received, for the live board
     bool touched = false;       // records since the last hand_on (in `touched`)
+    std::uint64_t stream = 0;   // the Hello's (protocol 4), or 0
+    /// Record frames read on this connection, valid or not: merged into the
+    /// rank's stream count at close.
+    std::uint64_t record_frames = 0;
     /// Set when the Hello's identity is unusable: the first frame closes the connection.
     std::optional<std::string> refuse;
   };
@@ -108,6 +112,10 @@ struct Collector::Impl final : transport::ServerHandler {
     std::optional<model::TracerStats> tracer;
     std::optional<int> exit_status;                     // its goodbye's, the last one wins
     std::chrono::steady_clock::time_point closed_at{};  // of its latest connection
+    /// Protocol 4: the rank's stream (its process) and the record frames of
+    /// it read on closed connections: where a reconnecting rank resumes.
+    std::uint64_t stream = 0;
+    std::uint64_t stream_frames = 0;
 
     [[nodiscard]] store::RankDelivery delivery(int rank) const {
       return store::RankDelivery{rank, records_received, clean_end, tracer, exit_status};
@@ -155,10 +163,11 @@ struct Collector::Impl final : transport::ServerHandler {
 
   // ---- ServerHandler (the server's I/O thread) ----
 
-  std::optional<std::string> on_hello(transport::ConnectionId id, const transport::Hello& hello,
-                                      const std::string& peer) override {
+  transport::HelloReply on_hello(transport::ConnectionId id, const transport::Hello& hello,
+                                 const std::string& peer) override {
     contact();
     Connection c;
+    c.stream = hello.stream;
     model::RankIdentity identity = hello.identity;
     for_each_text(identity, [this](std::string& text) { repair(text); });
     c.rank = hello.identity.global_rank;
@@ -175,8 +184,9 @@ struct Collector::Impl final : transport::ServerHandler {
       // Closed at once: an open refused connection would hold the end of
       // the run, and its sender would not back off.
       reject(peer, "invalid_identity", *c.refuse);
-      return c.refuse;
+      return {c.refuse, 0};
     }
+    transport::HelloReply reply;
     {
       std::lock_guard<std::mutex> lk(state_mu);
       RankState& r = ranks[c.rank];
@@ -184,11 +194,19 @@ struct Collector::Impl final : transport::ServerHandler {
       // The goodbye of this connection, if any, says how the program ended;
       // an earlier connection's (a restarted rank's) no longer does.
       r.exit_status.reset();
+      // The same process again resumes where its records stopped arriving
+      // (its stream's other connection, if still open, was ended before
+      // this call and counted); a new one starts from 0.
+      if (c.stream != 0 && c.stream != r.stream) {
+        r.stream = c.stream;
+        r.stream_frames = 0;
+      }
+      if (c.stream != 0) reply.resume_from = r.stream_frames;
     }
     board.connected(c.rank, c.node_rank, LiveClock::now());
     connections.emplace(id, std::move(c));
     push(std::move(identity));
-    return std::nullopt;
+    return reply;
   }
 
   std::optional<std::string> on_frame(transport::ConnectionId id,
@@ -204,6 +222,9 @@ struct Collector::Impl final : transport::ServerHandler {
     }
     if (frame.type == transport::FrameType::Hello)
       return std::string("a second Hello on one connection");
+    // Counted as it arrives, whatever its fate: a frame that is refused
+    // would be refused again if the rank resent it.
+    if (model::frame_holds_record(static_cast<std::uint8_t>(frame.type))) ++c.record_frames;
     auto record = transport::decode(frame);
     if (!record)
       return std::string("malformed ") + transport::frame_type_name(frame.type) + " payload";
@@ -223,6 +244,7 @@ struct Collector::Impl final : transport::ServerHandler {
         RankState& r = ranks[c.rank];
         --r.open;
         r.records_received += c.records;
+        if (c.stream != 0 && c.stream == r.stream) r.stream_frames += c.record_frames;
         r.clean_end = clean || c.said_bye;
         r.closed_at = std::chrono::steady_clock::now();
       }

@@ -11,6 +11,7 @@
 // the code that fills and reads it. std only.
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -196,6 +197,28 @@ template <class F>
 constexpr void for_each_kind(F&& f) {
   std::apply([&f](const auto&... r) { (f(r), ...); }, kRecordKinds);
 }
+
+/// Whether a frame of type byte `frame` holds a record the run stores (its
+/// kind has a table): what a rank counts as sent or dropped, and what a
+/// stream's records are numbered by (transport::Verdict::resume_from). The
+/// rank's own state (tracer stats, heartbeat, goodbye) and Hello, Bye and
+/// Verdict do not.
+namespace detail {
+constexpr std::array<bool, 256> record_frames() {
+  std::array<bool, 256> stored{};
+  for_each_kind([&](const auto& r) {
+    if (r.frame != 0 && r.table != nullptr) stored[r.frame] = true;
+  });
+  return stored;
+}
+inline constexpr std::array<bool, 256> kRecordFrames = record_frames();
+}  // namespace detail
+constexpr bool frame_holds_record(std::uint8_t frame) {
+  return detail::kRecordFrames[frame];
+}
+static_assert(frame_holds_record(row_of<StepRecord>().frame) &&
+              !frame_holds_record(row_of<TracerStats>().frame) &&
+              !frame_holds_record(row_of<RankPosition>().frame) && !frame_holds_record(0));
 
 /// The kind's name (its row's `name`).
 const char* kind_name(RecordKind k);

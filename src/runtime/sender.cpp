@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <random>
 #include <utility>
 #include <variant>
 
@@ -39,14 +40,25 @@ WakeSignal& wake_signal() {
   return *w;
 }
 
-/// Whether a frame of type byte `t` holds a record (counted sent and
-/// dropped), not the rank's own state (heartbeat, tracer stats, goodbye) or
-/// the Bye: what add_record queues, not add_control.
-bool holds_record(std::uint8_t t) {
-  return t != static_cast<std::uint8_t>(transport::frame_type_of<model::RankPosition>()) &&
-         t != static_cast<std::uint8_t>(transport::frame_type_of<model::TracerStats>()) &&
-         t != static_cast<std::uint8_t>(transport::frame_type_of<model::RankGoodbye>()) &&
-         t != static_cast<std::uint8_t>(transport::FrameType::Bye);
+/// The whole length (header and payload) of the frame that starts at `h`.
+std::size_t frame_bytes_at(const std::uint8_t* h) {
+  return transport::kHeaderBytes + (std::size_t(h[0]) | std::size_t(h[1]) << 8 |
+                                    std::size_t(h[2]) << 16 | std::size_t(h[3]) << 24);
+}
+
+/// Whether the frame that starts at `h` holds a record (counted sent and
+/// dropped, numbered along the stream), not the rank's own state or Bye:
+/// what add_record queues, not add_control.
+bool holds_record(const std::uint8_t* h) {
+  return model::frame_holds_record(h[4]);
+}
+
+std::uint64_t new_stream() {
+  std::random_device rd;
+  std::uint64_t s = 0;
+  while (s == 0)
+    s = std::uint64_t(rd()) << 32 | std::uint64_t(rd());
+  return s;
 }
 
 milliseconds remaining(Clock::time_point deadline) {
@@ -74,6 +86,7 @@ Sender::Sender(SenderSettings settings, RecorderRegistry& recorders, SampleQueue
             if (m) add_record(*m);
           }),
       pipeline_(settings_.identity.global_rank, wall, settings_.gpu_clock, settings_.activity),
+      stream_(new_stream()),
       backoff_(settings_.backoff_min),
       protocol_(settings_.protocol_version) {}
 
@@ -224,6 +237,7 @@ bool Sender::ensure_connected(Clock::time_point now, bool final_attempt) {
     transport::Hello hello;
     hello.protocol_version = protocol_;
     hello.token = settings_.token;
+    hello.stream = stream_;
     hello.identity = settings_.identity;
     std::vector<std::uint8_t> head;
     if (const auto f =
@@ -289,6 +303,8 @@ bool Sender::read_collector(milliseconds wait) {
           protocol_ >= transport::kVerdictProtocolVersion) {
         protocol_ = transport::kVerdictProtocolVersion - 1;
         next_attempt_ = Clock::now();
+        retained_.clear();  // a collector of 3 cannot say where to resume
+        retained_.shrink_to_fit();
         // The goodbye (protocol 4) is the frame before the final Bye; a
         // collector of 3 would refuse it.
         if (goodbye_bytes_ > 0 && pending_.size() >= goodbye_bytes_ + transport::kHeaderBytes) {
@@ -328,6 +344,7 @@ void Sender::on_verdict(const transport::Verdict& v) {
   verdict_seen_ = true;
   if (v.accepted) {
     awaiting_verdict_ = false;
+    resume(v.resume_from);
     add_control(full_stats());  // what protocol 3 sends with its Hello
     return;
   }
@@ -345,6 +362,52 @@ void Sender::on_verdict(const transport::Verdict& v) {
                          std::to_string(settings_.port) + " refused this rank: " + v.reason);
 }
 
+void Sender::retain(std::size_t bytes) {
+  if (protocol_ < transport::kVerdictProtocolVersion) return;  // it cannot say where to resume
+  for (std::size_t at = 0; at < bytes;) {
+    const std::uint8_t* h = pending_.data() + at;
+    const std::size_t length = frame_bytes_at(h);
+    if (holds_record(h)) {
+      retained_.insert(retained_.end(), h, h + length);
+      ++written_records_;
+    }
+    at += length;
+  }
+  if (retained_.size() <= settings_.max_retained_bytes) return;
+  // Forget the oldest, down to three quarters, in one move.
+  std::size_t drop = 0;
+  while (retained_.size() - drop > settings_.max_retained_bytes * 3 / 4) {
+    drop += frame_bytes_at(retained_.data() + drop);
+    ++retained_first_;
+  }
+  retained_.erase(retained_.begin(), retained_.begin() + std::ptrdiff_t(drop));
+}
+
+void Sender::resume(std::uint64_t have) {
+  // A collector that claims more than was written (another stream's count)
+  // has all of it.
+  have = std::min(have, written_records_);
+  if (have < retained_first_) {
+    // Written, lost in flight, and no longer kept: dropped after all.
+    const auto lost = std::int64_t(retained_first_ - have);
+    dropped_.fetch_add(lost);
+    sent_.fetch_sub(lost);
+  }
+  // Skip what the collector has; the rest goes out again, before anything
+  // not yet written.
+  std::size_t from = 0;
+  for (std::uint64_t n = retained_first_; n < have; ++n)
+    from += frame_bytes_at(retained_.data() + from);
+  const auto again = std::int64_t(written_records_ - std::max(have, retained_first_));
+  pending_.insert(pending_.begin(), retained_.begin() + std::ptrdiff_t(from), retained_.end());
+  pending_records_ += again;
+  sent_.fetch_sub(again);
+  // Numbered from the collector's count on: its next record is number `have`.
+  retained_.clear();
+  retained_first_ = have;
+  written_records_ = have;
+}
+
 bool Sender::flush(milliseconds budget) {
   if (pending_.empty()) {
     last_progress_ = Clock::now();  // nothing waits: the connection is not stalled
@@ -360,18 +423,19 @@ bool Sender::flush(milliseconds budget) {
   if (*written > 0) last_progress_ = now;
   written_ += *written;
   // Whole frames written leave the buffer; the collector has them or, if
-  // this connection breaks before it read them, loses them with it.
+  // this connection breaks before it read them, tells the next one how many
+  // it has (protocol 4: they are kept for that, up to max_retained_bytes).
   std::size_t whole = 0;
   std::int64_t records = 0;
   while (written_ - whole >= transport::kHeaderBytes) {
     const std::uint8_t* h = pending_.data() + whole;
-    const std::size_t length = std::size_t(h[0]) | std::size_t(h[1]) << 8 |
-                               std::size_t(h[2]) << 16 | std::size_t(h[3]) << 24;
-    if (written_ - whole < transport::kHeaderBytes + length) break;
-    if (holds_record(h[4])) ++records;
-    whole += transport::kHeaderBytes + length;
+    const std::size_t length = frame_bytes_at(h);
+    if (written_ - whole < length) break;
+    if (holds_record(h)) ++records;
+    whole += length;
   }
   if (whole > 0) {
+    retain(whole);
     pending_.erase(pending_.begin(), pending_.begin() + std::ptrdiff_t(whole));
     written_ -= whole;
     pending_records_ -= records;

@@ -45,6 +45,11 @@ struct SenderSettings {
   /// Encoded frames kept while the collector is unreachable or slow: about
   /// 60,000 step records. Beyond it new records are dropped and counted.
   std::size_t max_pending_bytes = std::size_t{4} << 20;
+  /// Record frames already written, kept for a collector of protocol 4 that
+  /// lost some in flight when a connection broke (its Verdict says where to
+  /// resume): the last this many bytes of them. Older ones it lacks are
+  /// counted dropped.
+  std::size_t max_retained_bytes = std::size_t{4} << 20;
   std::chrono::milliseconds connect_timeout{1000};
   /// The handshake's deadline: a connection whose Hello does not go out in
   /// this long is closed and tried again later.
@@ -146,6 +151,14 @@ class Sender {
   /// it. Returns false when the connection ended (closed, refused, garbled).
   bool read_collector(std::chrono::milliseconds wait);
   void on_verdict(const transport::Verdict& v);
+  /// Keeps the record frames of pending_'s first `bytes` (just written whole)
+  /// in retained_, numbered along the stream; forgets the oldest past
+  /// max_retained_bytes.
+  void retain(std::size_t bytes);
+  /// The collector has the stream's first `have` records: what was written
+  /// past them goes out again, first; what it lacks and is no longer kept is
+  /// counted dropped.
+  void resume(std::uint64_t have);
   /// Reports the first failure through settings_.on_first_failure; later ones
   /// stay silent (one warning per process, not one per step).
   void warn_once(const std::string& what);
@@ -177,6 +190,13 @@ class Sender {
   std::vector<GpuRawStep> gpu_;        // a flush's GPU records
   std::vector<std::uint8_t> pending_;  // encoded frames not yet written whole
   std::int64_t pending_records_ = 0;
+  /// Protocol 4: this process's stream (random, not 0), the record frames
+  /// written whole on it so far (the next one's number), and the last of
+  /// them, from number retained_first_ on.
+  std::uint64_t stream_ = 0;
+  std::uint64_t written_records_ = 0;
+  std::vector<std::uint8_t> retained_;
+  std::uint64_t retained_first_ = 0;
   /// Bytes at the front of pending_ written on the current connection: less
   /// than one frame once flush() has taken the whole frames out.
   std::size_t written_ = 0;

@@ -16,6 +16,7 @@ std::vector<std::uint8_t> encode_hello(const Hello& h) {
   wire::Writer w(out);
   w.u16(h.protocol_version);
   w.str(h.token.substr(0, kMaxStringBytes));
+  if (h.protocol_version >= kVerdictProtocolVersion) w.u64(h.stream);
   const std::vector<std::uint8_t> id = encode(h.identity);
   out.insert(out.end(), id.begin(), id.end());
   return out;
@@ -26,6 +27,7 @@ std::optional<Hello> decode_hello(const std::vector<std::uint8_t>& payload) {
   Hello h;
   h.protocol_version = r.u16();
   h.token = r.str(kMaxStringBytes);
+  if (h.protocol_version >= kVerdictProtocolVersion) h.stream = r.u64();
   if (!r.ok()) return std::nullopt;
   // The identity is the rest of the payload, in its own encoding.
   const std::vector<std::uint8_t> rest(payload.begin() + static_cast<std::ptrdiff_t>(r.pos()),
@@ -42,6 +44,7 @@ std::vector<std::uint8_t> encode_verdict(const Verdict& v) {
   w.u16(v.protocol_version);
   w.u8(v.accepted ? 1 : 0);
   w.str(v.accepted ? std::string() : v.reason.substr(0, kMaxStringBytes));
+  w.u64(v.accepted ? v.resume_from : 0);
   return out;
 }
 
@@ -51,9 +54,11 @@ std::optional<Verdict> decode_verdict(const std::vector<std::uint8_t>& payload) 
   v.protocol_version = r.u16();
   const std::uint8_t accepted = r.u8();
   v.reason = r.str(kMaxStringBytes);
+  v.resume_from = r.u64();
   if (!r.ok() || r.pos() != payload.size() || accepted > 1) return std::nullopt;
   v.accepted = accepted == 1;
   if (v.accepted && !v.reason.empty()) return std::nullopt;
+  if (!v.accepted && v.resume_from != 0) return std::nullopt;
   return v;
 }
 

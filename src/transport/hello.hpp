@@ -24,7 +24,11 @@ namespace traceml::transport {
 /// phase's begin); older ranks send none and their steps are drawn from
 /// durations alone. Version 4 made the socket two-way: the collector answers
 /// the Hello with a Verdict (accepted, or refused and why), and the rank
-/// sends records only once accepted; ranks of 1 to 3 get no Verdict.
+/// sends records only once accepted; ranks of 1 to 3 get no Verdict. Its
+/// Hello names the rank's stream (its process) and the Verdict says how many
+/// of that stream's records the collector already has: a rank that
+/// reconnects resends from there, so a record is stored once whatever the
+/// connection lost in flight.
 inline constexpr std::uint16_t kProtocolVersion = 4;
 /// The first version whose Hello the collector answers with a Verdict.
 inline constexpr std::uint16_t kVerdictProtocolVersion = 4;
@@ -34,11 +38,11 @@ constexpr bool supported_protocol(std::uint16_t v) {
 }
 
 /// The largest Hello payload this build encodes: u16 protocol version, the
-/// token string, then the rank identity with every optional field present and
-/// its hostname at kMaxStringBytes: 2 + (2 + 1024) + 4 + 1 + 4 + 4 + (2 + 1024)
-/// + 4 + 4 = 2075 bytes.
+/// token string, the u64 stream (protocol 4), then the rank identity with
+/// every optional field present and its hostname at kMaxStringBytes:
+/// 2 + (2 + 1024) + 8 + 4 + 1 + 4 + 4 + (2 + 1024) + 4 + 4 = 2083 bytes.
 inline constexpr std::size_t kMaxHelloPayloadBytes =
-    2 + (2 + kMaxStringBytes) + 4 + 1 + 4 + 4 + (2 + kMaxStringBytes) + 4 + 4;
+    2 + (2 + kMaxStringBytes) + 8 + 4 + 1 + 4 + 4 + (2 + kMaxStringBytes) + 4 + 4;
 
 /// The largest frame a connection may announce before its Hello has passed:
 /// kMaxHelloPayloadBytes rounded up to 4 KiB, room for a field or two more in
@@ -53,6 +57,9 @@ struct Hello {
   /// Per-run secret handed to the ranks by the launcher: a connection from
   /// another run (or anything else on the port) does not know it and is closed.
   std::string token;
+  /// Protocol 4: the rank's stream, one per process (random, never 0): its
+  /// records are numbered along it across connections. 0: none (protocol 1-3).
+  std::uint64_t stream = 0;
   model::RankIdentity identity;
 };
 
@@ -60,8 +67,9 @@ struct Hello {
 /// a connection from another run (or anything else on the port) cannot guess it.
 std::string random_run_token();
 
-/// Payload of a Hello frame: u16 protocol version, token string, rank identity.
-/// A token over kMaxStringBytes is cut to that length.
+/// Payload of a Hello frame: u16 protocol version, token string, u64 stream
+/// (protocol 4 and later only), rank identity. A token over kMaxStringBytes
+/// is cut to that length.
 std::vector<std::uint8_t> encode_hello(const Hello& h);
 /// std::nullopt for any malformed payload. The protocol version comes first and
 /// is decoded whatever its value, so that check_hello can name a mismatch.
@@ -83,13 +91,18 @@ struct Verdict {
   bool accepted = true;
   /// Why not, one line (empty when accepted).
   std::string reason;
+  /// Accepted: how many records of the Hello's stream the collector already
+  /// has (record frames: model::frame_holds_record). The rank resends what
+  /// it wrote past them and counts what it no longer holds as dropped.
+  std::uint64_t resume_from = 0;
 };
 
 /// Payload of a Verdict frame: u16 protocol version, u8 accepted (0 or 1),
-/// reason string (at most kMaxStringBytes; a longer one is cut).
+/// reason string (at most kMaxStringBytes; a longer one is cut), u64
+/// resume_from.
 std::vector<std::uint8_t> encode_verdict(const Verdict& v);
 /// std::nullopt for a malformed payload (trailing bytes, accepted not 0 or 1,
-/// an accepted verdict with a reason).
+/// an accepted verdict with a reason, a refused one with a resume point).
 std::optional<Verdict> decode_verdict(const std::vector<std::uint8_t>& payload);
 
 /// Accepts `h` when it speaks kProtocolVersion and carries `expected_token`.

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <exception>
+#include <map>
 #include <mutex>
 #include <string>
 #include <system_error>
@@ -99,6 +100,9 @@ struct Connection {
   bool handshaken = false;
   bool bye_seen = false;
   bool closed = false;
+  // Protocol 4: the Hello's global rank and stream, while this connection
+  // carries it (TcpServer::Impl::streams).
+  std::optional<std::pair<int, std::uint64_t>> stream;
   // kPreHelloReadBytes until the handshake, kReadBufferBytes after it: a
   // connection without the token never gets the big buffer.
   std::vector<std::uint8_t> buffer;
@@ -161,6 +165,9 @@ struct TcpServer::Impl {
   bool stopping = false;
   ConnectionId next_id = 1;
   std::unordered_map<ConnectionId, ConnectionPtr> connections;
+  /// The connection carrying each open stream (global rank, stream): at
+  /// most one entry per handshaken connection.
+  std::map<std::pair<int, std::uint64_t>, ConnectionId> streams;
 
   void listen();
   void accept();
@@ -171,8 +178,9 @@ struct TcpServer::Impl {
   void on_end_of_stream(const ConnectionPtr& c);
   bool on_frame(const ConnectionPtr& c, const Frame& frame);
   bool on_hello_frame(const ConnectionPtr& c, const Frame& frame);
-  bool answer(const ConnectionPtr& c, const Hello& hello,
-              const std::optional<std::string>& refused);
+  bool answer(const ConnectionPtr& c, const Hello& hello, const std::optional<std::string>& refused,
+              std::uint64_t resume_from = 0);
+  void take_stream(const ConnectionPtr& c, const Hello& hello);
   void end(const ConnectionPtr& c, bool clean, const std::string& reason);
   void fail(const ConnectionPtr& c, Rejection kind, const std::string& reason);
   bool close(const ConnectionPtr& c);
@@ -380,13 +388,16 @@ bool TcpServer::Impl::on_hello_frame(const ConnectionPtr& c, const Frame& frame)
   pending.fetch_sub(1);
   c->hello_timer.cancel();
   c->decoder.set_max_payload_bytes(kMaxFrameBytes);
-  std::optional<std::string> refused;
+  take_stream(c, *hello);
+  HelloReply reply;
   try {
-    refused = handler.on_hello(c->id, *hello, c->peer);
+    reply = handler.on_hello(c->id, *hello, c->peer);
   } catch (const std::exception& e) {
-    refused = std::string("the collector failed on the hello: ") + e.what();
+    reply.refused = std::string("the collector failed on the hello: ") + e.what();
   }
-  if (!answer(c, *hello, refused) && !refused) refused = "could not answer the hello";
+  std::optional<std::string>& refused = reply.refused;
+  if (!answer(c, *hello, refused, reply.resume_from) && !refused)
+    refused = "could not answer the hello";
   if (refused) {
     // Handshaken already: the handler hears of the end through on_closed.
     end(c, false, *refused);
@@ -395,12 +406,27 @@ bool TcpServer::Impl::on_hello_frame(const ConnectionPtr& c, const Frame& frame)
   return true;
 }
 
+void TcpServer::Impl::take_stream(const ConnectionPtr& c, const Hello& hello) {
+  if (hello.stream == 0) return;
+  const std::pair<int, std::uint64_t> key{hello.identity.global_rank, hello.stream};
+  if (const auto it = streams.find(key); it != streams.end()) {
+    // The rank gave that connection up (it stalled, or broke on its side)
+    // and resumes here: what the old one still holds unread would come
+    // twice, so it is read no further.
+    if (const auto old = connections.find(it->second); old != connections.end())
+      end(ConnectionPtr(old->second), false, "replaced by the rank's new connection");
+  }
+  streams[key] = c->id;
+  c->stream = key;
+}
+
 bool TcpServer::Impl::answer(const ConnectionPtr& c, const Hello& hello,
-                             const std::optional<std::string>& refused) {
+                             const std::optional<std::string>& refused, std::uint64_t resume_from) {
   if (hello.protocol_version < kVerdictProtocolVersion) return true;  // it reads nothing
   Verdict v;
   v.accepted = !refused;
   if (refused) v.reason = *refused;
+  v.resume_from = resume_from;
   const auto bytes = encode_frame(FrameType::Verdict, encode_verdict(v));
   if (!bytes) return false;
   // A few dozen bytes on a connection that has carried nothing our way: the
@@ -425,6 +451,10 @@ bool TcpServer::Impl::close(const ConnectionPtr& c) {
   asio::error_code ignored;
   c->socket.close(ignored);
   connections.erase(c->id);
+  if (c->stream) {
+    const auto it = streams.find(*c->stream);
+    if (it != streams.end() && it->second == c->id) streams.erase(it);
+  }
   (c->handshaken ? handshaken : pending).fetch_sub(1);
   return true;
 }

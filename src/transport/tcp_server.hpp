@@ -68,6 +68,15 @@ struct ServerOptions {
 /// Identifies one accepted connection for the handler's calls.
 using ConnectionId = std::uint64_t;
 
+/// A handler's answer to a Hello that passed the handshake.
+struct HelloReply {
+  /// Set: the identity is refused, and why (the connection is closed).
+  std::optional<std::string> refused;
+  /// Protocol 4: the records of the Hello's stream already received
+  /// (Verdict::resume_from).
+  std::uint64_t resume_from = 0;
+};
+
 /// Receives what the server reads. Every call comes from the server's one I/O
 /// thread, in order per connection; a handler must not block for long.
 class ServerHandler {
@@ -76,8 +85,10 @@ class ServerHandler {
   /// A connection passed the handshake. `peer` is "address:port". Returning
   /// a reason closes the connection at once: the handler refuses the
   /// identity the Hello gives (it still hears of the end through on_closed).
-  virtual std::optional<std::string> on_hello(ConnectionId id, const Hello& hello,
-                                              const std::string& peer) = 0;
+  /// A Hello that resumes a stream (same global rank, same stream) still
+  /// open on another connection ends that one first (on_closed, not clean):
+  /// nothing more is read from it, so the resume point is final.
+  virtual HelloReply on_hello(ConnectionId id, const Hello& hello, const std::string& peer) = 0;
   /// A frame after the Hello (never a Hello; a Bye too). Returning a reason
   /// closes the connection: the handler found the payload malformed.
   virtual std::optional<std::string> on_frame(ConnectionId id, const Frame& frame) = 0;

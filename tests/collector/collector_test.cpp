@@ -147,7 +147,7 @@ RankStream rank_stream(int rank, int steps) {
     const Bytes f = frame(t, p);
     s.bytes.insert(s.bytes.end(), f.begin(), f.end());
   };
-  add(FrameType::Hello, transport::encode_hello({kStreamProtocol, kToken, s.id}));
+  add(FrameType::Hello, transport::encode_hello({kStreamProtocol, kToken, 0, s.id}));
   add(FrameType::TracerStats, transport::encode(stats(rank, 0, 0)));
   std::int64_t sent = 0;
   for (int i = 1; i <= steps; ++i) {

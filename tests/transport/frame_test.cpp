@@ -861,15 +861,21 @@ TEST(Hello, LayoutAndRoundTrip) {
   Hello h;
   h.token = "ab";
   h.identity.global_rank = 2;
-  // u16 version 3, str "ab", identity: i32 2, presence 0.
-  EXPECT_EQ(encode_hello(h), (Bytes{4, 0, 2, 0, 'a', 'b', 2, 0, 0, 0, 0}));
+  h.stream = 0x0102030405060708;
+  // u16 version 4, str "ab", u64 stream, identity: i32 2, presence 0.
+  EXPECT_EQ(encode_hello(h), (Bytes{4, 0, 2, 0, 'a', 'b', 8, 7, 6, 5, 4, 3, 2, 1, 2, 0, 0, 0, 0}));
+  // Protocol 3 has no stream.
+  h.protocol_version = 3;
+  EXPECT_EQ(encode_hello(h), (Bytes{3, 0, 2, 0, 'a', 'b', 2, 0, 0, 0, 0}));
   for (unsigned mask = 0; mask < 32; ++mask) {
     h.protocol_version = std::uint16_t(mask * 2000);
     h.token = std::string(mask * 3, char('a' + mask));
+    h.stream = mask * 0x9e3779b97f4a7c15u;
     h.identity = identity_with(mask);
     const auto back = decode_hello(encode_hello(h));
     ASSERT_TRUE(back);
     EXPECT_EQ(back->protocol_version, h.protocol_version);
+    EXPECT_EQ(back->stream, h.protocol_version >= 4 ? h.stream : 0u);
     EXPECT_EQ(back->token, h.token);
     EXPECT_EQ(back->identity.hostname, h.identity.hostname);
     EXPECT_EQ(back->identity.world_size, h.identity.world_size);
@@ -889,7 +895,7 @@ TEST(Hello, LargestHelloFitsThePreHelloLimit) {
   h.identity.world_size = 5;
   const Bytes p = encode_hello(h);
   EXPECT_EQ(p.size(), kMaxHelloPayloadBytes);
-  EXPECT_EQ(kMaxHelloPayloadBytes, 2075u);
+  EXPECT_EQ(kMaxHelloPayloadBytes, 2083u);
   EXPECT_LE(p.size(), kMaxPreHelloFrameBytes);
   EXPECT_TRUE(decode_hello(p));
 }

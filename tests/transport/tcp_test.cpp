@@ -50,10 +50,12 @@ Bytes frame_bytes(FrameType type, const Bytes& payload) {
 /// A Hello of protocol 3 unless told: these tests' peers read nothing back,
 /// and a peer of protocol 4 that closes with the Verdict unread resets the
 /// connection instead of closing it.
-Bytes hello_frame(const std::string& token, int rank, std::uint16_t version = 3) {
+Bytes hello_frame(const std::string& token, int rank, std::uint16_t version = 3,
+                  std::uint64_t stream = 0) {
   Hello h;
   h.protocol_version = version;
   h.token = token;
+  h.stream = stream;
   h.identity.global_rank = rank;
   h.identity.world_size = 64;
   return frame_bytes(FrameType::Hello, encode_hello(h));
@@ -113,13 +115,12 @@ class Recorder : public ServerHandler {
   /// throughput test: frames of rank r carry steps 1, 2, 3, ... in order).
   explicit Recorder(bool keep_frames = true) : keep_frames_(keep_frames) {}
 
-  std::optional<std::string> on_hello(ConnectionId id, const Hello& hello,
-                                      const std::string& peer) override {
+  HelloReply on_hello(ConnectionId id, const Hello& hello, const std::string& peer) override {
     const std::lock_guard<std::mutex> lock(mu_);
     hellos_[id] = hello;
     peers_[id] = peer;
     cv_.notify_all();
-    return refuse_identity_;
+    return {refuse_identity_, resume_from_};
   }
 
   std::optional<std::string> on_frame(ConnectionId id, const Frame& frame) override {
@@ -153,9 +154,9 @@ class Recorder : public ServerHandler {
 
   /// Waits until `pred` (called under the lock) holds; false after kWait.
   template <class Pred>
-  bool wait(Pred pred) {
+  bool wait(Pred pred, std::chrono::milliseconds limit = kWait) {
     std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, kWait, [&] { return pred(*this); });
+    return cv_.wait_for(lock, limit, [&] { return pred(*this); });
   }
 
   void refuse(FrameType t) {
@@ -168,6 +169,12 @@ class Recorder : public ServerHandler {
   void refuse_identity(const std::string& reason) {
     const std::lock_guard<std::mutex> lock(mu_);
     refuse_identity_ = reason;
+  }
+
+  /// Every accepted Hello from now on is told `n` records already came.
+  void resume_from(std::uint64_t n) {
+    const std::lock_guard<std::mutex> lock(mu_);
+    resume_from_ = n;
   }
 
   // Read under the lock (inside wait's predicate) or after the server stopped.
@@ -187,6 +194,7 @@ class Recorder : public ServerHandler {
   bool keep_frames_;
   std::optional<FrameType> refuse_;
   std::optional<std::string> refuse_identity_;
+  std::uint64_t resume_from_ = 0;
 };
 
 ServerOptions options(std::chrono::milliseconds hello_timeout = 10s) {
@@ -390,6 +398,61 @@ TEST(TcpTest, AHelloOfProtocolFourIsAnsweredAcceptedOrRefusedWithTheReason) {
   EXPECT_EQ(outside->reason, "rank 7 is outside the run's world size 2");
 }
 
+TEST(TcpTest, AStreamResumedOnANewConnectionEndsTheOldOneWhichIsReadNoFurther) {
+  // A rank that gave a connection up (it stalled) resumes its stream on a
+  // new one; the old one may still hold bytes the server has not read, which
+  // would arrive twice once the rank resends from the resume point.
+  Recorder rec;
+  TcpServer server(options(), rec);
+  server.start();
+  TcpClient old_side;
+  ASSERT_TRUE(connect(old_side, server.port()));
+  const Bytes hello = hello_frame(kToken, 3, kProtocolVersion, 0xabcdef);
+  ASSERT_TRUE(old_side.send_all(hello.data(), hello.size(), kIoTimeout));
+  ASSERT_TRUE(rec.wait([](Recorder& r) { return r.hellos_.size() == 1; }));
+  rec.resume_from(41);
+  // Another rank's stream, and the same stream of another rank, are not it.
+  const auto other = answer_to(server, hello_frame(kToken, 4, kProtocolVersion, 0xabcdef));
+  ASSERT_TRUE(other);
+  ConnectionId first = 0;
+  {
+    const std::lock_guard<std::mutex> lock(rec.mu_);
+    first = rec.hellos_.begin()->first;
+  }
+  const auto closed_first = [first](Recorder& r) {
+    for (const Closed& c : r.closed_)
+      if (c.id == first) return true;
+    return false;
+  };
+  ASSERT_FALSE(rec.wait(closed_first, 300ms));
+  const auto resumed = answer_to(server, hello);
+  ASSERT_TRUE(resumed);
+  ASSERT_EQ(resumed->type, FrameType::Verdict);
+  const auto v = decode_verdict(resumed->payload);
+  ASSERT_TRUE(v);
+  EXPECT_TRUE(v->accepted);
+  EXPECT_EQ(v->resume_from, 41u);
+  {
+    const std::lock_guard<std::mutex> lock(rec.mu_);
+    EXPECT_EQ(rec.hellos_.rbegin()->second.stream, 0xabcdefu);
+  }
+  ASSERT_TRUE(rec.wait(closed_first));
+  {
+    const std::lock_guard<std::mutex> lock(rec.mu_);
+    for (const Closed& c : rec.closed_) {
+      if (c.id != first) continue;
+      EXPECT_FALSE(c.clean);
+      EXPECT_EQ(c.reason, "replaced by the rank's new connection");
+    }
+  }
+  // What the old connection sends now is never read.
+  const Bytes late = frame_bytes(FrameType::Step, step_payload(3, 1));
+  old_side.send_all(late.data(), late.size(), kIoTimeout);
+  server.settle(1s);
+  const std::lock_guard<std::mutex> lock(rec.mu_);
+  EXPECT_TRUE(rec.frames_[first].empty());
+}
+
 TEST(TcpTest, AHelloOfProtocolThreeGetsNoAnswer) {
   // A rank of protocol 3 reads nothing: bytes it never reads would only sit
   // in its socket buffer.
@@ -418,6 +481,19 @@ TEST(TcpTest, VerdictPayloadsRoundTripAndMalformedOnesAreRefused) {
   p[2] = 1;
   EXPECT_FALSE(decode_verdict(p)) << "accepted, with a reason";
   EXPECT_FALSE(decode_verdict(Bytes{4, 0}));
+  // An accepted one says where the stream resumes; a refused one cannot.
+  Verdict ok;
+  ok.resume_from = 123456789012;
+  const auto resumed = decode_verdict(encode_verdict(ok));
+  ASSERT_TRUE(resumed);
+  EXPECT_TRUE(resumed->accepted);
+  EXPECT_EQ(resumed->resume_from, 123456789012u);
+  p = encode_verdict(v);
+  p.back() = 1;
+  EXPECT_FALSE(decode_verdict(p)) << "refused, with a resume point";
+  p = encode_verdict(ok);
+  p.pop_back();
+  EXPECT_FALSE(decode_verdict(p)) << "cut short";
 }
 
 // Ranks built against protocol 1 (no heartbeats) still connect.
