@@ -92,6 +92,9 @@ struct Collector::Impl final : transport::ServerHandler {
     int rank = 0;
     std::optional<int> node_rank;
     bool said_bye = false;
+    /// Its goodbye came (protocol 4): everything the rank recorded was sent
+    /// before it, so a close without Bye after it lost nothing.
+    bool drained = false;
     std::int64_t records = 0;   // valid records queued; merged into the rank at close
     std::int64_t max_step = 0;  // highest step received, for the live board
     bool touched = false;       // records since the last hand_on (in `touched`)
@@ -107,7 +110,10 @@ struct Collector::Impl final : transport::ServerHandler {
   /// reconnect after a failure). Guarded by state_mu.
   struct RankState {
     std::int64_t records_received = 0;
-    bool clean_end = false;  // of its latest closed connection
+    bool clean_end = false;  // of its latest connection (the one accepted last)
+    /// Its latest connection: an older one that closes after it (its end
+    /// read later) does not speak for the rank.
+    transport::ConnectionId latest = 0;
     int open = 0;
     std::optional<model::TracerStats> tracer;
     std::optional<int> exit_status;                     // its goodbye's, the last one wins
@@ -191,6 +197,7 @@ struct Collector::Impl final : transport::ServerHandler {
       std::lock_guard<std::mutex> lk(state_mu);
       RankState& r = ranks[c.rank];
       ++r.open;
+      r.latest = std::max(r.latest, id);
       // The goodbye of this connection, if any, says how the program ended;
       // an earlier connection's (a restarted rank's) no longer does.
       r.exit_status.reset();
@@ -245,7 +252,7 @@ struct Collector::Impl final : transport::ServerHandler {
         --r.open;
         r.records_received += c.records;
         if (c.stream != 0 && c.stream == r.stream) r.stream_frames += c.record_frames;
-        r.clean_end = clean || c.said_bye;
+        if (id >= r.latest) r.clean_end = clean || c.said_bye || c.drained;
         r.closed_at = std::chrono::steady_clock::now();
       }
       board.closed(c.rank, LiveClock::now());
@@ -293,6 +300,8 @@ struct Collector::Impl final : transport::ServerHandler {
   void handle(Connection& /*c*/, model::RankPosition&& p) { board.heartbeat(p, LiveClock::now()); }
   /// Kept per rank for its delivery: how its program ended.
   void handle(Connection& c, model::RankGoodbye&& g) {
+    c.drained = true;
+    if (!g.exit_status) return;  // drained at an explicit shutdown: the status follows at exit
     std::lock_guard<std::mutex> lk(state_mu);
     ranks[c.rank].exit_status = g.exit_status;
   }

@@ -135,7 +135,9 @@ struct ServedRunOptions {
   bool token_made = false;
 };
 
-/// Only this machine's processes can reach an address of these.
+/// Only this machine's processes can reach this address: "localhost", or an
+/// IPv4 127.x.x.x, ::1 or ::ffff:127.x.x.x address (brackets allowed). A
+/// name other than localhost is not known to be.
 bool loopback(const std::string& host);
 
 /// Hosts the collector until the world ended, a signal, or --idle-timeout;

@@ -2,6 +2,8 @@
 // for ranks that something else starts; the run ends when its world of ranks
 // has said goodbye, when they all went quiet (--idle-timeout), or on
 // SIGINT/SIGTERM, and always with the summary a `traceml run` writes.
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <unistd.h>
 
@@ -207,7 +209,15 @@ std::string announce(const ServedRunOptions& o, const HostedRun& host, bool made
 }  // namespace
 
 bool loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host == "[::1]" || host.rfind("127.", 0) == 0;
+  if (host == "localhost") return true;
+  std::string h = host;
+  if (h.size() > 2 && h.front() == '[' && h.back() == ']') h = h.substr(1, h.size() - 2);
+  in_addr v4{};
+  if (::inet_pton(AF_INET, h.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  if (::inet_pton(AF_INET6, h.c_str(), &v6) != 1) return false;  // a name: not known to be
+  if (IN6_IS_ADDR_LOOPBACK(&v6)) return true;
+  return IN6_IS_ADDR_V4MAPPED(&v6) && v6.s6_addr[12] == 127;
 }
 
 ServedEnd served_end(const std::vector<ServedRank>& ranks, EndReason reason,

@@ -223,9 +223,9 @@ std::optional<std::string> check_tracer_stats(const TracerStats& s) {
 
 std::optional<std::string> check_rank_goodbye(const RankGoodbye& g) {
   if (auto problem = check_record(g)) return problem;
-  if (g.exit_status > 255)
+  if (g.exit_status && *g.exit_status > 255)
     return "'exit_status' must be an integer between 0 and 255, got " +
-           std::to_string(g.exit_status);
+           std::to_string(*g.exit_status);
   return std::nullopt;
 }
 

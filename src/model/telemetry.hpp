@@ -102,14 +102,16 @@ struct TracerStats {
   std::optional<std::int64_t> activity_lost;
 };
 
-/// A rank's last word before its Bye (protocol 4): how its program ended.
-/// Sent only when the runtime learnt the status, from glibc's on_exit at
-/// exit(3) or a return from main; an explicit traceml::shutdown() or a
-/// killed process sends none.
+/// A rank's last word before its Bye (protocol 4): how its program ended,
+/// from glibc's on_exit at exit(3) or a return from main. An explicit
+/// traceml::shutdown() sends one without a status once everything recorded
+/// has gone (the rank is drained: if its connection then closes without a
+/// Bye, nothing was lost), and the one with the status at exit.
 struct RankGoodbye {
   int global_rank = 0;
   /// The status the parent sees: exit(3)'s argument & 0377 (0 to 255).
-  int exit_status = 0;
+  /// Absent: drained, the status not known yet.
+  std::optional<int> exit_status;
 };
 
 /// TraceML's training-strategy words (spec §4.1.1).

@@ -294,7 +294,10 @@ class Runtime {
 
   /// After drain(), at the program's exit.
   void finish(std::optional<int> exit_status) {
-    if (sender_) sender_->stop(Clock::now() + kFlushBudget, exit_status);
+    if (sender_) {
+      sender_->stop(Clock::now() + kFlushBudget, exit_status);
+      say_drops();  // only what was lost since drain() said its count
+    }
     stop_pipe_watch();
   }
 
@@ -325,9 +328,11 @@ class Runtime {
   /// The count, once: a warning mid-run said only that it began. Not after
   /// a refusal: its one line said why nothing more is sent.
   void say_drops() {
-    if (const std::int64_t lost = sender_->records_dropped_total(); lost > 0 && !refused_.load())
+    const std::int64_t lost = sender_->records_dropped_total();
+    if (lost > said_dropped_ && !refused_.load())
       warn(std::to_string(lost) + " telemetry record" + (lost == 1 ? " was" : "s were") +
            " dropped on this rank and counted; training was not affected");
+    said_dropped_ = lost;
   }
 
   /// TRACEML_DEBUG=1 (runtime/debug_report.hpp), after the sender stopped.
@@ -408,6 +413,7 @@ class Runtime {
   std::string gpu_why_;                     // why there is no GPU clock, when there is none
   std::unique_ptr<Sender> sender_;
   std::atomic<bool> refused_{false};  // the collector refused this rank (sender thread sets it)
+  std::int64_t said_dropped_ = 0;     // the count say_drops() last printed
   std::thread pipe_watch_;
   int pipe_stop_read_ = -1;
   int pipe_stop_write_ = -1;

@@ -305,13 +305,7 @@ bool Sender::read_collector(milliseconds wait) {
         next_attempt_ = Clock::now();
         retained_.clear();  // a collector of 3 cannot say where to resume
         retained_.shrink_to_fit();
-        // The goodbye (protocol 4) is the frame before the final Bye; a
-        // collector of 3 would refuse it.
-        if (goodbye_bytes_ > 0 && pending_.size() >= goodbye_bytes_ + transport::kHeaderBytes) {
-          const auto at = pending_.end() - std::ptrdiff_t(goodbye_bytes_ + transport::kHeaderBytes);
-          pending_.erase(at, at + std::ptrdiff_t(goodbye_bytes_));
-          goodbye_bytes_ = 0;
-        }
+        drop_goodbyes();  // protocol 4's: a collector of 3 would refuse them
       } else {
         retry_later();
       }
@@ -322,7 +316,8 @@ bool Sender::read_collector(milliseconds wait) {
     for (std::size_t at = 0; at < *k;) {
       at += inbound_.feed(buf + at, *k - at);
       while (const auto frame = inbound_.next()) {
-        if (frame->type != transport::FrameType::Verdict) continue;  // a later protocol's
+        // A later protocol's frames, and a second Verdict (one a connection).
+        if (frame->type != transport::FrameType::Verdict || !awaiting_verdict_) continue;
         const auto v = transport::decode_verdict(frame->payload);
         if (!v) {
           connection_lost("a malformed answer from");
@@ -345,7 +340,11 @@ void Sender::on_verdict(const transport::Verdict& v) {
   if (v.accepted) {
     awaiting_verdict_ = false;
     resume(v.resume_from);
-    add_control(full_stats());  // what protocol 3 sends with its Hello
+    // What protocol 3 sends with its Hello; before the goodbye and Bye when
+    // they wait already (a connection made at the end).
+    std::vector<std::uint8_t> stats;
+    transport::append_record_frame(stats, full_stats());
+    pending_.insert(pending_.end() - std::ptrdiff_t(last_bytes_), stats.begin(), stats.end());
     return;
   }
   client_.close();
@@ -398,7 +397,20 @@ void Sender::resume(std::uint64_t have) {
   std::size_t from = 0;
   for (std::uint64_t n = retained_first_; n < have; ++n)
     from += frame_bytes_at(retained_.data() + from);
-  const auto again = std::int64_t(written_records_ - std::max(have, retained_first_));
+  auto again = std::int64_t(written_records_ - std::max(have, retained_first_));
+  // The same point three times running: the frame there may be one the
+  // collector closes the connection on before counting it (a kind it does
+  // not know); resent for ever, it would hold back all the rest. It is
+  // dropped, counted.
+  same_resume_ = have == last_resume_ ? same_resume_ + 1 : 0;
+  last_resume_ = have;
+  if (same_resume_ >= 2 && again > 0) {
+    from += frame_bytes_at(retained_.data() + from);
+    --again;
+    dropped_.fetch_add(1);
+    sent_.fetch_sub(1);
+    same_resume_ = 0;
+  }
   pending_.insert(pending_.begin(), retained_.begin() + std::ptrdiff_t(from), retained_.end());
   pending_records_ += again;
   sent_.fetch_sub(again);
@@ -437,6 +449,7 @@ bool Sender::flush(milliseconds budget) {
   if (whole > 0) {
     retain(whole);
     pending_.erase(pending_.begin(), pending_.begin() + std::ptrdiff_t(whole));
+    last_bytes_ = std::min(last_bytes_, pending_.size());
     written_ -= whole;
     pending_records_ -= records;
     sent_.fetch_add(records);
@@ -508,40 +521,76 @@ void Sender::loop() {
     lingering = lingering_ && !final_;
   }
   if (lingering) {
-    // An explicit shutdown: what was recorded goes now; how the program
-    // ends is said at its exit, on this connection, where the collector
-    // speaks protocol 4 (one that does not gets its Bye now).
+    // An explicit shutdown: what was recorded goes now, and a goodbye
+    // without a status says it all went (protocol 4: a close without Bye
+    // after it lost nothing). How the program ends is said at its exit, on
+    // this connection; a collector that does not speak 4 gets its Bye now.
+    if (protocol_ >= transport::kVerdictProtocolVersion)
+      add_last(transport::frame_type_of<model::RankGoodbye>(),
+               transport::encode(model::RankGoodbye{settings_.identity.global_rank, std::nullopt}));
     const bool delivered = deliver();
-    const bool keep = delivered && !refused_ && client_.connected() &&
-                      protocol_ >= transport::kVerdictProtocolVersion;
-    if (!delivered) {
-      dropped_.fetch_add(pending_records_);
-      pending_.clear();
-      pending_records_ = 0;
+    if (delivered && !refused_ && client_.connected() &&
+        protocol_ >= transport::kVerdictProtocolVersion) {
+      signal_drained();
+      linger();  // until stop(), whose deadline and status it then reads
+    } else if (!delivered) {
+      give_up();
     }
-    {
-      std::lock_guard<std::mutex> lock(wake_signal().mu);
-      drained_ = true;
-    }
-    drained_cv_.notify_all();
-    if (keep) linger();
   }
-  // A collector that speaks protocol 3 or older would refuse the frame.
-  if (exit_status_ && protocol_ >= transport::kVerdictProtocolVersion) {
-    const std::size_t before = pending_.size();
-    add_control(model::RankGoodbye{settings_.identity.global_rank, *exit_status_});
-    goodbye_bytes_ = pending_.size() - before;
-  }
-  add_frame(transport::FrameType::Bye, {});
-  if (!deliver()) dropped_.fetch_add(pending_records_);
-  pending_.clear();
-  pending_records_ = 0;
-  client_.close();
+  std::optional<int> status;
   {
     std::lock_guard<std::mutex> lock(wake_signal().mu);
-    drained_ = true;  // drain() came too late to linger: it waits for nothing
+    status = exit_status_;
+  }
+  // A collector that speaks protocol 3 or older would refuse the goodbye.
+  if (status && protocol_ >= transport::kVerdictProtocolVersion)
+    add_last(transport::frame_type_of<model::RankGoodbye>(),
+             transport::encode(model::RankGoodbye{settings_.identity.global_rank, status}));
+  add_last(transport::FrameType::Bye, {});
+  if (!deliver()) give_up();
+  pending_.clear();
+  pending_records_ = 0;
+  last_bytes_ = 0;
+  client_.close();
+  // Last: drain() returns only once the thread touches nothing stop() sets.
+  signal_drained();
+}
+
+void Sender::signal_drained() {
+  {
+    std::lock_guard<std::mutex> lock(wake_signal().mu);
+    drained_ = true;
   }
   drained_cv_.notify_all();
+}
+
+void Sender::give_up() {
+  client_.close();
+  written_ = 0;
+  dropped_.fetch_add(pending_records_);
+  pending_.clear();
+  pending_records_ = 0;
+  last_bytes_ = 0;
+}
+
+void Sender::add_last(transport::FrameType type, const std::vector<std::uint8_t>& payload) {
+  const std::size_t before = pending_.size();
+  add_frame(type, payload);
+  last_bytes_ += pending_.size() - before;
+}
+
+void Sender::drop_goodbyes() {
+  const auto goodbye = static_cast<std::uint8_t>(transport::frame_type_of<model::RankGoodbye>());
+  for (std::size_t at = written_; at + transport::kHeaderBytes <= pending_.size();) {
+    const std::size_t length = frame_bytes_at(pending_.data() + at);
+    if (pending_[at + 4] != goodbye) {
+      at += length;
+      continue;
+    }
+    pending_.erase(pending_.begin() + std::ptrdiff_t(at),
+                   pending_.begin() + std::ptrdiff_t(at + length));
+    last_bytes_ -= std::min(last_bytes_, length);
+  }
 }
 
 bool Sender::deliver() {
@@ -574,7 +623,7 @@ void Sender::linger() {
         awaiting_verdict_)
       continue;
     if (settings_.position) add_control(settings_.position());
-    flush(settings_.heartbeat_interval);
+    flush(std::min(settings_.send_timeout, settings_.heartbeat_interval));
   }
 }
 

@@ -135,6 +135,16 @@ class Sender {
   bool deliver();
   /// After drain(): heartbeats on the open connection until stop().
   void linger();
+  /// drain() may return: the thread no longer reads what stop() sets.
+  void signal_drained();
+  /// The rest cannot go: closes the connection, counts its records dropped.
+  void give_up();
+  /// Appends a frame that must stay last (the goodbye, Bye): the stats a
+  /// new connection's Verdict brings go before it.
+  void add_last(transport::FrameType type, const std::vector<std::uint8_t>& payload);
+  /// Takes every goodbye out of pending_ (a collector of protocol 3 would
+  /// refuse them).
+  void drop_goodbyes();
   /// Drains the rings and samples into pending_; returns the steps drained.
   std::size_t collect();
   void add_frame(transport::FrameType type, const std::vector<std::uint8_t>& payload);
@@ -197,6 +207,8 @@ class Sender {
   std::uint64_t written_records_ = 0;
   std::vector<std::uint8_t> retained_;
   std::uint64_t retained_first_ = 0;
+  std::uint64_t last_resume_ = ~std::uint64_t{0};  ///< the last Verdict's resume point
+  int same_resume_ = 0;  ///< Verdicts in a row that resumed at last_resume_, less one
   /// Bytes at the front of pending_ written on the current connection: less
   /// than one frame once flush() has taken the whole frames out.
   std::size_t written_ = 0;
@@ -232,7 +244,7 @@ class Sender {
   std::condition_variable drained_cv_;
   std::chrono::steady_clock::time_point deadline_{};
   std::optional<int> exit_status_;  // guarded like stopping_
-  std::size_t goodbye_bytes_ = 0;   ///< the goodbye's frame in pending_ (before Bye), or 0
+  std::size_t last_bytes_ = 0;      ///< pending_'s tail that must stay last (add_last)
   std::thread thread_;
 };
 

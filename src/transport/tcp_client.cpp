@@ -1,5 +1,7 @@
 #include "transport/tcp_client.hpp"
 
+#include <fcntl.h>
+
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -175,6 +177,9 @@ bool TcpClient::connect(const std::string& host, std::uint16_t port,
     asio::error_code ignored;
     s.socket.set_option(tcp::no_delay(true), ignored);
     s.socket.set_option(asio::socket_base::keep_alive(true), ignored);
+    // A program the rank starts (system(), popen()) must not hold the
+    // collector's connection open after the rank has gone.
+    ::fcntl(s.socket.native_handle(), F_SETFD, FD_CLOEXEC);
     return true;
   } catch (const std::exception& e) {
     s.close_socket();

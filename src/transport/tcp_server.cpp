@@ -341,11 +341,6 @@ bool TcpServer::Impl::on_frame(const ConnectionPtr& c, const Frame& frame) {
     end(c, false, "protocol error: a second hello on an established connection");
     return false;
   }
-  if (c->bye_seen) {
-    end(c, false,
-        std::string("protocol error: a ") + frame_type_name(frame.type) + " frame after bye");
-    return false;
-  }
   if (frame.type == FrameType::Bye) c->bye_seen = true;
   std::optional<std::string> reason;
   try {
@@ -356,6 +351,12 @@ bool TcpServer::Impl::on_frame(const ConnectionPtr& c, const Frame& frame) {
   }
   if (reason) {
     end(c, false, *reason);
+    return false;
+  }
+  if (c->bye_seen) {
+    // The rank's stream is over: its connection ends here, also when a
+    // process it forked holds the socket open, and nothing after is read.
+    end(c, true, "bye");
     return false;
   }
   return true;
@@ -413,8 +414,13 @@ void TcpServer::Impl::take_stream(const ConnectionPtr& c, const Hello& hello) {
     // The rank gave that connection up (it stalled, or broke on its side)
     // and resumes here: what the old one still holds unread would come
     // twice, so it is read no further.
-    if (const auto old = connections.find(it->second); old != connections.end())
-      end(ConnectionPtr(old->second), false, "replaced by the rank's new connection");
+    if (const auto old = connections.find(it->second); old != connections.end()) {
+      try {
+        end(ConnectionPtr(old->second), false, "replaced by the rank's new connection");
+      } catch (const std::exception&) {
+        // The handler failed on the old one's end: the new one goes on.
+      }
+    }
   }
   streams[key] = c->id;
   c->stream = key;

@@ -27,6 +27,10 @@
 #include "../support/json_file.hpp"
 #include "../support/subprocess.hpp"
 #include "launcher/free_port.hpp"
+#include "transport/frame.hpp"
+#include "transport/hello.hpp"
+#include "transport/record_codec.hpp"
+#include "transport/tcp_client.hpp"
 
 namespace traceml::testing {
 namespace {
@@ -533,6 +537,80 @@ TEST(Serve, ARankWhoseProgramReturnsThreeFailsTheRunWithItsCode) {
   EXPECT_EQ(manifest["status"], "failed");
   EXPECT_EQ(manifest["ranks"][1]["exit_code"], 3);
   EXPECT_EQ(manifest["ranks"][0]["exit_code"], 0);
+}
+
+/// What a rank built before protocol 4 sends: a Hello of protocol 3 (no
+/// stream), its stats, `steps` steps ending now, Bye. It reads nothing.
+std::vector<std::uint8_t> protocol_three_rank(int rank, int world, int steps) {
+  std::vector<std::uint8_t> out;
+  const auto add = [&out](transport::FrameType t, const std::vector<std::uint8_t>& payload) {
+    const auto f = transport::encode_frame(t, payload);
+    out.insert(out.end(), f->begin(), f->end());
+  };
+  transport::Hello hello;
+  hello.protocol_version = 3;
+  hello.identity.global_rank = rank;
+  hello.identity.local_rank = rank;
+  hello.identity.node_rank = 0;
+  hello.identity.world_size = world;
+  hello.identity.local_world_size = world;
+  hello.identity.hostname = "old-build";
+  add(transport::FrameType::Hello, transport::encode_hello(hello));
+  model::TracerStats stats;
+  stats.global_rank = rank;
+  stats.steps_recorded = steps;
+  stats.records_sent = steps;
+  add(transport::FrameType::TracerStats, transport::encode(stats));
+  const double now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  for (int i = 1; i <= steps; ++i) {
+    model::StepRecord r;
+    r.global_rank = rank;
+    r.step = i;
+    r.ts = now - 0.001 * double(steps - i);
+    r.events.set(model::Event::InputWait, model::Timing{0.05, std::nullopt});
+    r.events.set(model::Event::Forward, model::Timing{0.4, std::nullopt});
+    r.events.set(model::Event::TracedStepTime, model::Timing{0.5, std::nullopt});
+    add(transport::FrameType::Step, transport::encode(r));
+  }
+  add(transport::FrameType::Bye, {});
+  return out;
+}
+
+TEST(Serve, ARankOfProtocolThreeIsTakenBesideOneOfFourAndToldNothing) {
+  // A job whose ranks were built at different times: this build's rank
+  // (protocol 4) and one built before the collector could answer.
+  TempDir dir;
+  Served serve(dir, {"--run-name", "mixed", "--world-size", "2"});
+  const auto vars = serve.rank_env();
+  ASSERT_EQ(vars.size(), 2u) << serve.child.err_so_far();
+  const auto port = std::uint16_t(std::stoi(vars[1].substr(vars[1].find('=') + 1)));
+  ChildProcess r0(rank_argv(vars, 0, 2, 1, {kTinyRank, "--steps", "100", "--step-us", "200"}));
+  transport::TcpClient old;
+  ASSERT_TRUE(old.connect("127.0.0.1", port, 5000ms)) << old.error();
+  const auto bytes = protocol_three_rank(1, 2, 100);
+  ASSERT_TRUE(old.send_all(bytes.data(), bytes.size(), 5000ms)) << old.error();
+  // No Verdict: a rank of 3 never reads, and bytes it never reads would only
+  // fill its socket buffer. serve closes once it has read the Bye.
+  std::uint8_t answer[64];
+  const auto got = old.receive_some(answer, sizeof answer, 5000ms);
+  EXPECT_FALSE(got.has_value() && *got > 0) << "serve wrote to a rank of protocol 3";
+  const ProcessResult p0 = r0.wait();
+  EXPECT_EQ(p0.exit_code, 0) << p0.err;
+  EXPECT_EQ(p0.err.find("traceml: warning"), std::string::npos) << p0.err;
+  const ProcessResult s = serve.child.wait();
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_EQ(s.err.find("refused"), std::string::npos) << s.err;
+  const Json summary = load_json(dir.path() / "logs" / "mixed" / "final_summary.json");
+  ASSERT_TRUE(summary.is_object()) << s.err;
+  EXPECT_EQ(summary.value("/run/status"_json_pointer, std::string()), "completed");
+  EXPECT_EQ(summary.value("/step_time/metadata/training_total_steps"_json_pointer, -1L), 100);
+  const Json& tracer = summary["tracer"]["ranks"];
+  ASSERT_EQ(tracer.size(), 2u) << summary["tracer"].dump();
+  for (const Json& r : tracer) {
+    EXPECT_EQ(r["clean_end"], true) << r.dump();
+    EXPECT_EQ(r["records_received"], r["records_sent"]) << r.dump();
+  }
 }
 
 TEST(Serve, BadOptionsGetOneLineAndExitTwoAndAGoodRunIsNotTouched) {

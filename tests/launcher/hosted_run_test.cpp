@@ -25,6 +25,16 @@ using model::RankEnding;
 using model::RunStatus;
 using testing::TempDir;
 
+TEST(Loopback, OnlyAddressesThisMachineAloneReachesAreLoopback) {
+  // serve makes a token for any other: a name that merely starts like a
+  // loopback address is not one.
+  for (const char* h : {"127.0.0.1", "127.1.2.3", "localhost", "::1", "[::1]", "::ffff:127.0.0.1"})
+    EXPECT_TRUE(loopback(h)) << h;
+  for (const char* h : {"0.0.0.0", "::", "10.0.0.1", "127.example.net", "node0", "::ffff:10.0.0.1",
+                        "", "128.0.0.1"})
+    EXPECT_FALSE(loopback(h)) << h;
+}
+
 TEST(ServedEnd, EveryRankSaidGoodbye) {
   const ServedEnd e =
       served_end({{0, RankEnding::Goodbye}, {1, RankEnding::Goodbye}}, EndReason::WorldEnded, {});

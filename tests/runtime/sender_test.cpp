@@ -17,8 +17,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -211,13 +213,11 @@ constexpr bool kThreadSanitizer = false;
 constexpr bool kThreadSanitizer = false;
 #endif
 
-// The runtime learns the status from exit(3) (glibc's on_exit), as the
-// parent sees it: its low 8 bits. (End to end, with real rank processes:
-// Serve.ARankWhoseProgramReturnsThreeFailsTheRunWithItsCode.)
-TEST(Sender, ARanksExitStatusReachesTheCollector) {
-  // The child is forked from a process whose collector runs threads: a
-  // thread-sanitized child cannot start the runtime's threads.
-  if (kThreadSanitizer) GTEST_SKIP() << "ThreadSanitizer cannot start threads after this fork";
+/// A forked rank of `steps` steps that ends as `end` says, against a
+/// collector of its own; what the collector kept of it. The child is forked
+/// from a process whose collector runs threads: a thread-sanitized child
+/// cannot start the runtime's threads (callers skip under ThreadSanitizer).
+store::RunData forked_rank(int steps, const std::function<void()>& end, int& wait_status) {
   testing::TempDir dir;
   collector::CollectorOptions o;
   o.token = "goodbye-test";
@@ -226,24 +226,72 @@ TEST(Sender, ARanksExitStatusReachesTheCollector) {
   collector::Collector c(o);
   std::fflush(nullptr);  // the child's exit must not print the parent's buffered output again
   const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
   if (pid == 0) {
     ::setenv(model::env::kAggregatorPort, std::to_string(c.port()).c_str(), 1);
     ::setenv(model::env::kRunToken, "goodbye-test", 1);
     ::setenv(model::env::kCupti, "0", 1);
     traceml::init();
-    { traceml::StepScope step; }
-    std::exit(256 + 3);
+    for (int i = 0; i < steps; ++i) {
+      traceml::StepScope step;
+    }
+    end();
+    std::_Exit(99);  // not reached
   }
+  wait_status = -1;
+  if (pid > 0) ::waitpid(pid, &wait_status, 0);
+  c.stop_ingest(Clock::now() + 30s, 1);
+  return c.take_run();
+}
+
+// The runtime learns the status from exit(3) (glibc's on_exit), as the
+// parent sees it: its low 8 bits. (End to end, with real rank processes:
+// Serve.ARankWhoseProgramReturnsThreeFailsTheRunWithItsCode.)
+TEST(Sender, ARanksExitStatusReachesTheCollector) {
+  if (kThreadSanitizer) GTEST_SKIP() << "ThreadSanitizer cannot start threads after this fork";
   int status = 0;
-  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  const store::RunData run = forked_rank(
+      1, [] { std::exit(256 + 3); }, status);
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_EQ(WEXITSTATUS(status), 3);
-  c.stop_ingest(Clock::now() + 30s, 1);
-  const store::RunData run = c.take_run();
   ASSERT_EQ(run.deliveries.size(), 1u);
   EXPECT_TRUE(run.deliveries[0].clean_end);
   EXPECT_EQ(run.deliveries[0].exit_status, 3);
+}
+
+// After an explicit shutdown() the connection stays open for the status:
+// exit(5) still says 5; a program that then leaves through _exit (no exit
+// handlers) or is killed had sent everything, and its goodbye without a
+// status said so: a clean end, no status, no step lost.
+TEST(Sender, AfterShutdownTheExitStatusStillComesAndAnExitWithoutHandlersLosesNothing) {
+  if (kThreadSanitizer) GTEST_SKIP() << "ThreadSanitizer cannot start threads after this fork";
+  int status = 0;
+  const store::RunData five = forked_rank(
+      20,
+      [] {
+        traceml::shutdown();
+        std::exit(5);
+      },
+      status);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 5);
+  ASSERT_EQ(five.deliveries.size(), 1u);
+  EXPECT_TRUE(five.deliveries[0].clean_end);
+  EXPECT_EQ(five.deliveries[0].exit_status, 5);
+  EXPECT_EQ(five.telemetry.steps.size(), 20u);
+  for (const auto& end : std::vector<std::function<void()>>{[] {
+                                                              traceml::shutdown();
+                                                              std::_Exit(0);
+                                                            },
+                                                            [] {
+                                                              traceml::shutdown();
+                                                              ::raise(SIGKILL);
+                                                            }}) {
+    const store::RunData gone = forked_rank(20, end, status);
+    ASSERT_EQ(gone.deliveries.size(), 1u);
+    EXPECT_TRUE(gone.deliveries[0].clean_end);
+    EXPECT_FALSE(gone.deliveries[0].exit_status);
+    EXPECT_EQ(gone.telemetry.steps.size(), 20u);
+  }
 }
 
 TEST(Sender, ARefusedRankIsToldWhyOnceAndSendsNothingMore) {

@@ -101,14 +101,22 @@ TEST(RecordKinds, AGoodbyeRoundTripsThroughItsFrame) {
   EXPECT_EQ(d.feed(bytes.data(), bytes.size()), bytes.size());
   const auto frame = d.next();
   ASSERT_TRUE(frame.has_value());
-  // i32 rank, i32 status: derived from its field list.
-  EXPECT_EQ(frame->payload, (std::vector<std::uint8_t>{3, 0, 0, 0, 42, 0, 0, 0}));
+  // i32 rank, presence byte, i32 status: derived from its field list.
+  EXPECT_EQ(frame->payload, (std::vector<std::uint8_t>{3, 0, 0, 0, 1, 42, 0, 0, 0}));
   const auto back = decode(*frame);
   ASSERT_TRUE(back.has_value());
   ASSERT_EQ(model::kind_of(*back), model::RecordKind::Goodbye);
   EXPECT_EQ(std::get<model::RankGoodbye>(*back).global_rank, 3);
   EXPECT_EQ(std::get<model::RankGoodbye>(*back).exit_status, 42);
   EXPECT_EQ(model::row_of<model::RankGoodbye>().since_protocol, 4);
+  // Drained at an explicit shutdown: no status yet.
+  bytes.clear();
+  ASSERT_GT(append_record_frame(bytes, model::RankGoodbye{3, std::nullopt}), 0u);
+  FrameDecoder d2;
+  d2.feed(bytes.data(), bytes.size());
+  const auto drained = decode(*d2.next());
+  ASSERT_TRUE(drained.has_value());
+  EXPECT_FALSE(std::get<model::RankGoodbye>(*drained).exit_status.has_value());
 }
 
 }  // namespace
