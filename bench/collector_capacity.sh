@@ -7,7 +7,8 @@
 # per million records and as a share of one core over the run: the figure
 # that says how many cores a given ranks x step rate needs.
 #
-#   bench/collector_capacity.sh TRACEML TINY_RANK   (env: RANKS=64 STEP_US=1000 SECONDS=10)
+#   bench/collector_capacity.sh TRACEML TINY_RANK   (env: RANKS=64 STEP_US=1000 SECONDS_EACH=10;
+#                                                    STEPS=N: N steps a rank instead of a time)
 #
 # The ranks share this machine's cores with serve: on a small machine the
 # ranks' own CPU bounds the load before the collector does.
@@ -18,7 +19,7 @@ ranks=${RANKS:-64}
 step_us=${STEP_US:-1000}
 seconds=${SECONDS_EACH:-10}
 work=$(mktemp -d)
-trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null || true; [ -n "${KEEP:-}" ] && echo "kept $work" >&2 || rm -rf "$work"' EXIT
 
 /usr/bin/time -f '%U %S %e' -o "$work/time" "$traceml" serve --port 0 --run-name cap \
   --logs-dir "$work/logs" --env-file "$work/env" --world-size "$ranks" >"$work/serve.out" \
@@ -28,10 +29,15 @@ for _ in $(seq 1 300); do [ -s "$work/env" ] && break; sleep 0.02; done
 mapfile -t vars <"$work/env"
 # More steps than the time allows (tiny_rank holds one int per step): the time ends them.
 steps=$((seconds * 2000000 / (step_us > 0 ? step_us : 1) + 1000))
+for_ms=$((seconds * 1000))
+if [ -n "${STEPS:-}" ]; then
+  steps=$STEPS
+  for_ms=0
+fi
 pids=()
 for r in $(seq 0 $((ranks - 1))); do
   env "${vars[@]}" RANK="$r" LOCAL_RANK="$r" WORLD_SIZE="$ranks" LOCAL_WORLD_SIZE="$ranks" \
-    "$tiny" --steps "$steps" --step-us "$step_us" --for-ms "$((seconds * 1000))" \
+    "$tiny" --steps "$steps" --step-us "$step_us" --for-ms "$for_ms" \
     >"$work/rank$r.out" 2>"$work/rank$r.err" &
   pids+=($!)
 done
@@ -39,16 +45,20 @@ for p in "${pids[@]}"; do wait "$p"; done
 wait "$serve" || true
 made=$(cat "$work"/rank*.out | awk '/^tiny_rank:/ { s += $2 } END { print s + 0 }')
 stored=$(sqlite3 "$work/logs/cap/telemetry.db" 'SELECT SUM(rows) FROM step_blocks')
+grep -c 'without a goodbye' "$work/serve.err" | sed 's/^/serve lines "closed its connection without a goodbye": /' || true
+cat "$work"/rank*.err | grep -c 'lost the connection' | sed 's/^/rank lines "lost the connection": /' || true
 python3 - "$work/logs/cap/final_summary.json" "$work/time" "$made" "$stored" "$ranks" "$step_us" \
-  "$seconds" <<'EOF'
+  "$seconds" "${STEPS:-}" <<'EOF'
 import json, sys
-summary, time_file, made, stored, ranks, step_us, seconds = sys.argv[1:]
+summary, time_file, made, stored, ranks, step_us, seconds, steps = sys.argv[1:]
 tracer = json.load(open(summary))["tracer"]["ranks"]
 received = sum(r["records_received"] for r in tracer)
 dropped = sum(r["records_dropped"] for r in tracer)
 user, system, wall = (float(x) for x in open(time_file).read().split()[-3:])
 cpu = user + system
-print(f"ranks={ranks} step_us={step_us} seconds={seconds}")
+if steps:
+    seconds = wall  # the steps, not a time, ended the ranks: serve's whole run
+print(f"ranks={ranks} step_us={step_us} steps={steps or 'by time'} seconds={float(seconds):.1f}")
 print(f"steps made {int(made):,}, step rows stored {int(stored):,}, records received "
       f"{received:,}, records dropped by the ranks {dropped:,}")
 print(f"records/s taken {received / float(seconds):,.0f}; serve CPU {cpu:.2f} s in {wall:.1f} s "

@@ -25,6 +25,13 @@ using std::chrono::milliseconds;
 /// is a collector built before protocol 4.
 constexpr int kVerdictlessClosesBeforeThree = 3;
 
+/// How long a stream's first connection waits for the Verdict before it
+/// writes its records anyway (as protocol 3 does): a collector whose node is
+/// starved answers Hellos late, and the rank's buffer would fill meanwhile.
+/// A live collector refuses within milliseconds, so a refused rank is still
+/// told why.
+constexpr milliseconds kWriteBeforeVerdictAfter{2000};
+
 /// How long the final flush waits for the GPU to pass the last steps' events.
 constexpr std::chrono::seconds kGpuGrace{2};
 
@@ -255,6 +262,7 @@ bool Sender::ensure_connected(Clock::time_point now, bool final_attempt) {
     last_progress_ = connected_at_;
     written_ = 0;
     awaiting_verdict_ = protocol_ >= transport::kVerdictProtocolVersion;
+    writing_before_verdict_ = false;
     inbound_ = transport::FrameDecoder(4096);
     return true;
   }
@@ -339,7 +347,9 @@ void Sender::on_verdict(const transport::Verdict& v) {
   verdict_seen_ = true;
   if (v.accepted) {
     awaiting_verdict_ = false;
-    resume(v.resume_from);
+    // Writing already (a stream's first connection, the Verdict late): the
+    // collector counts from this connection's first record, as the rank does.
+    if (!writing_before_verdict_) resume(v.resume_from);
     // What protocol 3 sends with its Hello; before the goodbye and Bye when
     // they wait already (a connection made at the end).
     std::vector<std::uint8_t> stats;
@@ -420,6 +430,26 @@ void Sender::resume(std::uint64_t have) {
   written_records_ = have;
 }
 
+void Sender::write_before_verdict() {
+  // Only where nothing was written before: a reconnecting rank needs the
+  // Verdict's resume point before it may write.
+  if (writing_before_verdict_ || written_records_ > 0 || !retained_.empty()) return;
+  writing_before_verdict_ = true;
+  std::vector<std::uint8_t> stats;
+  transport::append_record_frame(stats, full_stats());
+  pending_.insert(pending_.end() - std::ptrdiff_t(last_bytes_), stats.begin(), stats.end());
+}
+
+void Sender::await_close() {
+  if (!client_.connected() || protocol_ < transport::kVerdictProtocolVersion) return;
+  std::uint8_t buf[512];
+  while (remaining(deadline_).count() > 0) {
+    const auto k =
+        client_.receive_some(buf, sizeof buf, std::min(milliseconds(100), remaining(deadline_)));
+    if (!k) return;  // it read the Bye and ended the connection
+  }
+}
+
 bool Sender::flush(milliseconds budget) {
   if (pending_.empty()) {
     last_progress_ = Clock::now();  // nothing waits: the connection is not stalled
@@ -485,10 +515,13 @@ void Sender::loop() {
     // A new connection's Verdict comes within a round trip: worth a short wait.
     if (ensure_connected(now, false) &&
         read_collector(awaiting_verdict_ ? milliseconds(20) : milliseconds(0)) &&
-        awaiting_verdict_ && now - connected_at_ >= settings_.stall_timeout)
-      connection_lost("no answer to the hello (" +
-                      std::to_string(settings_.stall_timeout.count() / 1000) + " s) from");
-    if (client_.connected() && !awaiting_verdict_) {
+        awaiting_verdict_) {
+      if (now - connected_at_ >= kWriteBeforeVerdictAfter) write_before_verdict();
+      if (!writing_before_verdict_ && now - connected_at_ >= settings_.verdict_timeout)
+        connection_lost("no answer to the hello (" +
+                        std::to_string(settings_.verdict_timeout.count() / 1000) + " s) from");
+    }
+    if (client_.connected() && may_write()) {
       // Only while connected: heartbeats are not kept for a collector that
       // is away (they would say where the rank was, not where it is).
       if (settings_.position && now - last_heartbeat >= settings_.heartbeat_interval) {
@@ -548,6 +581,7 @@ void Sender::loop() {
              transport::encode(model::RankGoodbye{settings_.identity.global_rank, status}));
   add_last(transport::FrameType::Bye, {});
   if (!deliver()) give_up();
+  await_close();
   pending_.clear();
   pending_records_ = 0;
   last_bytes_ = 0;
@@ -594,14 +628,16 @@ void Sender::drop_goodbyes() {
 }
 
 bool Sender::deliver() {
-  bool delivered = pending_.empty() && client_.connected() && !awaiting_verdict_;
+  bool delivered = pending_.empty() && client_.connected() && may_write();
   while (!delivered && remaining(deadline_).count() > 0) {
     if (!ensure_connected(Clock::now(), true)) break;
-    // Records go once the collector accepted this connection.
+    // Records go once the collector accepted this connection, or (the end
+    // is near) a stream's first connection did not hear in time.
     if (!read_collector(awaiting_verdict_ ? std::min(milliseconds(100), remaining(deadline_))
-                                          : milliseconds(0)) ||
-        awaiting_verdict_)
+                                          : milliseconds(0)))
       continue;
+    if (awaiting_verdict_) write_before_verdict();
+    if (!may_write()) continue;
     delivered = flush(std::min(settings_.send_timeout, remaining(deadline_)));
   }
   return delivered;

@@ -59,6 +59,11 @@ struct SenderSettings {
   /// when the collector takes no byte at all for this long is the connection
   /// given up (a host that vanished, a collector that hangs).
   std::chrono::milliseconds stall_timeout{30000};
+  /// How long a connection waits for the collector's answer to its Hello
+  /// (protocol 4) before it is tried again. Long: a collector whose node is
+  /// starved answers late, and a new connection would only queue behind
+  /// the old one; a collector that is gone closes the connection.
+  std::chrono::milliseconds verdict_timeout{300000};
   std::chrono::milliseconds backoff_min{100};
   std::chrono::milliseconds backoff_max{5000};
   /// Called once, on the sender thread, the first time the collector cannot
@@ -161,6 +166,17 @@ class Sender {
   /// it. Returns false when the connection ended (closed, refused, garbled).
   bool read_collector(std::chrono::milliseconds wait);
   void on_verdict(const transport::Verdict& v);
+  /// The Verdict is late on a stream's first connection: its records go
+  /// without it (the collector reads them once it has taken the Hello).
+  void write_before_verdict();
+  /// After the Bye, on a connection of protocol 4: waits (to the deadline)
+  /// for the collector to end it, which it does once it has read the Bye.
+  /// Then it has everything, and no late Verdict is left unread at the
+  /// close (which would reset the connection and lose what the collector
+  /// had not read yet).
+  void await_close();
+  /// Records may be written on the current connection.
+  [[nodiscard]] bool may_write() const { return !awaiting_verdict_ || writing_before_verdict_; }
   /// Keeps the record frames of pending_'s first `bytes` (just written whole)
   /// in retained_, numbered along the stream; forgets the oldest past
   /// max_retained_bytes.
@@ -229,6 +245,7 @@ class Sender {
 
   /// Protocol 4: records go only once the collector accepted the Hello.
   bool awaiting_verdict_ = false;
+  bool writing_before_verdict_ = false;    ///< write_before_verdict() on this connection
   std::uint16_t protocol_;                 ///< what the next Hello speaks
   bool verdict_seen_ = false;              ///< the collector answered once: it speaks 4
   int verdictless_closes_ = 0;             ///< connections closed before any Verdict came

@@ -98,6 +98,11 @@ struct Connection {
   ConnectionId id;
   std::string peer;
   bool handshaken = false;
+  // Bytes came after the Hello before it was read: a rank of protocol 4
+  // whose Verdict was late writes without it, and reads none (a Verdict
+  // reaching a rank that has closed would reset the connection and lose
+  // what it had not delivered yet).
+  bool wrote_past_hello = false;
   bool bye_seen = false;
   bool closed = false;
   // Protocol 4: the Hello's global rank and stream, while this connection
@@ -303,6 +308,7 @@ void TcpServer::Impl::on_read(const ConnectionPtr& c, const asio::error_code& ec
     bool drained = false;
     while (std::optional<Frame> frame = c->decoder.next()) {
       drained = true;
+      if (!c->handshaken) c->wrote_past_hello = left > 0 || c->decoder.buffered() > 0;
       if (!on_frame(c, *frame)) {
         handler.on_read_end();
         return;
@@ -429,6 +435,7 @@ void TcpServer::Impl::take_stream(const ConnectionPtr& c, const Hello& hello) {
 bool TcpServer::Impl::answer(const ConnectionPtr& c, const Hello& hello,
                              const std::optional<std::string>& refused, std::uint64_t resume_from) {
   if (hello.protocol_version < kVerdictProtocolVersion) return true;  // it reads nothing
+  if (c->wrote_past_hello) return true;  // it stopped waiting for the Verdict
   Verdict v;
   v.accepted = !refused;
   if (refused) v.reason = *refused;

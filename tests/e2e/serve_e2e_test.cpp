@@ -27,6 +27,7 @@
 #include "../support/json_file.hpp"
 #include "../support/subprocess.hpp"
 #include "launcher/free_port.hpp"
+#include "served.hpp"
 #include "transport/frame.hpp"
 #include "transport/hello.hpp"
 #include "transport/record_codec.hpp"
@@ -42,69 +43,6 @@ using namespace std::chrono_literals;
 const std::string kCli = TRACEML_CLI_PATH;
 const std::string kExamples = TRACEML_EXAMPLES_DIR;
 const std::string kTinyRank = TRACEML_TINY_RANK_PATH;
-
-/// `traceml serve` on a free port, its variables written to an env file.
-struct Served {
-  Served(const TempDir& dir, const std::vector<std::string>& flags,
-         const std::vector<std::string>& env = {})
-      : env_file(dir.path() / "traceml.env"), child(argv(dir, flags, env)) {}
-
-  std::vector<std::string> argv(const TempDir& dir, const std::vector<std::string>& flags,
-                                const std::vector<std::string>& env) const {
-    std::vector<std::string> a = {"/usr/bin/env"};
-    a.insert(a.end(), env.begin(), env.end());
-    for (const std::string& s :
-         {kCli, std::string("serve"), std::string("--port"), std::string("0"),
-          std::string("--env-file"), env_file.string(), std::string("--logs-dir"),
-          (dir.path() / "logs").string(), std::string("--interval"), std::string("0.2")})
-      a.push_back(s);
-    a.insert(a.end(), flags.begin(), flags.end());
-    return a;
-  }
-
-  /// TRACEML_AGGREGATOR_HOST=... and TRACEML_AGGREGATOR_PORT=... once serve
-  /// listens (empty if it never does).
-  std::vector<std::string> rank_env() {
-    for (int i = 0; i < 300 && !fs::exists(env_file); ++i)
-      std::this_thread::sleep_for(20ms);
-    std::vector<std::string> vars;
-    std::ifstream in(env_file);
-    for (std::string line; std::getline(in, line);)
-      if (!line.empty()) vars.push_back(line);
-    return vars;
-  }
-
-  /// Waits until serve's stderr holds `text` (at most `limit`).
-  bool said(const std::string& text, std::chrono::milliseconds limit = 60s) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {
-      if (child.err_so_far().find(text) != std::string::npos) return true;
-      std::this_thread::sleep_for(50ms);
-    }
-    return false;
-  }
-
-  fs::path env_file;
-  ChildProcess child;
-};
-
-/// One rank of a `world`-rank job, started as torchrun starts it.
-std::vector<std::string> rank_argv(const std::vector<std::string>& serve_env, int rank, int world,
-                                   int master_port, const std::vector<std::string>& program,
-                                   const std::vector<std::string>& extra_env = {}) {
-  std::vector<std::string> a = {"/usr/bin/env",
-                                "RANK=" + std::to_string(rank),
-                                "LOCAL_RANK=" + std::to_string(rank),
-                                "WORLD_SIZE=" + std::to_string(world),
-                                "LOCAL_WORLD_SIZE=" + std::to_string(world),
-                                "MASTER_ADDR=127.0.0.1",
-                                "MASTER_PORT=" + std::to_string(master_port),
-                                "TRACEML_INTERVAL=0.2"};
-  a.insert(a.end(), serve_env.begin(), serve_env.end());
-  a.insert(a.end(), extra_env.begin(), extra_env.end());
-  a.insert(a.end(), program.begin(), program.end());
-  return a;
-}
 
 std::string primary_kind(const Json& summary) {
   return summary.value("/primary_diagnosis/kind"_json_pointer, std::string());
@@ -426,78 +364,6 @@ TEST(Serve, ARankKilledMidRunEndsTheRunAsFailedNamingIt) {
   const Json manifest = load_json(run / "manifest.json");
   EXPECT_EQ(manifest["ranks"][0]["ended"], "connection_lost");
   EXPECT_EQ(manifest["end_reason"], "world_ended");
-}
-
-TEST(Serve, AStarvedCollectorStoresEveryStepOnceAndCallsNoHealthyRankDead) {
-  // A collector that cannot keep up (its node busy: here serve is stopped
-  // twice for 12 s while eight ranks make thousands of steps a second, and
-  // go on for 6 s after it is back: a rank that ends while its collector is
-  // stopped gives up its tail at its exit deadline, which is fail-open, not
-  // what this test is about).
-  // Once a rank's send timed out after 2 s, it closed the connection, said
-  // it "lost the connection ... telemetry is dropped", reconnected and sent
-  // its whole buffer again: records stored twice (received > sent), and
-  // serve called healthy ranks "crashed or killed?" (issue 32).
-  constexpr int kWorld = 8;
-  constexpr int kSteps = 10000000;  // more than 32 s of steps: the time ends them
-  TempDir dir;
-  Served serve(dir, {"--run-name", "starved", "--world-size", std::to_string(kWorld)});
-  const auto vars = serve.rank_env();
-  ASSERT_EQ(vars.size(), 2u) << serve.child.err_so_far();
-  std::vector<std::unique_ptr<ChildProcess>> ranks;
-  for (int r = 0; r < kWorld; ++r)
-    ranks.push_back(std::make_unique<ChildProcess>(rank_argv(
-        vars, r, kWorld, 1,
-        {kTinyRank, "--steps", std::to_string(kSteps), "--step-us", "50", "--for-ms", "32000"})));
-  ASSERT_TRUE(serve.said("connected (8 of 8)")) << serve.child.err_so_far();
-  for (int i = 0; i < 2; ++i) {
-    std::this_thread::sleep_for(1s);
-    serve.child.signal(SIGSTOP);
-    std::this_thread::sleep_for(12s);
-    serve.child.signal(SIGCONT);
-  }
-  std::vector<std::string> rank_err;
-  std::vector<long> rank_steps;
-  for (int r = 0; r < kWorld; ++r) {
-    const ProcessResult p = ranks[std::size_t(r)]->wait();
-    EXPECT_EQ(p.exit_code, 0) << p.err;
-    const std::size_t at = p.out.rfind("tiny_rank: ");
-    ASSERT_NE(at, std::string::npos) << p.out;
-    rank_steps.push_back(std::stol(p.out.substr(at + 11)));
-    // Slow is not gone: the connection was kept.
-    EXPECT_EQ(p.err.find("lost the connection"), std::string::npos) << "rank " << r << p.err;
-    rank_err.push_back(p.err);
-  }
-  const ProcessResult s = serve.child.wait();
-  EXPECT_EQ(s.exit_code, 0) << s.err;
-  EXPECT_EQ(s.err.find("without a goodbye"), std::string::npos) << s.err;
-  const Json summary = load_json(dir.path() / "logs" / "starved" / "final_summary.json");
-  ASSERT_TRUE(summary.is_object()) << s.err;
-  EXPECT_EQ(summary.value("/run/status"_json_pointer, std::string()), "completed");
-  const Json& tracer = summary["tracer"];
-  ASSERT_EQ(tracer["ranks"].size(), std::size_t(kWorld)) << tracer.dump();
-  bool any_dropped = false;
-  for (const Json& r : tracer["ranks"]) {
-    // Each record the rank sent arrived once: none twice, none lost.
-    EXPECT_EQ(r["records_received"], r["records_sent"]) << r.dump();
-    EXPECT_EQ(r["clean_end"], true) << r.dump();
-    const auto dropped = r["records_dropped"].get<std::int64_t>();
-    const std::string& err = rank_err.at(r["rank"].get<std::size_t>());
-    if (dropped == 0) {
-      EXPECT_EQ(r["steps_recorded"], rank_steps.at(r["rank"].get<std::size_t>())) << r.dump();
-      EXPECT_EQ(err.find("dropped"), std::string::npos) << err;
-    } else {
-      // A buffer past its bound drops, and says so with the count.
-      any_dropped = true;
-      EXPECT_NE(err.find(std::to_string(dropped) + " telemetry records were dropped"),
-                std::string::npos)
-          << err;
-    }
-  }
-  if (!any_dropped) {
-    EXPECT_EQ(summary.value("/step_time/metadata/training_total_steps"_json_pointer, -1L),
-              *std::max_element(rank_steps.begin(), rank_steps.end()));
-  }
 }
 
 TEST(Serve, ARankWhoseProgramReturnsThreeFailsTheRunWithItsCode) {

@@ -453,6 +453,25 @@ TEST(TcpTest, AStreamResumedOnANewConnectionEndsTheOldOneWhichIsReadNoFurther) {
   EXPECT_TRUE(rec.frames_[first].empty());
 }
 
+TEST(TcpTest, AConnectionThatWrotePastItsHelloGetsNoVerdict) {
+  // A rank whose Verdict was late writes without it; a Verdict reaching it
+  // after it closed would reset the connection and lose what the server
+  // had not read yet.
+  Recorder rec;
+  TcpServer server(options(), rec);
+  server.start();
+  TcpClient client;
+  ASSERT_TRUE(connect(client, server.port()));
+  Bytes all = hello_frame(kToken, 0, kProtocolVersion, 7);
+  append(all, step_frame(0, 1));
+  ASSERT_TRUE(client.send_all(all.data(), all.size(), kIoTimeout));
+  ASSERT_TRUE(rec.wait([](Recorder& r) { return r.frame_count_ == 1; }));
+  std::uint8_t buf[64];
+  const auto k = client.receive_some(buf, sizeof buf, 500ms);
+  ASSERT_TRUE(k.has_value()) << "closed";
+  EXPECT_EQ(*k, 0u) << "a Verdict came";
+}
+
 TEST(TcpTest, AHelloOfProtocolThreeGetsNoAnswer) {
   // A rank of protocol 3 reads nothing: bytes it never reads would only sit
   // in its socket buffer.
