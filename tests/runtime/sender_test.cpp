@@ -12,7 +12,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -41,6 +40,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
+using testing::ProcessResult;
 
 struct Rig {
   testing::TempDir dir;
@@ -201,61 +201,40 @@ TEST(Sender, DrainedAgainstProtocolThreeItSaysByeAtOnce) {
   EXPECT_EQ(c.take_run().telemetry.steps.size(), 50u);
 }
 
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kThreadSanitizer = true;  // gcc
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-constexpr bool kThreadSanitizer = true;  // clang
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
-
-/// A forked rank of `steps` steps that ends as `end` says, against a
-/// collector of its own; what the collector kept of it. The child is forked
-/// from a process whose collector runs threads: a thread-sanitized child
-/// cannot start the runtime's threads (callers skip under ThreadSanitizer).
-store::RunData forked_rank(int steps, const std::function<void()>& end, int& wait_status) {
+/// A real rank process (tests' tiny_rank) of 20 steps that calls
+/// shutdown() and ends as `end` says, against a collector of its own.
+store::RunData tiny_rank_run(const std::vector<std::string>& end, ProcessResult& result) {
   testing::TempDir dir;
   collector::CollectorOptions o;
   o.token = "goodbye-test";
   o.run_dir = (dir.path() / "run").string();
   o.run.world_size = 1;
   collector::Collector c(o);
-  std::fflush(nullptr);  // the child's exit must not print the parent's buffered output again
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    ::setenv(model::env::kAggregatorPort, std::to_string(c.port()).c_str(), 1);
-    ::setenv(model::env::kRunToken, "goodbye-test", 1);
-    ::setenv(model::env::kCupti, "0", 1);
-    traceml::init();
-    for (int i = 0; i < steps; ++i) {
-      traceml::StepScope step;
-    }
-    end();
-    std::_Exit(99);  // not reached
-  }
-  wait_status = -1;
-  if (pid > 0) ::waitpid(pid, &wait_status, 0);
+  std::vector<std::string> argv = {
+      "/usr/bin/env",
+      std::string(model::env::kAggregatorPort) + "=" + std::to_string(c.port()),
+      std::string(model::env::kRunToken) + "=goodbye-test",
+      std::string(model::env::kCupti) + "=0",
+      TRACEML_TINY_RANK_PATH,
+      "--steps",
+      "20"};
+  argv.insert(argv.end(), end.begin(), end.end());
+  result = testing::run_process(argv);
   c.stop_ingest(Clock::now() + 30s, 1);
   return c.take_run();
 }
 
 // The runtime learns the status from exit(3) (glibc's on_exit), as the
-// parent sees it: its low 8 bits. (End to end, with real rank processes:
+// parent sees it: its low 8 bits. (End to end, with serve:
 // Serve.ARankWhoseProgramReturnsThreeFailsTheRunWithItsCode.)
 TEST(Sender, ARanksExitStatusReachesTheCollector) {
-  if (kThreadSanitizer) GTEST_SKIP() << "ThreadSanitizer cannot start threads after this fork";
-  int status = 0;
-  const store::RunData run = forked_rank(
-      1, [] { std::exit(256 + 3); }, status);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 3);
+  ProcessResult r;
+  const store::RunData run = tiny_rank_run({"--no-shutdown", "--exit", "259"}, r);
+  EXPECT_EQ(r.exit_code, 3) << r.err;
   ASSERT_EQ(run.deliveries.size(), 1u);
   EXPECT_TRUE(run.deliveries[0].clean_end);
   EXPECT_EQ(run.deliveries[0].exit_status, 3);
+  EXPECT_EQ(run.telemetry.steps.size(), 20u);
 }
 
 // After an explicit shutdown() the connection stays open for the status:
@@ -263,35 +242,23 @@ TEST(Sender, ARanksExitStatusReachesTheCollector) {
 // handlers) or is killed had sent everything, and its goodbye without a
 // status said so: a clean end, no status, no step lost.
 TEST(Sender, AfterShutdownTheExitStatusStillComesAndAnExitWithoutHandlersLosesNothing) {
-  if (kThreadSanitizer) GTEST_SKIP() << "ThreadSanitizer cannot start threads after this fork";
-  int status = 0;
-  const store::RunData five = forked_rank(
-      20,
-      [] {
-        traceml::shutdown();
-        std::exit(5);
-      },
-      status);
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 5);
+  ProcessResult r;
+  const store::RunData five = tiny_rank_run({"--exit", "5"}, r);
+  EXPECT_EQ(r.exit_code, 5) << r.err;
   ASSERT_EQ(five.deliveries.size(), 1u);
   EXPECT_TRUE(five.deliveries[0].clean_end);
   EXPECT_EQ(five.deliveries[0].exit_status, 5);
   EXPECT_EQ(five.telemetry.steps.size(), 20u);
-  for (const auto& end : std::vector<std::function<void()>>{[] {
-                                                              traceml::shutdown();
-                                                              std::_Exit(0);
-                                                            },
-                                                            [] {
-                                                              traceml::shutdown();
-                                                              ::raise(SIGKILL);
-                                                            }}) {
-    const store::RunData gone = forked_rank(20, end, status);
-    ASSERT_EQ(gone.deliveries.size(), 1u);
-    EXPECT_TRUE(gone.deliveries[0].clean_end);
-    EXPECT_FALSE(gone.deliveries[0].exit_status);
-    EXPECT_EQ(gone.telemetry.steps.size(), 20u);
+  for (const auto& end :
+       {std::vector<std::string>{"--end", "_exit"}, std::vector<std::string>{"--end", "kill"}}) {
+    const store::RunData gone = tiny_rank_run(end, r);
+    EXPECT_NE(r.out.find("tiny_rank: 20 steps"), std::string::npos) << r.out << r.err;
+    ASSERT_EQ(gone.deliveries.size(), 1u) << end[1];
+    EXPECT_TRUE(gone.deliveries[0].clean_end) << end[1];
+    EXPECT_FALSE(gone.deliveries[0].exit_status) << end[1];
+    EXPECT_EQ(gone.telemetry.steps.size(), 20u) << end[1];
   }
+  EXPECT_EQ(r.exit_code, 128 + SIGKILL);
 }
 
 TEST(Sender, ARefusedRankIsToldWhyOnceAndSendsNothingMore) {

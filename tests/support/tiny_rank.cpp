@@ -3,13 +3,16 @@
 // Each step fetches one item from a wrapped loader and holds a forward phase
 // for --step-us, until --steps are done or --for-ms have passed; then the
 // program calls traceml::shutdown() (unless --no-shutdown: traceml ends at
-// exit) and returns --exit.
+// exit) and returns --exit; or, after the shutdown, leaves through _exit
+// (--end _exit: no exit handlers) or is killed (--end kill: SIGKILL).
 //
 //   tiny_rank [--steps N] [--step-us U] [--for-ms T] [--exit CODE] [--no-shutdown]
+//             [--end _exit|kill]
 //
 // Its last line on stdout is "tiny_rank: <N> steps", so a test sees that the
 // training itself finished.
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -49,5 +52,11 @@ int main(int argc, char** argv) {
   }
   if (shutdown) traceml::shutdown();
   std::printf("tiny_rank: %ld steps\n", done);
+  std::fflush(stdout);
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (std::strcmp(argv[i], "--end") != 0) continue;
+    if (std::strcmp(argv[i + 1], "_exit") == 0) std::_Exit(code);
+    if (std::strcmp(argv[i + 1], "kill") == 0) std::raise(SIGKILL);
+  }
   return code;
 }
