@@ -288,21 +288,28 @@ TEST(Sender, ARefusedRankIsToldWhyOnceAndSendsNothingMore) {
   EXPECT_EQ(run.rejected.size(), 1u);
 }
 
+/// A socket listening on a free loopback port (set in `port`), for the
+/// stand-in peers below.
+int listen_on_loopback(std::uint16_t& port) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::listen(fd, 16);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  port = ntohs(a.sin_port);
+  return fd;
+}
+
 /// A collector built before protocol 4, as it behaved: a Hello of a version
 /// it does not speak closes the connection without a word; one of 3 is
 /// taken, and its Step frames counted.
 class OldCollector {
  public:
   OldCollector() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(fd_, 16);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = listen_on_loopback(port_);
     thread_ = std::thread([this] { serve(); });
   }
   ~OldCollector() {
@@ -410,13 +417,7 @@ class LossyRelay {
   LossyRelay(std::uint16_t upstream, std::size_t cut_at,
              std::chrono::milliseconds hold = std::chrono::milliseconds(0))
       : upstream_(upstream), cut_at_(cut_at), hold_(hold) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a = loopback(0);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(fd_, 16);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    fd_ = listen_on_loopback(port_);
     thread_ = std::thread([this] { relay(); });
   }
   ~LossyRelay() {
