@@ -389,11 +389,8 @@ std::string card_stats(const ProcessWindow& all, std::size_t ranks, const Proces
 }  // namespace
 
 Section analyze_process(const Telemetry& t, const Options& o) {
-  Section s;
-  s.name = "process";
-  s.index_by = "global_rank";
-  s.metric_names = kMetricNames;
-  s.units = {{"memory", "bytes"}, {"cpu", "%"}};
+  Section s =
+      section_of("process", "global_rank", kMetricNames, {{"memory", "bytes"}, {"cpu", "%"}});
 
   // Latest `window` samples of each rank.
   std::map<int, std::vector<const ProcessSample*>> by_rank;

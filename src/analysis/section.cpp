@@ -29,6 +29,16 @@ std::optional<std::size_t> Section::metric_index(const std::string& n) const {
   return std::nullopt;
 }
 
+Section section_of(std::string name, std::string index_by, std::vector<std::string> metric_names,
+                   std::vector<std::pair<std::string, std::string>> units) {
+  Section s;
+  s.name = std::move(name);
+  s.index_by = std::move(index_by);
+  s.metric_names = std::move(metric_names);
+  s.units = std::move(units);
+  return s;
+}
+
 Section fallback_section(const std::string& name) {
   Section s;
   s.name = name;

@@ -146,6 +146,11 @@ struct Section {
   [[nodiscard]] std::optional<std::size_t> metric_index(const std::string& name) const;
 };
 
+/// A section with its name, what its rows are indexed by, and its metrics
+/// (section_metric_names, in order) with their units set.
+Section section_of(std::string name, std::string index_by, std::vector<std::string> metric_names,
+                   std::vector<std::pair<std::string, std::string>> units);
+
 /// The fallback payload for a section whose analysis failed (spec §5.1).
 Section fallback_section(const std::string& name);
 

@@ -157,11 +157,9 @@ StepMemoryAnalysis step_memory_analysis(const model::Telemetry& t, const Options
   out.primary = choose_primary(no_gpu, metrics, issues);
   if (issues.empty()) issues.push_back(issue_from_primary(out.primary));
 
+  out.section = section_of("step_memory", "global_rank",
+                           {"peak_allocated_bytes", "peak_reserved_bytes"}, {{"memory", "bytes"}});
   Section& s = out.section;
-  s.name = "step_memory";
-  s.index_by = "global_rank";
-  s.metric_names = {"peak_allocated_bytes", "peak_reserved_bytes"};
-  s.units = {{"memory", "bytes"}};
 
   // JSON rows carry each rank's maximum per-step peak over the window
   // (DECISIONS.md quirk 9; TraceML publishes the mean), the same number the

@@ -418,11 +418,9 @@ std::string card_stats(const Section& s, const std::vector<NodeWindow>& nodes,
 }  // namespace
 
 Section analyze_system(const Telemetry& t, const Options& o) {
-  Section s;
-  s.name = "system";
-  s.index_by = "node_rank";
-  s.metric_names = kMetricNames;
-  s.units = {{"memory", "bytes"}, {"temperature", "C"}, {"power", "W"}, {"util", "%"}};
+  Section s =
+      section_of("system", "node_rank", kMetricNames,
+                 {{"memory", "bytes"}, {"temperature", "C"}, {"power", "W"}, {"util", "%"}});
 
   std::vector<NodeWindow> nodes = node_windows(t, o.window);
   std::vector<NodeSignals> signals;

@@ -18,6 +18,7 @@
 #include "analysis/step_median.hpp"
 #include "collector/intake.hpp"
 #include "collector/run_state.hpp"
+#include "collector/write_queue.hpp"
 #include "model/limits.hpp"
 #include "model/record_kinds.hpp"
 #include "model/text.hpp"
@@ -31,27 +32,6 @@ namespace traceml::collector {
 namespace {
 
 using namespace std::chrono_literals;
-
-/// Records queued between the I/O thread and the writer (the run in memory
-/// has them already). A full queue makes the I/O thread wait, which slows the
-/// ranks' sockets; their senders then drop and count, so the training never
-/// waits and nothing is lost silently. 32 Ki records (~6 MiB, held twice:
-/// the queue and the batch being written) is a twentieth of a second of
-/// writing at the measured rate; the kernel's socket buffers and the
-/// senders' 4 MiB absorb longer stalls.
-constexpr std::size_t kQueueCapacity = 32 * 1024;
-
-/// Records the I/O thread gathers before it hands them on (and at the end of
-/// every read): the queue can hold this many more than kQueueCapacity.
-constexpr std::size_t kPendingRecords = 512;
-
-/// Longest time a received record stays uncommitted while the run goes on, so
-/// that a crash of the collector loses at most this much telemetry.
-constexpr auto kCommitInterval = 500ms;
-
-/// How often the writer classifies the live board (LiveBoard::update) when
-/// no live view does it: stalls are found within this of the rule's limit.
-constexpr auto kBoardInterval = 500ms;
 
 /// How often finish() rechecks the open connections while it waits.
 constexpr auto kFinishPoll = 20ms;
@@ -334,7 +314,7 @@ struct Collector::Impl final : transport::ServerHandler {
       touched.push_back(&c);
     }
     pending.emplace_back(std::forward<Record>(r));
-    if (pending.size() >= kPendingRecords) hand_on();
+    if (pending.size() >= WriteQueue::kPendingRecords) hand_on();
   }
 
   /// Counts every refusal by kind; stores only the first kMaxRejectedRows.
@@ -389,81 +369,8 @@ struct Collector::Impl final : transport::ServerHandler {
     } catch (...) {
       failed = std::current_exception();
     }
-    {
-      std::unique_lock<std::mutex> lk(queue_mu);
-      if (queue.size() >= kQueueCapacity && !writer_stopping) {
-        io_waiting = true;
-        not_full.wait(lk, [&] { return queue.size() < kQueueCapacity || writer_stopping; });
-        io_waiting = false;
-      }
-      // The writer waits only for an empty queue: waking it for every
-      // record cost a futex call each. An empty queue takes the records by
-      // swapping buffers (records are a few hundred bytes: copying them was
-      // a tenth of the collector's time); the writer's reserved buffer comes
-      // back as the next pending one.
-      const bool was_empty = queue.empty();
-      if (was_empty)
-        queue.swap(pending);
-      else
-        queue.insert(queue.end(), pending.begin(), pending.end());
-      lk.unlock();
-      if (was_empty) not_empty.notify_one();
-    }
-    pending.clear();
-    pending.reserve(kPendingRecords);
+    queue->put(pending);
     if (failed) std::rethrow_exception(failed);
-  }
-
-  // ---- the writer thread ----
-
-  /// Runs `f` on the database unless an earlier write failed; keeps the first error.
-  template <typename F>
-  void guarded(F&& f) {
-    if (write_error) return;
-    try {
-      f();
-    } catch (const std::exception& e) {
-      write_error = e.what();
-    }
-  }
-
-  void writer_loop() {
-    std::vector<Item> batch;
-    // Both buffers at full size from the start: a vector grown by doubling
-    // moved every record and faulted in fresh pages (3 % of the collector).
-    batch.reserve(kQueueCapacity + kPendingRecords);
-    auto last_commit = std::chrono::steady_clock::now();
-    auto last_board = last_commit;
-    for (;;) {
-      bool wake_io = false;
-      {
-        std::unique_lock<std::mutex> lk(queue_mu);
-        not_empty.wait_for(lk, kCommitInterval, [&] { return !queue.empty() || writer_stopping; });
-        if (queue.empty() && writer_stopping) break;
-        batch.swap(queue);
-        wake_io = io_waiting;
-      }
-      if (wake_io) not_full.notify_all();
-      // After a failed write the queue is still drained (and dropped), so
-      // the I/O thread never waits on a writer that cannot write.
-      guarded([&] {
-        for (const Item& item : batch)
-          writer->add(item);
-      });
-      batch.clear();
-      const auto now = std::chrono::steady_clock::now();
-      // Stalls are caught in every display mode, not only while a live view
-      // looks: the board is classified here at least every commit interval.
-      if (now - last_board >= kBoardInterval) {
-        refresh_medians();
-        board.update(now);
-        last_board = now;
-      }
-      if (now - last_commit >= kCommitInterval) {
-        guarded([&] { writer->flush(); });
-        last_commit = now;
-      }
-    }
   }
 
   // ---- the live board ----
@@ -545,31 +452,31 @@ struct Collector::Impl final : transport::ServerHandler {
   CollectionReport finish(std::chrono::steady_clock::time_point deadline, int expected_ranks) {
     stop_ingest(deadline, expected_ranks);
     CollectionReport rep = ingest_report;
-    {
-      std::lock_guard<std::mutex> lk(queue_mu);
-      writer_stopping = true;
-    }
-    not_empty.notify_all();
-    not_full.notify_all();
-    if (writer_thread.joinable()) writer_thread.join();
-
+    queue->stop();
     // The writer thread is gone: this thread owns the database now.
     std::lock_guard<std::mutex> lk(state_mu);
-    guarded([&] {
+    queue->write([&](store::RunDbWriter& w) {
       for (const auto& [rank, r] : ranks)
-        writer->add(r.delivery(rank));
-      writer->flush();
+        w.add(r.delivery(rank));
+      w.flush();
     });
     rep.ranks_connected = static_cast<int>(ranks.size());
-    rep.records = writer->records();
+    rep.records = queue->records();
     rep.invalid_records = invalid_records.load();
     rep.strings_repaired = strings_repaired.load();
     rep.rejected_connections = rejected.load();
     rep.rejected_by_kind = rejection_counts;
-    writer.reset();  // closes the database
+    queue->close();
     // After the writer has closed the file, like the run outcome.
-    guarded([&] { store::write_rejection_counts(db_path, rejection_counts); });
-    rep.write_error = write_error;
+    std::optional<std::string> error = queue->error();
+    if (!error) {
+      try {
+        store::write_rejection_counts(db_path, rejection_counts);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+    }
+    rep.write_error = error;
     return rep;
   }
 
@@ -578,10 +485,10 @@ struct Collector::Impl final : transport::ServerHandler {
   std::atomic<int> shared_world{0};  // the same for other threads (0: none yet)
   std::string db_path;
   std::unique_ptr<transport::TcpServer> server;
-  std::unique_ptr<store::RunDbWriter> writer;
   RunState state;   // fed as records are accepted (push), next to the database
   LiveBoard board;  // where each rank is: the live view's rows, the run's stalls
-  std::thread writer_thread;
+  /// The database and its writer thread (null only while the constructor runs).
+  std::unique_ptr<WriteQueue> queue;
 
   // I/O thread only.
   std::unordered_map<transport::ConnectionId, Connection> connections;
@@ -607,16 +514,8 @@ struct Collector::Impl final : transport::ServerHandler {
                                              std::memory_order_relaxed);
   }
 
-  std::mutex queue_mu;
-  std::condition_variable not_empty;
-  std::condition_variable not_full;
-  std::vector<Item> queue;
   std::vector<Item> pending;         // the I/O thread's records not handed on yet (hand_on)
   std::vector<Connection*> touched;  // connections with records since the last hand_on
-  bool writer_stopping = false;
-  bool io_waiting = false;  // the I/O thread waits for room in the queue
-
-  std::optional<std::string> write_error;  // writer thread, then finish()
 
   std::mutex finish_mu;  // stop_ingest and finish
   bool ingest_stopped = false;
@@ -645,16 +544,20 @@ Collector::Collector(const CollectorOptions& options) : impl_(std::make_unique<I
   const std::string db = (std::filesystem::path(options.run_dir) / store::kRunDbFileName).string();
   m.db_path = db;
   try {
-    m.writer = std::make_unique<store::RunDbWriter>(db);
-    m.writer->add(options.run);
-    m.writer->flush();
+    auto writer = std::make_unique<store::RunDbWriter>(db);
+    writer->add(options.run);
+    writer->flush();
     m.state.add(options.run);
+    // Stalls are caught in every display mode, not only while a live view
+    // looks: the writer classifies the board at least every board interval.
+    m.queue = std::make_unique<WriteQueue>(std::move(writer), [&m](auto now) {
+      m.refresh_medians();
+      m.board.update(now);
+    });
   } catch (const store::RunDbError& e) {
     throw CollectorError(e.what());
   }
-  m.queue.reserve(kQueueCapacity + kPendingRecords);
-  m.pending.reserve(kPendingRecords);
-  m.writer_thread = std::thread([&m] { m.writer_loop(); });
+  m.pending.reserve(WriteQueue::kPendingRecords);
   try {
     m.server->start();
   } catch (const std::exception& e) {
