@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <unordered_map>
 #include <utility>
@@ -18,6 +19,7 @@
 #include "analysis/step_median.hpp"
 #include "collector/intake.hpp"
 #include "collector/run_state.hpp"
+#include "collector/seen_steps.hpp"
 #include "collector/write_queue.hpp"
 #include "model/limits.hpp"
 #include "model/record_kinds.hpp"
@@ -84,6 +86,8 @@ struct Collector::Impl final : transport::ServerHandler {
     std::uint64_t record_frames = 0;
     /// Set when the Hello's identity is unusable: the first frame closes the connection.
     std::optional<std::string> refuse;
+    /// The steps of its rank's process the collector has (in `seen`).
+    SeenSteps* seen = nullptr;
   };
 
   /// What the collector knows of a rank across its connections (a rank may
@@ -190,6 +194,11 @@ struct Collector::Impl final : transport::ServerHandler {
       }
       if (c.stream != 0) reply.resume_from = r.stream_frames;
     }
+    // Another process of the rank numbers its steps from 1 again.
+    auto [at, fresh] = seen.try_emplace(c.rank);
+    if (!fresh && c.stream != seen_stream[c.rank]) at->second.reset();
+    seen_stream[c.rank] = c.stream;
+    c.seen = &at->second;
     board.connected(c.rank, c.node_rank, LiveClock::now());
     connections.emplace(id, std::move(c));
     push(std::move(identity));
@@ -269,6 +278,7 @@ struct Collector::Impl final : transport::ServerHandler {
   }
   void handle(Connection& c, model::StepRecord&& r) {
     c.max_step = std::max(c.max_step, r.step);
+    c.seen->mark(r.step);
     accept(c, std::move(r));
   }
   /// Kept per rank for its delivery; the last report wins.
@@ -443,10 +453,48 @@ struct Collector::Impl final : transport::ServerHandler {
     }
     // Closes what is still open; on_closed merges those connections' counts.
     server->stop();
+    take_recovered(rep);
     std::lock_guard<std::mutex> lk(state_mu);
     for (const auto& [rank, r] : ranks)
       state.add(r.delivery(rank));
     ingest_stopped = true;  // last: finish() must redo what did not complete
+  }
+
+  /// The black boxes' steps the connections did not bring, handed on like
+  /// received records. The I/O thread has stopped: this thread owns its state.
+  void take_recovered(CollectionReport& rep) {
+    std::vector<store::BlackBoxReading> readings;
+    {
+      std::lock_guard<std::mutex> lk(recovered_mu);
+      readings.swap(recovered);
+    }
+    for (store::BlackBoxReading& box : readings) {
+      const int rank = box.global_rank;
+      // The box of another process than the one the collector heard last
+      // (a rank started again) is not compared with it: not taken.
+      if (const auto it = seen_stream.find(rank);
+          it != seen_stream.end() && it->second != 0 && box.stream != it->second)
+        continue;
+      SeenSteps& have = seen[rank];
+      std::int64_t taken = 0;
+      std::set<std::int64_t> steps;
+      for (model::StepRecord& s : box.steps) {
+        if (have.has(s.step) || model::check(s)) continue;
+        have.mark(s.step);
+        steps.insert(s.step);
+        pending.emplace_back(std::move(s));
+        ++taken;
+      }
+      for (model::StepMemoryRecord& m : box.memory)
+        if (steps.count(m.step) != 0 && !model::check(m)) pending.emplace_back(std::move(m));
+      if (taken == 0) continue;
+      rep.steps_recovered[rank] = taken;
+      {
+        std::lock_guard<std::mutex> lk(state_mu);
+        ranks[rank].records_received += std::int64_t(pending.size());
+      }
+      hand_on();
+    }
   }
 
   CollectionReport finish(std::chrono::steady_clock::time_point deadline, int expected_ranks) {
@@ -492,6 +540,11 @@ struct Collector::Impl final : transport::ServerHandler {
 
   // I/O thread only.
   std::unordered_map<transport::ConnectionId, Connection> connections;
+  std::unordered_map<int, SeenSteps> seen;             // per rank, its latest stream's
+  std::unordered_map<int, std::uint64_t> seen_stream;  // the stream `seen` is of
+
+  std::mutex recovered_mu;
+  std::vector<store::BlackBoxReading> recovered;  // taken by stop_ingest
 
   std::mutex state_mu;
   std::map<int, RankState> ranks;  // sorted: deliveries are written in rank order
@@ -588,6 +641,11 @@ CollectionReport Collector::finish(std::chrono::steady_clock::time_point deadlin
 void Collector::stop_ingest(std::chrono::steady_clock::time_point deadline, int expected_ranks) {
   std::lock_guard<std::mutex> lk(impl_->finish_mu);
   impl_->stop_ingest(deadline, expected_ranks);
+}
+
+void Collector::recover(store::BlackBoxReading reading) {
+  std::lock_guard<std::mutex> lk(impl_->recovered_mu);
+  impl_->recovered.push_back(std::move(reading));
 }
 
 store::RunData Collector::snapshot() const {

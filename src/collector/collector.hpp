@@ -16,6 +16,7 @@
 
 #include "collector/live_board.hpp"
 #include "model/telemetry.hpp"
+#include "store/black_box.hpp"
 #include "store/run_db.hpp"
 
 namespace traceml::collector {
@@ -74,6 +75,9 @@ struct CollectionReport {
   bool timed_out = false;
   /// The first run database write error; what arrived after it is not stored.
   std::optional<std::string> write_error;
+  /// Per rank: the steps its black box gave that its connections had not
+  /// brought (a rank that died, or was stopped, before it sent them).
+  std::map<int, std::int64_t> steps_recovered;
 };
 
 /// A refused connection: its kind ("wrong_token", "invalid_identity", ...),
@@ -129,6 +133,12 @@ class Collector {
   /// writer may still be storing it: the end of a run diagnoses it meanwhile.
   /// finish() does the rest and reports.
   void stop_ingest(std::chrono::steady_clock::time_point deadline, int expected_ranks = 0);
+
+  /// What a rank's black box held once the rank ended (store/black_box.hpp),
+  /// from the node's launcher: taken by stop_ingest() after the connections
+  /// have closed, so that the run stores each of its steps once, whichever
+  /// way it came. Call before stop_ingest() or finish().
+  void recover(store::BlackBoxReading reading);
 
   /// The run as received so far (RunState::snapshot), from any thread while
   /// the ranks send: records are copied a chunk at a time, ingest goes on.

@@ -75,6 +75,11 @@ void HostedRun::abandon() {
   }
 }
 
+void HostedRun::recover(const LaunchOutcome& outcome) {
+  for (const RankOutcome& rank : outcome.ranks)
+    if (rank.black_box) collector_->recover(rank.black_box->read());
+}
+
 RunEnd HostedRun::end(std::chrono::steady_clock::time_point deadline, int expected_ranks,
                       store::RunOutcome outcome) {
   RunEnd e = end_run(*collector_, run_dir_, options_.window, deadline, expected_ranks,
@@ -177,6 +182,9 @@ int host_launched_run(LaunchedRunOptions o) {
     port = host->port();
   }
   add_rank_env(o, run_name, port);
+  // The node that hosts the collector reads its ranks' black boxes after
+  // they end (the other nodes' ranks lose at most their last flush).
+  plan.black_boxes = owner;
 
   // Each rank's output is kept beside the run, so that a crash can be read
   // after the run: every node writes its own ranks' logs into the run
@@ -215,6 +223,7 @@ int host_launched_run(LaunchedRunOptions o) {
     throw HostError(e.what());
   }
   const double ended = unix_now();
+  if (host) host->recover(outcome);
   say_failed_rank(outcome, run_dir);
   if (!owner) return outcome.exit_code;
 

@@ -82,6 +82,10 @@ class HostedRun {
   /// (the directory it made; in one that was there, only the database).
   void abandon();
 
+  /// Hands the collector what the ranks' black boxes hold, once they have
+  /// ended: the steps they completed and had not sent. Before end().
+  void recover(const LaunchOutcome& outcome);
+
   /// The end of the run: end_run (run_end.hpp) with `outcome`; the
   /// collector is gone after it.
   RunEnd end(std::chrono::steady_clock::time_point deadline, int expected_ranks,

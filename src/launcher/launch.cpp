@@ -155,9 +155,19 @@ class Launch {
           plan_.prefix_output ? "[rank" + std::to_string(global) + "]: " : std::string();
       const double started_at = unix_now();
       RankProcess process;
+      std::shared_ptr<store::BlackBox> box;
+      if (plan_.black_boxes) {
+        std::string why;
+        box = store::BlackBox::create(global, why);
+        if (!box && !box_error_told_) {
+          box_error_told_ = true;
+          stderr_.write("[TraceML] WARNING: " + why +
+                        ": a rank that dies loses the steps it had not sent\n");
+        }
+      }
       try {
         const std::vector<std::string> argv(plan_.command.begin(), plan_.command.end());
-        process = spawn_rank(path, argv, rank_environment(plan_, local));
+        process = spawn_rank(path, argv, rank_environment(plan_, local), box ? box->fd() : -1);
       } catch (...) {
         abandon_started();
         throw;
@@ -179,6 +189,7 @@ class Launch {
       rank.outcome.local_rank = local;
       rank.outcome.pid = static_cast<long>(process.pid);
       rank.outcome.started_at = started_at;
+      rank.outcome.black_box = std::move(box);
       ranks_.push_back(std::move(rank));
     }
   }
@@ -366,6 +377,7 @@ class Launch {
   OutputSink stdout_;
   OutputSink stderr_;
   InterruptSignals& interrupts_;
+  bool box_error_told_ = false;
   bool log_error_told_ = false;  ///< a rank log failed: said once
   std::vector<Rank> ranks_;
   /// Declared after ranks_, so destroyed first: stopped once the launcher no

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "launcher/launch_error.hpp"
+#include "store/black_box.hpp"
 
 namespace traceml::launcher {
 
@@ -50,6 +52,9 @@ struct LaunchPlan {
   /// in DIR/rank<N>.log (launcher/rank_log.hpp), bounded by rank_log_max_bytes.
   std::string rank_log_dir;
   std::int64_t rank_log_max_bytes = std::int64_t{16} << 20;
+  /// Give every rank a black box (store/black_box.hpp), read after it ends:
+  /// `traceml run` does, for a traced run.
+  bool black_boxes = false;
 };
 
 /// The torchrun names for one local rank: RANK, WORLD_SIZE, LOCAL_RANK,
@@ -71,6 +76,8 @@ struct RankOutcome {
   /// kept), and whether it was rotated (the older part is LOG.1).
   std::string log;
   bool log_rotated = false;
+  /// Its black box (null: none was made), to be read once it has ended.
+  std::shared_ptr<const store::BlackBox> black_box;
 };
 
 struct LaunchOutcome {

@@ -52,7 +52,8 @@ unsigned long long inode_of(int fd) {
 // Between fork and exec only async-signal-safe calls: another thread of the
 // launcher may hold a malloc or stdio lock that would never be released here.
 [[noreturn]] void exec_child(const char* path, char* const* argv, char* const* envp, int out_fd,
-                             int err_fd, long open_max, const std::string& exec_failed) {
+                             int err_fd, int box_fd, long open_max,
+                             const std::string& exec_failed) {
   ::setpgid(0, 0);
 
   struct sigaction dfl {};
@@ -66,12 +67,22 @@ unsigned long long inode_of(int fd) {
   if (null_fd >= 0) ::dup2(null_fd, 0);
   ::dup2(out_fd, 1);
   ::dup2(err_fd, 2);
+  // The black box, if any, becomes descriptor 3 (kept across exec); every
+  // other descriptor above 2 is closed.
+  unsigned first_closed = 3;
+  if (box_fd >= 0) {
+    if (box_fd == kBlackBoxChildFd)
+      ::fcntl(box_fd, F_SETFD, 0);
+    else
+      ::dup2(box_fd, kBlackBoxChildFd);
+    first_closed = kBlackBoxChildFd + 1;
+  }
   bool closed = false;
 #ifdef SYS_close_range
-  closed = ::syscall(SYS_close_range, 3U, ~0U, 0U) == 0;
+  closed = ::syscall(SYS_close_range, first_closed, ~0U, 0U) == 0;
 #endif
   if (!closed) {
-    for (long fd = 3; fd < open_max; ++fd)
+    for (long fd = first_closed; fd < open_max; ++fd)
       ::close(static_cast<int>(fd));
   }
 
@@ -87,22 +98,27 @@ unsigned long long inode_of(int fd) {
 }  // namespace
 
 RankProcess spawn_rank(const std::string& path, const std::vector<std::string>& argv,
-                       const std::vector<std::string>& env) {
+                       const std::vector<std::string>& env, int black_box_fd) {
   Pipe out = make_pipe();
   Pipe err = make_pipe();
 
   // Everything the child needs is built before fork (see exec_child).
   std::vector<std::string> argv_copy = argv;
   std::vector<std::string> env_copy = env;
+  // Set here whatever the inherited environment held; empty: unset.
+  const auto set = [&env_copy](const char* name, const std::string& value) {
+    const std::string key = std::string(name) + "=";
+    env_copy.erase(std::remove_if(env_copy.begin(), env_copy.end(),
+                                  [&](const std::string& e) { return e.rfind(key, 0) == 0; }),
+                   env_copy.end());
+    if (!value.empty()) env_copy.push_back(key + value);
+  };
   // The rank's runtime guards exactly these pipes: if the launcher dies, it
   // points them at /dev/null before the program's next write raises SIGPIPE
   // (runtime/pipe_safety.hpp).
-  const std::string key = std::string(model::env::kLauncherPipes) + "=";
-  env_copy.erase(std::remove_if(env_copy.begin(), env_copy.end(),
-                                [&](const std::string& e) { return e.rfind(key, 0) == 0; }),
-                 env_copy.end());
-  env_copy.push_back(key + std::to_string(inode_of(out.write_end.get())) + "," +
-                     std::to_string(inode_of(err.write_end.get())));
+  set(model::env::kLauncherPipes, std::to_string(inode_of(out.write_end.get())) + "," +
+                                      std::to_string(inode_of(err.write_end.get())));
+  set(model::env::kBlackBoxFd, black_box_fd >= 0 ? std::to_string(kBlackBoxChildFd) : "");
   std::vector<char*> argv_ptrs;
   argv_ptrs.reserve(argv_copy.size() + 1);
   for (auto& a : argv_copy)
@@ -119,7 +135,7 @@ RankProcess spawn_rank(const std::string& path, const std::vector<std::string>& 
   // The child resets the launcher's handlers to the defaults before it execs.
   const pid_t pid = fork_with_signals_blocked([&] {
     exec_child(path.c_str(), argv_ptrs.data(), env_ptrs.data(), out.write_end.get(),
-               err.write_end.get(), open_max, exec_failed);
+               err.write_end.get(), black_box_fd, open_max, exec_failed);
   });
   const int fork_errno = errno;
   if (pid < 0) {

@@ -24,7 +24,12 @@ struct RankProcess {
 /// every signal at its default and unblocked, and only fds 0-2 open. Throws
 /// LaunchError when the pipes or the fork fail. If exec fails the child
 /// writes why to its stderr and exits 127, like a shell.
+/// `black_box_fd` (>= 0): a descriptor the child gets as kBlackBoxChildFd,
+/// named in its TRACEML_BLACK_BOX_FD (store/black_box.hpp).
 RankProcess spawn_rank(const std::string& path, const std::vector<std::string>& argv,
-                       const std::vector<std::string>& env);
+                       const std::vector<std::string>& env, int black_box_fd = -1);
+
+/// The descriptor a rank finds its black box at.
+inline constexpr int kBlackBoxChildFd = 3;
 
 }  // namespace traceml::launcher

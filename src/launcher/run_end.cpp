@@ -244,6 +244,10 @@ std::vector<std::string> missing_telemetry_lines(const RunEnd& end) {
 void say_where(const std::filesystem::path& run_dir, const RunEnd& end) {
   for (const std::string& line : missing_telemetry_lines(end))
     warn(line);
+  for (const auto& [rank, steps] : end.collected.steps_recovered)
+    std::cerr << "traceml: rank " << rank << "'s last " << steps << " step"
+              << (steps == 1 ? "" : "s")
+              << " came from its black box: it ended before sending them\n";
   if (end.summary_written)
     std::cerr << "traceml: summary: " << (run_dir / "final_summary.txt").string() << "\n";
 }

@@ -34,6 +34,9 @@ inline constexpr const char* kExpectedWorldSize = "TRACEML_EXPECTED_WORLD_SIZE";
 /// "<stdout inode>,<stderr inode>": the pipes the launcher gave the rank
 /// (set by launcher/rank_process.cpp; runtime/pipe_safety.hpp).
 inline constexpr const char* kLauncherPipes = "TRACEML_LAUNCHER_PIPES";
+/// The descriptor of the rank's black box, the memory it shares with its
+/// launcher (set by launcher/rank_process.cpp; store/black_box.hpp).
+inline constexpr const char* kBlackBoxFd = "TRACEML_BLACK_BOX_FD";
 
 // Set by the user only; read by runtime/config.cpp, like those above.
 /// "0" turns CUPTI activity capture off.

@@ -201,6 +201,7 @@ Config resolve_config(const Options& options, const EnvLookup& env, const std::s
       following("Options::run_name", options.run_name, model::run_name_problem, c.problems);
   if (!c.run_name) c.run_name = r.checked(model::env::kSessionId, model::run_name_problem);
   c.launcher_pipes = r.text(model::env::kLauncherPipes).value_or("");
+  if (const auto fd = r.integer({model::env::kBlackBoxFd}, 3, 1 << 20)) c.black_box_fd = int(*fd);
   if (const auto duty = r.text(model::env::kCuptiDuty)) {
     std::string why;
     c.cupti_duty = timing::parse_duty_cycle(*duty, why);

@@ -65,6 +65,8 @@ struct Config {
   /// (report::PageLimits; absent: its default).
   std::optional<std::chrono::milliseconds> page_time;
   std::optional<std::uint64_t> page_memory_bytes;
+  /// The black box's descriptor, from `traceml run` (TRACEML_BLACK_BOX_FD).
+  std::optional<int> black_box_fd;
   /// Values that were set but could not be used, one line each; the runtime
   /// prints them (as one warning) and falls back to the default.
   std::vector<std::string> problems;

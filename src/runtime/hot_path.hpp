@@ -10,6 +10,7 @@
 
 #include <traceml/traceml.hpp>
 
+#include "model/black_box.hpp"
 #include "model/position.hpp"
 #include "runtime/thread_recorder.hpp"
 #include "timing/tick_clock.hpp"
@@ -27,7 +28,29 @@ struct HotState {
   /// Where the training loop is (a model::LoopPhase), for the heartbeat:
   /// one relaxed store per scope edge while recording, read by the sender.
   std::atomic<std::uint8_t> position{0};
+  /// The black box every completed step is also written to (null: none);
+  /// set before state turns kRecording, never unset (it stays mapped).
+  model::BlackBoxRegion* black_box = nullptr;
 };
+
+/// A completed step into the black box, as the training thread left it.
+inline void to_black_box(model::BlackBoxRegion& box, const RawStep& s) noexcept {
+  model::journal_step(box, [&s](model::BlackBoxStep& b) noexcept {
+    b.step = s.step;
+    b.end_ticks = s.end_ns;
+    b.ticks = s.ns;
+    b.begin_ticks = s.begin_ns;
+    b.mask = s.mask;
+    b.begin_mask = s.begin_mask;
+    b.thread = s.thread;
+    b.has_memory = s.memory ? 1 : 0;
+    if (s.memory) {
+      b.memory_device = s.memory->device;
+      b.peak_allocated_bytes = s.memory->peak_allocated_bytes;
+      b.peak_reserved_bytes = s.memory->peak_reserved_bytes;
+    }
+  });
+}
 
 /// Publishes where the loop is now. The cost of a scope edge: one relaxed
 /// byte store to a line the training thread already owns.
@@ -110,6 +133,7 @@ inline StepEnd hot_step_end(HotState& h, ThreadRecorder& r, std::int64_t start, 
   RawStep s = r.finish(step, start, end);
   before_publish(s);
   r.publish(s);
+  if (h.black_box != nullptr) to_black_box(*h.black_box, s);
   return StepEnd::Published;
 }
 

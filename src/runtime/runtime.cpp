@@ -32,6 +32,7 @@
 #include "runtime/registry.hpp"
 #include "runtime/sender.hpp"
 #include "runtime/standalone.hpp"
+#include "store/black_box.hpp"
 #include "timing/cuda_api.hpp"
 #include "timing/nvml.hpp"
 #include "traceml/traceml.hpp"
@@ -46,6 +47,7 @@ using Clock = std::chrono::steady_clock;
 constexpr std::chrono::seconds kFlushBudget{5};
 
 HotState g_hot;
+
 std::atomic<detail::GpuMemoryReader> g_memory_reader{nullptr};
 std::atomic<detail::CurrentCudaStream> g_current_stream{nullptr};
 
@@ -133,6 +135,25 @@ std::string host_name() {
 }
 
 /// Everything init() starts; shutdown() stops it in reverse.
+/// The black box `traceml run` made for this rank, mapped once per process
+/// and never unmapped (a training thread may write to it until the end);
+/// null without one. A second init() after shutdown() keeps the first.
+model::BlackBoxRegion* black_box_of(const Config& config) {
+  static model::BlackBoxRegion* box = nullptr;
+  static bool tried = false;
+  if (tried || !config.black_box_fd) return box;
+  tried = true;
+  std::string why;
+  if (auto mapped = store::BlackBoxMapping::attach(*config.black_box_fd, why)) {
+    box = &mapped->region();
+    mapped.release();  // stays mapped until the process ends
+  } else {
+    warn("no black box (" + why +
+         "): if this rank dies, the steps it had not sent yet are lost; training continues");
+  }
+  return box;
+}
+
 class Runtime {
  public:
   explicit Runtime(Config config) : config_(std::move(config)) {}
@@ -174,6 +195,8 @@ class Runtime {
     const std::string strategy = config_.strategy;
     const int rank = config_.identity.global_rank;
     s.heartbeat_interval = std::chrono::milliseconds(std::int64_t(config_.interval_sec * 1000));
+    s.black_box = black_box_of(config_);
+    g_hot.black_box = s.black_box;  // before recording starts (init)
     s.position = [rank] {
       model::RankPosition p;
       p.global_rank = rank;
@@ -484,6 +507,7 @@ void in_forked_child() {
   // A forked child has none of the parent's threads: it must not record into,
   // or try to stop, the parent's runtime.
   g_hot.state.store(kOff);
+  g_hot.black_box = nullptr;  // shared with the parent: its journal, not the child's
   g_in_forked_child = true;
   g_runtime = nullptr;
   g_lingering = nullptr;

@@ -1,6 +1,7 @@
 #include "runtime/sender.hpp"
 
 #include <pthread.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <random>
@@ -95,7 +96,34 @@ Sender::Sender(SenderSettings settings, RecorderRegistry& recorders, SampleQueue
       pipeline_(settings_.identity.global_rank, wall, settings_.gpu_clock, settings_.activity),
       stream_(new_stream()),
       backoff_(settings_.backoff_min),
-      protocol_(settings_.protocol_version) {}
+      protocol_(settings_.protocol_version) {
+  if (model::BlackBoxRegion* box = settings_.black_box) {
+    box->header.stream.store(stream_, std::memory_order_relaxed);
+    box->header.wall_offset_s.store(wall.to_unix(0), std::memory_order_relaxed);
+    box->header.pid.store(std::int64_t(::getpid()), std::memory_order_relaxed);
+    ticks_.update();
+    mirror_to_black_box();
+    box->header.attached.store(1, std::memory_order_release);
+  }
+}
+
+void Sender::mirror_to_black_box() {
+  model::BlackBoxHeader& h = settings_.black_box->header;
+  const std::uint32_t seq = h.clock_sequence.load(std::memory_order_relaxed);
+  h.clock_sequence.store(seq + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  h.tsc.store(ticks_.tsc() ? 1 : 0, std::memory_order_relaxed);
+  h.anchor_ticks.store(ticks_.anchor_ticks(), std::memory_order_relaxed);
+  h.anchor_ns.store(ticks_.anchor_ns(), std::memory_order_relaxed);
+  h.ns_per_tick.store(ticks_.ns_per_tick(), std::memory_order_relaxed);
+  h.clock_sequence.store(seq + 2, std::memory_order_release);
+  if (settings_.position) {
+    const model::RankPosition p = settings_.position();
+    h.phase.store(static_cast<std::uint8_t>(p.phase), std::memory_order_relaxed);
+    h.steps_done.store(p.steps_done, std::memory_order_relaxed);
+    h.position_ts.store(p.ts, std::memory_order_relaxed);
+  }
+}
 
 Sender::~Sender() {
   stop(Clock::now());
@@ -171,6 +199,7 @@ std::size_t Sender::collect() {
   // The training threads time in ticks: here, off their path, the ticks
   // become now_ns() nanoseconds, at a rate refined at every flush.
   ticks_.update();
+  if (settings_.black_box != nullptr) mirror_to_black_box();
   recorders_.drain([&](const RawStep& raw) {
     ++steps_drained_;
     scopes_drained_ += raw.scopes;

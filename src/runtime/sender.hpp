@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "model/black_box.hpp"
 #include "model/position.hpp"
 #include "model/telemetry.hpp"
 #include "runtime/gpu_clock.hpp"
@@ -87,6 +88,10 @@ struct SenderSettings {
   /// heartbeat_interval while connected, also when no step completes; the
   /// rank's counters (TracerStats) go with it. Empty: no heartbeat.
   std::function<model::RankPosition()> position;
+  /// The rank's black box (not owned; null: none): every wake-up writes the
+  /// tick clock and the loop's position there, so that the launcher can read
+  /// the journal's steps, and where a hung rank is, from outside.
+  model::BlackBoxRegion* black_box = nullptr;
   std::chrono::milliseconds heartbeat_interval{1000};
   /// The calibrated cost of one scope (overhead.hpp); with the scopes each
   /// step used it gives the rank's tracer cost per step.
@@ -134,6 +139,8 @@ class Sender {
   [[nodiscard]] std::int64_t records_dropped_total() const;
 
  private:
+  /// Writes the tick clock and the loop's position into the black box.
+  void mirror_to_black_box();
   void loop();
   /// Writes pending_ until it is empty or deadline_ passes (connecting if
   /// need be). Returns whether it all went.

@@ -79,6 +79,11 @@ class TickMapping {
   }
   /// Nanoseconds per tick (1 on the steady clock).
   [[nodiscard]] double ns_per_tick() const noexcept { return ns_per_tick_; }
+  /// Whether ticks are TSC counts, and the latest (ticks, ns) pair the line
+  /// goes through: with ns_per_tick(), all another process needs to convert.
+  [[nodiscard]] bool tsc() const noexcept { return tsc_; }
+  [[nodiscard]] std::int64_t anchor_ticks() const noexcept { return last_ticks_; }
+  [[nodiscard]] std::int64_t anchor_ns() const noexcept { return last_ns_; }
 
  private:
   bool tsc_ = false;

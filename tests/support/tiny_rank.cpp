@@ -7,7 +7,13 @@
 // (--end _exit: no exit handlers) or is killed (--end kill: SIGKILL).
 //
 //   tiny_rank [--steps N] [--step-us U] [--for-ms T] [--exit CODE] [--no-shutdown]
-//             [--end _exit|kill]
+//             [--end _exit|kill] [--die-after STEP] [--progress FILE]
+//
+// --die-after STEP: the rank sends itself SIGKILL right after completing step
+// STEP (what the OOM killer does), so a test knows exactly which steps it
+// completed. --progress FILE: after every step the count of completed steps
+// is written over FILE's first line, for a test whose rank is killed from
+// outside.
 //
 // Its last line on stdout is "tiny_rank: <N> steps", so a test sees that the
 // training itself finished.
@@ -40,14 +46,26 @@ int main(int argc, char** argv) {
   bool shutdown = true;
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "--no-shutdown") == 0) shutdown = false;
+  const long die_after = arg(argc, argv, "--die-after", 0);
+  FILE* progress = nullptr;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--progress") == 0) progress = std::fopen(argv[i + 1], "w");
   traceml::init();
   const std::vector<int> items(static_cast<std::size_t>(steps), 1);
   long done = 0;
   for (int item : traceml::wrap_dataloader(items)) {
-    traceml::StepScope s;
-    traceml::PhaseScope p(traceml::Phase::Forward);
-    if (step.count() > 0) std::this_thread::sleep_for(step * item);
+    {
+      traceml::StepScope s;
+      traceml::PhaseScope p(traceml::Phase::Forward);
+      if (step.count() > 0) std::this_thread::sleep_for(step * item);
+    }
     ++done;
+    if (progress != nullptr) {
+      std::rewind(progress);
+      std::fprintf(progress, "%012ld\n", done);
+      std::fflush(progress);
+    }
+    if (done == die_after) std::raise(SIGKILL);
     if (for_ms > 0 && std::chrono::steady_clock::now() >= until) break;
   }
   if (shutdown) traceml::shutdown();

@@ -1,0 +1,183 @@
+#include "store/black_box.hpp"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <new>
+
+namespace traceml::store {
+
+namespace {
+
+std::string errno_text() {
+  return std::strerror(errno);
+}
+
+/// The clock the sender last wrote: ticks to now_ns() nanoseconds.
+struct TickClock {
+  bool tsc = false;
+  std::int64_t anchor_ticks = 0;
+  std::int64_t anchor_ns = 0;
+  double ns_per_tick = 1.0;
+
+  [[nodiscard]] std::int64_t at(std::int64_t ticks) const {
+    if (!tsc) return ticks;
+    return anchor_ns + std::llround(double(ticks - anchor_ticks) * ns_per_tick);
+  }
+  [[nodiscard]] std::int64_t span(std::int64_t ticks) const {
+    return tsc ? std::llround(double(ticks) * ns_per_tick) : ticks;
+  }
+};
+
+TickClock read_clock(const model::BlackBoxHeader& h) {
+  TickClock c;
+  // A sequence lock: a writer that died half way leaves an odd sequence,
+  // and the fields are then read as they are (the rate is still right).
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const std::uint32_t before = h.clock_sequence.load(std::memory_order_acquire);
+    c.tsc = h.tsc.load(std::memory_order_relaxed) != 0;
+    c.anchor_ticks = h.anchor_ticks.load(std::memory_order_relaxed);
+    c.anchor_ns = h.anchor_ns.load(std::memory_order_relaxed);
+    c.ns_per_tick = h.ns_per_tick.load(std::memory_order_relaxed);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (before % 2 == 0 && h.clock_sequence.load(std::memory_order_relaxed) == before) break;
+  }
+  if (!(c.ns_per_tick > 0.0) || !std::isfinite(c.ns_per_tick)) c.ns_per_tick = 1.0;
+  return c;
+}
+
+model::StepRecord to_record(const model::BlackBoxStep& s, int rank, const TickClock& clock,
+                            double wall_offset_s) {
+  model::StepRecord r;
+  r.global_rank = rank;
+  r.step = s.step;
+  r.ts = wall_offset_s + double(clock.at(s.end_ticks)) * 1e-9;
+  r.thread = s.thread;
+  for (std::size_t e = 0; e < model::kEventCount; ++e) {
+    if ((s.mask >> e & 1u) == 0) continue;
+    const double ms = double(std::max<std::int64_t>(clock.span(s.ticks[e]), 0)) * 1e-6;
+    r.events.set(model::Event(e), model::Timing{ms, std::nullopt});
+    if ((s.begin_mask >> e & 1u) != 0 && e != std::size_t(model::Event::TracedStepTime)) {
+      const std::int64_t b = s.begin_ticks[e];
+      const std::int64_t ns = b < 0 ? -clock.span(-b) : clock.span(b);
+      r.events.set_begin(model::Event(e), double(ns) * 1e-6);
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+BlackBoxReading read_black_box(const model::BlackBoxRegion& region) {
+  const model::BlackBoxHeader& h = region.header;
+  BlackBoxReading out;
+  out.global_rank = h.global_rank;
+  out.attached = h.attached.load(std::memory_order_acquire) != 0;
+  out.phase = model::LoopPhase(
+      std::min<std::uint8_t>(h.phase.load(std::memory_order_relaxed), model::kMaxLoopPhase));
+  out.steps_done = h.steps_done.load(std::memory_order_relaxed);
+  out.position_ts = h.position_ts.load(std::memory_order_relaxed);
+  if (!out.attached) return out;
+  out.pid = h.pid.load(std::memory_order_relaxed);
+  out.stream = h.stream.load(std::memory_order_relaxed);
+  const double wall = h.wall_offset_s.load(std::memory_order_relaxed);
+  const TickClock clock = read_clock(h);
+  const std::uint64_t next = h.next.load(std::memory_order_acquire);
+  out.journaled = next;
+  const std::uint64_t first = next > model::kBlackBoxSlots ? next - model::kBlackBoxSlots : 0;
+  out.steps.reserve(next - first);
+  for (std::uint64_t i = first; i < next; ++i) {
+    const model::BlackBoxSlot& slot = region.slots[i % model::kBlackBoxSlots];
+    if (slot.sequence.load(std::memory_order_acquire) != i + 1) continue;
+    const model::BlackBoxStep s = slot.step;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (slot.sequence.load(std::memory_order_relaxed) != i + 1) continue;  // overwritten meanwhile
+    out.steps.push_back(to_record(s, out.global_rank, clock, wall));
+    if (s.has_memory != 0) {
+      model::StepMemoryRecord m;
+      m.global_rank = out.global_rank;
+      m.step = s.step;
+      m.device = "cuda:" + std::to_string(s.memory_device);
+      m.peak_allocated_bytes = s.peak_allocated_bytes;
+      m.peak_reserved_bytes = s.peak_reserved_bytes;
+      out.memory.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<BlackBox> BlackBox::create(int global_rank, std::string& why) {
+  const int fd = ::memfd_create("traceml-black-box", MFD_CLOEXEC);
+  if (fd < 0) {
+    why = "cannot make a black box (memfd_create: " + errno_text() + ")";
+    return nullptr;
+  }
+  if (::ftruncate(fd, static_cast<off_t>(model::kBlackBoxBytes)) != 0) {
+    why = "cannot size a black box (" + errno_text() + ")";
+    ::close(fd);
+    return nullptr;
+  }
+  void* p = ::mmap(nullptr, model::kBlackBoxBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    why = "cannot map a black box (" + errno_text() + ")";
+    ::close(fd);
+    return nullptr;
+  }
+  // The file reads as zeros: only the header is built; the slots' zero
+  // sequences already say "empty".
+  auto* region = static_cast<model::BlackBoxRegion*>(p);
+  auto* header = new (&region->header) model::BlackBoxHeader();
+  header->bytes = model::kBlackBoxBytes;
+  header->global_rank = global_rank;
+  return std::unique_ptr<BlackBox>(new BlackBox(fd, region));
+}
+
+BlackBox::~BlackBox() {
+  if (region_ != nullptr) ::munmap(region_, model::kBlackBoxBytes);
+  if (fd_ >= 0) ::close(fd_);
+}
+
+BlackBoxReading BlackBox::read() const {
+  return read_black_box(*region_);
+}
+
+std::unique_ptr<BlackBoxMapping> BlackBoxMapping::attach(int fd, std::string& why) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    why = "its descriptor " + std::to_string(fd) + " is not open (" + errno_text() + ")";
+    return nullptr;
+  }
+  if (static_cast<std::uint64_t>(st.st_size) != model::kBlackBoxBytes) {
+    why = "descriptor " + std::to_string(fd) + " holds " + std::to_string(st.st_size) +
+          " bytes, not a black box of this build (" + std::to_string(model::kBlackBoxBytes) + ")";
+    return nullptr;
+  }
+  void* p = ::mmap(nullptr, model::kBlackBoxBytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) {
+    why = "cannot map descriptor " + std::to_string(fd) + " (" + errno_text() + ")";
+    return nullptr;
+  }
+  auto* region = static_cast<model::BlackBoxRegion*>(p);
+  const model::BlackBoxHeader& h = region->header;
+  if (h.magic != model::kBlackBoxMagic || h.version != model::kBlackBoxVersion ||
+      h.slots != model::kBlackBoxSlots || h.bytes != model::kBlackBoxBytes ||
+      h.attached.load() != 0) {
+    ::munmap(p, model::kBlackBoxBytes);
+    why = "descriptor " + std::to_string(fd) + " is not a fresh black box of this build";
+    return nullptr;
+  }
+  ::close(fd);
+  return std::unique_ptr<BlackBoxMapping>(new BlackBoxMapping(region));
+}
+
+BlackBoxMapping::~BlackBoxMapping() {
+  // Left mapped on purpose by the runtime (the training threads may write
+  // until the process ends); a test that owns one unmaps it.
+  if (region_ != nullptr) ::munmap(region_, model::kBlackBoxBytes);
+}
+
+}  // namespace traceml::store

@@ -1,0 +1,81 @@
+// The black box's region as an operating-system object (model/black_box.hpp
+// has its layout): the launcher makes it (an anonymous memory file, handed to
+// the rank as an inherited descriptor), the rank maps it, and the launcher
+// reads it, also after the rank is gone. std, model and POSIX only.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/black_box.hpp"
+#include "model/position.hpp"
+#include "model/telemetry.hpp"
+
+namespace traceml::store {
+
+/// What a black box held when it was read.
+struct BlackBoxReading {
+  int global_rank = 0;
+  bool attached = false;  ///< the rank mapped it (a rank that never did holds nothing)
+  std::int64_t pid = 0;
+  std::uint64_t stream = 0;  ///< the rank's protocol-4 stream
+  /// The completed steps the journal still holds, oldest first, CPU clock
+  /// only (a dead rank's GPU times are not known: they stay missing), with
+  /// the memory peaks of those that carried one.
+  std::vector<model::StepRecord> steps;
+  std::vector<model::StepMemoryRecord> memory;
+  /// Steps journaled in all (the journal keeps the last kBlackBoxSlots).
+  std::uint64_t journaled = 0;
+  /// Where the loop was when the sender last looked, and when (unix seconds;
+  /// 0: never): a hung rank's position, read from outside.
+  model::LoopPhase phase = model::LoopPhase::Outside;
+  std::int64_t steps_done = 0;
+  double position_ts = 0.0;
+};
+
+/// The launcher's side: a region for one rank, made before the rank starts.
+class BlackBox {
+ public:
+  /// Null when the system cannot make one (no memfd, out of memory): the
+  /// rank then runs as before, without one. `why` says what failed.
+  static std::unique_ptr<BlackBox> create(int global_rank, std::string& why);
+  ~BlackBox();
+  BlackBox(const BlackBox&) = delete;
+  BlackBox& operator=(const BlackBox&) = delete;
+
+  /// The descriptor a child inherits (close-on-exec here: spawn_rank moves it).
+  [[nodiscard]] int fd() const { return fd_; }
+  /// What it holds now. Safe while the rank runs (a step written meanwhile
+  /// is skipped or read whole), exact once it has ended.
+  [[nodiscard]] BlackBoxReading read() const;
+
+ private:
+  BlackBox(int fd, model::BlackBoxRegion* region) : fd_(fd), region_(region) {}
+  int fd_ = -1;
+  model::BlackBoxRegion* region_ = nullptr;
+};
+
+/// The rank's side: the region its launcher made, mapped.
+class BlackBoxMapping {
+ public:
+  /// Maps the region behind `fd` and closes `fd` (the mapping stays). Null,
+  /// with `why`, when it is not a region of this build's layout.
+  static std::unique_ptr<BlackBoxMapping> attach(int fd, std::string& why);
+  ~BlackBoxMapping();
+  BlackBoxMapping(const BlackBoxMapping&) = delete;
+  BlackBoxMapping& operator=(const BlackBoxMapping&) = delete;
+
+  [[nodiscard]] model::BlackBoxRegion& region() { return *region_; }
+
+ private:
+  explicit BlackBoxMapping(model::BlackBoxRegion* region) : region_(region) {}
+  model::BlackBoxRegion* region_ = nullptr;
+};
+
+/// Reads a region (its layout checked by the caller). Exposed for tests.
+BlackBoxReading read_black_box(const model::BlackBoxRegion& region);
+
+}  // namespace traceml::store
