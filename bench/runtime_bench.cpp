@@ -3,21 +3,26 @@
 //
 // On the training thread: one step with a wrapped fetch and three phases,
 // against the same loop untraced and a bare clock read.
-//  - BM_StepTracedKept: the hot path's code (runtime/hot_path.hpp, what the
+//  - BM_StepTracedKept/B: the hot path's code (runtime/hot_path.hpp, what the
 //    public scopes run) on a recorder whose ring a consumer thread drains
 //    every 100 us: every step is kept, as in a real run (counter dropped_pct).
+//    B=1: each step also goes into a black box, as under `traceml run`
+//    (store/black_box.hpp); B=0: none, as under serve or standalone. Compare
+//    them with --benchmark_enable_random_interleaving and repetitions.
 //  - BM_StepTracedDropped: the public API; the sender drains every 50 ms
 //    while the loop records millions of steps a second, so nearly every step
 //    finds the ring full and is dropped (counter dropped_pct).
 // Off it: BM_SenderCpu/N, the sender thread's CPU per second of run while N
 // threads train with ~1 ms steps (counter sender_cpu_ms_per_s).
 #include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,6 +30,7 @@
 #include <traceml/traceml.hpp>
 
 #include "runtime/hot_path.hpp"
+#include "store/black_box.hpp"
 
 namespace {
 
@@ -60,6 +66,17 @@ void BM_StepTracedKept(benchmark::State& state) {
   using namespace traceml::runtime;
   HotState hot;
   hot.state.store(kRecording);
+  std::string why;
+  const auto box = state.range(0) != 0 ? traceml::store::BlackBox::create(0, why) : nullptr;
+  std::unique_ptr<traceml::store::BlackBoxMapping> mapped;
+  if (box) {
+    mapped = traceml::store::BlackBoxMapping::attach(::dup(box->fd()), why);
+    if (mapped) hot.black_box = &mapped->region();
+  }
+  if (state.range(0) != 0 && hot.black_box == nullptr) {
+    state.SkipWithError(("no black box: " + why).c_str());
+    return;
+  }
   ThreadRecorder recorder;
   std::atomic<bool> stop{false};
   std::atomic<std::int64_t> consumed{0};
@@ -99,7 +116,7 @@ void BM_StepTracedKept(benchmark::State& state) {
   const double steps = double(state.iterations());
   state.counters["dropped_pct"] = steps > 0 ? 100.0 * double(recorder.dropped()) / steps : 0.0;
 }
-BENCHMARK(BM_StepTracedKept);
+BENCHMARK(BM_StepTracedKept)->Arg(0)->Arg(1);
 
 // One traced step through the public API: the fetch through wrap_dataloader,
 // StepScope, three phases; nearly every step is dropped at the full ring.

@@ -1,0 +1,124 @@
+// The black box end to end (issue 33): under `traceml run`, a rank that dies
+// mid-run, and the ranks the launcher then stops, lose none of the steps they
+// completed. Real processes (tiny_rank, traceml run), a real SIGKILL, the run
+// read back as a user reads it (traceml export's JSONL, the launcher's stderr).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "../support/subprocess.hpp"
+
+namespace traceml::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+const std::string kCli = TRACEML_CLI_PATH;
+const std::string kTinyRank = TRACEML_TINY_RANK_PATH;
+
+/// Each rank's stored step ids, from `traceml export` of the run.
+std::map<int, std::vector<std::int64_t>> stored_steps(const fs::path& run_dir,
+                                                      const fs::path& out) {
+  const ProcessResult e = run_process({kCli, "export", run_dir.string(), "--out", out.string()});
+  EXPECT_EQ(e.exit_code, 0) << e.err;
+  std::map<int, std::vector<std::int64_t>> steps;
+  std::ifstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    const Json j = Json::parse(line);
+    if (j.value("type", "") == "step")
+      steps[j["global_rank"].get<int>()].push_back(j["step"].get<std::int64_t>());
+  }
+  return steps;
+}
+
+/// The steps a rank's --progress file says it completed (-1: none written).
+long progress_of(const fs::path& file) {
+  std::ifstream in(file);
+  long n = -1;
+  in >> n;
+  return n;
+}
+
+/// Whether `steps` are 1..n, each once, in any order.
+bool one_to_n(std::vector<std::int64_t> steps) {
+  std::sort(steps.begin(), steps.end());
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    if (steps[i] != std::int64_t(i) + 1) return false;
+  return true;
+}
+
+struct KillCase {
+  int ranks;
+  int step_us;
+};
+
+void PrintTo(const KillCase& c, std::ostream* os) {
+  *os << c.ranks << " ranks of " << c.step_us << " us steps";
+}
+
+class BlackBoxKill : public ::testing::TestWithParam<KillCase> {};
+
+// The last rank sends itself SIGKILL (what the OOM killer sends) right after
+// completing a known step; the launcher then stops the others with SIGTERM.
+// Every step any rank completed is in the run, once: the dead rank's exactly,
+// a stopped rank's up to the step it was in (its progress file is written
+// after each step, so it may be one behind what the rank completed).
+TEST_P(BlackBoxKill, EveryStepAnyRankCompletedIsStoredOnce) {
+  const KillCase c = GetParam();
+  TempDir dir;
+  const int victim = c.ranks - 1;
+  const long die_after = c.step_us >= 20000 ? 60 : 1500;  // about 1.2-1.5 s in
+  const std::string rank_cmd = "exec " + kTinyRank + " --steps 1000000 --for-ms 60000 --step-us " +
+                               std::to_string(c.step_us) + " --progress " +
+                               (dir.path() / "progress").string() + "$RANK" +
+                               " $( [ \"$RANK\" = " + std::to_string(victim) +
+                               " ] && echo --die-after " + std::to_string(die_after) + ")";
+  const fs::path logs = dir.path() / "logs";
+  const ProcessResult r =
+      run_process({kCli, "run", "--nproc-per-node", std::to_string(c.ranks), "--logs-dir",
+                   logs.string(), "--run-name", "killed", "--aggregator-port", "0", "--mode",
+                   "summary", "--", "sh", "-c", rank_cmd});
+  EXPECT_EQ(r.exit_code, 137) << r.err;
+  EXPECT_NE(r.err.find("rank " + std::to_string(victim) + " failed (exit code 137)"),
+            std::string::npos)
+      << r.err;
+
+  const auto steps = stored_steps(logs / "killed", dir.path() / "run.jsonl");
+  for (int rank = 0; rank < c.ranks; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const auto it = steps.find(rank);
+    ASSERT_NE(it, steps.end()) << r.err;
+    EXPECT_TRUE(one_to_n(it->second)) << it->second.size() << " steps stored";
+    const long completed = progress_of(dir.path() / ("progress" + std::to_string(rank)));
+    if (rank == victim) {
+      EXPECT_EQ(completed, die_after);
+      EXPECT_EQ(std::int64_t(it->second.size()), die_after);
+    } else {
+      EXPECT_GE(std::int64_t(it->second.size()), completed);
+      EXPECT_LE(std::int64_t(it->second.size()), completed + 1);
+    }
+  }
+  // The launcher says what came back from the dead rank's black box.
+  EXPECT_NE(r.err.find("rank " + std::to_string(victim) + "'s last "), std::string::npos) << r.err;
+}
+
+INSTANTIATE_TEST_SUITE_P(RanksAndStepTimes, BlackBoxKill,
+                         ::testing::Values(KillCase{1, 1000}, KillCase{2, 1000}, KillCase{8, 1000},
+                                           KillCase{1, 20000}, KillCase{2, 20000},
+                                           KillCase{8, 20000}),
+                         [](const ::testing::TestParamInfo<KillCase>& p) {
+                           return std::to_string(p.param.ranks) + "Ranks" +
+                                  std::to_string(p.param.step_us / 1000) + "ms";
+                         });
+
+}  // namespace
+}  // namespace traceml::testing
