@@ -470,6 +470,15 @@ struct Collector::Impl final : transport::ServerHandler {
     }
     for (store::BlackBoxReading& box : readings) {
       const int rank = box.global_rank;
+      if (box.attached) {
+        // Where the rank was when it ended: the step after its last
+        // completed one, in the phase its training thread last entered.
+        std::int64_t done = box.steps_done;
+        for (const model::StepRecord& s : box.steps)
+          done = std::max(done, s.step);
+        std::lock_guard<std::mutex> lk(state_mu);
+        box_positions[rank] = {done + 1, box.phase};
+      }
       // The box of another process than the one the collector heard last
       // (a rank started again) is not compared with it: not taken.
       if (const auto it = seen_stream.find(rank);
@@ -545,6 +554,9 @@ struct Collector::Impl final : transport::ServerHandler {
 
   std::mutex recovered_mu;
   std::vector<store::BlackBoxReading> recovered;  // taken by stop_ingest
+  /// Guarded by state_mu: each rank's step and phase as its black box had
+  /// them when it ended (stop_ingest), for its stall that never resumed.
+  std::map<int, std::pair<std::int64_t, model::LoopPhase>> box_positions;
 
   std::mutex state_mu;
   std::map<int, RankState> ranks;  // sorted: deliveries are written in rank order
@@ -695,7 +707,16 @@ Progress Collector::progress() {
 }
 
 std::vector<model::Stall> Collector::stalls() {
-  return impl_->board.stalls(LiveClock::now());
+  std::vector<model::Stall> stalls = impl_->board.stalls(LiveClock::now());
+  std::lock_guard<std::mutex> lk(impl_->state_mu);
+  for (model::Stall& s : stalls) {
+    const auto it = impl_->box_positions.find(s.global_rank);
+    if (s.resumed || it == impl_->box_positions.end()) continue;
+    s.step = it->second.first;
+    s.phase = it->second.second;
+    s.from_black_box = true;
+  }
+  return stalls;
 }
 
 store::RunData Collector::take_run() {

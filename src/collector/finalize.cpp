@@ -62,6 +62,20 @@ double end_of_run(const model::Telemetry& t) {
   return end;
 }
 
+report::Json stall_json(const model::Stall& s) {
+  report::Json st = report::Json::object();
+  st["rank"] = s.global_rank;
+  st["kind"] = s.kind;
+  st["step"] = s.step;
+  st["phase"] = s.phase ? report::Json(model::loop_phase_key(*s.phase)) : report::Json();
+  st["start"] = s.start;
+  st["duration_s"] = s.duration_s;
+  st["resumed"] = s.resumed;
+  st["others_waiting"] = s.others_waiting ? report::Json(*s.others_waiting) : report::Json();
+  st["position_from"] = s.from_black_box ? "black_box" : "heartbeat";
+  return st;
+}
+
 report::Json run_block(const store::RunOutcome& o) {
   report::Json j = report::Json::object();
   j["status"] = model::word(o.status);
@@ -74,23 +88,22 @@ report::Json run_block(const store::RunOutcome& o) {
     r["exit_code"] = e.exit_code;
     r["signal"] = e.signal ? report::Json(*e.signal) : report::Json();
     r["stopped_by_launcher"] = e.stopped_by_launcher;
+    // Added keys (issue 33): how it ended, said precisely.
+    r["signal_name"] = e.signal ? report::Json(model::signal_name(*e.signal)) : report::Json();
+    r["steps_completed"] = e.steps_completed ? report::Json(*e.steps_completed) : report::Json();
+    r["phase"] = e.phase ? report::Json(model::loop_phase_key(*e.phase)) : report::Json();
+    r["rss_bytes"] = e.rss_bytes ? report::Json(*e.rss_bytes) : report::Json();
     ranks.push_back(r);
   }
   j["ranks"] = ranks;
   report::Json stalls = report::Json::array();
-  for (const model::Stall& s : o.stalls) {
-    report::Json st = report::Json::object();
-    st["rank"] = s.global_rank;
-    st["kind"] = s.kind;
-    st["step"] = s.step;
-    st["phase"] = s.phase ? report::Json(model::loop_phase_key(*s.phase)) : report::Json();
-    st["start"] = s.start;
-    st["duration_s"] = s.duration_s;
-    st["resumed"] = s.resumed;
-    st["others_waiting"] = s.others_waiting ? report::Json(*s.others_waiting) : report::Json();
-    stalls.push_back(std::move(st));
-  }
+  for (const model::Stall& s : o.stalls)
+    stalls.push_back(stall_json(s));
   j["stalls"] = std::move(stalls);
+  // The run ended while a rank hung: that is its headline (DECISIONS 15).
+  const model::Stall* hung =
+      o.status == model::RunStatus::Completed ? nullptr : model::hung_stall(o.stalls);
+  j["hang"] = hung != nullptr ? stall_json(*hung) : report::Json();
   return j;
 }
 

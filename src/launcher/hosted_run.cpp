@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <iostream>
@@ -75,9 +76,19 @@ void HostedRun::abandon() {
   }
 }
 
-void HostedRun::recover(const LaunchOutcome& outcome) {
-  for (const RankOutcome& rank : outcome.ranks)
-    if (rank.black_box) collector_->recover(rank.black_box->read());
+void HostedRun::recover(LaunchOutcome& outcome) {
+  for (RankOutcome& rank : outcome.ranks) {
+    if (!rank.black_box) continue;
+    store::BlackBoxReading box = rank.black_box->read();
+    if (box.attached) {
+      std::int64_t done = box.steps_done;
+      for (const model::StepRecord& s : box.steps)
+        done = std::max(done, s.step);
+      rank.steps_completed = done;
+      rank.phase = box.phase;
+    }
+    collector_->recover(std::move(box));
+  }
 }
 
 RunEnd HostedRun::end(std::chrono::steady_clock::time_point deadline, int expected_ranks,
@@ -115,7 +126,8 @@ store::RunOutcome outcome_of(const LaunchOutcome& o) {
   r.exit_code = o.exit_code;
   r.failed_rank = o.first_failed_rank;
   for (const auto& rank : o.ranks)
-    r.ranks.push_back({rank.global_rank, rank.exit_code, rank.signal, rank.stopped_by_launcher});
+    r.ranks.push_back({rank.global_rank, rank.exit_code, rank.signal, rank.stopped_by_launcher,
+                       rank.steps_completed, rank.phase, std::nullopt});
   return r;
 }
 

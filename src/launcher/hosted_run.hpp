@@ -84,7 +84,8 @@ class HostedRun {
 
   /// Hands the collector what the ranks' black boxes hold, once they have
   /// ended: the steps they completed and had not sent. Before end().
-  void recover(const LaunchOutcome& outcome);
+  /// Also notes where each rank was (RankOutcome::steps_completed, phase).
+  void recover(LaunchOutcome& outcome);
 
   /// The end of the run: end_run (run_end.hpp) with `outcome`; the
   /// collector is gone after it.

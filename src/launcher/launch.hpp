@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "launcher/launch_error.hpp"
+#include "model/position.hpp"
 #include "store/black_box.hpp"
 
 namespace traceml::launcher {
@@ -78,6 +79,10 @@ struct RankOutcome {
   bool log_rotated = false;
   /// Its black box (null: none was made), to be read once it has ended.
   std::shared_ptr<const store::BlackBox> black_box;
+  /// Where it was when it ended, as its black box said (HostedRun::recover):
+  /// the steps it completed and the phase it was in.
+  std::optional<std::int64_t> steps_completed;
+  std::optional<model::LoopPhase> phase;
 };
 
 struct LaunchOutcome {

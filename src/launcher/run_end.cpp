@@ -76,6 +76,15 @@ RunEnd end_run(collector::Collector& collector, const std::filesystem::path& run
   // on a thread of its own while the writer stores the rest.
   const auto held = std::make_shared<const store::RunData>(collector.take_run());
   const store::RunData& run_data = *held;
+  // Each rank's resident memory at its last process sample: what it held
+  // when it ended (a rank the OOM killer took shows how close it came).
+  for (store::RankExit& e : outcome.ranks) {
+    const model::ProcessSample* last = nullptr;
+    for (const model::ProcessSample& p : run_data.telemetry.process)
+      if (p.global_rank == e.global_rank && p.rss_bytes && (last == nullptr || p.ts >= last->ts))
+        last = &p;
+    if (last != nullptr) e.rss_bytes = last->rss_bytes;
+  }
   end.exits = outcome.ranks;
   {
     std::set<int> stepped;

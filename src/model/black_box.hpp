@@ -73,13 +73,14 @@ struct BlackBoxHeader {
   std::atomic<std::int64_t> anchor_ticks{0};
   std::atomic<std::int64_t> anchor_ns{0};
   std::atomic<double> ns_per_tick{1.0};
-  /// Where the loop is (a LoopPhase) and the steps finished, as the
-  /// heartbeat reads them; when the sender read them (unix seconds).
-  std::atomic<std::uint8_t> phase{0};
+  /// The steps finished, as the heartbeat reads them, and when the sender
+  /// read them (unix seconds).
   std::atomic<std::int64_t> steps_done{0};
   std::atomic<double> position_ts{0.0};
 
-  // ---- the training threads, at every step's end ----
+  // ---- the training threads ----
+  /// Where the loop is (a LoopPhase), stored at every scope edge.
+  alignas(64) std::atomic<std::uint8_t> phase{0};
   /// Journal indexes taken so far; slot i % slots holds index i.
   alignas(64) std::atomic<std::uint64_t> next{0};
 };

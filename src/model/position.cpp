@@ -45,4 +45,14 @@ bool collective_phase(LoopPhase p) {
   return p == LoopPhase::Backward || p == LoopPhase::OptimizerStep;
 }
 
+const Stall* hung_stall(const std::vector<Stall>& stalls) {
+  const Stall* hung = nullptr;
+  for (const Stall& s : stalls) {
+    if (s.resumed) continue;
+    const bool waited_for = s.others_waiting.value_or(0) > 0;
+    if (hung == nullptr || (waited_for && hung->others_waiting.value_or(0) <= 0)) hung = &s;
+  }
+  return hung;
+}
+
 }  // namespace traceml::model

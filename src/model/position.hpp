@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace traceml::model {
 
@@ -59,6 +60,14 @@ struct Stall {
   /// Other ranks sat in a collective phase meanwhile: they were likely
   /// waiting for this rank.
   std::optional<int> others_waiting;
+  /// `step` and `phase` were read from the rank's black box after it ended
+  /// (where it really was), not from its last heartbeat.
+  bool from_black_box = false;
 };
+
+/// The hang of a run that ended with ranks still stalled or silent
+/// (DECISIONS 15): of the stalls that never resumed, the first whose rank the
+/// others waited for, else the first. Null when every stall resumed.
+const Stall* hung_stall(const std::vector<Stall>& stalls);
 
 }  // namespace traceml::model

@@ -1,5 +1,7 @@
 #include "model/run_end_state.hpp"
 
+#include <csignal>
+
 #include <iterator>
 
 namespace traceml::model {
@@ -79,6 +81,23 @@ int exit_code(RunStatus status, std::optional<int> signal) {
 
 Strategy default_strategy(std::optional<int> world_size) {
   return world_size && *world_size == 1 ? Strategy::SingleProcess : Strategy::Ddp;
+}
+
+std::string signal_name(int signal) {
+  struct Named {
+    int number;
+    const char* name;
+  };
+  static constexpr Named kNames[] = {
+      {SIGHUP, "SIGHUP"},   {SIGINT, "SIGINT"},   {SIGQUIT, "SIGQUIT"}, {SIGILL, "SIGILL"},
+      {SIGTRAP, "SIGTRAP"}, {SIGABRT, "SIGABRT"}, {SIGBUS, "SIGBUS"},   {SIGFPE, "SIGFPE"},
+      {SIGKILL, "SIGKILL"}, {SIGUSR1, "SIGUSR1"}, {SIGSEGV, "SIGSEGV"}, {SIGUSR2, "SIGUSR2"},
+      {SIGPIPE, "SIGPIPE"}, {SIGALRM, "SIGALRM"}, {SIGTERM, "SIGTERM"}, {SIGXCPU, "SIGXCPU"},
+      {SIGXFSZ, "SIGXFSZ"}, {SIGSYS, "SIGSYS"},
+  };
+  for (const Named& n : kNames)
+    if (n.number == signal) return n.name;
+  return "signal " + std::to_string(signal);
 }
 
 }  // namespace traceml::model

@@ -7,6 +7,8 @@
 // the strategy a run that names none is given. std only.
 #pragma once
 
+#include <string>
+
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -55,5 +57,8 @@ int exit_code(RunStatus status, std::optional<int> signal);
 /// world of several ranks, or one not known yet (a served run learns it from
 /// its first rank), is taken for DDP.
 Strategy default_strategy(std::optional<int> world_size);
+
+/// "SIGKILL" for 9 (Linux's numbers), "signal 42" for one without a name here.
+std::string signal_name(int signal);
 
 }  // namespace traceml::model

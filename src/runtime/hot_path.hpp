@@ -28,6 +28,10 @@ struct HotState {
   /// Where the training loop is (a model::LoopPhase), for the heartbeat:
   /// one relaxed store per scope edge while recording, read by the sender.
   std::atomic<std::uint8_t> position{0};
+  /// Where hot_position stores: `position`, or the black box's copy of it
+  /// once the rank has one, so that the launcher reads where a hung or
+  /// stopped rank is from outside, exactly. Set before recording starts.
+  std::atomic<std::atomic<std::uint8_t>*> where{&position};
   /// The black box every completed step is also written to (null: none);
   /// set before state turns kRecording, never unset (it stays mapped).
   model::BlackBoxRegion* black_box = nullptr;
@@ -53,9 +57,11 @@ inline void to_black_box(model::BlackBoxRegion& box, const RawStep& s) noexcept 
 }
 
 /// Publishes where the loop is now. The cost of a scope edge: one relaxed
-/// byte store to a line the training thread already owns.
+/// load of where to store, and one relaxed byte store to a line the training
+/// thread already owns (the black box's header, when there is one).
 inline void hot_position(HotState& h, model::LoopPhase p) noexcept {
-  h.position.store(static_cast<std::uint8_t>(p), std::memory_order_relaxed);
+  h.where.load(std::memory_order_relaxed)
+      ->store(static_cast<std::uint8_t>(p), std::memory_order_relaxed);
 }
 
 /// The loop phase a timed event runs in (the enums share their order).

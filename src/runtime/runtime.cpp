@@ -197,6 +197,8 @@ class Runtime {
     s.heartbeat_interval = std::chrono::milliseconds(std::int64_t(config_.interval_sec * 1000));
     s.black_box = black_box_of(config_);
     g_hot.black_box = s.black_box;  // before recording starts (init)
+    if (s.black_box != nullptr)
+      g_hot.where.store(&s.black_box->header.phase, std::memory_order_relaxed);
     s.position = [rank] {
       model::RankPosition p;
       p.global_rank = rank;
@@ -204,7 +206,8 @@ class Runtime {
                  .count();
       p.steps_done = g_hot.last_step.load(std::memory_order_relaxed);
       p.phase = model::LoopPhase(std::min<std::uint8_t>(
-          g_hot.position.load(std::memory_order_relaxed), model::kMaxLoopPhase));
+          g_hot.where.load(std::memory_order_relaxed)->load(std::memory_order_relaxed),
+          model::kMaxLoopPhase));
       p.recording = g_hot.state.load(std::memory_order_relaxed) == kRecording;
       return p;
     };
@@ -508,6 +511,7 @@ void in_forked_child() {
   // or try to stop, the parent's runtime.
   g_hot.state.store(kOff);
   g_hot.black_box = nullptr;  // shared with the parent: its journal, not the child's
+  g_hot.where.store(&g_hot.position, std::memory_order_relaxed);
   g_in_forked_child = true;
   g_runtime = nullptr;
   g_lingering = nullptr;

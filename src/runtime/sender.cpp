@@ -119,7 +119,6 @@ void Sender::mirror_to_black_box() {
   h.clock_sequence.store(seq + 2, std::memory_order_release);
   if (settings_.position) {
     const model::RankPosition p = settings_.position();
-    h.phase.store(static_cast<std::uint8_t>(p.phase), std::memory_order_relaxed);
     h.steps_done.store(p.steps_done, std::memory_order_relaxed);
     h.position_ts.store(p.ts, std::memory_order_relaxed);
   }

@@ -3,6 +3,7 @@
 // which rank failed. Written by `traceml run` after the ranks ended.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,12 @@ struct RankExit {
   int exit_code = 0;          ///< status, or 128 + signal
   std::optional<int> signal;  ///< the signal that killed it
   bool stopped_by_launcher = false;
+  /// Where it was when it ended, from its black box (`traceml run`): the
+  /// steps it completed, and the phase its training thread was in.
+  std::optional<std::int64_t> steps_completed;
+  std::optional<model::LoopPhase> phase;
+  /// Its resident memory at its last process sample (bytes).
+  std::optional<double> rss_bytes;
 };
 
 struct RunOutcome {

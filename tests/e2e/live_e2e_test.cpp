@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -262,20 +263,41 @@ TEST(LiveE2e, ARunStoppedDuringAHangNamesTheHungRankInTheVerdictArea) {
   launcher.signal(SIGINT);
   const ProcessResult r = launcher.wait();
   EXPECT_EQ(r.exit_code, 130) << r.err;
+  // The hang is the headline (DECISIONS 15), and R1's position is read from
+  // its black box: where it really stopped, not where it was last heard.
   const std::regex hang(
-      "Hang: R1 was silent for [0-9.]+ s \\(last heard at (before )?step [0-9]+(, [a-z ]+)?\\), "
-      "when the run was stopped \\(1 rank waited for it\\)\\.");
+      "Verdict: HANG  \\(critical\\)\nWhy: R1 was silent for [0-9.]+ s at step [0-9]+(, [a-z "
+      "]+)?, when the run was stopped; 1 rank waited for it\\.");
   EXPECT_TRUE(std::regex_search(r.out, hang)) << r.out;
-  const auto verdict = r.out.find("Verdict:");
+  const auto verdict = r.out.find("Verdict: HANG");
+  const auto before = r.out.find("Before the hang: ");
   const auto scope = r.out.find("Scope:");
-  const auto at = r.out.find("Hang: R1");
-  EXPECT_TRUE(verdict < at && at < scope) << r.out;
+  EXPECT_TRUE(verdict < before && before < scope) << r.out;
   const Json summary = Json::parse(read_file(logs.path() / run / "final_summary.json"));
-  bool hung = false;
-  for (const Json& s : summary["run"]["stalls"])
-    hung = hung || (s["rank"] == 1 && s["kind"] == "silent" && s["resumed"] == false &&
-                    s["others_waiting"] == 1 && s["duration_s"].get<double>() >= 3.0);
-  EXPECT_TRUE(hung) << summary["run"].dump();
+  const Json& h = summary["run"]["hang"];
+  ASSERT_TRUE(h.is_object()) << summary["run"].dump();
+  EXPECT_EQ(h["rank"], 1);
+  EXPECT_EQ(h["kind"], "silent");
+  EXPECT_EQ(h["others_waiting"], 1);
+  EXPECT_EQ(h["position_from"], "black_box");
+  EXPECT_GE(h["duration_s"].get<double>(), 3.0);
+  // Its step is the one after the last it completed, every one of which is
+  // stored (the black box gave what it had not sent).
+  const fs::path jsonl = logs.path() / "hang.jsonl";
+  ASSERT_EQ(run_process({kCli, "export", (logs.path() / run).string(), "--out", jsonl.string()})
+                .exit_code,
+            0);
+  std::int64_t last = 0;
+  std::int64_t count = 0;
+  std::ifstream in(jsonl);
+  for (std::string line; std::getline(in, line);) {
+    const Json j = Json::parse(line);
+    if (j.value("type", "") != "step" || j["global_rank"] != 1) continue;
+    last = std::max(last, j["step"].get<std::int64_t>());
+    ++count;
+  }
+  EXPECT_EQ(count, last) << "every step R1 completed, once";
+  EXPECT_EQ(h["step"].get<std::int64_t>(), last + 1) << summary["run"].dump();
 }
 
 }  // namespace

@@ -55,6 +55,7 @@ inline const std::vector<std::string>& config_variables() {
                                                  model::env::kLogsDir,
                                                  model::env::kSessionId,
                                                  model::env::kLauncherPipes,
+                                                 model::env::kBlackBoxFd,
                                                  model::env::kCuptiDuty,
                                                  model::env::kCupti,
                                                  model::env::kCuptiPerThreadBuffers,

@@ -4,11 +4,13 @@
 // changed file), a status word reads back, and each status stands for its exit
 // code.
 #include "model/run_end_state.hpp"
+#include "model/position.hpp"
 
 #include <gtest/gtest.h>
 
 #include <csignal>
 #include <string>
+#include <vector>
 
 namespace traceml::model {
 namespace {
@@ -51,6 +53,35 @@ TEST(RunEndState, OneRankIsASingleProcessAndAnyOtherWorldDdp) {
   EXPECT_EQ(default_strategy(4096), Strategy::Ddp);
   // A served run that was given no world size learns it from its ranks.
   EXPECT_EQ(default_strategy(std::nullopt), Strategy::Ddp);
+}
+
+TEST(RunEndState, ASignalIsNamedByItsLinuxName) {
+  EXPECT_EQ(signal_name(SIGKILL), "SIGKILL");
+  EXPECT_EQ(signal_name(SIGSEGV), "SIGSEGV");
+  EXPECT_EQ(signal_name(SIGTERM), "SIGTERM");
+  EXPECT_EQ(signal_name(63), "signal 63");
+}
+
+Stall never_resumed(int rank, std::optional<int> waiting) {
+  Stall s;
+  s.global_rank = rank;
+  s.kind = "silent";
+  s.others_waiting = waiting;
+  return s;
+}
+
+// The rank the others waited for is the hang, not the ranks stuck waiting
+// for it; with none waited for, the first that never resumed.
+TEST(RunEndState, TheHangIsTheRankTheOthersWaitedFor) {
+  std::vector<Stall> stalls = {never_resumed(0, std::nullopt), never_resumed(1, 1),
+                               never_resumed(2, 0)};
+  ASSERT_NE(hung_stall(stalls), nullptr);
+  EXPECT_EQ(hung_stall(stalls)->global_rank, 1);
+  stalls[1].others_waiting.reset();
+  EXPECT_EQ(hung_stall(stalls)->global_rank, 0);
+  for (Stall& s : stalls)
+    s.resumed = true;
+  EXPECT_EQ(hung_stall(stalls), nullptr);
 }
 
 }  // namespace

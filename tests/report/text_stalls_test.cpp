@@ -59,20 +59,52 @@ TEST(TextStalls, EachStallHasALineWithWhereTheRankWas) {
       << text;
   EXPECT_EQ(line_with(text, "Stall: R0"), "Stall: R0 was stalled for 6.0 s at step 813, backward")
       << text;
-  EXPECT_EQ(text.find("Hang:"), std::string::npos) << text;  // the run completed
+  EXPECT_EQ(text.find("HANG"), std::string::npos) << text;  // the run completed
 }
 
-TEST(TextStalls, AStoppedRunNamesTheRankThatHungInTheVerdictArea) {
-  const std::string text = render_text(
+// The hang is the headline (DECISIONS 15): the run's `hang` opens the report,
+// and the step verdict follows as what the steps showed before it.
+TEST(TextStalls, AStoppedRunOpensWithTheHang) {
+  Json j =
       with_run("interrupted", Json::array({stall(0, "stalled", 813, "backward", 30.0, false, 0),
-                                           stall(1, "silent", 812, "forward", 31.5, false, 1)})));
-  // R1, whom R0 waited for, not R0 stuck waiting.
-  const auto hang = text.find(
-      "Hang: R1 was silent for 31.5 s (last heard at step 812, forward), "
-      "when the run was stopped (1 rank waited for it).");
-  ASSERT_NE(hang, std::string::npos) << text;
-  EXPECT_LT(hang, text.find("Scope:")) << "in the verdict area:\n" << text;
+                                           stall(1, "silent", 812, "forward", 31.5, false, 1)}));
+  j["run"]["hang"] = j["run"]["stalls"][1];
+  const std::string text = render_text(j);
+  const auto verdict = text.find("Verdict: HANG  (critical)");
+  ASSERT_NE(verdict, std::string::npos) << text;
+  EXPECT_EQ(line_with(text, "Why: R1"),
+            "Why: R1 was silent for 31.5 s (last heard at step 812, forward), when the run was "
+            "stopped; 1 rank waited for it.")
+      << text;
+  EXPECT_NE(text.find("Next: Find what R1 was doing there: its output (rank1.log"),
+            std::string::npos)
+      << text;
+  // The step verdict, after the hang, before the scope line.
+  const auto before = text.find("Before the hang: ");
+  EXPECT_TRUE(verdict < before && before < text.find("Scope:")) << text;
+  EXPECT_EQ(text.find("\nVerdict: " + std::string("BALANCED")), std::string::npos) << text;
   EXPECT_NE(line_with(text, "Stall: R1").find("it never resumed"), std::string::npos) << text;
+}
+
+// Read from the rank's black box, a silent rank's position is where it is,
+// not where it was last heard.
+TEST(TextStalls, AHangReadFromTheBlackBoxSaysWhereTheRankIs) {
+  Json hung = stall(1, "silent", 813, "backward", 12.0, false, 1);
+  hung["position_from"] = "black_box";
+  Json j = with_run("failed", Json::array({hung}));
+  j["run"]["hang"] = hung;
+  const std::string text = render_text(j);
+  EXPECT_NE(text.find("Why: R1 was silent for 12.0 s at step 813, backward, when the run was"),
+            std::string::npos)
+      << text;
+}
+
+TEST(TextStalls, ACompletedRunWithoutAHangKeepsItsVerdict) {
+  const std::string text = render_text(
+      with_run("completed", Json::array({stall(1, "silent", 8, "forward", 4.0, true, 0)})));
+  EXPECT_EQ(text.find("HANG"), std::string::npos) << text;
+  EXPECT_EQ(text.find("Before the hang"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nVerdict: "), std::string::npos) << text;
 }
 
 TEST(TextStalls, ManyStallsAreCounted) {

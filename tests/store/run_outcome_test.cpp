@@ -28,7 +28,8 @@ RunOutcome hung_run() {
   RunOutcome o;
   o.status = model::RunStatus::Interrupted;
   o.exit_code = 130;
-  o.ranks = {{0, 130, 2, true}, {1, 137, 9, true}};
+  o.ranks = {{0, 130, 2, true, 1500, model::LoopPhase::Backward, 7.5e6},
+             {1, 137, 9, true, std::nullopt, std::nullopt, std::nullopt}};
   model::Stall silent;
   silent.global_rank = 1;
   silent.kind = "silent";
@@ -37,6 +38,7 @@ RunOutcome hung_run() {
   silent.start = 1764892800.5;
   silent.duration_s = 12.25;
   silent.others_waiting = 1;
+  silent.from_black_box = true;
   model::Stall stalled;
   stalled.global_rank = 0;
   stalled.kind = "stalled";
@@ -65,6 +67,8 @@ TEST(RunOutcome, StallsRoundTripInTheOrderTheyBegan) {
   EXPECT_DOUBLE_EQ(s.duration_s, 12.25);
   EXPECT_FALSE(s.resumed);
   EXPECT_EQ(s.others_waiting, 1);
+  EXPECT_TRUE(s.from_black_box);
+  EXPECT_FALSE(back->stalls[1].from_black_box);
   EXPECT_EQ(back->stalls[1].phase, std::nullopt);
   EXPECT_TRUE(back->stalls[1].resumed);
   EXPECT_EQ(back->stalls[1].others_waiting, std::nullopt);
@@ -84,6 +88,63 @@ TEST(RunOutcome, ADatabaseFromBeforeStallsHasNone) {
   ASSERT_TRUE(back);
   EXPECT_TRUE(back->stalls.empty());
   EXPECT_EQ(back->ranks.size(), 2u);
+}
+
+TEST(RunOutcome, WhereEachRankEndedRoundTrips) {
+  TempDir dir;
+  const std::string path = new_run_db(dir);
+  write_run_outcome(path, hung_run());
+  const auto back = read_run_outcome(path);
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->ranks.size(), 2u);
+  EXPECT_EQ(back->ranks[0].steps_completed, 1500);
+  EXPECT_EQ(back->ranks[0].phase, model::LoopPhase::Backward);
+  EXPECT_EQ(back->ranks[0].rss_bytes, 7.5e6);
+  EXPECT_EQ(back->ranks[1].steps_completed, std::nullopt);
+  EXPECT_EQ(back->ranks[1].phase, std::nullopt);
+  EXPECT_EQ(back->ranks[1].rss_bytes, std::nullopt);
+}
+
+// A run database of an earlier build has neither the ranks' positions nor
+// the stalls' source: they read as absent, the rest as stored.
+TEST(RunOutcome, ADatabaseFromBeforeTheBlackBoxReadsWithoutIt) {
+  TempDir dir;
+  const std::string path = new_run_db(dir);
+  write_run_outcome(path, hung_run());
+  exec_sql(path,
+           "ALTER TABLE rank_exits DROP COLUMN rss_bytes; ALTER TABLE rank_exits DROP COLUMN phase;"
+           " ALTER TABLE rank_exits DROP COLUMN steps_completed;"
+           " ALTER TABLE run_stalls DROP COLUMN from_black_box");
+  const auto back = read_run_outcome(path);
+  ASSERT_TRUE(back);
+  ASSERT_EQ(back->ranks.size(), 2u);
+  EXPECT_EQ(back->ranks[0].exit_code, 130);
+  EXPECT_EQ(back->ranks[0].steps_completed, std::nullopt);
+  ASSERT_EQ(back->stalls.size(), 2u);
+  EXPECT_EQ(back->stalls[0].step, 812);
+  EXPECT_FALSE(back->stalls[0].from_black_box);
+}
+
+TEST(RunOutcome, APositionNoLauncherWritesIsAnErrorNamingItsRank) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"UPDATE rank_exits SET phase = 'lunch' WHERE global_rank = 0", "rank 0: 'phase'"},
+      {"UPDATE rank_exits SET steps_completed = -2 WHERE global_rank = 1",
+       "rank 1: 'steps_completed'"},
+      {"UPDATE rank_exits SET rss_bytes = -1 WHERE global_rank = 0", "rank 0: 'rss_bytes'"},
+  };
+  for (const auto& [sql, expected] : cases) {
+    TempDir dir;
+    const std::string path = new_run_db(dir);
+    write_run_outcome(path, hung_run());
+    exec_sql(path, sql);
+    try {
+      (void)read_run_outcome(path);
+      ADD_FAILURE() << sql << " was read without an error";
+    } catch (const RunDbError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find("table rank_exits, " + std::string(expected)), std::string::npos) << what;
+    }
+  }
 }
 
 TEST(RunOutcome, AStallNoCollectorWritesIsAnErrorNamingItsRow) {
@@ -155,7 +216,7 @@ TEST(RunOutcome, MoreStallsThanACollectorKeepsIsRefused) {
   write_run_outcome(path, hung_run());
   exec_sql(path,
            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000) "
-           "INSERT INTO run_stalls SELECT 0, 'silent', 1, NULL, 1.0, 1.0, 0, NULL FROM n");
+           "INSERT INTO run_stalls SELECT 0, 'silent', 1, NULL, 1.0, 1.0, 0, NULL, 0 FROM n");
   EXPECT_THROW((void)read_run_outcome(path), RunDbError);
 }
 

@@ -25,8 +25,8 @@ body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:
 main{max-width:1100px;margin:0 auto;padding:12px 20px 40px}
 h1{font-size:21px;margin:8px 0 0}h2{font-size:16px;margin:26px 0 8px;padding-bottom:3px;border-bottom:1px solid #d8d8dc}
 .meta{color:#555;margin:2px 0 12px}
-#verdict{background:#fff;border:1px solid #d8d8dc;border-left:6px solid #8a8a8e;border-radius:6px;padding:6px 16px}
-#verdict.critical{border-left-color:#d62728}#verdict.warning{border-left-color:#f0a202}
+#verdict,#hang{background:#fff;border:1px solid #d8d8dc;border-left:6px solid #8a8a8e;border-radius:6px;padding:6px 16px}
+#verdict.critical,#hang{border-left-color:#d62728}#verdict.warning{border-left-color:#f0a202}#hang{margin-bottom:10px}
 #verdict p{margin:6px 0}.vline{font-size:18px;font-weight:600}.critical .sev{color:#d62728}.warning .sev{color:#b87800}
 .scope{color:#777;font-size:12px}
 pre{font:12px/1.35 ui-monospace,"DejaVu Sans Mono",Menlo,Consolas,monospace;background:#fff;border:1px solid #d8d8dc;border-radius:6px;padding:10px;overflow-x:auto}
@@ -81,9 +81,17 @@ const char* severity_class(const std::string& s) {
 /// The verdict block of the text report (text_report.cpp), as HTML.
 std::string verdict_html(const SummaryView& run, const HtmlOptions& opts) {
   const Verdict v = read_verdict(run);
-  std::string html = "<section id=\"verdict\" class=\"" +
-                     std::string(severity_class(run.severity)) +
-                     "\">\n<p class=\"vline\">Verdict: " + escape_html(v.display);
+  // A run that ended while a rank hung opens with the hang (DECISIONS 15).
+  const std::optional<HangHeadline> hang = hang_headline(run);
+  std::string html;
+  if (hang)
+    html +=
+        "<section id=\"hang\" class=\"critical\">\n<p class=\"vline\">Verdict: HANG <span "
+        "class=\"sev\">(critical)</span></p>\n" +
+        labelled("Why:", hang->why) + labelled("Next:", hang->next) + "</section>\n";
+  html += "<section id=\"verdict\" class=\"" + std::string(severity_class(run.severity)) +
+          "\">\n<p class=\"vline\">" + (hang ? "Before the hang: " : "Verdict: ") +
+          escape_html(v.display);
   if (const std::string sev = severity_word(run.severity); !sev.empty())
     html += " <span class=\"sev\">(" + escape_html(sev) + ")</span>";
   html += "</p>\n";
@@ -112,7 +120,7 @@ std::string verdict_html(const SummaryView& run, const HtmlOptions& opts) {
 std::string render_html(const Json& summary, const model::Telemetry* data,
                         const HtmlOptions& opts) {
   const SummaryView run = view_summary(summary);
-  const std::string verdict = read_verdict(run).display;
+  const std::string verdict = hang_headline(run) ? "HANG" : read_verdict(run).display;
   const std::string name = json_read::text_or(json_read::child(run.meta, "run_name"), "run");
   std::string html =
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"

@@ -123,8 +123,18 @@ std::string render_text(const nlohmann::ordered_json& untrusted, const TextOptio
   append(out, partial.lines);
   out.emplace_back();
 
-  std::string verdict_line =
-      "Verdict" + partial.verdict_scope + ": " + p.by_severity(verdict.display, severity);
+  // A run that ended while a rank hung opens with the hang (DECISIONS 15);
+  // the step verdict follows as what the steps showed before it.
+  const std::optional<HangHeadline> hang = hang_headline(run);
+  if (hang) {
+    out.push_back("Verdict: " + p.by_severity("HANG", Severity::Critical) + "  " +
+                  p.by_severity("(critical)", Severity::Critical));
+    append(out, wrap("Why: ", hang->why, kProseWidth, 5));
+    append(out, wrap(p.paint("Next:", ansi::kBold) + " ", hang->next, kProseWidth, 6));
+  }
+  std::string verdict_line = std::string(hang ? "Before the hang" : "Verdict") +
+                             partial.verdict_scope + ": " +
+                             p.by_severity(verdict.display, severity);
   if (const std::string sev = severity_word(run.severity); !sev.empty())
     verdict_line += "  " + p.by_severity("(" + sev + ")", severity);
   out.push_back(verdict_line);
@@ -140,7 +150,6 @@ std::string render_text(const nlohmann::ordered_json& untrusted, const TextOptio
     if (slow) out.push_back(std::string(6, ' ') + slow->command);
   }
   append(out, after_next_lines(run));
-  append(out, hang_lines(run));
   out.push_back(p.paint("Scope: N = node · R = global rank · G = GPU index", ansi::kDim));
   out.emplace_back();
 

@@ -25,7 +25,7 @@ constexpr std::size_t kStallsShown = 4;
 
 /// "R0 was stalled for 6.0 s at step 812, backward"; a silent rank's step
 /// and phase are the last it told: "R1 was silent for 6.2 s (last heard at
-/// step 812, input wait)".
+/// step 812, input wait)", unless its black box said where it really was.
 std::string stall_text(const Json& s) {
   const std::string kind = text_or(child(&s, "kind"), "stalled");
   std::string where = "step " + std::to_string(integer(child(&s, "step")).value_or(0));
@@ -34,9 +34,10 @@ std::string stall_text(const Json& s) {
     std::replace(words.begin(), words.end(), '_', ' ');
     where += ", " + words;
   }
+  const bool heard = kind == "silent" && text_or(child(&s, "position_from")) != "black_box";
   return "R" + std::to_string(integer(child(&s, "rank")).value_or(0)) + " was " + kind + " for " +
          analysis::fixed(number(child(&s, "duration_s")).value_or(0.0), 1) + " s " +
-         (kind == "silent" ? "(last heard at " + where + ")" : "at " + where);
+         (heard ? "(last heard at " + where + ")" : "at " + where);
 }
 
 std::string waited_text(const Json& s) {
@@ -47,24 +48,19 @@ std::string waited_text(const Json& s) {
 
 }  // namespace
 
-std::vector<std::string> hang_lines(const SummaryView& run) {
-  const Json* r = object_child(run.root, "run");
-  const Json* stalls = json_read::array_child(r, "stalls");
-  const auto status = model::run_status_from_word(text_or(child(r, "status")));
-  if (stalls == nullptr ||
-      (status != model::RunStatus::Interrupted && status != model::RunStatus::Failed))
-    return {};
-  // The rank the others waited for, else the first that never resumed.
-  const Json* hung = nullptr;
-  for (const Json& s : *stalls) {
-    const Json* resumed = child(&s, "resumed");
-    if (resumed == nullptr || !resumed->is_boolean() || resumed->get<bool>()) continue;
-    if (hung == nullptr || (waited_text(*hung).empty() && !waited_text(s).empty())) hung = &s;
-  }
-  if (hung == nullptr) return {};
-  std::string line = "Hang: " + stall_text(*hung) + ", when the run was stopped";
-  if (const std::string w = waited_text(*hung); !w.empty()) line += " (" + w + ")";
-  return wrap("", line + ".", kProseWidth, 6);
+std::optional<HangHeadline> hang_headline(const SummaryView& run) {
+  const Json* hang = object_child(object_child(run.root, "run"), "hang");
+  if (hang == nullptr) return std::nullopt;
+  HangHeadline h;
+  h.why = stall_text(*hang) + ", when the run was stopped";
+  if (const std::string w = waited_text(*hang); !w.empty()) h.why += "; " + w;
+  h.why += ".";
+  const std::string n = std::to_string(integer(child(hang, "rank")).value_or(0));
+  h.next = "Find what R" + n + " was doing there: its output (rank" + n +
+           ".log beside this summary, under traceml run) and, while a rank hangs, its threads' "
+           "stacks (gdb -p <pid> -batch -ex 'thread apply all bt'). The step verdict below is "
+           "what the steps showed before the hang.";
+  return h;
 }
 
 Partial partial_lines(const SummaryView& run) {

@@ -3,6 +3,7 @@
 // the Run / Tracer lines (how the traced program ended, what tracing cost).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,10 +33,14 @@ std::vector<std::string> also_lines(const SummaryView& run, const Painter& p);
 /// block, only when present.
 std::vector<std::string> run_lines(const SummaryView& run);
 
-/// For the verdict area: when the run was stopped (interrupted or failed)
-/// while a rank was silent or stalled, which rank hung and where: "Hang: R1
-/// was silent for 12.3 s at step 812, backward, when the run was stopped
-/// (1 rank waited for it)". Empty otherwise.
-std::vector<std::string> hang_lines(const SummaryView& run);
+/// The headline of a run that ended while a rank hung (DECISIONS 15), from
+/// the `run.hang` that `traceml run` and `serve` add: why ("R1 was silent
+/// for 12.3 s at step 812, backward, when the run was stopped; 1 rank waited
+/// for it.") and what to do next. Absent when nothing hung.
+struct HangHeadline {
+  std::string why;
+  std::string next;
+};
+std::optional<HangHeadline> hang_headline(const SummaryView& run);
 
 }  // namespace traceml::report
