@@ -107,6 +107,21 @@ TEST_P(BlackBoxKill, EveryStepAnyRankCompletedIsStoredOnce) {
       EXPECT_LE(std::int64_t(it->second.size()), completed + 1);
     }
   }
+  // The death, said precisely: the signal by name, where the rank was, how
+  // many steps it completed (it died between two steps).
+  EXPECT_NE(r.out.find("rank " + std::to_string(victim) +
+                       " failed: killed by SIGKILL between steps after " +
+                       std::to_string(die_after) + " completed steps, RSS "),
+            std::string::npos)
+      << r.out;
+  const Json summary =
+      Json::parse(read_file(logs / "killed" / "final_summary.json"))["run"]["ranks"];
+  bool said = false;
+  for (const Json& rank : summary)
+    if (rank["rank"] == victim)
+      said = rank["signal_name"] == "SIGKILL" && rank["steps_completed"] == die_after &&
+             rank["phase"] == "outside" && rank["rss_bytes"].get<double>() > 0.0;
+  EXPECT_TRUE(said) << summary.dump();
   // The launcher says what came back from the dead rank's black box.
   EXPECT_NE(r.err.find("rank " + std::to_string(victim) + "'s last "), std::string::npos) << r.err;
 }

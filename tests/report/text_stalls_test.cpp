@@ -107,6 +107,27 @@ TEST(TextStalls, ACompletedRunWithoutAHangKeepsItsVerdict) {
   EXPECT_NE(text.find("\nVerdict: "), std::string::npos) << text;
 }
 
+// How a failed rank ended, as `traceml run` saw it, on the Run line.
+TEST(TextStalls, TheFailedRanksDeathIsSaidPrecisely) {
+  Json j = with_run("failed", Json::array());
+  j["run"]["exit_code"] = 137;
+  j["run"]["failed_rank"] = 1;
+  j["run"]["ranks"] = Json::array({{{"rank", 1},
+                                    {"exit_code", 137},
+                                    {"signal", 9},
+                                    {"stopped_by_launcher", false},
+                                    {"signal_name", "SIGKILL"},
+                                    {"steps_completed", 1500},
+                                    {"phase", "backward"},
+                                    {"rss_bytes", 7.5e9}}});
+  const std::string text = render_text(j);
+  EXPECT_NE(line_with(text, "Run: FAILED")
+                .find("rank 1 failed: killed by SIGKILL in step 1501 (backward) after 1500 "
+                      "completed steps, RSS "),
+            std::string::npos)
+      << text;
+}
+
 TEST(TextStalls, ManyStallsAreCounted) {
   Json stalls = Json::array();
   for (int i = 0; i < 7; ++i)

@@ -40,6 +40,32 @@ std::string stall_text(const Json& s) {
          (heard ? "(last heard at " + where + ")" : "at " + where);
 }
 
+/// How a rank that failed ended, where `traceml run` saw it (run.ranks):
+/// "killed by SIGKILL in step 1501 (forward) after 1500 completed steps,
+/// RSS 7.2 MB"; empty when nothing is known.
+std::string death_text(const Json& rank) {
+  std::vector<std::string> parts;
+  if (const auto sig = text(child(&rank, "signal_name"))) parts.push_back("killed by " + *sig);
+  const auto done = integer(child(&rank, "steps_completed"));
+  if (done) {
+    // Outside every step: between two of them (or after the last).
+    const std::string phase = text_or(child(&rank, "phase"));
+    std::string where = "in step " + std::to_string(*done + 1);
+    if (phase == "outside") {
+      where = "between steps";
+    } else if (!phase.empty() && phase != "step") {
+      std::string words = phase;
+      std::replace(words.begin(), words.end(), '_', ' ');
+      where += " (" + words + ")";
+    }
+    parts.push_back(where + " after " + std::to_string(*done) + " completed steps");
+  }
+  std::string out = join(parts, " ");
+  if (const auto rss = number(child(&rank, "rss_bytes")))
+    out += (out.empty() ? "" : ", ") + std::string("RSS ") + fmt_bytes(*rss);
+  return out;
+}
+
 std::string waited_text(const Json& s) {
   const auto n = integer(child(&s, "others_waiting"));
   if (!n || *n <= 0) return "";
@@ -174,6 +200,7 @@ std::vector<std::string> run_lines(const SummaryView& run) {
             if (integer(child(&x, "rank")) == failed) {
               const auto own = integer(child(&x, "exit_code"));
               if (own && own != code) line += " (it exited with code " + std::to_string(*own) + ")";
+              if (const std::string how = death_text(x); !how.empty()) line += ": " + how;
             }
       }
       if (code) line += " · exit code " + std::to_string(*code);
