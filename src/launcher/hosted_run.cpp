@@ -9,6 +9,7 @@
 
 #include "launcher/interrupt_signals.hpp"
 #include "launcher/live_display.hpp"
+#include "launcher/stall_lines.hpp"
 #include "model/env_contract.hpp"
 #include "store/run_db.hpp"
 #include "store/run_dir.hpp"
@@ -159,6 +160,27 @@ void add_rank_env(LaunchedRunOptions& o, const std::string& run_name, std::uint1
   if (!o.host.strategy.empty()) env.emplace_back(model::env::kStrategy, o.host.strategy);
 }
 
+/// Relays nothing; says on stderr when a rank turns silent or stalled, and
+/// when it resumes (StallLines), looking twice a second.
+class StallHook final : public OutputHook {
+ public:
+  explicit StallHook(collector::Collector& c)
+      : collector_(c), lines_([](const std::string& l) { std::cerr << l << "\n"
+                                                                   << std::flush; }) {}
+  bool line(bool /*to_stderr*/, std::string_view /*line*/) override { return false; }
+  void tick() override {
+    const auto now = StallLines::Clock::now();
+    if (now - last_ < std::chrono::milliseconds(500)) return;
+    last_ = now;
+    lines_.update(collector_.stalls(), now);
+  }
+
+ private:
+  collector::Collector& collector_;
+  StallLines lines_;
+  StallLines::Clock::time_point last_{};
+};
+
 void say_failed_rank(const LaunchOutcome& outcome, const fs::path& run_dir) {
   if (!outcome.first_failed_rank) return;
   std::cerr << "traceml: rank " << *outcome.first_failed_rank << " failed (exit code "
@@ -215,7 +237,12 @@ int host_launched_run(LaunchedRunOptions o) {
     std::cerr << "traceml: tracing " << world << " rank(s) into " << run_dir.string() << "\n";
   const double started = unix_now();
   // The live view needs the collector: it runs where the collector does.
-  if (host) plan.output_hook = host->start_live(world);
+  // Without it, a stall is a line on stderr while it happens.
+  std::optional<StallHook> stall_hook;
+  if (host) {
+    plan.output_hook = host->start_live(world);
+    if (plan.output_hook == nullptr) plan.output_hook = &stall_hook.emplace(host->collector());
+  }
   LaunchOutcome outcome;
   // Held until the manifest is written: a hang-up or SIGTERM after the ranks
   // ended must not cost the run its summary (it is written in well under the

@@ -19,6 +19,7 @@
 #include "launcher/hosted_run.hpp"
 #include "launcher/interrupt_signals.hpp"
 #include "launcher/live_display.hpp"
+#include "launcher/stall_lines.hpp"
 #include "model/env_contract.hpp"
 #include "model/text.hpp"
 #include "report/atomic_file.hpp"
@@ -140,6 +141,8 @@ class Watch {
       told_all_ = true;
       if (*w > kRanksNamed) say("traceml: all " + std::to_string(*w) + " ranks connected");
     }
+    // The live view draws its stalls; otherwise each is a line while it lasts.
+    if (display_ == nullptr) stall_lines_.update(collector_.stalls(), StallLines::Clock::now());
   }
 
   void say(const std::string& line) {
@@ -173,6 +176,7 @@ class Watch {
   LiveDisplay* display_;
   collector::Progress p_;
   std::set<std::string> told_refusals_;
+  StallLines stall_lines_{[](const std::string& l) { std::cerr << l << "\n" << std::flush; }};
   std::set<int> told_connected_;
   std::set<int> told_ended_;
   bool told_all_ = false;

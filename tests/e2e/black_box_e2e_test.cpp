@@ -7,13 +7,17 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <ostream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "../support/rank_pid.hpp"
 #include "../support/subprocess.hpp"
 
 namespace traceml::testing {
@@ -134,6 +138,48 @@ INSTANTIATE_TEST_SUITE_P(RanksAndStepTimes, BlackBoxKill,
                            return std::to_string(p.param.ranks) + "Ranks" +
                                   std::to_string(p.param.step_us / 1000) + "ms";
                          });
+
+// A rank stopped (SIGSTOP) for a while in a batch job: the log says so while
+// it happens, and again when it resumes; the run then completes with every
+// step, and its report keeps the stall.
+TEST(BlackBoxStop, AStoppedRankIsSaidOnStderrWhileItHappensAndWhenItResumes) {
+  using namespace std::chrono_literals;
+  TempDir dir;
+  const fs::path logs = dir.path() / "logs";
+  ChildProcess run(
+      {kCli,         "run",     "--nproc-per-node",  "2",       "--logs-dir", logs.string(),
+       "--run-name", "stopped", "--aggregator-port", "0",       "--mode",     "summary",
+       "--",         kTinyRank, "--steps",           "1000000", "--step-us",  "10000",
+       "--for-ms",   "9000"});
+  pid_t r1 = -1;
+  for (int i = 0; i < 200 && r1 <= 0; ++i) {
+    std::this_thread::sleep_for(50ms);
+    r1 = rank_pid("stopped", 1);
+  }
+  ASSERT_GT(r1, 0) << run.err_so_far();
+  std::this_thread::sleep_for(2s);  // training
+  ASSERT_EQ(::kill(r1, SIGSTOP), 0);
+  const auto stopped = std::chrono::steady_clock::now();
+  // Named within 3 intervals (0.5 s each) plus the silence threshold (3
+  // intervals): 3 s, here given 3 s of slack for a loaded machine (the
+  // figure is recorded: named_after_s in the test's XML output).
+  while (run.err_so_far().find("R1 turned silent") == std::string::npos &&
+         std::chrono::steady_clock::now() - stopped < 10s)
+    std::this_thread::sleep_for(50ms);
+  const double named_after =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count();
+  ::testing::Test::RecordProperty("named_after_s", std::to_string(named_after));
+  EXPECT_LT(named_after, 6.0) << run.err_so_far();
+  std::this_thread::sleep_for(1s);
+  ASSERT_EQ(::kill(r1, SIGCONT), 0);
+  const ProcessResult r = run.wait();
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("traceml: R1 turned silent: nothing heard for "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("traceml: R1 resumed after "), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("Stall: R1 was silent for "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("HANG"), std::string::npos) << "it resumed: no hang\n" << r.out;
+}
 
 }  // namespace
 }  // namespace traceml::testing
