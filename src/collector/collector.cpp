@@ -473,11 +473,8 @@ struct Collector::Impl final : transport::ServerHandler {
       if (box.attached) {
         // Where the rank was when it ended: the step after its last
         // completed one, in the phase its training thread last entered.
-        std::int64_t done = box.steps_done;
-        for (const model::StepRecord& s : box.steps)
-          done = std::max(done, s.step);
         std::lock_guard<std::mutex> lk(state_mu);
-        box_positions[rank] = {done + 1, box.phase};
+        box_positions[rank] = {box.steps_completed() + 1, box.phase};
       }
       // The box of another process than the one the collector heard last
       // (a rank started again) is not compared with it: not taken.

@@ -82,10 +82,7 @@ void HostedRun::recover(LaunchOutcome& outcome) {
     if (!rank.black_box) continue;
     store::BlackBoxReading box = rank.black_box->read();
     if (box.attached) {
-      std::int64_t done = box.steps_done;
-      for (const model::StepRecord& s : box.steps)
-        done = std::max(done, s.step);
-      rank.steps_completed = done;
+      rank.steps_completed = box.steps_completed();
       rank.phase = box.phase;
     }
     collector_->recover(std::move(box));

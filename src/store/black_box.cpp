@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -24,12 +25,15 @@ struct TickClock {
   std::int64_t anchor_ns = 0;
   double ns_per_tick = 1.0;
 
-  [[nodiscard]] std::int64_t at(std::int64_t ticks) const {
-    if (!tsc) return ticks;
-    return anchor_ns + std::llround(double(ticks - anchor_ticks) * ns_per_tick);
+  // In double: the region is another process's memory, and a value it
+  // holds must not overflow an integer here (a bad one is refused later by
+  // the record's check).
+  [[nodiscard]] double at(std::int64_t ticks) const {
+    if (!tsc) return double(ticks);
+    return double(anchor_ns) + (double(ticks) - double(anchor_ticks)) * ns_per_tick;
   }
-  [[nodiscard]] std::int64_t span(std::int64_t ticks) const {
-    return tsc ? std::llround(double(ticks) * ns_per_tick) : ticks;
+  [[nodiscard]] double span(std::int64_t ticks) const {
+    return tsc ? double(ticks) * ns_per_tick : double(ticks);
   }
 };
 
@@ -55,22 +59,27 @@ model::StepRecord to_record(const model::BlackBoxStep& s, int rank, const TickCl
   model::StepRecord r;
   r.global_rank = rank;
   r.step = s.step;
-  r.ts = wall_offset_s + double(clock.at(s.end_ticks)) * 1e-9;
+  r.ts = wall_offset_s + clock.at(s.end_ticks) * 1e-9;
   r.thread = s.thread;
   for (std::size_t e = 0; e < model::kEventCount; ++e) {
     if ((s.mask >> e & 1u) == 0) continue;
-    const double ms = double(std::max<std::int64_t>(clock.span(s.ticks[e]), 0)) * 1e-6;
+    const double ms = std::max(clock.span(s.ticks[e]), 0.0) * 1e-6;
     r.events.set(model::Event(e), model::Timing{ms, std::nullopt});
-    if ((s.begin_mask >> e & 1u) != 0 && e != std::size_t(model::Event::TracedStepTime)) {
-      const std::int64_t b = s.begin_ticks[e];
-      const std::int64_t ns = b < 0 ? -clock.span(-b) : clock.span(b);
-      r.events.set_begin(model::Event(e), double(ns) * 1e-6);
-    }
+    if ((s.begin_mask >> e & 1u) != 0 && e != std::size_t(model::Event::TracedStepTime))
+      r.events.set_begin(model::Event(e), clock.span(s.begin_ticks[e]) * 1e-6);
   }
   return r;
 }
 
 }  // namespace
+
+std::int64_t BlackBoxReading::steps_completed() const {
+  constexpr std::int64_t kMost = std::int64_t{1} << 62;
+  std::int64_t done = steps_done;
+  for (const model::StepRecord& s : steps)
+    done = std::max(done, s.step);
+  return std::clamp<std::int64_t>(done, 0, kMost);
+}
 
 BlackBoxReading read_black_box(const model::BlackBoxRegion& region) {
   const model::BlackBoxHeader& h = region.header;

@@ -34,6 +34,11 @@ struct BlackBoxReading {
   model::LoopPhase phase = model::LoopPhase::Outside;
   std::int64_t steps_done = 0;
   double position_ts = 0.0;
+
+  /// The steps the rank completed: its last journaled step, or what its
+  /// sender last saw when that is more; within [0, 2^62] whatever the
+  /// region held. The step it was in (or about to begin) is one more.
+  [[nodiscard]] std::int64_t steps_completed() const;
 };
 
 /// The launcher's side: a region for one rank, made before the rank starts.

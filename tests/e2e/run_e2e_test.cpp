@@ -243,8 +243,15 @@ TEST(E2E, ACrashedRankStopsTheOthersAndTheSummaryNamesIt) {
   ASSERT_TRUE(r.summary.is_object()) << r.result.err;
   EXPECT_EQ(r.summary["run"]["status"], "failed");
   EXPECT_EQ(r.summary["run"]["failed_rank"], 1);
-  EXPECT_NE(r.result.out.find("Run: FAILED · rank 1 failed · exit code 3"), std::string::npos)
+  // Where it died, from its black box: inside step 40, the one it crashed in.
+  EXPECT_NE(r.result.out.find("Run: FAILED · rank 1 failed: in step 40 after 39 completed steps"),
+            std::string::npos)
       << r.result.out;
+  EXPECT_NE(r.result.out.find(" · exit code 3 · "), std::string::npos) << r.result.out;
+  bool where = false;
+  for (const Json& rank : r.summary["run"]["ranks"])
+    if (rank["rank"] == 1) where = rank["steps_completed"] == 39 && rank["signal_name"].is_null();
+  EXPECT_TRUE(where) << r.summary["run"].dump();
   EXPECT_EQ(r.manifest["status"], "failed");
   EXPECT_EQ(r.manifest["first_failed_rank"], 1);
   EXPECT_EQ(r.manifest["exit_code"], 3);

@@ -396,9 +396,11 @@ TEST(Serve, ARankWhoseProgramReturnsThreeFailsTheRunWithItsCode) {
   for (const Json& r : summary["run"]["ranks"])
     if (r["rank"] == 1) said = r["exit_code"] == 3;
   EXPECT_TRUE(said) << summary["run"].dump();
-  EXPECT_NE(s.out.find("Run: FAILED · rank 1 failed (it exited with code 3) · exit code 1"),
-            std::string::npos)
+  // Serve sees no process: the rank's code from its goodbye, no black box.
+  EXPECT_NE(s.out.find("Run: FAILED · rank 1 failed (it exited with code 3)"), std::string::npos)
       << s.out;
+  EXPECT_NE(s.out.find(" · exit code 1 · "), std::string::npos) << s.out;
+  EXPECT_EQ(s.out.find("completed steps"), std::string::npos) << s.out;
   const Json manifest = load_json(run / "manifest.json");
   EXPECT_EQ(manifest["status"], "failed");
   EXPECT_EQ(manifest["ranks"][1]["exit_code"], 3);
