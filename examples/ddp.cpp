@@ -19,6 +19,9 @@
 //   --slow-rank 1 --slow-forward-ms 20    COMPUTE STRAGGLER, rank 1
 //   --slow-rank 1 --slow-residual-ms 20   STRAGGLER (unattributed), rank 1
 //   --slow-rank 1 --crash-at-step 50      rank 1 exits with code 3 in step 50
+//   --slow-rank 1 --hang-at-step 50       rank 1 stops in step 50's forward pass and
+//                                         never reaches the all-reduce: the others
+//                                         wait in backward until --timeout-s (HANG)
 //
 // Without WORLD_SIZE it runs as one rank with no process group, unless
 // --backend is given: then even one rank makes its process group, which is how
@@ -294,6 +297,7 @@ struct Settings {
   double slow_residual_ms = 0;
   std::optional<std::int64_t> crash_at_step;
   bool crash_abruptly = false;
+  std::optional<std::int64_t> hang_at_step;
 };
 
 int train(const Settings& settings, const Rendezvous& rendezvous, Backend backend,
@@ -341,6 +345,13 @@ int train(const Settings& settings, const Rendezvous& rendezvous, Backend backen
                                                       on_device.target);
           if (slow && settings.slow_forward_ms > 0)
             busy_for(Milliseconds(settings.slow_forward_ms));
+          if (slow && settings.hang_at_step == step + 1) {
+            std::fprintf(stderr, "ddp: rank %d: hanging in step %lld as asked\n", rendezvous.rank,
+                         static_cast<long long>(step + 1));
+            std::fflush(stderr);
+            for (;;)  // never returns: the others wait for it in the all-reduce
+              std::this_thread::sleep_for(std::chrono::seconds(1));
+          }
         }
         if (slow && settings.crash_at_step == step + 1) {
           std::fprintf(stderr, "ddp: rank %d: crashing at step %lld as asked\n", rendezvous.rank,
@@ -406,6 +417,8 @@ int main(int argc, char** argv) {
             "exit with code 3 during this step (1-based)");
   flags.add("crash-abruptly", &settings.crash_abruptly,
             "with --crash-at-step: skip exit handlers, like a killed process");
+  flags.add("hang-at-step", &settings.hang_at_step,
+            "stop in this step's forward pass for good (1-based): a collective hang");
   flags.parse(argc, argv);
   if (settings.steps < 0 || settings.batch_size < 1 || settings.samples < 1 ||
       settings.threads < 1 || settings.log_every < 1 || settings.timeout_s < 1) {
@@ -416,9 +429,10 @@ int main(int argc, char** argv) {
     flags.fail("--slow-*-ms must be >= 0");
   }
   const bool slow_asked = settings.slow_input_ms > 0 || settings.slow_forward_ms > 0 ||
-                          settings.slow_residual_ms > 0 || settings.crash_at_step.has_value();
+                          settings.slow_residual_ms > 0 || settings.crash_at_step.has_value() ||
+                          settings.hang_at_step.has_value();
   if (slow_asked && !settings.slow_rank)
-    flags.fail("--slow-*-ms and --crash-at-step need --slow-rank");
+    flags.fail("--slow-*-ms, --crash-at-step and --hang-at-step need --slow-rank");
   const Rendezvous rendezvous = read_rendezvous(flags);
   if (settings.slow_rank &&
       (*settings.slow_rank < 0 || *settings.slow_rank >= rendezvous.world_size)) {

@@ -707,8 +707,11 @@ std::vector<model::Stall> Collector::stalls() {
   std::vector<model::Stall> stalls = impl_->board.stalls(LiveClock::now());
   std::lock_guard<std::mutex> lk(impl_->state_mu);
   for (model::Stall& s : stalls) {
+    // Only a silent rank's position is stale: a stalled one still sends
+    // heartbeats, which read the same memory, and its box's phase at its end
+    // may be where an exception left it, not where it waited.
     const auto it = impl_->box_positions.find(s.global_rank);
-    if (s.resumed || it == impl_->box_positions.end()) continue;
+    if (s.resumed || s.kind != "silent" || it == impl_->box_positions.end()) continue;
     s.step = it->second.first;
     s.phase = it->second.second;
     s.from_black_box = true;

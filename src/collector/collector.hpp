@@ -151,8 +151,8 @@ class Collector {
   /// Where the collection stands; from any thread.
   [[nodiscard]] Progress progress();
   /// Every stall the run has had, one still going counted up to now. Once
-  /// the black boxes are taken (stop_ingest), a stall that never resumed
-  /// says where its rank's box had it (Stall::from_black_box).
+  /// the black boxes are taken (stop_ingest), a silent rank's stall that
+  /// never resumed says where its rank's box had it (Stall::from_black_box).
   [[nodiscard]] std::vector<model::Stall> stalls();
 
   /// After stop_ingest() or finish(): the run held in memory, moved out

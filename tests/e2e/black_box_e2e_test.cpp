@@ -181,5 +181,95 @@ TEST(BlackBoxStop, AStoppedRankIsSaidOnStderrWhileItHappensAndWhenItResumes) {
   EXPECT_EQ(r.out.find("HANG"), std::string::npos) << "it resumed: no hang\n" << r.out;
 }
 
+// A real collective hang: rank 1 stops in step 80's forward pass and never
+// reaches the all-reduce, rank 0 waits in it (Gloo). Whether Gloo's timeout
+// ends the run (rank 0 fails) or the user presses Ctrl-C, the report opens
+// with the hang, at the step and phase rank 1 is really in (its black box),
+// and the log said it while it happened.
+struct HangCase {
+  bool ctrl_c;
+};
+
+void PrintTo(const HangCase& c, std::ostream* os) {
+  *os << (c.ctrl_c ? "stopped with Ctrl-C" : "ended by Gloo's timeout");
+}
+
+class CollectiveHang : public ::testing::TestWithParam<HangCase> {};
+
+TEST_P(CollectiveHang, TheReportOpensWithTheHungRankWhereItReallyIs) {
+  using namespace std::chrono_literals;
+  const bool ctrl_c = GetParam().ctrl_c;
+  TempDir dir;
+  const fs::path logs = dir.path() / "logs";
+  ChildProcess run({kCli,
+                    "run",
+                    "--nproc-per-node",
+                    "2",
+                    "--logs-dir",
+                    logs.string(),
+                    "--run-name",
+                    "hang",
+                    "--aggregator-port",
+                    "0",
+                    "--mode",
+                    "summary",
+                    "--interval",
+                    "0.5",
+                    "--grace-period-sec",
+                    "2",
+                    "--",
+                    std::string(TRACEML_EXAMPLES_DIR) + "/ddp",
+                    "--steps",
+                    "1000000",
+                    "--log-every",
+                    "1000",
+                    "--slow-rank",
+                    "1",
+                    "--hang-at-step",
+                    "80",
+                    "--timeout-s",
+                    ctrl_c ? "120" : "12"});
+  // The log names the hang while it happens (R1 stalled: it still sends
+  // heartbeats, its step does not move).
+  const auto give_up = std::chrono::steady_clock::now() + 90s;
+  while (run.err_so_far().find("traceml: R1 has been stalled") == std::string::npos &&
+         std::chrono::steady_clock::now() < give_up)
+    std::this_thread::sleep_for(100ms);
+  EXPECT_NE(run.err_so_far().find("traceml: R1 has been stalled for "), std::string::npos)
+      << run.err_so_far();
+  if (ctrl_c) run.signal(SIGINT);
+  const ProcessResult r = run.wait();
+  EXPECT_EQ(r.exit_code, ctrl_c ? 130 : 1) << r.err;
+  EXPECT_NE(r.out.find("Verdict: HANG  (critical)\nWhy: R1 was stalled for "), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find(" s at step 80, forward, when the run was stopped; 1 rank waited for it."),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Before the hang: "), std::string::npos) << r.out;
+  const Json hang = Json::parse(read_file(logs / "hang" / "final_summary.json"))["run"]["hang"];
+  ASSERT_TRUE(hang.is_object()) << r.out;
+  EXPECT_EQ(hang["rank"], 1);
+  EXPECT_EQ(hang["step"], 80);
+  EXPECT_EQ(hang["phase"], "forward");
+  // Stalled, not silent: its heartbeats (which read the phase its training
+  // thread stores in the box) said where it was until the end.
+  EXPECT_EQ(hang["kind"], "stalled");
+  EXPECT_EQ(hang["position_from"], "heartbeat");
+  EXPECT_EQ(hang["others_waiting"], 1);
+  // Every step both ranks completed is stored: 79 each.
+  const auto steps = stored_steps(logs / "hang", dir.path() / "hang.jsonl");
+  for (int rank = 0; rank < 2; ++rank) {
+    ASSERT_EQ(steps.count(rank), 1u) << rank;
+    EXPECT_EQ(steps.at(rank).size(), 79u) << rank;
+    EXPECT_TRUE(one_to_n(steps.at(rank))) << rank;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(WithAndWithoutCtrlC, CollectiveHang,
+                         ::testing::Values(HangCase{false}, HangCase{true}),
+                         [](const ::testing::TestParamInfo<HangCase>& p) {
+                           return std::string(p.param.ctrl_c ? "CtrlC" : "GlooTimeout");
+                         });
+
 }  // namespace
 }  // namespace traceml::testing
