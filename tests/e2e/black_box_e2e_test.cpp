@@ -3,6 +3,7 @@
 // completed. Real processes (tiny_rank, traceml run), a real SIGKILL, the run
 // read back as a user reads it (traceml export's JSONL, the launcher's stderr).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -269,6 +270,69 @@ INSTANTIATE_TEST_SUITE_P(WithAndWithoutCtrlC, CollectiveHang,
                          ::testing::Values(HangCase{false}, HangCase{true}),
                          [](const ::testing::TestParamInfo<HangCase>& p) {
                            return std::string(p.param.ctrl_c ? "CtrlC" : "GlooTimeout");
+                         });
+
+// A rank that leaks memory until it dies of it: a failed allocation under
+// `ulimit -v` (std::bad_alloc, then SIGABRT), or the OOM killer of a memory
+// cgroup (SIGKILL). Either way every step it completed is stored, and the
+// report says how it died, where, and the memory it held.
+struct MemoryCase {
+  bool cgroup;
+};
+
+void PrintTo(const MemoryCase& c, std::ostream* os) {
+  *os << (c.cgroup ? "a memory cgroup's OOM killer" : "ulimit -v");
+}
+
+class MemoryDeath : public ::testing::TestWithParam<MemoryCase> {};
+
+TEST_P(MemoryDeath, EveryCompletedStepIsStoredAndTheDeathIsSaid) {
+  const bool cgroup = GetParam().cgroup;
+  TempDir dir;
+  std::string confine = "ulimit -v 600000";
+  fs::path group;
+  if (cgroup) {
+    // cgroup v1's memory controller, as on this project's machines; 300 MiB
+    // and no swap beyond it.
+    group = fs::path("/sys/fs/cgroup/memory") / ("traceml_e2e_" + std::to_string(::getpid()));
+    std::error_code ec;
+    fs::create_directory(group, ec);
+    std::ofstream limit(group / "memory.limit_in_bytes");
+    if (ec || !(limit << (300 << 20) << std::flush))
+      GTEST_SKIP() << "no memory cgroup can be made here: " << group;
+    std::ofstream(group / "memory.memsw.limit_in_bytes") << (300 << 20) << std::flush;
+    confine = "echo $$ > " + (group / "tasks").string();
+  }
+  const fs::path logs = dir.path() / "logs";
+  const std::string cmd = "if [ \"$RANK\" = 1 ]; then " + confine + "; fi; exec " + kTinyRank +
+                          " --steps 1000000 --step-us 20000 --for-ms 60000 --progress " +
+                          (dir.path() / "progress").string() +
+                          "$RANK $( [ \"$RANK\" = 1 ] && echo --grow-mb 8 )";
+  const ProcessResult r =
+      run_process({kCli, "run", "--nproc-per-node", "2", "--logs-dir", logs.string(), "--run-name",
+                   "leak", "--aggregator-port", "0", "--mode", "summary", "--", "sh", "-c", cmd});
+  if (cgroup) {
+    std::error_code ec;
+    fs::remove(group, ec);  // empty once its one process has died
+  }
+  EXPECT_EQ(r.exit_code, cgroup ? 137 : 134) << r.err;
+  const long completed = progress_of(dir.path() / "progress1");
+  ASSERT_GT(completed, 5) << r.err;
+  const auto steps = stored_steps(logs / "leak", dir.path() / "leak.jsonl");
+  ASSERT_EQ(steps.count(1), 1u) << r.err;
+  EXPECT_EQ(std::int64_t(steps.at(1).size()), completed);
+  EXPECT_TRUE(one_to_n(steps.at(1)));
+  const std::string died = std::string("rank 1 failed: killed by ") +
+                           (cgroup ? "SIGKILL" : "SIGABRT") + " in step " +
+                           std::to_string(completed + 1) + " (forward) after " +
+                           std::to_string(completed) + " completed steps, RSS ";
+  EXPECT_NE(r.out.find(died), std::string::npos) << died << "\n" << r.out;
+}
+
+INSTANTIATE_TEST_SUITE_P(UlimitAndCgroup, MemoryDeath,
+                         ::testing::Values(MemoryCase{false}, MemoryCase{true}),
+                         [](const ::testing::TestParamInfo<MemoryCase>& p) {
+                           return std::string(p.param.cgroup ? "CgroupOomKiller" : "UlimitV");
                          });
 
 }  // namespace

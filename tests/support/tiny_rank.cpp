@@ -7,13 +7,15 @@
 // (--end _exit: no exit handlers) or is killed (--end kill: SIGKILL).
 //
 //   tiny_rank [--steps N] [--step-us U] [--for-ms T] [--exit CODE] [--no-shutdown]
-//             [--end _exit|kill] [--die-after STEP] [--progress FILE]
+//             [--end _exit|kill] [--die-after STEP] [--progress FILE] [--grow-mb MB]
 //
 // --die-after STEP: the rank sends itself SIGKILL right after completing step
 // STEP (what the OOM killer does), so a test knows exactly which steps it
 // completed. --progress FILE: after every step the count of completed steps
 // is written over FILE's first line, for a test whose rank is killed from
-// outside.
+// outside. --grow-mb MB: each step's forward phase allocates MB more and
+// touches every page of it, keeping it all: a memory leak that ends in a
+// failed allocation (ulimit -v) or the OOM killer (a memory cgroup).
 //
 // Its last line on stdout is "tiny_rank: <N> steps", so a test sees that the
 // training itself finished.
@@ -22,6 +24,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -47,6 +50,8 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "--no-shutdown") == 0) shutdown = false;
   const long die_after = arg(argc, argv, "--die-after", 0);
+  const long grow_mb = arg(argc, argv, "--grow-mb", 0);
+  std::vector<std::unique_ptr<char[]>> leak;
   FILE* progress = nullptr;
   for (int i = 1; i + 1 < argc; ++i)
     if (std::strcmp(argv[i], "--progress") == 0) progress = std::fopen(argv[i + 1], "w");
@@ -58,6 +63,11 @@ int main(int argc, char** argv) {
       traceml::StepScope s;
       traceml::PhaseScope p(traceml::Phase::Forward);
       if (step.count() > 0) std::this_thread::sleep_for(step * item);
+      if (grow_mb > 0) {
+        const std::size_t bytes = std::size_t(grow_mb) << 20;
+        leak.emplace_back(new char[bytes]);
+        std::memset(leak.back().get(), 1, bytes);
+      }
     }
     ++done;
     if (progress != nullptr) {
