@@ -485,7 +485,7 @@ struct Collector::Impl final : transport::ServerHandler {
       std::int64_t taken = 0;
       std::set<std::int64_t> steps;
       for (model::StepRecord& s : box.steps) {
-        if (have.has(s.step) || model::check(s)) continue;
+        if (model::check(s) || have.has(s.step)) continue;
         have.mark(s.step);
         steps.insert(s.step);
         pending.emplace_back(std::move(s));

@@ -17,7 +17,7 @@ class SeenSteps {
   /// A step arrived. One older than the window is not tracked.
   void mark(std::int64_t step) noexcept {
     if (step < base_) return;
-    if (step >= base_ + kWindow) slide(step - kWindow + 1);
+    if (step - base_ >= kWindow) slide(step - kWindow + 1);
     const auto i = static_cast<std::uint64_t>(step % kWindow);
     bits_[i / 64] |= std::uint64_t{1} << (i % 64);
   }
@@ -27,7 +27,7 @@ class SeenSteps {
   /// only the last ones).
   [[nodiscard]] bool has(std::int64_t step) const noexcept {
     if (step < base_) return true;
-    if (step >= base_ + kWindow) return false;
+    if (step - base_ >= kWindow) return false;
     const auto i = static_cast<std::uint64_t>(step % kWindow);
     return (bits_[i / 64] >> (i % 64) & 1u) != 0;
   }

@@ -60,7 +60,8 @@ struct BlackBoxHeader {
   std::int32_t global_rank = 0;
 
   // ---- the rank, once at init ----
-  std::atomic<std::uint32_t> attached{0};  ///< 1 once the fields below are set
+  /// 0: free; 2: claimed by the rank that mapped it; 1: the fields below set.
+  std::atomic<std::uint32_t> attached{0};
   std::atomic<std::int64_t> pid{0};
   std::atomic<std::uint64_t> stream{0};  ///< its protocol-4 stream (0: none)
   /// now_ns() nanoseconds to unix seconds (timing::WallMapping).

@@ -138,8 +138,9 @@ inline StepEnd hot_step_end(HotState& h, ThreadRecorder& r, std::int64_t start, 
   }
   RawStep s = r.finish(step, start, end);
   before_publish(s);
-  r.publish(s);
+  // First into the black box: a rank that dies now has it there.
   if (h.black_box != nullptr) to_black_box(*h.black_box, s);
+  r.publish(s);
   return StepEnd::Published;
 }
 

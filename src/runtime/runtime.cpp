@@ -147,7 +147,7 @@ model::BlackBoxRegion* black_box_of(const Config& config) {
   if (auto mapped = store::BlackBoxMapping::attach(*config.black_box_fd, why)) {
     box = &mapped->region();
     mapped.release();  // stays mapped until the process ends
-  } else {
+  } else if (!why.empty()) {
     warn("no black box (" + why +
          "): if this rank dies, the steps it had not sent yet are lost; training continues");
   }

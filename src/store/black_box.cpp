@@ -1,5 +1,6 @@
 #include "store/black_box.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -13,6 +14,9 @@
 namespace traceml::store {
 
 namespace {
+
+/// The memory file's name, as /proc/PID/fd/N shows it ("/memfd:NAME").
+constexpr const char* kMemfdName = "traceml-black-box";
 
 std::string errno_text() {
   return std::strerror(errno);
@@ -85,7 +89,7 @@ BlackBoxReading read_black_box(const model::BlackBoxRegion& region) {
   const model::BlackBoxHeader& h = region.header;
   BlackBoxReading out;
   out.global_rank = h.global_rank;
-  out.attached = h.attached.load(std::memory_order_acquire) != 0;
+  out.attached = h.attached.load(std::memory_order_acquire) == 1;
   out.phase = model::LoopPhase(
       std::min<std::uint8_t>(h.phase.load(std::memory_order_relaxed), model::kMaxLoopPhase));
   out.steps_done = h.steps_done.load(std::memory_order_relaxed);
@@ -120,12 +124,26 @@ BlackBoxReading read_black_box(const model::BlackBoxRegion& region) {
 }
 
 std::unique_ptr<BlackBox> BlackBox::create(int global_rank, std::string& why) {
-  const int fd = ::memfd_create("traceml-black-box", MFD_CLOEXEC);
-  if (fd < 0) {
+  const int made = ::memfd_create(kMemfdName, MFD_CLOEXEC | MFD_ALLOW_SEALING);
+  if (made < 0) {
     why = "cannot make a black box (memfd_create: " + errno_text() + ")";
     return nullptr;
   }
-  if (::ftruncate(fd, static_cast<off_t>(model::kBlackBoxBytes)) != 0) {
+  // Above 0-2: a launcher started with a standard descriptor closed would
+  // otherwise hand the rank its box as its stdin or stdout.
+  int fd = made;
+  if (made <= 2) {
+    fd = ::fcntl(made, F_DUPFD_CLOEXEC, 3);
+    ::close(made);
+    if (fd < 0) {
+      why = "cannot make a black box (" + errno_text() + ")";
+      return nullptr;
+    }
+  }
+  // Sealed at its size: a rank that truncated it would make the launcher's
+  // next read fault (SIGBUS), and the launcher must outlive its ranks.
+  if (::ftruncate(fd, static_cast<off_t>(model::kBlackBoxBytes)) != 0 ||
+      ::fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
     why = "cannot size a black box (" + errno_text() + ")";
     ::close(fd);
     return nullptr;
@@ -142,7 +160,7 @@ std::unique_ptr<BlackBox> BlackBox::create(int global_rank, std::string& why) {
   auto* header = new (&region->header) model::BlackBoxHeader();
   header->bytes = model::kBlackBoxBytes;
   header->global_rank = global_rank;
-  return std::unique_ptr<BlackBox>(new BlackBox(fd, region));
+  return std::unique_ptr<BlackBox>(new BlackBox(fd, region, global_rank));
 }
 
 BlackBox::~BlackBox() {
@@ -151,10 +169,26 @@ BlackBox::~BlackBox() {
 }
 
 BlackBoxReading BlackBox::read() const {
-  return read_black_box(*region_);
+  BlackBoxReading r = read_black_box(*region_);
+  // Whatever the header says now: the steps are this rank's.
+  r.global_rank = global_rank_;
+  for (model::StepRecord& s : r.steps)
+    s.global_rank = global_rank_;
+  for (model::StepMemoryRecord& m : r.memory)
+    m.global_rank = global_rank_;
+  return r;
 }
 
 std::unique_ptr<BlackBoxMapping> BlackBoxMapping::attach(int fd, std::string& why) {
+  // A descriptor that is not a black box is no box for this process (the
+  // variable reached a process the launcher did not start: a child of the
+  // rank's), and nothing to warn about.
+  char target[256] = {};
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t n = ::readlink(link.c_str(), target, sizeof target - 1);
+  if (n <= 0 ||
+      std::string(target, std::size_t(n)).rfind(std::string("/memfd:") + kMemfdName, 0) != 0)
+    return nullptr;
   struct stat st {};
   if (::fstat(fd, &st) != 0) {
     why = "its descriptor " + std::to_string(fd) + " is not open (" + errno_text() + ")";
@@ -171,10 +205,13 @@ std::unique_ptr<BlackBoxMapping> BlackBoxMapping::attach(int fd, std::string& wh
     return nullptr;
   }
   auto* region = static_cast<model::BlackBoxRegion*>(p);
-  const model::BlackBoxHeader& h = region->header;
+  model::BlackBoxHeader& h = region->header;
+  // Claimed at once (2), ready once the sender has written the rest (1): two
+  // processes that inherited one box never both write it.
+  std::uint32_t fresh = 0;
   if (h.magic != model::kBlackBoxMagic || h.version != model::kBlackBoxVersion ||
       h.slots != model::kBlackBoxSlots || h.bytes != model::kBlackBoxBytes ||
-      h.attached.load() != 0) {
+      !h.attached.compare_exchange_strong(fresh, 2)) {
     ::munmap(p, model::kBlackBoxBytes);
     why = "descriptor " + std::to_string(fd) + " is not a fresh black box of this build";
     return nullptr;

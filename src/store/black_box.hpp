@@ -45,7 +45,8 @@ struct BlackBoxReading {
 class BlackBox {
  public:
   /// Null when the system cannot make one (no memfd, out of memory): the
-  /// rank then runs as before, without one. `why` says what failed.
+  /// rank then runs as before, without one. `why` says what failed. Sealed
+  /// at its size, above descriptor 2.
   static std::unique_ptr<BlackBox> create(int global_rank, std::string& why);
   ~BlackBox();
   BlackBox(const BlackBox&) = delete;
@@ -58,16 +59,20 @@ class BlackBox {
   [[nodiscard]] BlackBoxReading read() const;
 
  private:
-  BlackBox(int fd, model::BlackBoxRegion* region) : fd_(fd), region_(region) {}
+  BlackBox(int fd, model::BlackBoxRegion* region, int global_rank)
+      : fd_(fd), region_(region), global_rank_(global_rank) {}
   int fd_ = -1;
   model::BlackBoxRegion* region_ = nullptr;
+  int global_rank_ = 0;  // the launcher's, not the header's (the rank can write that)
 };
 
 /// The rank's side: the region its launcher made, mapped.
 class BlackBoxMapping {
  public:
-  /// Maps the region behind `fd` and closes `fd` (the mapping stays). Null,
-  /// with `why`, when it is not a region of this build's layout.
+  /// Maps the region behind `fd`, claims it and closes `fd` (the mapping
+  /// stays). Null with `why` empty when `fd` is no black box (a process the
+  /// launcher did not start inherited the variable); null with `why` when
+  /// it is one of another build, or another process claimed it first.
   static std::unique_ptr<BlackBoxMapping> attach(int fd, std::string& why);
   ~BlackBoxMapping();
   BlackBoxMapping(const BlackBoxMapping&) = delete;

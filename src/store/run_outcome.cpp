@@ -210,7 +210,8 @@ std::optional<RunOutcome> read_run_outcome(const std::string& db_path) {
     };
     if (sqlite3_column_type(r.get(), 4) != SQLITE_NULL) {
       e.steps_completed = sqlite3_column_int64(r.get(), 4);
-      if (*e.steps_completed < 0) throw bad("'steps_completed' must be >= 0");
+      if (*e.steps_completed < 0 || *e.steps_completed > (std::int64_t{1} << 62))
+        throw bad("'steps_completed' must be within [0, 2^62]");
     }
     if (const auto phase = column_text(r.get(), 5)) {
       e.phase = model::loop_phase_from_key(*phase);

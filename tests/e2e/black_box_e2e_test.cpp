@@ -91,7 +91,7 @@ TEST_P(BlackBoxKill, EveryStepAnyRankCompletedIsStoredOnce) {
   const ProcessResult r =
       run_process({kCli, "run", "--nproc-per-node", std::to_string(c.ranks), "--logs-dir",
                    logs.string(), "--run-name", "killed", "--aggregator-port", "0", "--mode",
-                   "summary", "--", "sh", "-c", rank_cmd});
+                   "summary", "--interval", "0.2", "--", "sh", "-c", rank_cmd});
   EXPECT_EQ(r.exit_code, 137) << r.err;
   EXPECT_NE(r.err.find("rank " + std::to_string(victim) + " failed (exit code 137)"),
             std::string::npos)
@@ -148,14 +148,14 @@ TEST(BlackBoxStop, AStoppedRankIsSaidOnStderrWhileItHappensAndWhenItResumes) {
   TempDir dir;
   const fs::path logs = dir.path() / "logs";
   ChildProcess run(
-      {kCli,         "run",     "--nproc-per-node",  "2",       "--logs-dir", logs.string(),
-       "--run-name", "stopped", "--aggregator-port", "0",       "--mode",     "summary",
-       "--",         kTinyRank, "--steps",           "1000000", "--step-us",  "10000",
-       "--for-ms",   "9000"});
+      {kCli,         "run",          "--nproc-per-node",  "2",       "--logs-dir", logs.string(),
+       "--run-name", "stopped_rank", "--aggregator-port", "0",       "--mode",     "summary",
+       "--",         kTinyRank,      "--steps",           "1000000", "--step-us",  "10000",
+       "--for-ms",   "12000"});
   pid_t r1 = -1;
   for (int i = 0; i < 200 && r1 <= 0; ++i) {
     std::this_thread::sleep_for(50ms);
-    r1 = rank_pid("stopped", 1);
+    r1 = rank_pid("stopped_rank", 1);
   }
   ASSERT_GT(r1, 0) << run.err_so_far();
   std::this_thread::sleep_for(2s);  // training
@@ -308,9 +308,9 @@ TEST_P(MemoryDeath, EveryCompletedStepIsStoredAndTheDeathIsSaid) {
                           " --steps 1000000 --step-us 20000 --for-ms 60000 --progress " +
                           (dir.path() / "progress").string() +
                           "$RANK $( [ \"$RANK\" = 1 ] && echo --grow-mb 8 )";
-  const ProcessResult r =
-      run_process({kCli, "run", "--nproc-per-node", "2", "--logs-dir", logs.string(), "--run-name",
-                   "leak", "--aggregator-port", "0", "--mode", "summary", "--", "sh", "-c", cmd});
+  const ProcessResult r = run_process(
+      {kCli, "run", "--nproc-per-node", "2", "--logs-dir", logs.string(), "--run-name", "leak",
+       "--aggregator-port", "0", "--mode", "summary", "--interval", "0.2", "--", "sh", "-c", cmd});
   if (cgroup) {
     std::error_code ec;
     fs::remove(group, ec);  // empty once its one process has died

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "../support/sql_edit.hpp"
 #include "../support/subprocess.hpp"
@@ -125,13 +127,10 @@ TEST(RunOutcome, ADatabaseFromBeforeTheBlackBoxReadsWithoutIt) {
   EXPECT_FALSE(back->stalls[0].from_black_box);
 }
 
-TEST(RunOutcome, APositionNoLauncherWritesIsAnErrorNamingItsRank) {
-  const std::pair<const char*, const char*> cases[] = {
-      {"UPDATE rank_exits SET phase = 'lunch' WHERE global_rank = 0", "rank 0: 'phase'"},
-      {"UPDATE rank_exits SET steps_completed = -2 WHERE global_rank = 1",
-       "rank 1: 'steps_completed'"},
-      {"UPDATE rank_exits SET rss_bytes = -1 WHERE global_rank = 0", "rank 0: 'rss_bytes'"},
-  };
+/// Each `sql` edit of a stored outcome makes reading it fail with one line
+/// that holds "table TABLE, " and the case's expected words.
+void expect_refused(const char* table,
+                    std::initializer_list<std::pair<const char*, const char*>> cases) {
   for (const auto& [sql, expected] : cases) {
     TempDir dir;
     const std::string path = new_run_db(dir);
@@ -142,33 +141,30 @@ TEST(RunOutcome, APositionNoLauncherWritesIsAnErrorNamingItsRank) {
       ADD_FAILURE() << sql << " was read without an error";
     } catch (const RunDbError& e) {
       const std::string what = e.what();
-      EXPECT_NE(what.find("table rank_exits, " + std::string(expected)), std::string::npos) << what;
+      EXPECT_NE(what.find("table " + std::string(table) + ", " + expected), std::string::npos)
+          << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
     }
   }
 }
 
+TEST(RunOutcome, APositionNoLauncherWritesIsAnErrorNamingItsRank) {
+  expect_refused(
+      "rank_exits",
+      {{"UPDATE rank_exits SET phase = 'lunch' WHERE global_rank = 0", "rank 0: 'phase'"},
+       {"UPDATE rank_exits SET steps_completed = -2 WHERE global_rank = 1",
+        "rank 1: 'steps_completed'"},
+       {"UPDATE rank_exits SET rss_bytes = -1 WHERE global_rank = 0", "rank 0: 'rss_bytes'"}});
+}
+
 TEST(RunOutcome, AStallNoCollectorWritesIsAnErrorNamingItsRow) {
-  const std::pair<const char*, const char*> cases[] = {
-      {"UPDATE run_stalls SET kind = 'asleep' WHERE rowid = 2", "row 2: 'kind'"},
-      {"UPDATE run_stalls SET phase = 'lunch' WHERE rowid = 1", "row 1: 'phase'"},
-      {"UPDATE run_stalls SET duration_s = -1 WHERE rowid = 1", "row 1: 'duration_s'"},
-      {"UPDATE run_stalls SET global_rank = -3 WHERE rowid = 2", "row 2: 'global_rank'"},
-      {"UPDATE run_stalls SET start = 1e999 WHERE rowid = 1", "row 1: 'start'"},
-  };
-  for (const auto& [sql, expected] : cases) {
-    TempDir dir;
-    const std::string path = new_run_db(dir);
-    write_run_outcome(path, hung_run());
-    exec_sql(path, sql);
-    try {
-      (void)read_run_outcome(path);
-      ADD_FAILURE() << sql << " was read without an error";
-    } catch (const RunDbError& e) {
-      const std::string what = e.what();
-      EXPECT_NE(what.find("table run_stalls, " + std::string(expected)), std::string::npos) << what;
-      EXPECT_EQ(what.find('\n'), std::string::npos) << what;
-    }
-  }
+  expect_refused(
+      "run_stalls",
+      {{"UPDATE run_stalls SET kind = 'asleep' WHERE rowid = 2", "row 2: 'kind'"},
+       {"UPDATE run_stalls SET phase = 'lunch' WHERE rowid = 1", "row 1: 'phase'"},
+       {"UPDATE run_stalls SET duration_s = -1 WHERE rowid = 1", "row 1: 'duration_s'"},
+       {"UPDATE run_stalls SET global_rank = -3 WHERE rowid = 2", "row 2: 'global_rank'"},
+       {"UPDATE run_stalls SET start = 1e999 WHERE rowid = 1", "row 1: 'start'"}});
 }
 
 TEST(RunOutcome, EveryStatusRoundTripsThroughItsWord) {

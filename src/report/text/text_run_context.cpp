@@ -47,7 +47,9 @@ std::string death_text(const Json& rank) {
   std::vector<std::string> parts;
   if (const auto sig = text(child(&rank, "signal_name"))) parts.push_back("killed by " + *sig);
   const auto done = integer(child(&rank, "steps_completed"));
-  if (done) {
+  if (done && *done == 0) {
+    parts.emplace_back("before its first step");
+  } else if (done && *done > 0 && *done < (std::int64_t{1} << 62)) {
     // Outside every step: between two of them (or after the last).
     const std::string phase = text_or(child(&rank, "phase"));
     std::string where = "in step " + std::to_string(*done + 1);
@@ -58,7 +60,8 @@ std::string death_text(const Json& rank) {
       std::replace(words.begin(), words.end(), '_', ' ');
       where += " (" + words + ")";
     }
-    parts.push_back(where + " after " + std::to_string(*done) + " completed steps");
+    parts.push_back(where + " after " + std::to_string(*done) + " completed step" +
+                    (*done == 1 ? "" : "s"));
   }
   std::string out = join(parts, " ");
   if (const auto rss = number(child(&rank, "rss_bytes")))
