@@ -255,8 +255,7 @@ void say_where(const std::filesystem::path& run_dir, const RunEnd& end) {
     warn(line);
   for (const auto& [rank, steps] : end.collected.steps_recovered)
     std::cerr << "traceml: rank " << rank << "'s last " << steps << " step"
-              << (steps == 1 ? "" : "s")
-              << " came from its black box: it had not sent them\n";
+              << (steps == 1 ? "" : "s") << " came from its black box: it had not sent them\n";
   if (end.summary_written)
     std::cerr << "traceml: summary: " << (run_dir / "final_summary.txt").string() << "\n";
 }
