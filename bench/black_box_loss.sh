@@ -11,6 +11,8 @@
 # CLI is the traceml that launches (default BUILD_DIR/bin/traceml): give an
 # older build's to measure it without the black box. With CLI=serve the ranks
 # are started by hand into `traceml serve` (two ranks, the second killed).
+# With NODES=2, two `traceml run` on this machine stand for two nodes of two
+# ranks each: rank 3 (node 1) is killed; node 0's ranks run as many steps.
 set -euo pipefail
 build=$(cd "$1" && pwd)
 cli=${2:-$build/bin/traceml}
@@ -50,6 +52,31 @@ if [ "${2:-}" = serve ]; then
     done
     wait "$serve" || true
     echo "serve, 2 ranks, $us us steps: $(count "$d" 2)"
+    rm -rf "$d"
+  done
+  exit 0
+fi
+
+if [ "${NODES:-1}" = 2 ]; then
+  for us in 1000 20000; do
+    die=$([ "$us" = 1000 ] && echo 1500 || echo 60)
+    d=$(mktemp -d)
+    ports=$(python3 -c 'import socket
+s=[socket.socket() for _ in range(2)]
+[x.bind(("127.0.0.1",0)) for x in s]
+print(" ".join(str(x.getsockname()[1]) for x in s))')
+    set -- $ports
+    for node in 0 1; do
+      TRACEML_RUN_TOKEN=bench "$cli" run --nnodes 2 --node-rank $node --nproc-per-node 2 \
+        --master-addr 127.0.0.1 --master-port "$1" --aggregator-port "$2" --run-name k \
+        --logs-dir "$d/logs$node" --mode summary -- sh -c "exec $tiny --steps \
+        $([ $node = 0 ] && echo $die || echo 1000000) --for-ms 60000 --step-us $us \
+        --progress $d/p\$RANK \$( [ \"\$RANK\" = 3 ] && echo --die-after $die )" \
+        > /dev/null 2>&1 &
+    done
+    wait || true
+    mv "$d/logs0" "$d/logs"
+    echo "traceml run, 2 nodes of 2 ranks, $us us steps: $(count "$d" 4)"
     rm -rf "$d"
   done
   exit 0

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <set>
 #include <thread>
+#include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <variant>
@@ -22,6 +23,7 @@
 #include "collector/run_state.hpp"
 #include "collector/seen_steps.hpp"
 #include "collector/write_queue.hpp"
+#include "model/black_box.hpp"
 #include "model/limits.hpp"
 #include "model/record_kinds.hpp"
 #include "model/text.hpp"
@@ -59,6 +61,13 @@ constexpr std::int64_t kMaxRejectedRows = 32;
 
 /// The largest world size a rank's Hello may teach a run that was given none.
 using model::kMaxWorldSize;
+
+/// The most ranks one relay speaks for (transport::PeerRole::Relay): a node
+/// of a run. A relay holds what its node's black boxes held until it closes.
+constexpr int kMaxRelayRanks = 1024;
+/// Per rank a relay hands over its end, and the steps and memory peaks its
+/// black box holds: at most this many records.
+constexpr std::int64_t kMaxRelayedPerRank = 2 * std::int64_t{model::kBlackBoxSlots} + 1;
 
 /// What the I/O thread hands the writer: any record a run keeps.
 using Item = model::Record;
@@ -117,6 +126,7 @@ struct Collector::Impl final : transport::ServerHandler {
   transport::HelloReply on_hello(transport::ConnectionId id, const transport::Hello& hello,
                                  const std::string& peer) override {
     contact();
+    if (hello.role == transport::PeerRole::Relay) return relay_hello(id, hello, peer);
     Connection c;
     c.stream = hello.stream;
     model::RankIdentity identity = hello.identity;
@@ -172,6 +182,7 @@ struct Collector::Impl final : transport::ServerHandler {
     if (it == connections.end()) return std::string("frame on a connection without a Hello");
     Connection& c = it->second;
     if (c.refuse) return c.refuse;
+    if (c.relay) return relay_frame(c, frame);
     // Hello and Bye carry no record; any other frame, its kind's (model/record_kinds.hpp).
     if (frame.type == transport::FrameType::Bye) {
       c.said_bye = true;
@@ -194,8 +205,10 @@ struct Collector::Impl final : transport::ServerHandler {
     hand_on();  // the rank's records before its delivery
     const auto it = connections.find(id);
     if (it == connections.end()) return;
-    const Connection& c = it->second;
-    if (!c.refuse) {
+    Connection& c = it->second;
+    if (c.relay) {
+      relay_closed(c);
+    } else if (!c.refuse) {
       {
         std::lock_guard<std::mutex> lk(state_mu);
         RankState& r = ranks[c.rank];
@@ -215,6 +228,111 @@ struct Collector::Impl final : transport::ServerHandler {
     reject(peer, transport::rejection_name(kind), reason);
   }
 
+  // ---- relays: the other nodes' traceml (I/O thread) ----
+
+  /// A relay's Hello: its identity names its node and that node's ranks. It
+  /// is no rank: nothing of a rank's state (open, latest, the live board)
+  /// hears of it.
+  transport::HelloReply relay_hello(transport::ConnectionId id, const transport::Hello& hello,
+                                    const std::string& peer) {
+    const model::RankIdentity& node = hello.identity;
+    std::optional<std::string> refuse;
+    if (const auto bad = model::check(node))
+      refuse = "invalid identity in a relay's Hello: " + *bad;
+    else if (!node.node_rank || !node.local_world_size)
+      refuse = "a relay's Hello names no node_rank and local_world_size";
+    else if (*node.local_world_size > kMaxRelayRanks)
+      refuse = "a relay speaks for at most " + std::to_string(kMaxRelayRanks) + " ranks, not " +
+               std::to_string(*node.local_world_size);
+    else if (!world || *world <= 0)
+      refuse = "a relay needs the run's world size (only `traceml run` has relays)";
+    else if (std::int64_t(node.global_rank) + *node.local_world_size > *world)
+      refuse = "a relay's ranks " + std::to_string(node.global_rank) + " to " +
+               std::to_string(std::int64_t(node.global_rank) + *node.local_world_size - 1) +
+               " are outside the run's world size " + std::to_string(*world);
+    else if (node.world_size && *node.world_size != *world)
+      refuse = "a relay's world size " + std::to_string(*node.world_size) + " differs from the " +
+               "run's " + std::to_string(*world);
+    if (refuse) {
+      reject(peer, "invalid_identity", *refuse);
+      return {refuse, 0};
+    }
+    Connection c;
+    c.relay = true;
+    c.rank = node.global_rank;
+    c.node_rank = node.node_rank;
+    c.relay_ranks = *node.local_world_size;
+    connections.emplace(id, std::move(c));
+    return {};
+  }
+
+  /// What a relay may send: its ranks' ends, their recovered steps and
+  /// memory peaks, then Bye. A record of a rank not on its node, or one that
+  /// fails its check, is skipped and counted, as a rank's is.
+  std::optional<std::string> relay_frame(Connection& c, const transport::Frame& frame) {
+    if (frame.type == transport::FrameType::Bye) {
+      c.said_bye = true;
+      return std::nullopt;
+    }
+    if (frame.type == transport::FrameType::Hello)
+      return std::string("a second Hello on one connection");
+    if (++c.relayed_records > kMaxRelayedPerRank * c.relay_ranks)
+      return "a relay hands over at most " + std::to_string(kMaxRelayedPerRank) +
+             " records per rank of its node";
+    auto record = transport::decode(frame);
+    if (!record)
+      return std::string("malformed ") + transport::frame_type_name(frame.type) + " payload";
+    return std::visit([&](auto& r) { return relay_take(c, std::move(r)); }, *record);
+  }
+
+  template <typename R>
+  std::optional<std::string> relay_take(Connection& c, R&& r) {
+    using T = std::decay_t<R>;
+    if constexpr (!std::is_same_v<T, model::StepRecord> &&
+                  !std::is_same_v<T, model::StepMemoryRecord> &&
+                  !std::is_same_v<T, model::RankEnd>) {
+      return std::string("a frame relays do not send: ") + model::row_of<T>().name;
+    } else {
+      for_each_text(r, [this](std::string& text) { repair(text); });
+      if (r.global_rank < c.rank || r.global_rank >= c.rank + c.relay_ranks || model::check(r))
+        return invalid();
+      store::BlackBoxReading& box = c.relayed[r.global_rank];
+      box.global_rank = r.global_rank;
+      if constexpr (std::is_same_v<T, model::StepRecord>) {
+        box.steps.push_back(std::move(r));
+      } else if constexpr (std::is_same_v<T, model::StepMemoryRecord>) {
+        box.memory.push_back(std::move(r));
+      } else {
+        box.attached = r.steps_completed.has_value();
+        box.steps_done = r.steps_completed.value_or(0);
+        box.phase = static_cast<model::LoopPhase>(r.phase.value_or(0));
+        box.stream = model::stream_from_hex(r.stream).value_or(0);
+        c.rank_ends[r.global_rank] = std::move(r);
+      }
+      return std::nullopt;
+    }
+  }
+
+  /// A relay's end, with Bye or not: what it brought is taken like a local
+  /// black box (take_recovered), and its node counts as relayed.
+  void relay_closed(Connection& c) {
+    std::lock_guard<std::mutex> lk(recovered_mu);
+    for (auto& [rank, box] : c.relayed)
+      recovered.push_back(std::move(box));
+    for (auto& [rank, end] : c.rank_ends)
+      rank_ends[rank] = std::move(end);
+    nodes_relayed.insert(*c.node_rank);
+  }
+
+  /// Nodes 1 to nnodes - 1 whose relay has not closed yet.
+  std::vector<int> nodes_unrelayed() {
+    std::vector<int> out;
+    std::lock_guard<std::mutex> lk(recovered_mu);
+    for (int node = 1; node < options.nnodes; ++node)
+      if (nodes_relayed.count(node) == 0) out.push_back(node);
+    return out;
+  }
+
   // ---- helpers of the I/O thread ----
 
   /// A record from a rank: its text repaired, then checked (the codec checks
@@ -223,12 +341,14 @@ struct Collector::Impl final : transport::ServerHandler {
   template <typename R>
   std::optional<std::string> take(Connection& c, R&& r) {
     constexpr const auto& row = model::row_of<std::decay_t<R>>();
-    if constexpr (row.direction != model::Direction::RankToCollector)
+    if constexpr (row.direction != model::Direction::RankToCollector) {
       return std::string("a frame ranks do not send: ") + row.name;
-    for_each_text(r, [this](std::string& text) { repair(text); });
-    if (!from_sender(c.rank, c.node_rank, r) || model::check(r)) return invalid();
-    handle(c, std::forward<R>(r));
-    return std::nullopt;
+    } else {
+      for_each_text(r, [this](std::string& text) { repair(text); });
+      if (!from_sender(c.rank, c.node_rank, r) || model::check(r)) return invalid();
+      handle(c, std::forward<R>(r));
+      return std::nullopt;
+    }
   }
 
   /// A record the run keeps: queued for the database and the run in memory.
@@ -389,7 +509,8 @@ struct Collector::Impl final : transport::ServerHandler {
       const bool quiet = server->handshaken_connections() == 0 &&
                          ((server->pending_connections() == 0 && !server->backlog_waiting()) ||
                           std::chrono::steady_clock::now() >= grace_end);
-      return quiet && (expected_ranks <= 0 || ranks_ended() >= expected_ranks);
+      return quiet && (expected_ranks <= 0 || ranks_ended() >= expected_ranks) &&
+             nodes_unrelayed().empty();
     };
     for (;;) {
       if (settled()) {
@@ -414,6 +535,7 @@ struct Collector::Impl final : transport::ServerHandler {
     }
     // Closes what is still open; on_closed merges those connections' counts.
     server->stop();
+    rep.nodes_unrelayed = nodes_unrelayed();
     take_recovered(rep);
     std::lock_guard<std::mutex> lk(state_mu);
     for (const auto& [rank, r] : ranks)
@@ -457,8 +579,10 @@ struct Collector::Impl final : transport::ServerHandler {
       if (taken == 0) continue;
       rep.steps_recovered[rank] = taken;
       {
+        // A rank that never connected has no delivery to add them to.
         std::lock_guard<std::mutex> lk(state_mu);
-        ranks[rank].records_received += std::int64_t(pending.size());
+        if (const auto it = ranks.find(rank); it != ranks.end())
+          it->second.records_received += std::int64_t(pending.size());
       }
       hand_on();
     }
@@ -512,6 +636,8 @@ struct Collector::Impl final : transport::ServerHandler {
 
   std::mutex recovered_mu;
   std::vector<store::BlackBoxReading> recovered;  // taken by stop_ingest
+  std::map<int, model::RankEnd> rank_ends;        // the relays', by rank
+  std::set<int> nodes_relayed;                    // nodes whose relay has closed
   /// Guarded by state_mu: each rank's step and phase as its black box had
   /// them when it ended (stop_ingest), for its stall that never resumed.
   std::map<int, std::pair<std::int64_t, model::LoopPhase>> box_positions;
@@ -616,6 +742,14 @@ void Collector::stop_ingest(std::chrono::steady_clock::time_point deadline, int 
 void Collector::recover(store::BlackBoxReading reading) {
   std::lock_guard<std::mutex> lk(impl_->recovered_mu);
   impl_->recovered.push_back(std::move(reading));
+}
+
+std::vector<model::RankEnd> Collector::relayed_ends() {
+  std::vector<model::RankEnd> out;
+  std::lock_guard<std::mutex> lk(impl_->recovered_mu);
+  for (const auto& [rank, end] : impl_->rank_ends)
+    out.push_back(end);
+  return out;
 }
 
 store::RunData Collector::snapshot() const {

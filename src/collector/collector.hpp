@@ -43,6 +43,11 @@ struct CollectorOptions {
   /// The ranks' sampling and heartbeat interval (--interval): the live
   /// board calls a rank silent after 3 of them without a word.
   double interval_s = 1.0;
+  /// The nodes of a `traceml run`: each node but 0 (whose traceml hosts the
+  /// collector) relays its ranks' black boxes once they have ended
+  /// (transport::PeerRole::Relay), and the end of the collection waits for
+  /// those relays as it waits for the ranks.
+  int nnodes = 1;
 };
 
 /// Rows per rank the live view diagnoses (TraceML's live window).
@@ -78,6 +83,9 @@ struct CollectionReport {
   /// Per rank: the steps its black box gave that its connections had not
   /// brought (a rank that died, or was stopped, before it sent them).
   std::map<int, std::int64_t> steps_recovered;
+  /// Nodes (1 to nnodes - 1) whose traceml had not relayed its ranks' black
+  /// boxes by the deadline: what their ranks had not sent is lost.
+  std::vector<int> nodes_unrelayed;
 };
 
 /// A refused connection: its kind ("wrong_token", "invalid_identity", ...),
@@ -139,6 +147,10 @@ class Collector {
   /// have closed, so that the run stores each of its steps once, whichever
   /// way it came. Call before stop_ingest() or finish().
   void recover(store::BlackBoxReading reading);
+
+  /// How the other nodes' ranks ended, as their nodes' traceml relayed it
+  /// (one per rank, by rank). After stop_ingest() or finish().
+  [[nodiscard]] std::vector<model::RankEnd> relayed_ends();
 
   /// The run as received so far (RunState::snapshot), from any thread while
   /// the ranks send: records are copied a chunk at a time, ingest goes on.

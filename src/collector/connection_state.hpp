@@ -5,11 +5,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 
 #include "collector/seen_steps.hpp"
 #include "model/telemetry.hpp"
+#include "store/black_box.hpp"
 #include "store/run_db.hpp"
 
 namespace traceml::collector {
@@ -33,6 +35,15 @@ struct Connection {
   std::optional<std::string> refuse;
   /// The steps of its rank's process the collector has (in `seen`).
   SeenSteps* seen = nullptr;
+
+  /// Another node's traceml (transport::PeerRole::Relay), not a rank: it
+  /// hands over the black boxes of its node's ranks, `rank` to
+  /// `rank + relay_ranks - 1`, gathered here until it closes.
+  bool relay = false;
+  int relay_ranks = 0;
+  std::map<int, store::BlackBoxReading> relayed;
+  std::map<int, model::RankEnd> rank_ends;
+  std::int64_t relayed_records = 0;
 };
 
 /// What the collector knows of a rank across its connections (a rank may

@@ -7,6 +7,7 @@
 #include <ctime>
 #include <iostream>
 
+#include "collector/relay.hpp"
 #include "launcher/interrupt_signals.hpp"
 #include "launcher/live_display.hpp"
 #include "launcher/stall_lines.hpp"
@@ -39,6 +40,7 @@ HostedRun::HostedRun(const HostOptions& options, std::optional<int> world_size)
                                             : model::strategy_from_string(options.strategy);
   o.window = options.window;
   o.interval_s = options.interval_s;
+  o.nnodes = options.nnodes;
   try {
     collector_ = std::make_unique<collector::Collector>(o);
   } catch (const std::exception& e) {
@@ -178,6 +180,39 @@ class StallHook final : public OutputHook {
   StallLines::Clock::time_point last_{};
 };
 
+/// Another node than 0: hands its ranks' black boxes to the collector, so
+/// that what a rank here completed and had not sent reaches the run.
+void relay_black_boxes(LaunchOutcome& outcome, const LaunchedRunOptions& o) {
+  const LaunchPlan& plan = o.plan;
+  collector::RelayTarget target;
+  target.host = o.connect_host.empty() ? plan.master_addr : o.connect_host;
+  target.port = o.host.port;
+  target.token = o.host.token;
+  target.node.global_rank = plan.node_rank * plan.nproc_per_node;
+  target.node.local_rank = 0;
+  target.node.node_rank = plan.node_rank;
+  target.node.local_world_size = plan.nproc_per_node;
+  target.node.world_size = plan.nnodes * plan.nproc_per_node;
+  std::vector<collector::RelayedRank> ranks;
+  for (RankOutcome& rank : outcome.ranks) {
+    store::BlackBoxReading box;
+    if (rank.black_box) box = rank.black_box->read();
+    if (box.attached) {
+      rank.steps_completed = box.steps_completed();
+      rank.phase = box.phase;
+    }
+    model::RankEnd end = collector::rank_end_of(box, rank.global_rank, rank.exit_code, rank.signal,
+                                                rank.stopped_by_launcher);
+    ranks.push_back({std::move(end), std::move(box)});
+  }
+  // Within the time node 0 waits for it (its --finalize-timeout, 60 s by
+  // default): it may still be storing its own ranks' records.
+  const auto budget = std::chrono::milliseconds(std::int64_t(o.finalize_timeout_s * 1000));
+  if (const auto why = collector::relay_to_collector(target, ranks, budget))
+    warn("could not hand this node's black boxes to the collector (" + *why +
+         "): what its ranks had not sent is lost");
+}
+
 void say_failed_rank(const LaunchOutcome& outcome, const fs::path& run_dir) {
   if (!outcome.first_failed_rank) return;
   std::cerr << "traceml: rank " << *outcome.first_failed_rank << " failed (exit code "
@@ -208,14 +243,15 @@ int host_launched_run(LaunchedRunOptions o) {
   std::optional<HostedRun> host;
   bool created_dir = false;
   std::uint16_t port = o.host.port;
+  o.host.nnodes = plan.nnodes;
   if (owner) {
     host.emplace(o.host, world);
     port = host->port();
   }
   add_rank_env(o, run_name, port);
-  // The node that hosts the collector reads its ranks' black boxes after
-  // they end (the other nodes' ranks lose at most their last flush).
-  plan.black_boxes = owner;
+  // Every node's traceml reads its ranks' black boxes after they end: node
+  // 0's gives them to its collector, the others relay them to it.
+  plan.black_boxes = true;
 
   // Each rank's output is kept beside the run, so that a crash can be read
   // after the run: every node writes its own ranks' logs into the run
@@ -261,7 +297,10 @@ int host_launched_run(LaunchedRunOptions o) {
   const double ended = unix_now();
   if (host) host->recover(outcome);
   say_failed_rank(outcome, run_dir);
-  if (!owner) return outcome.exit_code;
+  if (!owner) {
+    relay_black_boxes(outcome, o);
+    return outcome.exit_code;
+  }
 
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(std::int64_t(o.finalize_timeout_s * 1000));
@@ -273,7 +312,7 @@ int host_launched_run(LaunchedRunOptions o) {
   m.started_at = started;
   m.ended_at = ended;
   m.outcome = outcome;
-  m.status = status_of(outcome);
+  m.status = end.status;
   m.collection = end.collected;
   m.records_dropped = end.records_dropped;
   m.artifacts = end.artifacts;
@@ -287,7 +326,9 @@ int host_launched_run(LaunchedRunOptions o) {
     warn(std::string(strsignal(sig)) + " arrived after the ranks ended; the summary was " +
          "finished first");
   }
-  return outcome.exit_code;
+  // This node's ranks' exit code, or, when they all ended well and a rank
+  // of another node failed, that rank's: the run failed.
+  return outcome.exit_code != 0 ? outcome.exit_code : end.exit_code;
 }
 
 }  // namespace traceml::launcher

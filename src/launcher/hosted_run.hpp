@@ -47,6 +47,9 @@ struct HostOptions {
   std::int64_t window = 10000;
   double interval_s = 1.0;
   bool live = false;  ///< --mode live
+  /// The nodes of a `traceml run`; the end of the run waits for the other
+  /// nodes' traceml to relay their ranks' black boxes (CollectorOptions::nnodes).
+  int nnodes = 1;
   /// How long and in how much memory final_summary.html may draw
   /// (TRACEML_PAGE_TIMEOUT_S, TRACEML_PAGE_MEMORY_MB, read by the CLI).
   report::PageLimits page_limits;

@@ -58,6 +58,37 @@ double unix_now() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+void add_other_nodes(store::RunOutcome& outcome, const std::vector<model::RankEnd>& ends) {
+  for (const model::RankEnd& e : ends) {
+    const bool known =
+        std::any_of(outcome.ranks.begin(), outcome.ranks.end(),
+                    [&e](const store::RankExit& r) { return r.global_rank == e.global_rank; });
+    if (known) continue;
+    store::RankExit x;
+    x.global_rank = e.global_rank;
+    x.exit_code = e.exit_code;
+    x.signal = e.signal;
+    x.stopped_by_launcher = e.stopped_by_launcher != 0;
+    x.steps_completed = e.steps_completed;
+    if (e.phase) x.phase = static_cast<model::LoopPhase>(*e.phase);
+    outcome.ranks.push_back(x);
+  }
+  std::sort(outcome.ranks.begin(), outcome.ranks.end(),
+            [](const store::RankExit& a, const store::RankExit& b) {
+              return a.global_rank < b.global_rank;
+            });
+  // This node's ranks all ended well, another node's did not: the run failed
+  // there (the lowest such rank named; its node's traceml stopped the rest).
+  if (outcome.status != model::RunStatus::Completed) return;
+  for (const store::RankExit& r : outcome.ranks)
+    if (!r.stopped_by_launcher && r.exit_code != 0) {
+      outcome.status = model::RunStatus::Failed;
+      outcome.failed_rank = r.global_rank;
+      outcome.exit_code = r.exit_code;
+      return;
+    }
+}
+
 RunEnd end_run(collector::Collector& collector, const std::filesystem::path& run_dir,
                std::int64_t window, std::chrono::steady_clock::time_point deadline,
                int expected_ranks, store::RunOutcome outcome, const report::PageLimits& page_limits,
@@ -70,6 +101,10 @@ RunEnd end_run(collector::Collector& collector, const std::filesystem::path& run
     warn(std::string("the collection did not stop cleanly: ") + e.what());
   }
   timer.lap("ingest");
+  add_other_nodes(outcome, collector.relayed_ends());
+  end.status = outcome.status;
+  end.exit_code = outcome.exit_code;
+  end.failed_rank = outcome.failed_rank;
   outcome.stalls = collector.stalls();
   // The end of the run is diagnosed from the run held in memory, not read
   // back from the database (`traceml report RUN_DIR` gives the same bytes),
@@ -253,6 +288,10 @@ std::vector<std::string> missing_telemetry_lines(const RunEnd& end) {
 void say_where(const std::filesystem::path& run_dir, const RunEnd& end) {
   for (const std::string& line : missing_telemetry_lines(end))
     warn(line);
+  for (const int node : end.collected.nodes_unrelayed)
+    warn("node " + std::to_string(node) +
+         "'s traceml did not hand over its ranks' black boxes by the end of the run: what they "
+         "had not sent is lost (is traceml run still going there, or was it killed?)");
   for (const auto& [rank, steps] : end.collected.steps_recovered)
     std::cerr << "traceml: rank " << rank << "'s last " << steps << " step"
               << (steps == 1 ? "" : "s") << " came from its black box: it had not sent them\n";

@@ -36,7 +36,19 @@ struct RunEnd {
   /// How this node's ranks exited, as the launcher saw it (`traceml run`);
   /// empty under `traceml serve`, which does not see the ranks' processes.
   std::vector<store::RankExit> exits;
+  /// How the run ended once the other nodes' ranks are counted
+  /// (add_other_nodes): what the summary says and `traceml run` returns.
+  model::RunStatus status = model::RunStatus::Completed;
+  int exit_code = 0;
+  std::optional<int> failed_rank;
 };
+
+/// Adds the other nodes' ranks, as their traceml relayed how they ended
+/// (Collector::relayed_ends), to this node's; a run whose ranks here all
+/// ended well then failed when a rank there failed on its own (not stopped
+/// by its launcher): its status, exit code and failed rank become that
+/// rank's.
+void add_other_nodes(store::RunOutcome& outcome, const std::vector<model::RankEnd>& ends);
 
 /// Ends the collection (waiting for the ranks until `deadline`, and for
 /// `expected_ranks` of them when > 0), stores `outcome` with the run's stalls,

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <type_traits>
 
+#include "model/position.hpp"
+
 namespace traceml::model {
 
 namespace {
@@ -227,6 +229,45 @@ std::optional<std::string> check_rank_goodbye(const RankGoodbye& g) {
     return "'exit_status' must be an integer between 0 and 255, got " +
            std::to_string(*g.exit_status);
   return std::nullopt;
+}
+
+std::optional<std::string> check_rank_end(const RankEnd& e) {
+  if (auto problem = check_record(e)) return problem;
+  if (e.exit_code > 255)
+    return "'exit_code' must be an integer between 0 and 255, got " + std::to_string(e.exit_code);
+  if (e.signal && *e.signal > 64)
+    return "'signal' must be a signal number between 1 and 64, got " + std::to_string(*e.signal);
+  if (e.stopped_by_launcher > 1)
+    return "'stopped_by_launcher' must be 0 or 1, got " + std::to_string(e.stopped_by_launcher);
+  if (e.phase && *e.phase > kMaxLoopPhase)
+    return "'phase' must be a loop phase between 0 and " + std::to_string(kMaxLoopPhase) +
+           ", got " + std::to_string(*e.phase);
+  if (e.phase && !e.steps_completed) return "'phase' without 'steps_completed'";
+  if (!e.stream.empty() && !stream_from_hex(e.stream))
+    return "'stream' must be 16 hex digits, not 0, got '" + e.stream + "'";
+  return std::nullopt;
+}
+
+std::string stream_hex(std::uint64_t stream) {
+  static const char* digits = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, stream >>= 4)
+    out[std::size_t(i)] = digits[stream & 0xf];
+  return out;
+}
+
+std::optional<std::uint64_t> stream_from_hex(const std::string& hex) {
+  if (hex.size() != 16) return std::nullopt;
+  std::uint64_t v = 0;
+  for (const char c : hex) {
+    int d = -1;
+    if (c >= '0' && c <= '9') d = c - '0';
+    if (c >= 'a' && c <= 'f') d = c - 'a' + 10;
+    if (d < 0) return std::nullopt;
+    v = (v << 4) | std::uint64_t(d);
+  }
+  if (v == 0) return std::nullopt;
+  return v;
 }
 
 }  // namespace traceml::model

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -42,5 +43,11 @@ std::optional<std::string> check_process(const ProcessSample& s);
 std::optional<std::string> check_tracer_stats(const TracerStats& s);
 /// Its fields, and an exit status the parent can see (at most 255).
 std::optional<std::string> check_rank_goodbye(const RankGoodbye& g);
+std::optional<std::string> check_rank_end(const RankEnd& e);
+
+/// A protocol-4 stream as RankEnd::stream spells it (16 lower-case hex
+/// digits), and back; std::nullopt for anything else, or 0 (no stream).
+std::string stream_hex(std::uint64_t stream);
+std::optional<std::uint64_t> stream_from_hex(const std::string& hex);
 
 }  // namespace traceml::model

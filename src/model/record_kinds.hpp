@@ -48,9 +48,10 @@ struct RankDelivery {
 
 /// Who sends a kind's frame.
 enum class Direction : std::uint8_t {
-  Local,            ///< never on the wire: the collector's own record
-  RankToCollector,  ///< a rank's runtime sends it
-  CollectorToRank,  ///< the collector sends it
+  Local,             ///< never on the wire: the collector's own record
+  RankToCollector,   ///< a rank's runtime sends it
+  CollectorToRank,   ///< the collector sends it
+  RelayToCollector,  ///< another node's traceml sends it (transport::PeerRole::Relay)
 };
 
 /// The kinds, in table order (the Record variant's index).
@@ -66,6 +67,7 @@ enum class RecordKind : std::uint8_t {
   Delivery,
   Rejected,
   Goodbye,
+  RankEnd,
 };
 
 /// Which field of a record names who sent it, and what of the connection's
@@ -152,7 +154,9 @@ inline constexpr auto kRecordKinds = std::make_tuple(
     row<RejectedConnection>(RecordKind::Rejected,  "rejected_connection", 0, Direction::Local,        0, nullptr,       "rejected_connections",
                           nullptr),
     row<RankGoodbye>(     RecordKind::Goodbye,     "goodbye",        10, Direction::RankToCollector,  4, nullptr,       nullptr,
-                          &check_rank_goodbye, Sender::GlobalRank, &RankGoodbye::global_rank));
+                          &check_rank_goodbye, Sender::GlobalRank, &RankGoodbye::global_rank),
+    row<RankEnd>(         RecordKind::RankEnd,     "rank_end",       11, Direction::RelayToCollector, 5, nullptr,       nullptr,
+                          &check_rank_end));
 // clang-format on
 
 namespace detail {

@@ -114,6 +114,23 @@ struct RankGoodbye {
   std::optional<int> exit_status;
 };
 
+/// How a rank of another node ended, from that node's `traceml run` (protocol
+/// 5's relay, transport::PeerRole::Relay): its launcher saw it end and read
+/// its black box. The relay sends it before the steps it recovered.
+struct RankEnd {
+  int global_rank = 0;
+  int exit_code = 0;          ///< the shell's convention: the status, or 128 + signal
+  std::optional<int> signal;  ///< the signal that killed it
+  /// 1: stopped by its launcher (another rank failed, or an interrupt); 0: not.
+  int stopped_by_launcher = 0;
+  /// Absent when the rank never mapped its black box (nothing is known of
+  /// where it was, and no step was recovered).
+  std::optional<std::int64_t> steps_completed;
+  std::optional<int> phase;  ///< the LoopPhase its training thread was in
+  /// Its protocol-4 stream (its process), 16 hex digits; empty: none known.
+  std::string stream;
+};
+
 /// TraceML's training-strategy words (spec §4.1.1).
 enum class Strategy : std::uint8_t { Ddp, Fsdp, SingleProcess, DistributedUnknown, Unknown };
 /// Normalises a strategy string: trimmed, lower-cased; anything unknown is DDP.
@@ -300,6 +317,17 @@ struct Schema<RankGoodbye> {
   static constexpr auto fields =
       std::make_tuple(field("global_rank", &RankGoodbye::global_rank, Rule::Index),
                       field("exit_status", &RankGoodbye::exit_status, Rule::Index));
+};
+
+template <>
+struct Schema<RankEnd> {
+  using E = RankEnd;
+  static constexpr auto fields = std::make_tuple(
+      field("global_rank", &E::global_rank, Rule::Index),
+      field("exit_code", &E::exit_code, Rule::Index), field("signal", &E::signal, Rule::Positive),
+      field("stopped_by_launcher", &E::stopped_by_launcher, Rule::Index),
+      field("steps_completed", &E::steps_completed, Rule::Index, "steps"),
+      field("phase", &E::phase, Rule::Index), field("stream", &E::stream, Rule::Text));
 };
 
 }  // namespace traceml::model::schema

@@ -17,6 +17,7 @@ std::vector<std::uint8_t> encode_hello(const Hello& h) {
   w.u16(h.protocol_version);
   w.str(h.token.substr(0, kMaxStringBytes));
   if (h.protocol_version >= kVerdictProtocolVersion) w.u64(h.stream);
+  if (h.protocol_version >= kRoleProtocolVersion) w.u8(static_cast<std::uint8_t>(h.role));
   const std::vector<std::uint8_t> id = encode(h.identity);
   out.insert(out.end(), id.begin(), id.end());
   return out;
@@ -28,6 +29,11 @@ std::optional<Hello> decode_hello(const std::vector<std::uint8_t>& payload) {
   h.protocol_version = r.u16();
   h.token = r.str(kMaxStringBytes);
   if (h.protocol_version >= kVerdictProtocolVersion) h.stream = r.u64();
+  if (h.protocol_version >= kRoleProtocolVersion) {
+    const std::uint8_t role = r.u8();
+    if (role > static_cast<std::uint8_t>(PeerRole::Relay)) return std::nullopt;
+    h.role = static_cast<PeerRole>(role);
+  }
   if (!r.ok()) return std::nullopt;
   // The identity is the rest of the payload, in its own encoding.
   const std::vector<std::uint8_t> rest(payload.begin() + static_cast<std::ptrdiff_t>(r.pos()),

@@ -28,21 +28,26 @@ namespace traceml::transport {
 /// Hello names the rank's stream (its process) and the Verdict says how many
 /// of that stream's records the collector already has: a rank that
 /// reconnects resends from there, so a record is stored once whatever the
-/// connection lost in flight.
-inline constexpr std::uint16_t kProtocolVersion = 4;
+/// connection lost in flight. Version 5 added the Hello's role: a rank, or
+/// the relay of another node's traceml, which hands over the black boxes of
+/// the ranks it launched once they have ended (RankEnd, Step, StepMemory).
+inline constexpr std::uint16_t kProtocolVersion = 5;
 /// The first version whose Hello the collector answers with a Verdict.
 inline constexpr std::uint16_t kVerdictProtocolVersion = 4;
+/// The first version whose Hello says who speaks (Hello::role).
+inline constexpr std::uint16_t kRoleProtocolVersion = 5;
 inline constexpr std::uint16_t kOldestProtocolVersion = 1;
 constexpr bool supported_protocol(std::uint16_t v) {
   return v >= kOldestProtocolVersion && v <= kProtocolVersion;
 }
 
 /// The largest Hello payload this build encodes: u16 protocol version, the
-/// token string, the u64 stream (protocol 4), then the rank identity with
-/// every optional field present and its hostname at kMaxStringBytes:
-/// 2 + (2 + 1024) + 8 + 4 + 1 + 4 + 4 + (2 + 1024) + 4 + 4 = 2083 bytes.
+/// token string, the u64 stream (protocol 4), the u8 role (protocol 5), then
+/// the rank identity with every optional field present and its hostname at
+/// kMaxStringBytes:
+/// 2 + (2 + 1024) + 8 + 1 + 4 + 1 + 4 + 4 + (2 + 1024) + 4 + 4 = 2084 bytes.
 inline constexpr std::size_t kMaxHelloPayloadBytes =
-    2 + (2 + kMaxStringBytes) + 8 + 4 + 1 + 4 + 4 + (2 + kMaxStringBytes) + 4 + 4;
+    2 + (2 + kMaxStringBytes) + 8 + 1 + 4 + 1 + 4 + 4 + (2 + kMaxStringBytes) + 4 + 4;
 
 /// The largest frame a connection may announce before its Hello has passed:
 /// kMaxHelloPayloadBytes rounded up to 4 KiB, room for a field or two more in
@@ -51,6 +56,16 @@ inline constexpr std::size_t kMaxHelloPayloadBytes =
 inline constexpr std::size_t kMaxPreHelloFrameBytes = 4096;
 static_assert(kMaxHelloPayloadBytes <= kMaxPreHelloFrameBytes);
 static_assert(model::kMaxTokenBytes <= kMaxStringBytes, "a valid token travels whole");
+
+/// Who opens a connection (protocol 5; before it, always a rank).
+enum class PeerRole : std::uint8_t {
+  Rank = 0,
+  /// Another node's `traceml run`, after its ranks ended: it sends what their
+  /// black boxes held for the ranks it launched (its identity names its node:
+  /// node_rank, local_world_size, and its first rank as global_rank), then
+  /// Bye. Authenticated by the run token like a rank; stream 0.
+  Relay = 1,
+};
 
 struct Hello {
   std::uint16_t protocol_version = kProtocolVersion;
@@ -61,6 +76,10 @@ struct Hello {
   /// records are numbered along it across connections. 0: none (protocol 1-3).
   std::uint64_t stream = 0;
   model::RankIdentity identity;
+  /// Protocol 5: who speaks (before it, a rank). Last, though the wire has
+  /// it before the identity, so that a Hello spelled with four values needs
+  /// no fifth.
+  PeerRole role = PeerRole::Rank;
 };
 
 /// A fresh run token: 32 hex digits from the system's random device, so that
@@ -68,8 +87,8 @@ struct Hello {
 std::string random_run_token();
 
 /// Payload of a Hello frame: u16 protocol version, token string, u64 stream
-/// (protocol 4 and later only), rank identity. A token over kMaxStringBytes
-/// is cut to that length.
+/// (protocol 4 and later only), u8 role (protocol 5 and later), rank identity. A token over
+/// kMaxStringBytes is cut to that length.
 std::vector<std::uint8_t> encode_hello(const Hello& h);
 /// std::nullopt for any malformed payload. The protocol version comes first and
 /// is decoded whatever its value, so that check_hello can name a mismatch.

@@ -414,7 +414,8 @@ bool TcpServer::Impl::on_hello_frame(const ConnectionPtr& c, const Frame& frame)
 }
 
 void TcpServer::Impl::take_stream(const ConnectionPtr& c, const Hello& hello) {
-  if (hello.stream == 0) return;
+  // A relay speaks for ranks, it is none of their streams.
+  if (hello.stream == 0 || hello.role != PeerRole::Rank) return;
   const std::pair<int, std::uint64_t> key{hello.identity.global_rank, hello.stream};
   if (const auto it = streams.find(key); it != streams.end()) {
     // The rank gave that connection up (it stalled, or broke on its side)

@@ -32,6 +32,7 @@
 #include "../support/subprocess.hpp"
 #include "../support/telemetry_compare.hpp"
 #include "collector/finalize.hpp"
+#include "collector/relay.hpp"
 #include "store/rejection_counts.hpp"
 #include "store/run_db.hpp"
 #include "transport/frame.hpp"
@@ -692,6 +693,101 @@ TEST(Collector, FinishWaitsForExpectedRanksUntilTheDeadline) {
   EXPECT_EQ(rep.ranks_connected, 1);
   EXPECT_TRUE(rep.ranks_unended.empty());
   EXPECT_EQ(store::read_run_db(db_path(dir)).telemetry.steps.size(), 5u);
+}
+
+/// The relay of node 1 (ranks 2 and 3 of a world of 4).
+RelayTarget node_one(std::uint16_t port) {
+  RelayTarget t;
+  t.host = "127.0.0.1";
+  t.port = port;
+  t.token = kToken;
+  t.node = identity(2);
+  t.node.local_rank = 0;
+  return t;
+}
+
+RelayedRank relayed(int rank, std::int64_t first, std::int64_t last, int exit_code,
+                    std::optional<int> signal) {
+  RelayedRank r;
+  r.box.global_rank = rank;
+  r.box.attached = true;
+  for (std::int64_t s = first; s <= last; ++s)
+    r.box.steps.push_back(step_of(rank, s));
+  r.box.memory.push_back({rank, last, "cpu", 1e6, std::nullopt});
+  r.box.phase = model::LoopPhase::Backward;
+  r.end = rank_end_of(r.box, rank, exit_code, signal, false);
+  return r;
+}
+
+TEST(CollectorRelay, AnotherNodesBlackBoxesAddWhatItsRanksHadNotSentOnce) {
+  TempDir dir;
+  CollectorOptions o = options(dir);
+  o.nnodes = 2;
+  Collector c(o);
+  // Rank 2 sent steps 1-100 itself; its box holds 51-150 (it died at 150),
+  // rank 3's 1-20 (it sent none). A step of rank 0 is not node 1's to give.
+  send_and_close(c.port(), rank_stream(2, 100).bytes);
+  std::vector<RelayedRank> ranks = {relayed(2, 51, 150, 137, 9), relayed(3, 1, 20, 143, 15)};
+  ranks[1].end.stopped_by_launcher = 1;
+  ranks[1].box.steps.push_back(step_of(0, 1));
+  ASSERT_EQ(relay_to_collector(node_one(c.port()), ranks, 10s), std::nullopt);
+  c.stop_ingest(Clock::now() + kFinish, 1);
+  const store::RunData mem = c.take_run();
+  const CollectionReport rep = c.finish(Clock::now() + kFinish, 1);
+  EXPECT_FALSE(rep.timed_out);
+  EXPECT_TRUE(rep.nodes_unrelayed.empty());
+  EXPECT_EQ(rep.ranks_connected, 1) << "a relay is no rank";
+  EXPECT_EQ(rep.invalid_records, 1);
+  EXPECT_EQ(rep.steps_recovered, (std::map<int, std::int64_t>{{2, 50}, {3, 20}}));
+  for (const auto& [rank, count] : std::map<int, std::int64_t>{{0, 0}, {2, 150}, {3, 20}}) {
+    std::set<std::int64_t> ids;
+    std::int64_t rows = 0;
+    for (const auto& st : of_rank(mem.telemetry.steps, rank)) {
+      ids.insert(st.step);
+      ++rows;
+    }
+    EXPECT_EQ(rows, count) << "rank " << rank;
+    EXPECT_EQ(std::int64_t(ids.size()), count) << "rank " << rank << ": each step once";
+  }
+  const auto ends = c.relayed_ends();
+  ASSERT_EQ(ends.size(), 2u);
+  EXPECT_EQ(ends[0].global_rank, 2);
+  EXPECT_EQ(ends[0].signal, 9);
+  EXPECT_EQ(ends[0].steps_completed, 150);
+  EXPECT_EQ(ends[0].phase, int(model::LoopPhase::Backward));
+  EXPECT_EQ(ends[1].stopped_by_launcher, 1);
+  EXPECT_EQ(store::read_run_db(db_path(dir)).telemetry.steps.size(), 170u);
+}
+
+TEST(CollectorRelay, TheEndWaitsForEachOtherNodeUntilTheDeadlineAndSaysWhichNeverCame) {
+  TempDir dir;
+  CollectorOptions o = options(dir);
+  o.nnodes = 3;
+  Collector c(o);
+  send_and_close(c.port(), rank_stream(0, 5).bytes);
+  // Node 1 relays (nothing to give), node 2 never does.
+  ASSERT_EQ(relay_to_collector(node_one(c.port()), {}, 10s), std::nullopt);
+  const auto t0 = Clock::now();
+  const CollectionReport rep = c.finish(Clock::now() + 400ms, 1);
+  EXPECT_GE(Clock::now() - t0, 400ms);
+  EXPECT_TRUE(rep.timed_out);
+  EXPECT_EQ(rep.nodes_unrelayed, std::vector<int>{2});
+}
+
+TEST(CollectorRelay, ARelayOutsideTheRunOrWithoutItsTokenIsRefusedAndSaysWhy) {
+  TempDir dir;
+  Collector c(options(dir));
+  RelayTarget outside = node_one(c.port());
+  outside.node.global_rank = 3;  // ranks 3 and 4 of a world of 4
+  EXPECT_EQ(relay_to_collector(outside, {}, 10s).value_or(""),
+            "the collector refused it: a relay's ranks 3 to 4 are outside the run's world size 4");
+  RelayTarget stranger = node_one(c.port());
+  stranger.token = "another-run";
+  EXPECT_EQ(relay_to_collector(stranger, {relayed(2, 1, 5, 137, 9)}, 10s).value_or(""),
+            "the collector refused it: wrong run token (the connection is not from this run)");
+  const CollectionReport rep = c.finish(Clock::now() + kFinish);
+  EXPECT_EQ(rep.rejected_connections, 2);
+  EXPECT_EQ(store::read_run_db(db_path(dir)).telemetry.steps.size(), 0u);
 }
 
 TEST(Collector, FinishWithoutRanksReturnsAtOnceAndLeavesAnEmptyRun) {

@@ -20,6 +20,7 @@
 
 #include "../support/rank_pid.hpp"
 #include "../support/subprocess.hpp"
+#include "launcher/free_port.hpp"
 
 namespace traceml::testing {
 namespace {
@@ -139,6 +140,94 @@ INSTANTIATE_TEST_SUITE_P(RanksAndStepTimes, BlackBoxKill,
                            return std::to_string(p.param.ranks) + "Ranks" +
                                   std::to_string(p.param.step_us / 1000) + "ms";
                          });
+
+// Two nodes on this machine (two `traceml run`, node 0 hosting the
+// collector), two ranks each. Rank 3, on node 1, sends itself SIGKILL after
+// 1,500 steps; node 1's traceml stops rank 2 and relays both black boxes to
+// the collector. Node 0's ranks end first (300 steps), so node 0 must wait
+// for that relay. Every step any rank completed is in the run, once; the
+// run failed, and its report says how rank 3 died.
+TEST(BlackBoxTwoNodes, ADeathOnNodeOneLosesNoStepAndIsSaid) {
+  TempDir dir;
+  const auto master = launcher::pick_free_port();
+  const auto collector = launcher::pick_free_port();
+  ASSERT_TRUE(master && collector);
+  const auto node = [&](int node_rank, long steps) {
+    // Rank 3 leaves a process behind that holds its output open: node 1's
+    // traceml then drains its pipes for a second before it relays, long
+    // after node 0 saw every rank's connection close.
+    const std::string rank_cmd =
+        "[ \"$RANK\" = 3 ] && { sleep 4 & }; exec " + kTinyRank + " --steps " +
+        std::to_string(steps) + " --step-us 1000 --progress " + (dir.path() / "progress").string() +
+        "$RANK $( [ \"$RANK\" = 3 ] && echo --die-after 1500)";
+    return std::vector<std::string>{kCli,
+                                    "run",
+                                    "--nnodes",
+                                    "2",
+                                    "--node-rank",
+                                    std::to_string(node_rank),
+                                    "--nproc-per-node",
+                                    "2",
+                                    "--master-addr",
+                                    "127.0.0.1",
+                                    "--master-port",
+                                    std::to_string(*master),
+                                    "--aggregator-port",
+                                    std::to_string(*collector),
+                                    "--run-name",
+                                    "two_nodes",
+                                    "--logs-dir",
+                                    (dir.path() / ("logs" + std::to_string(node_rank))).string(),
+                                    "--mode",
+                                    "summary",
+                                    "--interval",
+                                    "0.2",
+                                    "--",
+                                    "sh",
+                                    "-c",
+                                    rank_cmd};
+  };
+  ChildProcess node0(node(0, 300));
+  ChildProcess node1(node(1, 1000000));
+  const ProcessResult r1 = node1.wait();
+  const ProcessResult r0 = node0.wait();
+  EXPECT_EQ(r1.exit_code, 137) << r1.err;
+  EXPECT_EQ(r1.err.find("could not hand"), std::string::npos) << r1.err;
+  // Node 0's ranks ended well; the run failed on node 1, and says so.
+  EXPECT_EQ(r0.exit_code, 137) << r0.err;
+  const fs::path run_dir = dir.path() / "logs0" / "two_nodes";
+  const auto steps = stored_steps(run_dir, dir.path() / "run.jsonl");
+  for (int rank = 0; rank < 4; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    const auto it = steps.find(rank);
+    ASSERT_NE(it, steps.end()) << r0.err;
+    EXPECT_TRUE(one_to_n(it->second)) << it->second.size() << " steps stored";
+    const long completed = progress_of(dir.path() / ("progress" + std::to_string(rank)));
+    if (rank < 2) {
+      EXPECT_EQ(std::int64_t(it->second.size()), 300);
+    } else if (rank == 3) {
+      EXPECT_EQ(completed, 1500);
+      EXPECT_EQ(std::int64_t(it->second.size()), 1500);
+    } else {
+      EXPECT_GE(std::int64_t(it->second.size()), completed);
+      EXPECT_LE(std::int64_t(it->second.size()), completed + 1);
+    }
+  }
+  EXPECT_NE(r0.out.find("Run: FAILED · rank 3 failed: killed by SIGKILL between steps after 1500 "
+                        "completed steps, RSS "),
+            std::string::npos)
+      << r0.out;
+  const Json run = Json::parse(read_file(run_dir / "final_summary.json"))["run"];
+  EXPECT_EQ(run["status"], "failed");
+  EXPECT_EQ(run["failed_rank"], 3);
+  bool said = false;
+  for (const Json& rank : run["ranks"])
+    if (rank["rank"] == 3)
+      said = rank["signal_name"] == "SIGKILL" && rank["steps_completed"] == 1500 &&
+             rank["phase"] == "outside" && rank["stopped_by_launcher"] == false;
+  EXPECT_TRUE(said) << run.dump();
+  EXPECT_NE(r0.err.find("rank 3's last "), std::string::npos) << r0.err;
+}
 
 // A rank stopped (SIGSTOP) for a while in a batch job: the log says so while
 // it happens, and again when it resumes; the run then completes with every

@@ -93,6 +93,50 @@ TEST(ServedEnd, AnIdleTimeoutTimesOutNamingALostRank) {
   EXPECT_EQ(served_end({}, EndReason::IdleTimeout, {}).status, RunStatus::TimedOut);
 }
 
+model::RankEnd relayed_end(int rank, int exit_code, std::optional<int> signal, bool stopped) {
+  model::RankEnd e;
+  e.global_rank = rank;
+  e.exit_code = exit_code;
+  e.signal = signal;
+  e.stopped_by_launcher = stopped ? 1 : 0;
+  e.steps_completed = 10 * rank;
+  e.phase = int(model::LoopPhase::Forward);
+  return e;
+}
+
+TEST(OtherNodes, ARankThatFailedThereFailsARunWhoseRanksHereEndedWell) {
+  store::RunOutcome o;
+  o.ranks.resize(2);
+  o.ranks[0].global_rank = 1;  // this node's, in launch order
+  add_other_nodes(o, {relayed_end(3, 137, SIGKILL, false), relayed_end(2, 143, SIGTERM, true),
+                      relayed_end(1, 9, std::nullopt, false)});  // rank 1 is this node's
+  ASSERT_EQ(o.ranks.size(), 4u);
+  for (int r = 0; r < 4; ++r)
+    EXPECT_EQ(o.ranks[std::size_t(r)].global_rank, r);
+  EXPECT_EQ(o.ranks[1].exit_code, 0) << "this node's own word on its rank wins";
+  EXPECT_EQ(o.ranks[3].signal, SIGKILL);
+  EXPECT_EQ(o.ranks[3].steps_completed, 30);
+  EXPECT_EQ(o.ranks[3].phase, model::LoopPhase::Forward);
+  EXPECT_TRUE(o.ranks[2].stopped_by_launcher);
+  EXPECT_EQ(o.status, model::RunStatus::Failed);
+  EXPECT_EQ(o.failed_rank, 3);
+  EXPECT_EQ(o.exit_code, 137);
+}
+
+TEST(OtherNodes, ARunThatEndedOtherwiseHereKeepsItsStatus) {
+  store::RunOutcome interrupted;
+  interrupted.status = model::RunStatus::Interrupted;
+  interrupted.exit_code = 130;
+  add_other_nodes(interrupted, {relayed_end(1, 137, SIGKILL, false)});
+  EXPECT_EQ(interrupted.status, model::RunStatus::Interrupted);
+  EXPECT_EQ(interrupted.exit_code, 130);
+  EXPECT_FALSE(interrupted.failed_rank);
+  store::RunOutcome fine;
+  add_other_nodes(fine, {relayed_end(1, 0, std::nullopt, false)});
+  EXPECT_EQ(fine.status, model::RunStatus::Completed);
+  EXPECT_EQ(fine.ranks.size(), 1u);
+}
+
 TEST(Manifest, ServedEndStatesAreWrittenAsTheirWords) {
   ServeManifestInput in;
   in.status = RunStatus::TimedOut;

@@ -117,7 +117,8 @@ TEST(Frame, TypeValuesAreStable) {
   EXPECT_EQ(int(FrameType::Heartbeat), 8);
   EXPECT_FALSE(frame_type_from_byte(0));
   EXPECT_EQ(int(FrameType::Verdict), 9);
-  EXPECT_FALSE(frame_type_from_byte(11));
+  EXPECT_TRUE(frame_type_from_byte(11));  // protocol 5's rank_end (model/record_kinds.hpp)
+  EXPECT_FALSE(frame_type_from_byte(12));
   EXPECT_EQ(frame_type_from_byte(9), FrameType::Verdict);
   EXPECT_STREQ(frame_type_name(FrameType::Verdict), "verdict");
   EXPECT_EQ(frame_type_from_byte(8), FrameType::Heartbeat);
@@ -195,7 +196,7 @@ TEST(FrameDecoder, HugeLengthFails) {
 }
 
 TEST(FrameDecoder, UnknownTypeFails) {
-  for (std::uint8_t type : {std::uint8_t{0}, std::uint8_t{11}, std::uint8_t{255}}) {
+  for (std::uint8_t type : {std::uint8_t{0}, std::uint8_t{12}, std::uint8_t{255}}) {
     const Bytes f = {0x00, 0x00, 0x00, 0x00, type, 0x01};
     FrameDecoder d;
     d.feed(f.data(), f.size());
@@ -214,20 +215,20 @@ TEST(FrameDecoder, OtherCodecVersionFails) {
 
 TEST(FrameDecoder, FramesBeforeBadBytesAreDeliveredThenTheErrorSticks) {
   const Bytes stream =
-      concat({frame(FrameType::Step, {5}), Bytes{0, 0, 0, 0, 11, 1}, frame(FrameType::Bye, {})});
+      concat({frame(FrameType::Step, {5}), Bytes{0, 0, 0, 0, 12, 1}, frame(FrameType::Bye, {})});
   FrameDecoder d;
   EXPECT_EQ(d.feed(stream.data(), stream.size()), stream.size());
   const auto first = d.next();
   ASSERT_TRUE(first);
   EXPECT_EQ(first->payload, (Bytes{5}));
   EXPECT_FALSE(d.next());
-  EXPECT_EQ(d.error(), "unknown frame type 11");
+  EXPECT_EQ(d.error(), "unknown frame type 12");
   // Sticky: more valid bytes are swallowed and nothing more comes out.
   const Bytes more = frame(FrameType::Bye, {});
   EXPECT_EQ(d.feed(more.data(), more.size()), more.size());
   EXPECT_FALSE(d.next());
   EXPECT_FALSE(d.finish());
-  EXPECT_EQ(d.error(), "unknown frame type 11");
+  EXPECT_EQ(d.error(), "unknown frame type 12");
   EXPECT_EQ(d.buffered(), 0u);
 }
 
@@ -862,8 +863,21 @@ TEST(Hello, LayoutAndRoundTrip) {
   h.token = "ab";
   h.identity.global_rank = 2;
   h.stream = 0x0102030405060708;
-  // u16 version 4, str "ab", u64 stream, identity: i32 2, presence 0.
+  // u16 version 5, str "ab", u64 stream, u8 role (a rank), identity: i32 2,
+  // presence 0.
+  EXPECT_EQ(encode_hello(h),
+            (Bytes{5, 0, 2, 0, 'a', 'b', 8, 7, 6, 5, 4, 3, 2, 1, 0, 2, 0, 0, 0, 0}));
+  h.role = PeerRole::Relay;
+  EXPECT_EQ(encode_hello(h),
+            (Bytes{5, 0, 2, 0, 'a', 'b', 8, 7, 6, 5, 4, 3, 2, 1, 1, 2, 0, 0, 0, 0}));
+  EXPECT_EQ(decode_hello(encode_hello(h))->role, PeerRole::Relay);
+  // No third role.
+  EXPECT_FALSE(decode_hello({5, 0, 2, 0, 'a', 'b', 8, 7, 6, 5, 4, 3, 2, 1, 2, 2, 0, 0, 0, 0}));
+  // Protocol 4 has no role: always a rank.
+  h.protocol_version = 4;
   EXPECT_EQ(encode_hello(h), (Bytes{4, 0, 2, 0, 'a', 'b', 8, 7, 6, 5, 4, 3, 2, 1, 2, 0, 0, 0, 0}));
+  EXPECT_EQ(decode_hello(encode_hello(h))->role, PeerRole::Rank);
+  h.role = PeerRole::Rank;
   // Protocol 3 has no stream.
   h.protocol_version = 3;
   EXPECT_EQ(encode_hello(h), (Bytes{3, 0, 2, 0, 'a', 'b', 2, 0, 0, 0, 0}));
@@ -895,7 +909,7 @@ TEST(Hello, LargestHelloFitsThePreHelloLimit) {
   h.identity.world_size = 5;
   const Bytes p = encode_hello(h);
   EXPECT_EQ(p.size(), kMaxHelloPayloadBytes);
-  EXPECT_EQ(kMaxHelloPayloadBytes, 2083u);
+  EXPECT_EQ(kMaxHelloPayloadBytes, 2084u);
   EXPECT_LE(p.size(), kMaxPreHelloFrameBytes);
   EXPECT_TRUE(decode_hello(p));
 }
@@ -915,17 +929,17 @@ TEST(Hello, CheckAcceptsOnlyThisProtocolAndToken) {
   EXPECT_TRUE(check_hello(empty, "").ok());
   EXPECT_EQ(check_hello(empty, "t").reason.value_or(""), wrong);
 
-  // Version 1 ranks (no heartbeats), 2 (no timeline block) and 3 (no
-  // Verdict) are still taken; 0 and 5 are not.
-  for (const int v : {1, 2, 3}) {
+  // Version 1 ranks (no heartbeats), 2 (no timeline block), 3 (no Verdict)
+  // and 4 (no role) are still taken; 0 and 6 are not.
+  for (const int v : {1, 2, 3, 4}) {
     h.protocol_version = std::uint16_t(v);
     EXPECT_TRUE(check_hello(h, "s3cret-token").ok()) << v;
   }
-  for (const int v : {0, 5}) {
+  for (const int v : {0, 6}) {
     h.protocol_version = std::uint16_t(v);
     EXPECT_EQ(
         check_hello(h, "s3cret-token").reason.value_or(""),
-        "protocol version " + std::to_string(v) + " is not supported (this build speaks 1 to 4)");
+        "protocol version " + std::to_string(v) + " is not supported (this build speaks 1 to 5)");
   }
 }
 
@@ -1062,6 +1076,14 @@ std::vector<std::pair<std::string, Bytes>> corpus_seeds() {
       frame(frame_type_of<model::RankGoodbye>(), encode(model::RankGoodbye{3, 1}));
   const Bytes session = concat({f_hello, frame(FrameType::TracerStats, encode(first)), f_step,
                                 f_beat, f_mem, f_sys, f_proc, f_stats, f_goodbye, f_bye});
+  // Protocol 5: another node's relay, with a rank's end and its box's step.
+  Hello relay = hello;
+  relay.role = PeerRole::Relay;
+  model::RankEnd end{
+      3, 137, 9, 0, 123456789011LL, int(model::LoopPhase::Backward), "0123456789abcdef"};
+  const Bytes f_end = frame(frame_type_of<model::RankEnd>(), encode(end));
+  const Bytes relay_session =
+      concat({frame(FrameType::Hello, encode_hello(relay)), f_end, f_step, f_mem, f_bye});
   Bytes bad_version = f_bye;
   bad_version[5] = kCodecVersion + 1;
   Verdict refused;
@@ -1078,6 +1100,8 @@ std::vector<std::pair<std::string, Bytes>> corpus_seeds() {
           {"tracer_stats.bin", f_stats},
           {"heartbeat.bin", f_beat},
           {"goodbye.bin", f_goodbye},
+          {"rank_end.bin", f_end},
+          {"relay_session.bin", relay_session},
           {"truncated_session.bin", Bytes(session.begin(), session.end() - 5)},
           {"bad_version.bin", bad_version},
           {"payload_step.bin", encode(step)},

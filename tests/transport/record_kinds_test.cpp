@@ -44,7 +44,9 @@ TEST(RecordKinds, FrameBytesNamesAndFileTypesAreEachOnce) {
   EXPECT_EQ(int(frame_type_of<model::RankGoodbye>()), 10);  // protocol 4; no FrameType name
   EXPECT_STREQ(frame_type_name(frame_type_of<model::RankGoodbye>()), "goodbye");
   EXPECT_FALSE(frame_type_from_byte(0).has_value());
-  EXPECT_FALSE(frame_type_from_byte(11).has_value());
+  EXPECT_EQ(int(frame_type_of<model::RankEnd>()), 11);  // protocol 5: relays only
+  EXPECT_STREQ(frame_type_name(frame_type_of<model::RankEnd>()), "rank_end");
+  EXPECT_FALSE(frame_type_from_byte(12).has_value());
 }
 
 TEST(RecordKinds, EveryFrameDecodesToItsKindAndEncodesAsItsOwnCodec) {
