@@ -224,6 +224,20 @@ std::string waiting_text(const LiveModel& m) {
   return {};
 }
 
+std::string hang_text(const LiveModel& m) {
+  const model::Stall* hung = model::hung_stall(m.stalls);
+  if (hung == nullptr) return {};
+  std::string text;
+  for (const RankRow& r : m.ranks)
+    if (r.live.global_rank == hung->global_rank &&
+        (r.live.condition == RankCondition::Silent || r.live.condition == RankCondition::Stalled))
+      text = condition_text(r.live);
+  // A rank that ended, or runs again, is no hang now.
+  if (text.empty()) return {};
+  if (const std::string waiting = waiting_text(m); !waiting.empty()) text += "; " + waiting;
+  return text;
+}
+
 LiveModel build_model(const collector::LiveStatus& status, const std::string& run_name,
                       int world_size, double elapsed_s) {
   LiveModel m;
@@ -261,11 +275,19 @@ std::vector<std::string> render_view(const LiveModel& m, int width, int height, 
                  "  " + std::to_string(m.ranks.size()) + "/" + std::to_string(m.world_size) +
                  " ranks  " + clock_text(m.elapsed_s) +
                  (m.dropped > 0 ? paint("  dropped " + std::to_string(m.dropped), "33") : ""));
-  head.push_back(paint("verdict so far: ", "1") +
-                 (m.verdict.empty() ? std::string("waiting for steps")
-                                    : model::escape_for_terminal(m.verdict, true)));
+  const std::string verdict = m.verdict.empty() ? std::string("waiting for steps")
+                                                 : model::escape_for_terminal(m.verdict, true);
+  // A rank that hangs now is the headline (DECISIONS 15), whom the others
+  // wait for with it; the verdict follows as what the steps showed before.
+  const std::string hang = hang_text(m);
+  if (!hang.empty()) {
+    head.push_back(paint("HANG: " + hang, "1;31"));
+    head.push_back(paint("before the hang: ", "1") + verdict);
+  } else {
+    head.push_back(paint("verdict so far: ", "1") + verdict);
+  }
   std::vector<std::string> tail;
-  if (const std::string waiting = waiting_text(m); !waiting.empty())
+  if (const std::string waiting = waiting_text(m); !waiting.empty() && hang.empty())
     tail.push_back(paint(waiting, "1;31"));
   std::size_t ongoing = 0;
   for (const RankRow& r : m.ranks)
@@ -325,10 +347,17 @@ std::string progress_line(const LiveModel& m) {
     line += *mn == *mx ? cell("  step {:.1f} ms", *mn)
                        : cell("  step {:.1f}", *mn) + cell("-{:.1f} ms", *mx);
   }
-  line += "  verdict so far: " + (m.verdict.empty() ? std::string("waiting for steps")
-                                                    : model::escape_for_terminal(m.verdict, true));
+  const std::string verdict = m.verdict.empty() ? std::string("waiting for steps")
+                                                 : model::escape_for_terminal(m.verdict, true);
+  const std::string hang = hang_text(m);
+  const model::Stall* hung = hang.empty() ? nullptr : model::hung_stall(m.stalls);
+  if (hung != nullptr)
+    line += "  HANG: " + hang + "  before the hang: " + verdict;
+  else
+    line += "  verdict so far: " + verdict;
   std::vector<std::string> stopped;
   for (const RankRow& r : m.ranks) {
+    if (hung != nullptr && r.live.global_rank == hung->global_rank) continue;  // said first
     const std::string c = condition_text(r.live);
     if (r.live.condition == RankCondition::Silent || r.live.condition == RankCondition::Stalled)
       stopped.push_back(c);
@@ -339,7 +368,8 @@ std::string progress_line(const LiveModel& m) {
       line += " " + s + ";";
     line.pop_back();
   }
-  if (const std::string waiting = waiting_text(m); !waiting.empty()) line += "; " + waiting;
+  if (const std::string waiting = waiting_text(m); !waiting.empty() && hung == nullptr)
+    line += "; " + waiting;
   if (m.dropped > 0) line += "  dropped " + std::to_string(m.dropped);
   return line;
 }

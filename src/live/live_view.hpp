@@ -52,6 +52,13 @@ std::string condition_text(const collector::RankLive& r);
 /// "R0, R2 wait in backward, likely for R1"; empty otherwise.
 std::string waiting_text(const LiveModel& m);
 
+/// The hang now, when a rank is silent or stalled and has not resumed
+/// (model::hung_stall: the one the others wait for first), with whom they
+/// wait: "R1/N0 silent 12 s (last: step 812, backward); R0, R2 wait in
+/// backward, likely for R1". Empty while no rank hangs. The view and the
+/// progress line open with it (DECISIONS 15).
+std::string hang_text(const LiveModel& m);
+
 /// The view as lines of at most `width` visible columns and at most
 /// `height` lines (the worst ranks first when they do not all fit). With
 /// `color`, ANSI colours; without, plain ASCII.

@@ -166,6 +166,11 @@ TEST(LiveE2e, ATerminalShowsRanksThatAdvanceAndAStoppedRankAsSilent) {
   EXPECT_LT(took, 6.0) << "3 intervals of 0.5 s, and a refresh a second";
   const std::string waiting = tmux.wait_for(std::regex("R0 wait in [a-z ]+, likely for R1"), 20s);
   EXPECT_NE(waiting.find("likely for R1"), std::string::npos) << waiting;
+  // The view opens with the hang (its second line), the verdict after it.
+  EXPECT_TRUE(std::regex_search(waiting, std::regex("traceml live[^\n]*\nHANG: R1/N0 silent "
+                                                    "[^\n]*likely for R1[^\n]*\nbefore the "
+                                                    "hang: ")))
+      << waiting;
   std::this_thread::sleep_for(2s);
   ::kill(r1, SIGCONT);
   const std::string resumed =

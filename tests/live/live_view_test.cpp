@@ -92,12 +92,31 @@ TEST(LiveView, ASilentRankIsNamedWithWhereItWasAndWhoWaitsForIt) {
   const LiveModel m = build_model(s, "demo", 3, 10.0);
   EXPECT_EQ(condition_text(m.ranks[1].live), "R1/N0 silent 12 s (last: step 812, backward)");
   EXPECT_EQ(waiting_text(m), "R0, R2 wait in backward, likely for R1");
-  const std::string view = joined(render_view(m, 120, 30, false));
-  EXPECT_NE(view.find("R1/N0 silent 12 s (last: step 812, backward)"), std::string::npos) << view;
-  EXPECT_NE(view.find("likely for R1"), std::string::npos) << view;
+  // The hang is the headline: the view's second line, the verdict after it
+  // as what the steps showed before.
+  const std::vector<std::string> lines = render_view(m, 120, 30, false);
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_EQ(lines[1],
+            "HANG: R1/N0 silent 12 s (last: step 812, backward); R0, R2 wait in backward, likely "
+            "for R1");
+  EXPECT_EQ(lines[2].rfind("before the hang: INPUT", 0), 0u) << lines[2];
+  const std::string view = joined(lines);
+  EXPECT_EQ(view.find("verdict so far"), std::string::npos) << view;
+  EXPECT_EQ(view.find("likely for R1"), view.rfind("likely for R1")) << "said once\n" << view;
   const std::string line = progress_line(m);
-  EXPECT_NE(line.find("R1/N0 silent 12 s"), std::string::npos) << line;
-  EXPECT_NE(line.find("likely for R1"), std::string::npos) << line;
+  EXPECT_NE(line.find("  HANG: R1/N0 silent 12 s (last: step 812, backward); R0, R2 wait in "
+                      "backward, likely for R1  before the hang: INPUT"),
+            std::string::npos)
+      << line;
+  EXPECT_EQ(line.find("likely for R1"), line.rfind("likely for R1")) << line;
+  // Once it runs again there is no hang: the verdict so far is back.
+  LiveModel again = m;
+  again.ranks[1].live.condition = RankCondition::Running;
+  EXPECT_EQ(hang_text(again), "");
+  EXPECT_EQ(render_view(again, 120, 30, false)[1].rfind("verdict so far: INPUT", 0), 0u);
+  again.stalls[0].resumed = true;
+  again.ranks[1].live.condition = RankCondition::Silent;
+  EXPECT_EQ(hang_text(again), "") << "a stall that resumed is no hang";
 }
 
 TEST(LiveView, ARankBetweenStepsThatNobodyWaitsForIsIdleNotStopped) {
