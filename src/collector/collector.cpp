@@ -307,6 +307,7 @@ struct Collector::Impl final : transport::ServerHandler {
         box.steps_done = r.steps_completed.value_or(0);
         box.phase = static_cast<model::LoopPhase>(r.phase.value_or(0));
         box.stream = model::stream_from_hex(r.stream).value_or(0);
+        box.exited_cleanly = r.exit_code == 0 && !r.signal;
         c.rank_ends[r.global_rank] = std::move(r);
       }
       return std::nullopt;
@@ -553,9 +554,11 @@ struct Collector::Impl final : transport::ServerHandler {
     }
     for (store::BlackBoxReading& box : readings) {
       const int rank = box.global_rank;
-      if (box.attached) {
+      if (box.attached && !box.exited_cleanly) {
         // Where the rank was when it ended: the step after its last
-        // completed one, in the phase its training thread last entered.
+        // completed one, in the phase its training thread last entered. A
+        // rank that exited 0 ended where its program meant to: a silence
+        // before is its telemetry's, and its end is no hang's position.
         std::lock_guard<std::mutex> lk(state_mu);
         box_positions[rank] = {box.steps_completed() + 1, box.phase};
       }

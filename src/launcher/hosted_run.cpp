@@ -83,6 +83,7 @@ void HostedRun::recover(LaunchOutcome& outcome) {
   for (RankOutcome& rank : outcome.ranks) {
     if (!rank.black_box) continue;
     store::BlackBoxReading box = rank.black_box->read();
+    box.exited_cleanly = rank.exit_code == 0 && !rank.signal;
     if (box.attached) {
       rank.steps_completed = box.steps_completed();
       rank.phase = box.phase;

@@ -276,7 +276,7 @@ std::vector<std::string> render_view(const LiveModel& m, int width, int height, 
                  " ranks  " + clock_text(m.elapsed_s) +
                  (m.dropped > 0 ? paint("  dropped " + std::to_string(m.dropped), "33") : ""));
   const std::string verdict = m.verdict.empty() ? std::string("waiting for steps")
-                                                 : model::escape_for_terminal(m.verdict, true);
+                                                : model::escape_for_terminal(m.verdict, true);
   // A rank that hangs now is the headline (DECISIONS 15), whom the others
   // wait for with it; the verdict follows as what the steps showed before.
   const std::string hang = hang_text(m);
@@ -348,7 +348,7 @@ std::string progress_line(const LiveModel& m) {
                        : cell("  step {:.1f}", *mn) + cell("-{:.1f} ms", *mx);
   }
   const std::string verdict = m.verdict.empty() ? std::string("waiting for steps")
-                                                 : model::escape_for_terminal(m.verdict, true);
+                                                : model::escape_for_terminal(m.verdict, true);
   const std::string hang = hang_text(m);
   const model::Stall* hung = hang.empty() ? nullptr : model::hung_stall(m.stalls);
   if (hung != nullptr)

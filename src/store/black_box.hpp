@@ -34,6 +34,10 @@ struct BlackBoxReading {
   model::LoopPhase phase = model::LoopPhase::Outside;
   std::int64_t steps_done = 0;
   double position_ts = 0.0;
+  /// The rank exited with status 0 (set by who saw it end, not read from the
+  /// region): it ended where its program meant to, so its position is no
+  /// hang's, whatever silence came before.
+  bool exited_cleanly = false;
 
   /// The steps the rank completed: its last journaled step, or what its
   /// sender last saw when that is more; within [0, 2^62] whatever the

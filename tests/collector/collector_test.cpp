@@ -790,6 +790,55 @@ TEST(CollectorRelay, ARelayOutsideTheRunOrWithoutItsTokenIsRefusedAndSaysWhy) {
   EXPECT_EQ(store::read_run_db(db_path(dir)).telemetry.steps.size(), 0u);
 }
 
+TEST(CollectorBlackBox, ASilentRankIsPlacedWhereItsBoxSaysUnlessItExitedCleanly) {
+  for (const bool clean : {false, true}) {
+    SCOPED_TRACE(clean ? "exited 0" : "killed");
+    TempDir dir;
+    CollectorOptions o = options(dir);
+    o.interval_s = 0.1;  // silent after 0.3 s
+    Collector c(o);
+    // Rank 0 sends five steps, then nothing, its connection open.
+    Bytes bytes = hello(identity(0));
+    for (int i = 1; i <= 5; ++i) {
+      const Bytes f = frame(FrameType::Step, transport::encode(step_of(0, i)));
+      bytes.insert(bytes.end(), f.begin(), f.end());
+    }
+    transport::TcpClient client;
+    ASSERT_TRUE(client.connect("127.0.0.1", c.port(), kIo)) << client.error();
+    ASSERT_TRUE(client.send_all(bytes.data(), bytes.size(), kIo)) << client.error();
+    const auto silent = [&c] {
+      for (const model::Stall& s : c.stalls())
+        if (s.global_rank == 0 && s.kind == "silent") return true;
+      return false;
+    };
+    for (const auto give_up = Clock::now() + 10s; !silent() && Clock::now() < give_up;)
+      std::this_thread::sleep_for(20ms);
+    ASSERT_TRUE(silent());
+    client.close();
+    // Its box: it went on to complete 40 steps, and was in backward.
+    store::BlackBoxReading box;
+    box.global_rank = 0;
+    box.attached = true;
+    box.steps_done = 40;
+    box.phase = model::LoopPhase::Backward;
+    box.exited_cleanly = clean;
+    c.recover(box);
+    c.stop_ingest(Clock::now() + kFinish);
+    bool found = false;
+    for (const model::Stall& s : c.stalls()) {
+      if (s.global_rank != 0 || s.kind != "silent") continue;
+      found = true;
+      EXPECT_FALSE(s.resumed);
+      EXPECT_EQ(s.from_black_box, !clean);
+      EXPECT_EQ(s.step, clean ? 6 : 41);
+      if (!clean) {
+        EXPECT_EQ(s.phase, model::LoopPhase::Backward);
+      }
+    }
+    EXPECT_TRUE(found);
+  }
+}
+
 TEST(Collector, FinishWithoutRanksReturnsAtOnceAndLeavesAnEmptyRun) {
   TempDir dir;
   CollectionReport rep;
