@@ -132,6 +132,9 @@ inline StepEnd hot_step_end(HotState& h, ThreadRecorder& r, std::int64_t start, 
   }
   const std::int64_t step = h.last_step.fetch_add(1, std::memory_order_relaxed) + 1;
   if (h.max_steps > 0 && step > h.max_steps) {
+    // Not recorded, so not counted: the steps done (heartbeat, black box)
+    // stay the steps traced, the last position known.
+    h.last_step.fetch_sub(1, std::memory_order_relaxed);
     h.state.store(kMaxStepsReached, std::memory_order_release);
     r.discard();
     return StepEnd::Dropped;

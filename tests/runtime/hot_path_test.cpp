@@ -166,6 +166,9 @@ TEST_F(Fixture, MaxStepsStopsRecordingAfterStepN) {
   }
   EXPECT_EQ(drain(recorder).size(), 3u);
   EXPECT_EQ(state.state.load(), kMaxStepsReached);
+  // The steps done are the steps traced: the fourth, not recorded, is not
+  // counted (a heartbeat or black box said 4 before).
+  EXPECT_EQ(state.last_step.load(), 3);
   EXPECT_EQ(hot_scope_begin(state), 0);
 }
 
