@@ -119,4 +119,27 @@ struct StepRecord {
   /// records were lost): not the same as a step that launched nothing.
   std::optional<StepGpuActivity> gpu_activity;
 };
+
+/// A step's record, CPU clock, from what its training thread measured: bit e
+/// of `mask` says event e was measured, `ms(e)` its time in milliseconds; bit
+/// e of `begin_mask` that `begin_ms(e)` is where it first began (from the
+/// step's start; the step's own begin is 0 and never kept). The sender
+/// (runtime/step_pipeline) and a black box read after its rank ended
+/// (store/black_box) each convert their ticks with it.
+template <class Ms, class BeginMs>
+StepRecord cpu_step_record(int rank, std::int64_t step, double ts, int thread, std::uint8_t mask,
+                           std::uint8_t begin_mask, Ms&& ms, BeginMs&& begin_ms) {
+  StepRecord r;
+  r.global_rank = rank;
+  r.step = step;
+  r.ts = ts;
+  r.thread = thread;
+  for (std::size_t e = 0; e < kEventCount; ++e) {
+    if ((mask >> e & 1u) == 0) continue;
+    r.events.set(Event(e), Timing{ms(e), std::nullopt});
+    if ((begin_mask >> e & 1u) != 0 && e != std::size_t(Event::TracedStepTime))
+      r.events.set_begin(Event(e), begin_ms(e));
+  }
+  return r;
+}
 }  // namespace traceml::model

@@ -7,18 +7,10 @@
 namespace traceml::runtime {
 
 model::StepRecord to_step_record(const RawStep& raw, int rank, const timing::WallMapping& wall) {
-  model::StepRecord r;
-  r.global_rank = rank;
-  r.step = raw.step;
-  r.ts = wall.to_unix(raw.end_ns);
-  r.thread = raw.thread;
-  for (std::size_t e = 0; e < model::kEventCount; ++e) {
-    if ((raw.mask >> e & 1u) == 0) continue;
-    r.events.set(model::Event(e), model::Timing{double(raw.ns[e]) * 1e-6, std::nullopt});
-    if ((raw.begin_mask >> e & 1u) != 0 && e != std::size_t(model::Event::TracedStepTime))
-      r.events.set_begin(model::Event(e), double(raw.begin_ns[e]) * 1e-6);
-  }
-  return r;
+  return model::cpu_step_record(
+      rank, raw.step, wall.to_unix(raw.end_ns), raw.thread, raw.mask, raw.begin_mask,
+      [&raw](std::size_t e) { return double(raw.ns[e]) * 1e-6; },
+      [&raw](std::size_t e) { return double(raw.begin_ns[e]) * 1e-6; });
 }
 
 std::optional<model::StepMemoryRecord> to_step_memory(const RawStep& raw, int rank) {

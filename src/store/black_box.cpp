@@ -60,19 +60,10 @@ TickClock read_clock(const model::BlackBoxHeader& h) {
 
 model::StepRecord to_record(const model::BlackBoxStep& s, int rank, const TickClock& clock,
                             double wall_offset_s) {
-  model::StepRecord r;
-  r.global_rank = rank;
-  r.step = s.step;
-  r.ts = wall_offset_s + clock.at(s.end_ticks) * 1e-9;
-  r.thread = s.thread;
-  for (std::size_t e = 0; e < model::kEventCount; ++e) {
-    if ((s.mask >> e & 1u) == 0) continue;
-    const double ms = std::max(clock.span(s.ticks[e]), 0.0) * 1e-6;
-    r.events.set(model::Event(e), model::Timing{ms, std::nullopt});
-    if ((s.begin_mask >> e & 1u) != 0 && e != std::size_t(model::Event::TracedStepTime))
-      r.events.set_begin(model::Event(e), clock.span(s.begin_ticks[e]) * 1e-6);
-  }
-  return r;
+  return model::cpu_step_record(
+      rank, s.step, wall_offset_s + clock.at(s.end_ticks) * 1e-9, s.thread, s.mask, s.begin_mask,
+      [&](std::size_t e) { return std::max(clock.span(s.ticks[e]), 0.0) * 1e-6; },
+      [&](std::size_t e) { return clock.span(s.begin_ticks[e]) * 1e-6; });
 }
 
 }  // namespace

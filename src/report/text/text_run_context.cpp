@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "analysis/number_format.hpp"
+#include "model/position.hpp"
 #include "model/run_end_state.hpp"
 #include "report/text/text_format.hpp"
 
@@ -23,17 +24,23 @@ constexpr std::size_t kAlsoMax = 2;
 /// The run block's stalls listed one per line; the rest are counted.
 constexpr std::size_t kStallsShown = 4;
 
+/// A loop phase's key in the summary ("input_wait") as users read it
+/// ("input wait", model::loop_phase_name, as the launcher's stall lines say
+/// it); a key this build does not know, its underscores as spaces.
+std::string phase_words(const std::string& key) {
+  if (const auto p = model::loop_phase_from_key(key)) return model::loop_phase_name(*p);
+  std::string words = key;
+  std::replace(words.begin(), words.end(), '_', ' ');
+  return words;
+}
+
 /// "R0 was stalled for 6.0 s at step 812, backward"; a silent rank's step
 /// and phase are the last it told: "R1 was silent for 6.2 s (last heard at
 /// step 812, input wait)", unless its black box said where it really was.
 std::string stall_text(const Json& s) {
   const std::string kind = text_or(child(&s, "kind"), "stalled");
   std::string where = "step " + std::to_string(integer(child(&s, "step")).value_or(0));
-  if (const auto phase = text(child(&s, "phase"))) {
-    std::string words = *phase;
-    std::replace(words.begin(), words.end(), '_', ' ');
-    where += ", " + words;
-  }
+  if (const auto phase = text(child(&s, "phase"))) where += ", " + phase_words(*phase);
   const bool heard = kind == "silent" && text_or(child(&s, "position_from")) != "black_box";
   return "R" + std::to_string(integer(child(&s, "rank")).value_or(0)) + " was " + kind + " for " +
          analysis::fixed(number(child(&s, "duration_s")).value_or(0.0), 1) + " s " +
@@ -56,9 +63,7 @@ std::string death_text(const Json& rank) {
     if (phase == "outside") {
       where = "between steps";
     } else if (!phase.empty() && phase != "step") {
-      std::string words = phase;
-      std::replace(words.begin(), words.end(), '_', ' ');
-      where += " (" + words + ")";
+      where += " (" + phase_words(phase) + ")";
     }
     parts.push_back(where + " after " + std::to_string(*done) + " completed step" +
                     (*done == 1 ? "" : "s"));
