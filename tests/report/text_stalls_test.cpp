@@ -99,6 +99,25 @@ TEST(TextStalls, AHangReadFromTheBlackBoxSaysWhereTheRankIs) {
       << text;
 }
 
+// A summary written before `run.hang` existed (no such key) opens with the
+// hang its stalls say, by the same rule: the rank the others waited for.
+TEST(TextStalls, ASummaryFromBeforeTheHangKeyOpensWithTheHangItsStallsSay) {
+  const Json old =
+      with_run("interrupted", Json::array({stall(0, "stalled", 813, "backward", 30.0, false, 0),
+                                           stall(2, "silent", 700, "forward", 3.0, true, 1),
+                                           stall(1, "silent", 812, "forward", 31.5, false, 1)}));
+  ASSERT_FALSE(old["run"].contains("hang"));
+  const std::string text = render_text(old);
+  EXPECT_NE(text.find("Verdict: HANG  (critical)\nWhy: R1 was silent for 31.5 s (last heard at "
+                      "step 812, forward), when the run was stopped; 1 rank waited for it."),
+            std::string::npos)
+      << text;
+  // Today's summaries say it themselves: null is no hang.
+  Json none = old;
+  none["run"]["hang"] = nullptr;
+  EXPECT_EQ(render_text(none).find("HANG"), std::string::npos);
+}
+
 TEST(TextStalls, ACompletedRunWithoutAHangKeepsItsVerdict) {
   const std::string text = render_text(
       with_run("completed", Json::array({stall(1, "silent", 8, "forward", 4.0, true, 0)})));

@@ -82,8 +82,30 @@ std::string waited_text(const Json& s) {
 
 }  // namespace
 
+/// The run's hang: `run.hang`; in a summary written before that key was
+/// (none at all, not null), the stall model::hung_stall would have named from
+/// `run.stalls` when the run did not complete: of those that never resumed,
+/// the first the others waited for, else the first.
+const Json* hang_of(const SummaryView& run) {
+  const Json* r = object_child(run.root, "run");
+  if (r == nullptr) return nullptr;
+  if (r->contains("hang")) return object_child(r, "hang");
+  if (text_or(child(r, "status"), "completed") == "completed") return nullptr;
+  const Json* stalls = array_child(r, "stalls");
+  if (stalls == nullptr) return nullptr;
+  const Json* hung = nullptr;
+  const auto waited = [](const Json* s) {
+    return integer(child(s, "others_waiting")).value_or(0) > 0;
+  };
+  for (const Json& s : *stalls) {
+    if (!s.is_object() || flag(child(&s, "resumed")).value_or(true)) continue;
+    if (hung == nullptr || (waited(&s) && !waited(hung))) hung = &s;
+  }
+  return hung;
+}
+
 std::optional<HangHeadline> hang_headline(const SummaryView& run) {
-  const Json* hang = object_child(object_child(run.root, "run"), "hang");
+  const Json* hang = hang_of(run);
   if (hang == nullptr) return std::nullopt;
   HangHeadline h;
   h.why = stall_text(*hang) + ", when the run was stopped";
