@@ -20,6 +20,7 @@
 
 #include "../support/rank_pid.hpp"
 #include "../support/subprocess.hpp"
+#include "../support/traceml_run.hpp"
 #include "launcher/free_port.hpp"
 
 namespace traceml::testing {
@@ -160,32 +161,9 @@ TEST(BlackBoxTwoNodes, ADeathOnNodeOneLosesNoStepAndIsSaid) {
         "[ \"$RANK\" = 3 ] && { sleep 4 & }; exec " + kTinyRank + " --steps " +
         std::to_string(steps) + " --step-us 1000 --progress " + (dir.path() / "progress").string() +
         "$RANK $( [ \"$RANK\" = 3 ] && echo --die-after 1500)";
-    return std::vector<std::string>{kCli,
-                                    "run",
-                                    "--nnodes",
-                                    "2",
-                                    "--node-rank",
-                                    std::to_string(node_rank),
-                                    "--nproc-per-node",
-                                    "2",
-                                    "--master-addr",
-                                    "127.0.0.1",
-                                    "--master-port",
-                                    std::to_string(*master),
-                                    "--aggregator-port",
-                                    std::to_string(*collector),
-                                    "--run-name",
-                                    "two_nodes",
-                                    "--logs-dir",
-                                    (dir.path() / ("logs" + std::to_string(node_rank))).string(),
-                                    "--mode",
-                                    "summary",
-                                    "--interval",
-                                    "0.2",
-                                    "--",
-                                    "sh",
-                                    "-c",
-                                    rank_cmd};
+    return traceml_node_argv(kCli, node_rank, 2, *master, *collector,
+                             dir.path() / ("logs" + std::to_string(node_rank)), "two_nodes",
+                             {"--mode", "summary", "--interval", "0.2"}, {"sh", "-c", rank_cmd});
   };
   ChildProcess node0(node(0, 300));
   ChildProcess node1(node(1, 1000000));

@@ -404,34 +404,9 @@ TEST(E2E, TwoNodesOneCollectorNamesTheSlowRankOnNodeOne) {
   const auto collector = launcher::pick_free_port();
   ASSERT_TRUE(master && collector);
   auto node = [&](int rank, const TempDir& logs) {
-    return std::vector<std::string>{kCli,
-                                    "run",
-                                    "--nnodes",
-                                    "2",
-                                    "--node-rank",
-                                    std::to_string(rank),
-                                    "--nproc-per-node",
-                                    "1",
-                                    "--master-addr",
-                                    "127.0.0.1",
-                                    "--master-port",
-                                    std::to_string(*master),
-                                    "--aggregator-port",
-                                    std::to_string(*collector),
-                                    "--run-name",
-                                    "two_nodes",
-                                    "--logs-dir",
-                                    logs.path().string(),
-                                    "--interval",
-                                    "0.2",
-                                    "--",
-                                    example("ddp"),
-                                    "--steps",
-                                    "120",
-                                    "--slow-rank",
-                                    "1",
-                                    "--slow-input-ms",
-                                    "15"};
+    return traceml_node_argv(
+        kCli, rank, 1, *master, *collector, logs.path(), "two_nodes", {"--interval", "0.2"},
+        {example("ddp"), "--steps", "120", "--slow-rank", "1", "--slow-input-ms", "15"});
   };
   ChildProcess node0(node(0, logs0));
   ChildProcess node1(node(1, logs1));
