@@ -10,6 +10,10 @@
 // while the run goes), then finalize from it. Built only where RunState
 // exists, so that this file also measures older trees side by side.
 //
+// BM_ReadBlackBox: what `traceml run` adds to a rank's end since the black
+// box (docs/launchers.md): reading a full box (4,096 journaled steps, every
+// CPU event timed, a memory peak each) back into records.
+//
 // Counter peak_extra_MB: growth of the process's peak RSS during the first
 // iteration, beyond what the setup used.
 #include <benchmark/benchmark.h>
@@ -22,6 +26,11 @@
 
 #include "collector/finalize.hpp"
 #include "store/run_db.hpp"
+#if __has_include("store/black_box.hpp")
+#include "model/black_box.hpp"
+#include "store/black_box.hpp"
+#define TRACEML_BENCH_BLACK_BOX 1
+#endif
 #if __has_include("collector/run_state.hpp")
 #include "collector/run_state.hpp"
 #define TRACEML_BENCH_RUN_STATE 1
@@ -182,6 +191,32 @@ BENCHMARK(BM_EndOfRunFromMemory)
     ->Args({8, 125000})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
+#endif
+
+#ifdef TRACEML_BENCH_BLACK_BOX
+void BM_ReadBlackBox(benchmark::State& state) {
+  auto region = std::make_unique<model::BlackBoxRegion>();
+  region->header.attached.store(1);
+  for (std::int64_t step = 1; step <= 2 * std::int64_t{model::kBlackBoxSlots}; ++step) {
+    model::journal_step(*region, [step](model::BlackBoxStep& s) {
+      s.step = step;
+      s.end_ticks = step * 1'000'000;
+      s.mask = 0x3f;
+      for (std::size_t e = 0; e < model::kEventCount; ++e)
+        s.ticks[e] = 100'000 + std::int64_t(e);
+      s.has_memory = 1;
+      s.peak_allocated_bytes = 1e9;
+    });
+  }
+  std::size_t steps = 0;
+  for (auto _ : state) {
+    const store::BlackBoxReading r = store::read_black_box(*region);
+    steps = r.steps.size();
+    benchmark::DoNotOptimize(r.steps.data());
+  }
+  state.counters["steps"] = double(steps);
+}
+BENCHMARK(BM_ReadBlackBox)->Unit(benchmark::kMicrosecond);
 #endif
 
 }  // namespace
