@@ -244,6 +244,9 @@ struct Collector::Impl final : transport::ServerHandler {
     else if (*node.local_world_size > kMaxRelayRanks)
       refuse = "a relay speaks for at most " + std::to_string(kMaxRelayRanks) + " ranks, not " +
                std::to_string(*node.local_world_size);
+    else if (*node.node_rank < 1 || *node.node_rank >= options.nnodes)
+      refuse = "a relay of node " + std::to_string(*node.node_rank) + ": this run's relays are " +
+               "nodes 1 to " + std::to_string(options.nnodes - 1);
     else if (!world || *world <= 0)
       refuse = "a relay needs the run's world size (only `traceml run` has relays)";
     else if (std::int64_t(node.global_rank) + *node.local_world_size > *world)
@@ -253,6 +256,9 @@ struct Collector::Impl final : transport::ServerHandler {
     else if (node.world_size && *node.world_size != *world)
       refuse = "a relay's world size " + std::to_string(*node.world_size) + " differs from the " +
                "run's " + std::to_string(*world);
+    // Last: only a relay that passed the rest takes its node.
+    else if (!relay_nodes.insert(*node.node_rank).second)
+      refuse = "node " + std::to_string(*node.node_rank) + " has relayed already";
     if (refuse) {
       reject(peer, "invalid_identity", *refuse);
       return {refuse, 0};
@@ -314,15 +320,16 @@ struct Collector::Impl final : transport::ServerHandler {
     }
   }
 
-  /// A relay's end, with Bye or not: what it brought is taken like a local
-  /// black box (take_recovered), and its node counts as relayed.
+  /// A relay's end: what it brought is taken like a local black box
+  /// (take_recovered), also when it was cut short; its node counts as
+  /// relayed only when it ended with Bye (a cut one is named at the end).
   void relay_closed(Connection& c) {
     std::lock_guard<std::mutex> lk(recovered_mu);
     for (auto& [rank, box] : c.relayed)
       recovered.push_back(std::move(box));
     for (auto& [rank, end] : c.rank_ends)
       rank_ends[rank] = std::move(end);
-    nodes_relayed.insert(*c.node_rank);
+    if (c.said_bye) nodes_relayed.insert(*c.node_rank);
   }
 
   /// Nodes 1 to nnodes - 1 whose relay has not closed yet.
@@ -636,6 +643,7 @@ struct Collector::Impl final : transport::ServerHandler {
   std::unordered_map<transport::ConnectionId, Connection> connections;
   std::unordered_map<int, SeenSteps> seen;             // per rank, its latest stream's
   std::unordered_map<int, std::uint64_t> seen_stream;  // the stream `seen` is of
+  std::set<int> relay_nodes;  // nodes whose relay was accepted: one each, at most nnodes - 1
 
   std::mutex recovered_mu;
   std::vector<store::BlackBoxReading> recovered;  // taken by stop_ingest

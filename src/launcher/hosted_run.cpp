@@ -206,9 +206,12 @@ void relay_black_boxes(LaunchOutcome& outcome, const LaunchedRunOptions& o) {
                                                 rank.stopped_by_launcher);
     ranks.push_back({std::move(end), std::move(box)});
   }
-  // Within the time node 0 waits for it (its --finalize-timeout, 60 s by
-  // default): it may still be storing its own ranks' records.
-  const auto budget = std::chrono::milliseconds(std::int64_t(o.finalize_timeout_s * 1000));
+  // Node 0's collector listens from the start of the run: one that cannot
+  // be reached for 15 s is gone, and waiting longer (up to the finalize
+  // timeout, 60 s by default) would only hold this node's end and its
+  // Ctrl-C.
+  const auto budget =
+      std::chrono::milliseconds(std::int64_t(std::min(o.finalize_timeout_s, 15.0) * 1000));
   if (const auto why = collector::relay_to_collector(target, ranks, budget))
     warn("could not hand this node's black boxes to the collector (" + *why +
          "): what its ranks had not sent is lost");
@@ -313,7 +316,10 @@ int host_launched_run(LaunchedRunOptions o) {
   m.started_at = started;
   m.ended_at = ended;
   m.outcome = outcome;
+  // The run's end once the other nodes' ranks are counted (add_other_nodes).
   m.status = end.status;
+  if (m.outcome.exit_code == 0) m.outcome.exit_code = end.exit_code;
+  if (!m.outcome.first_failed_rank) m.outcome.first_failed_rank = end.failed_rank;
   m.collection = end.collected;
   m.records_dropped = end.records_dropped;
   m.artifacts = end.artifacts;

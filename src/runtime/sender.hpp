@@ -80,7 +80,7 @@ struct SenderSettings {
   std::function<void(const std::string&)> on_refused;
   /// The protocol the sender speaks first (tests speak an older one). Where
   /// the collector answers no Verdict twice, it falls back to 3.
-  std::uint16_t protocol_version = transport::kProtocolVersion;
+  std::uint16_t protocol_version = transport::kRankProtocolVersion;
   /// Called on the sender thread every flush interval (the runtime watches
   /// for a dead launcher's pipes there).
   std::function<void()> on_tick;

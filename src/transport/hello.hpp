@@ -36,6 +36,12 @@ inline constexpr std::uint16_t kProtocolVersion = 5;
 inline constexpr std::uint16_t kVerdictProtocolVersion = 4;
 /// The first version whose Hello says who speaks (Hello::role).
 inline constexpr std::uint16_t kRoleProtocolVersion = 5;
+/// What a rank speaks: nothing of protocol 5 concerns a rank (its role is
+/// the default), and a collector of protocol 4 reads a Hello of 4 whole,
+/// while it cannot read one of 5 far enough to answer it (the role byte
+/// shifts the identity): a rank of this build keeps its Verdict, resume and
+/// goodbye with such a collector. Only a relay speaks 5.
+inline constexpr std::uint16_t kRankProtocolVersion = 4;
 inline constexpr std::uint16_t kOldestProtocolVersion = 1;
 constexpr bool supported_protocol(std::uint16_t v) {
   return v >= kOldestProtocolVersion && v <= kProtocolVersion;

@@ -765,8 +765,16 @@ TEST(CollectorRelay, TheEndWaitsForEachOtherNodeUntilTheDeadlineAndSaysWhichNeve
   o.nnodes = 3;
   Collector c(o);
   send_and_close(c.port(), rank_stream(0, 5).bytes);
-  // Node 1 relays (nothing to give), node 2 never does.
+  // Node 1 relays (nothing to give); node 2's relay is cut after its Hello,
+  // before its Bye: that node is not relayed.
   ASSERT_EQ(relay_to_collector(node_one(c.port()), {}, 10s), std::nullopt);
+  transport::Hello cut;
+  cut.token = kToken;
+  cut.role = transport::PeerRole::Relay;
+  cut.identity = identity(3);
+  cut.identity.node_rank = 2;
+  cut.identity.local_world_size = 1;
+  send_and_close(c.port(), frame(FrameType::Hello, transport::encode_hello(cut)));
   const auto t0 = Clock::now();
   const CollectionReport rep = c.finish(Clock::now() + 400ms, 1);
   EXPECT_GE(Clock::now() - t0, 400ms);
@@ -776,7 +784,9 @@ TEST(CollectorRelay, TheEndWaitsForEachOtherNodeUntilTheDeadlineAndSaysWhichNeve
 
 TEST(CollectorRelay, ARelayOutsideTheRunOrWithoutItsTokenIsRefusedAndSaysWhy) {
   TempDir dir;
-  Collector c(options(dir));
+  CollectorOptions o = options(dir);
+  o.nnodes = 2;
+  Collector c(o);
   RelayTarget outside = node_one(c.port());
   outside.node.global_rank = 3;  // ranks 3 and 4 of a world of 4
   EXPECT_EQ(relay_to_collector(outside, {}, 10s).value_or(""),
@@ -785,9 +795,17 @@ TEST(CollectorRelay, ARelayOutsideTheRunOrWithoutItsTokenIsRefusedAndSaysWhy) {
   stranger.token = "another-run";
   EXPECT_EQ(relay_to_collector(stranger, {relayed(2, 1, 5, 137, 9)}, 10s).value_or(""),
             "the collector refused it: wrong run token (the connection is not from this run)");
+  RelayTarget node_five = node_one(c.port());
+  node_five.node.node_rank = 5;
+  EXPECT_EQ(relay_to_collector(node_five, {}, 10s).value_or(""),
+            "the collector refused it: a relay of node 5: this run's relays are nodes 1 to 1");
+  // One relay a node: a second is refused, whatever it carries.
+  ASSERT_EQ(relay_to_collector(node_one(c.port()), {relayed(2, 1, 5, 137, 9)}, 10s), std::nullopt);
+  EXPECT_EQ(relay_to_collector(node_one(c.port()), {relayed(2, 6, 9, 137, 9)}, 10s).value_or(""),
+            "the collector refused it: node 1 has relayed already");
   const CollectionReport rep = c.finish(Clock::now() + kFinish);
-  EXPECT_EQ(rep.rejected_connections, 2);
-  EXPECT_EQ(store::read_run_db(db_path(dir)).telemetry.steps.size(), 0u);
+  EXPECT_EQ(rep.rejected_connections, 4);
+  EXPECT_EQ(store::read_run_db(db_path(dir)).telemetry.steps.size(), 5u);
 }
 
 TEST(CollectorBlackBox, ASilentRankIsPlacedWhereItsBoxSaysUnlessItExitedCleanly) {

@@ -205,6 +205,11 @@ TEST(BlackBoxTwoNodes, ADeathOnNodeOneLosesNoStepAndIsSaid) {
              rank["phase"] == "outside" && rank["stopped_by_launcher"] == false;
   EXPECT_TRUE(said) << run.dump();
   EXPECT_NE(r0.err.find("rank 3's last "), std::string::npos) << r0.err;
+  // The manifest says the same as the summary and the exit code.
+  const Json manifest = Json::parse(read_file(run_dir / "manifest.json"));
+  EXPECT_EQ(manifest["status"], "failed");
+  EXPECT_EQ(manifest["exit_code"], 137);
+  EXPECT_EQ(manifest["first_failed_rank"], 3);
 }
 
 // A rank stopped (SIGSTOP) for a while in a batch job: the log says so while
