@@ -53,6 +53,8 @@ struct RunArgs {
   std::string aggregator_bind_host;
   double finalize_timeout_sec = 60.0;
   std::optional<std::int64_t> trace_max_steps;
+  std::string profile_steps;  ///< "A:B"; empty: no profile
+  std::string profile_ranks;  ///< "all" or "0,3"; empty: all
   double grace_sec = 5.0;
   bool disable = false;
   std::vector<std::string> command;
@@ -86,6 +88,13 @@ std::optional<std::string> validate(const RunArgs& a) {
     if (auto p = out_of_range("--trace-max-steps", double(*a.trace_max_steps), 1,
                               double(kMaxTraceSteps)))
       return p;
+  }
+  std::string why;
+  if (!a.profile_steps.empty() && !model::parse_profile_steps(a.profile_steps, why))
+    return "--profile-steps " + why;
+  if (!a.profile_ranks.empty()) {
+    if (a.profile_steps.empty()) return "--profile-ranks needs --profile-steps A:B";
+    if (!model::parse_profile_ranks(a.profile_ranks, why)) return "--profile-ranks " + why;
   }
   if (std::int64_t(a.nnodes) * a.nproc_per_node > runtime::kMaxWorldSize)
     return "--nnodes x --nproc-per-node must be at most " + std::to_string(runtime::kMaxWorldSize) +
@@ -176,6 +185,8 @@ int run(const RunArgs& a) {
     o.logs_dir = a.hosted.logs_dir;
     o.connect_host = a.aggregator_host;
     o.trace_max_steps = a.trace_max_steps;
+    o.profile_steps = a.profile_steps;
+    o.profile_ranks = a.profile_ranks;
     o.finalize_timeout_s = a.finalize_timeout_sec;
     return launcher::host_launched_run(std::move(o));
   } catch (const launcher::LaunchError& e) {
@@ -221,6 +232,11 @@ void add_run_command(CLI::App& app, Action& action) {
                   "Longest wait for the last telemetry after the ranks ended")
       ->capture_default_str();
   cmd->add_option("--trace-max-steps", a->trace_max_steps, "Record only the first N steps");
+  cmd->add_option("--profile-steps", a->profile_steps,
+                  "A:B: LibTorch's profiler on for steps A to B of each rank; the run directory "
+                  "gets profiles/rank<R>_steps<A>-<B>.json (docs/profiling.md)");
+  cmd->add_option("--profile-ranks", a->profile_ranks,
+                  "Ranks that profile with --profile-steps: 'all' (default) or 0,3,...");
   add_interval_option(cmd, a->hosted, kHostedHelp);
   cmd->add_option("--grace-period-sec", a->grace_sec, "After SIGTERM, seconds before SIGKILL")
       ->capture_default_str();

@@ -19,19 +19,30 @@
 // CUDA caching allocator's statistics (per-step peak allocated and reserved
 // memory, for the STEP MEMORY section).
 //
+// It also installs a third: LibTorch's operator profiler, which `traceml run
+// --profile-steps A:B` switches on for steps A to B of the training thread
+// (docs/profiling.md). This one is installed on a CPU too.
+//
 // traceml::wrap_dataloader (traceml.hpp) already times fetches from
 // torch::data loaders; no LibTorch-specific loader wrapper is needed.
 //
 // Works with LibTorch 1.13 and 2.x, with or without CUDA. Nothing here throws.
 #pragma once
 
+#include <torch/csrc/autograd/profiler_kineto.h>
 #include <torch/cuda.h>
 #include <torch/data/example.h>
 #include <torch/types.h>
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <set>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include <traceml/hooks.hpp>
 #include <traceml/traceml.hpp>
@@ -77,6 +88,125 @@ inline torch::data::Example<> to_device(const torch::data::Example<>& batch,
 }
 
 namespace detail {
+
+/// The reason a profiler hook last failed on this thread (what the hook returns).
+inline const char* torch_profiler_failure(const char* what) noexcept {
+  thread_local std::string why;
+  try {
+    why = what;
+    why = why.substr(0, why.find('\n'));  // c10's messages go on with a backtrace
+    return why.c_str();
+  } catch (...) {
+    return "LibTorch's profiler failed";
+  }
+}
+
+// An event's start and duration: LibTorch 1.13 gives microseconds (startUs),
+// 2.x nanoseconds (startNs); the overload that compiles is the one used.
+template <class E>
+auto torch_event_start_ns(const E& e, int) -> decltype(std::int64_t(e.startNs())) {
+  return std::int64_t(e.startNs());
+}
+template <class E>
+std::int64_t torch_event_start_ns(const E& e, long) {
+  return std::int64_t(e.startUs()) * 1000;
+}
+template <class E>
+auto torch_event_duration_ns(const E& e, int) -> decltype(std::int64_t(e.durationNs())) {
+  return std::int64_t(e.durationNs());
+}
+template <class E>
+std::int64_t torch_event_duration_ns(const E& e, long) {
+  return std::int64_t(e.durationUs()) * 1000;
+}
+
+/// ProfilerHooks::start: LibTorch's profiler (the KINETO state, CPU
+/// operators, their input shapes) on the calling thread.
+inline const char* start_torch_profiler() noexcept {
+  try {
+    namespace impl = torch::profiler::impl;
+    const impl::ProfilerConfig config(impl::ProfilerState::KINETO, /*report_input_shapes=*/true);
+    const std::set<impl::ActivityType> activities{impl::ActivityType::CPU};
+    torch::autograd::profiler::prepareProfiler(config, activities);
+    torch::autograd::profiler::enableProfiler(config, activities);
+    return nullptr;
+  } catch (const c10::Error& e) {
+    return torch_profiler_failure(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return torch_profiler_failure(e.what());
+  } catch (...) {
+    return "LibTorch's profiler failed to start";
+  }
+}
+
+/// ProfilerHooks::stop: the profiler off, its result kept as the capture.
+inline const char* stop_torch_profiler(void** capture) noexcept {
+  if (capture == nullptr) return "no place for the capture";
+  *capture = nullptr;
+  try {
+    *capture = torch::autograd::profiler::disableProfiler().release();
+    return *capture != nullptr ? nullptr : "LibTorch's profiler returned no result";
+  } catch (const c10::Error& e) {
+    return torch_profiler_failure(e.what_without_backtrace());
+  } catch (const std::exception& e) {
+    return torch_profiler_failure(e.what());
+  } catch (...) {
+    return "LibTorch's profiler failed to stop";
+  }
+}
+
+/// "[[64, 784], [256, 784]]".
+inline void append_torch_shapes(std::string& out,
+                                const c10::ArrayRef<std::vector<std::int64_t>>& shapes) {
+  out += '[';
+  for (std::size_t i = 0; i < shapes.size(); ++i) {
+    if (i > 0) out += ", ";
+    out += '[';
+    for (std::size_t j = 0; j < shapes[i].size(); ++j) {
+      if (j > 0) out += ", ";
+      out += std::to_string(shapes[i][j]);
+    }
+    out += ']';
+  }
+  out += ']';
+}
+
+/// ProfilerHooks::read: each event of the capture to `sink`, then the
+/// capture freed.
+inline void read_torch_profile(void* capture, ProfiledOpSink sink, void* context) noexcept {
+  using Result = torch::autograd::profiler::ProfilerResult;
+  std::unique_ptr<Result> result(static_cast<Result*>(capture));
+  if (!result || sink == nullptr) return;
+  try {
+    std::string name;
+    std::string shapes;
+    for (const auto& e : result->events()) {
+      name = e.name();
+      shapes.clear();
+      if (e.hasShapes()) append_torch_shapes(shapes, e.shapes());
+      ProfiledOp op;
+      op.name = name;
+      op.start_us = torch_event_start_ns(e, 0) / 1000;
+      op.duration_us = torch_event_duration_ns(e, 0) / 1000;
+      op.thread = e.startThreadId();
+      op.sequence = e.sequenceNr();
+      op.gpu = e.deviceType() != c10::DeviceType::CPU;
+      op.shapes = shapes;
+      sink(context, op);
+    }
+  } catch (...) {
+    // What was handed on stays; the rest of this capture is lost.
+  }
+}
+
+/// Hands LibTorch's profiler to the runtime (for --profile-steps).
+inline void install_torch_profiler() noexcept {
+  ProfilerHooks hooks;
+  hooks.start = &start_torch_profiler;
+  hooks.stop = &stop_torch_profiler;
+  hooks.read = &read_torch_profile;
+  set_profiler_hooks(hooks);
+}
 
 #if TRACEML_TORCH_CUDA
 /// The device whose allocator the memory hook reads (-1: none yet) and its
@@ -159,7 +289,11 @@ inline void* current_torch_cuda_stream(int device) noexcept {
 /// starts by itself once the program uses a GPU) records its events on the
 /// legacy default stream, which is LibTorch's current stream unless the
 /// program switches streams. Never throws.
+///
+/// On any device, it lets traceml switch LibTorch's profiler on for the steps
+/// `traceml run --profile-steps` asks for (docs/profiling.md).
 inline void enable_torch_cuda(const torch::Device& device) noexcept {
+  detail::install_torch_profiler();
 #if TRACEML_TORCH_CUDA
   try {
     if (!device.is_cuda() || !torch::cuda::is_available()) return;
@@ -189,8 +323,9 @@ inline void enable_torch_cuda(const torch::Device& device) noexcept {
 }
 
 /// enable_torch_cuda() for the current CUDA device, when LibTorch has CUDA and
-/// a GPU is usable; otherwise nothing.
+/// a GPU is usable; otherwise only the profiler's hooks.
 inline void enable_torch_cuda() noexcept {
+  detail::install_torch_profiler();
 #if TRACEML_TORCH_CUDA
   try {
     if (!torch::cuda::is_available()) return;

@@ -20,6 +20,7 @@
 #include "analysis/step_median.hpp"
 #include "collector/connection_state.hpp"
 #include "collector/intake.hpp"
+#include "collector/profiles.hpp"
 #include "collector/run_state.hpp"
 #include "collector/seen_steps.hpp"
 #include "collector/write_queue.hpp"
@@ -377,6 +378,11 @@ struct Collector::Impl final : transport::ServerHandler {
     ranks[c.rank].tracer = std::move(s);
   }
   void handle(Connection& /*c*/, model::RankPosition&& p) { board.heartbeat(p, LiveClock::now()); }
+  /// Written to the run directory as it comes (collector/profiles).
+  void handle(Connection& c, model::ProfileChunk&& p) {
+    ++c.records;
+    if (profiles.take(std::move(p))) invalid();
+  }
   /// Kept per rank for its delivery: how its program ended.
   void handle(Connection& c, model::RankGoodbye&& g) {
     c.drained = true;
@@ -636,6 +642,7 @@ struct Collector::Impl final : transport::ServerHandler {
   std::unique_ptr<transport::TcpServer> server;
   RunState state;   // fed as records are accepted (push), next to the database
   LiveBoard board;  // where each rank is: the live view's rows, the run's stalls
+  ProfileStore profiles{options.run_dir};  // the ranks' profiles, as files
   /// The database and its writer thread (null only while the constructor runs).
   std::unique_ptr<WriteQueue> queue;
 
@@ -753,6 +760,10 @@ void Collector::stop_ingest(std::chrono::steady_clock::time_point deadline, int 
 void Collector::recover(store::BlackBoxReading reading) {
   std::lock_guard<std::mutex> lk(impl_->recovered_mu);
   impl_->recovered.push_back(std::move(reading));
+}
+
+std::vector<ProfileOutcome> Collector::profiles() {
+  return impl_->profiles.outcomes(/*close_open=*/impl_->ingest_stopped);
 }
 
 std::vector<model::RankEnd> Collector::relayed_ends() {

@@ -17,6 +17,7 @@
 #include "analysis/summary.hpp"
 #include "collector/run_state.hpp"
 #include "model/schema.hpp"
+#include "report/profile_trace.hpp"
 #include "report/summary_json.hpp"
 
 namespace traceml::collector {
@@ -250,7 +251,8 @@ report::FinalSummary finalize_run(const std::string& run_dir, const store::RunDa
       report::run_dir_hint_for(run_dir), report::html_hint_for(run_dir),
       partial_block(data, run_dir,
                     rejections ? store::total_rejections(*rejections)
-                               : static_cast<std::int64_t>(data.rejected.size())));
+                               : static_cast<std::int64_t>(data.rejected.size())),
+      report::profiles_json(report::read_profile_infos(run_dir)));
   report::write_run_report(f, run_dir, &data.telemetry, page_limits);
   return f;
 }

@@ -153,6 +153,11 @@ void add_rank_env(LaunchedRunOptions& o, const std::string& run_name, std::uint1
   env.emplace_back(model::env::kInterval, std::to_string(o.host.interval_s));
   env.emplace_back(model::env::kTraceMaxSteps,
                    o.trace_max_steps ? std::to_string(*o.trace_max_steps) : "");
+  if (!o.profile_steps.empty()) {
+    env.emplace_back(model::env::kProfileSteps, o.profile_steps);
+    env.emplace_back(model::env::kProfileRanks,
+                     o.profile_ranks.empty() ? std::string("all") : o.profile_ranks);
+  }
   env.emplace_back(model::env::kNnodes, std::to_string(plan.nnodes));
   env.emplace_back(model::env::kNprocPerNode, std::to_string(plan.nproc_per_node));
   env.emplace_back(model::env::kNodeRank, std::to_string(plan.node_rank));

@@ -116,6 +116,9 @@ struct LaunchedRunOptions {
   /// master address.
   std::string connect_host;
   std::optional<std::int64_t> trace_max_steps;
+  /// --profile-steps and --profile-ranks, checked (empty: not given).
+  std::string profile_steps;
+  std::string profile_ranks;
   double finalize_timeout_s = 60.0;
 };
 

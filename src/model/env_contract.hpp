@@ -38,6 +38,12 @@ inline constexpr const char* kLauncherPipes = "TRACEML_LAUNCHER_PIPES";
 /// launcher (set by launcher/rank_process.cpp; store/black_box.hpp).
 inline constexpr const char* kBlackBoxFd = "TRACEML_BLACK_BOX_FD";
 
+/// "A:B": LibTorch's profiler on for steps A to B (`--profile-steps`;
+/// model::parse_profile_steps).
+inline constexpr const char* kProfileSteps = "TRACEML_PROFILE_STEPS";
+/// "all" or "0,3": the ranks that profile (`--profile-ranks`; default all).
+inline constexpr const char* kProfileRanks = "TRACEML_PROFILE_RANKS";
+
 // Set by the user only; read by runtime/config.cpp, like those above.
 /// "0" turns CUPTI activity capture off.
 inline constexpr const char* kCupti = "TRACEML_CUPTI";

@@ -1,5 +1,10 @@
 #include "model/env_values.hpp"
 
+#include <algorithm>
+#include <charconv>
+#include <system_error>
+
+#include "model/limits.hpp"
 #include "model/text.hpp"
 
 namespace traceml::model {
@@ -65,6 +70,54 @@ std::string quote_value(std::string_view value) {
   for (const char c : shown)
     out += c == '\t' ? std::string("\\x09") : std::string(1, c);
   return out;
+}
+
+std::optional<ProfileSteps> parse_profile_steps(std::string_view text, std::string& problem) {
+  const auto number = [](std::string_view s, std::int64_t& v) {
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    return !s.empty() && r.ec == std::errc() && r.ptr == s.data() + s.size();
+  };
+  const auto colon = text.find(':');
+  ProfileSteps steps;
+  if (colon == std::string_view::npos || !number(text.substr(0, colon), steps.first) ||
+      !number(text.substr(colon + 1), steps.last) || steps.first < 1 || steps.last < steps.first) {
+    problem =
+        "must be A:B, the first and last step to profile with 1 <= A <= B (e.g. 100:109), "
+        "got " +
+        quote_value(text);
+    return std::nullopt;
+  }
+  if (steps.last - steps.first >= kMaxProfileSteps) {
+    problem = "covers at most " + std::to_string(kMaxProfileSteps) +
+              " steps (a profile of every operator is meant for a few slow steps), got " +
+              quote_value(text);
+    return std::nullopt;
+  }
+  return steps;
+}
+
+std::optional<std::vector<int>> parse_profile_ranks(std::string_view text, std::string& problem) {
+  constexpr std::size_t kMaxListed = 1024;
+  std::vector<int> ranks;
+  if (text == "all") return ranks;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', at), text.size());
+    const std::string_view item = text.substr(at, comma - at);
+    std::int64_t v = -1;
+    const auto r = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (item.empty() || r.ec != std::errc() || r.ptr != item.data() + item.size() || v < 0 ||
+        v >= kMaxWorldSize || ranks.size() >= kMaxListed) {
+      problem = "must be 'all' or global ranks separated by commas (e.g. 0,3), at most " +
+                std::to_string(kMaxListed) + ", got " + quote_value(text);
+      return std::nullopt;
+    }
+    ranks.push_back(int(v));
+    at = comma + 1;
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
 }
 
 }  // namespace traceml::model

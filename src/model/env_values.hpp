@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace traceml::model {
 
@@ -42,6 +44,20 @@ std::optional<std::string> token_problem(std::string_view token);
 /// address (letters, digits, '.', '-', '_', ':', '%', and '[' ']' around an
 /// IPv6 address), at most kMaxHostBytes.
 std::optional<std::string> host_problem(std::string_view host);
+
+/// Steps A..B of --profile-steps (TRACEML_PROFILE_STEPS).
+struct ProfileSteps {
+  std::int64_t first = 1;
+  std::int64_t last = 1;
+};
+/// Parses "A:B" (1 <= A <= B, at most kMaxProfileSteps steps); std::nullopt
+/// and `problem` set (the end of a sentence that starts with the option:
+/// "must be ...") when it is not one.
+std::optional<ProfileSteps> parse_profile_steps(std::string_view text, std::string& problem);
+/// Parses --profile-ranks (TRACEML_PROFILE_RANKS): "all", or global ranks
+/// "0,3,8" (each in [0, kMaxWorldSize), at most 1,024 of them). "all" gives
+/// an empty list.
+std::optional<std::vector<int>> parse_profile_ranks(std::string_view text, std::string& problem);
 
 /// `value` for a one-line message: control characters, tabs and newlines escaped,
 /// ill-formed UTF-8 replaced, and cut after 64 bytes with "...", so that a

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "model/limits.hpp"
 #include "model/position.hpp"
 
 namespace traceml::model {
@@ -245,6 +246,25 @@ std::optional<std::string> check_rank_end(const RankEnd& e) {
   if (e.phase && !e.steps_completed) return "'phase' without 'steps_completed'";
   if (!e.stream.empty() && !stream_from_hex(e.stream))
     return "'stream' must be 16 hex digits, not 0, got '" + e.stream + "'";
+  return std::nullopt;
+}
+
+std::optional<std::string> check_profile_chunk(const ProfileChunk& p) {
+  if (auto problem = check_record(p)) return problem;
+  if (p.last_step < p.first_step)
+    return "'last_step' " + std::to_string(p.last_step) + " is before 'first_step' " +
+           std::to_string(p.first_step);
+  if (p.last_step - p.first_step >= kMaxProfileSteps)
+    return "a profile covers at most " + std::to_string(kMaxProfileSteps) + " steps, got " +
+           std::to_string(p.first_step) + " to " + std::to_string(p.last_step);
+  if (p.last > 1) return "'last' must be 0 or 1, got " + std::to_string(p.last);
+  if (p.last == 0 && (p.ops_cut || !p.error.empty()))
+    return "only a profile's last chunk says how it ended";
+  if (std::int64_t(p.ops.size()) > kMaxProfileChunkOps)
+    return "a chunk carries at most " + std::to_string(kMaxProfileChunkOps) + " ops, got " +
+           std::to_string(p.ops.size());
+  for (const ProfileOp& op : p.ops)
+    if (op.gpu > 1) return "'ops[].gpu' must be 0 or 1, got " + std::to_string(op.gpu);
   return std::nullopt;
 }
 

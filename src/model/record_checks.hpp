@@ -44,6 +44,10 @@ std::optional<std::string> check_tracer_stats(const TracerStats& s);
 /// Its fields, and an exit status the parent can see (at most 255).
 std::optional<std::string> check_rank_goodbye(const RankGoodbye& g);
 std::optional<std::string> check_rank_end(const RankEnd& e);
+/// Its fields, steps in order and at most kMaxProfileSteps of them, at most
+/// kMaxProfileChunkOps ops, flags 0 or 1, and nothing but the last chunk
+/// saying how the profile ended.
+std::optional<std::string> check_profile_chunk(const ProfileChunk& p);
 
 /// A protocol-4 stream as RankEnd::stream spells it (16 lower-case hex
 /// digits), and back; std::nullopt for anything else, or 0 (no stream).

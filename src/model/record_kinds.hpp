@@ -68,6 +68,7 @@ enum class RecordKind : std::uint8_t {
   Rejected,
   Goodbye,
   RankEnd,
+  Profile,
 };
 
 /// Which field of a record names who sent it, and what of the connection's
@@ -107,10 +108,18 @@ struct KindRow {
   /// Where a Telemetry keeps the kind's records, when a list does (the steps
   /// are columnar, model::StepLog).
   std::vector<R> Telemetry::*rows = nullptr;
+  /// Kept by the run outside its database (a profile's file): its frames
+  /// are records of the stream as a stored kind's are.
+  bool kept_as_file = false;
 
   [[nodiscard]] constexpr KindRow kept_in(std::vector<R> Telemetry::*list) const {
     KindRow k = *this;
     k.rows = list;
+    return k;
+  }
+  [[nodiscard]] constexpr KindRow kept_in_a_file() const {
+    KindRow k = *this;
+    k.kept_as_file = true;
     return k;
   }
 };
@@ -121,7 +130,7 @@ constexpr KindRow<R> row(RecordKind kind, const char* name, std::uint8_t frame, 
                          std::optional<std::string> (*check)(const R&),
                          Sender sender = Sender::None, int R::*owner = nullptr) {
   return KindRow<R>{kind,  name,  frame,  direction, since_protocol, jsonl_type,
-                    table, check, sender, owner,     nullptr};
+                    table, check, sender, owner,     nullptr,        false};
 }
 
 // clang-format off
@@ -156,7 +165,11 @@ inline constexpr auto kRecordKinds = std::make_tuple(
     row<RankGoodbye>(     RecordKind::Goodbye,     "goodbye",        10, Direction::RankToCollector,  4, nullptr,       nullptr,
                           &check_rank_goodbye, Sender::GlobalRank, &RankGoodbye::global_rank),
     row<RankEnd>(         RecordKind::RankEnd,     "rank_end",       11, Direction::RelayToCollector, 5, nullptr,       nullptr,
-                          &check_rank_end));
+                          &check_rank_end),
+    // Written by the collector as profiles/rank<R>_steps<A>-<B>.json, not stored in the database.
+    row<ProfileChunk>(    RecordKind::Profile,     "profile",        12, Direction::RankToCollector,  6, nullptr,       nullptr,
+                          &check_profile_chunk, Sender::GlobalRank, &ProfileChunk::global_rank)
+                          .kept_in_a_file());
 // clang-format on
 
 namespace detail {
@@ -203,7 +216,7 @@ constexpr void for_each_kind(F&& f) {
 }
 
 /// Whether a frame of type byte `frame` holds a record the run stores (its
-/// kind has a table): what a rank counts as sent or dropped, and what a
+/// kind has a table, or a file): what a rank counts as sent or dropped, and what a
 /// stream's records are numbered by (transport::Verdict::resume_from). The
 /// rank's own state (tracer stats, heartbeat, goodbye) and Hello, Bye and
 /// Verdict do not.
@@ -211,7 +224,7 @@ namespace detail {
 constexpr std::array<bool, 256> record_frames() {
   std::array<bool, 256> stored{};
   for_each_kind([&](const auto& r) {
-    if (r.frame != 0 && r.table != nullptr) stored[r.frame] = true;
+    if (r.frame != 0 && (r.table != nullptr || r.kept_as_file)) stored[r.frame] = true;
   });
   return stored;
 }

@@ -131,6 +131,34 @@ struct RankEnd {
   std::string stream;
 };
 
+/// One operator of a profile (LibTorch's profiler, on the steps
+/// `--profile-steps` chose), on traceml's timeline.
+struct ProfileOp {
+  std::string name;
+  std::int64_t start_us = 0;  ///< unix microseconds, on the clock of the steps' `ts`
+  std::int64_t duration_us = 0;
+  int thread = 0;                        ///< the profiler's number of its thread
+  std::optional<std::int64_t> sequence;  ///< links a forward op to its backward
+  int gpu = 0;                           ///< 1: a GPU kernel or copy
+  std::string shapes;                    ///< its inputs' shapes; empty: not recorded
+};
+
+/// A part of one rank's profile of steps first_step..last_step (protocol 6):
+/// a profile travels as chunks 0, 1, ... of at most kMaxProfileChunkOps
+/// ops, the last one saying so.
+struct ProfileChunk {
+  int global_rank = 0;
+  std::int64_t first_step = 1;
+  std::int64_t last_step = 1;
+  std::int64_t chunk = 0;
+  int last = 0;  ///< 1: the profile's last chunk
+  /// On the last chunk: ops the rank left out (the profile was cut at its size limit).
+  std::optional<std::int64_t> ops_cut;
+  /// On the last chunk: why the capture failed or is partial (empty: it did not).
+  std::string error;
+  std::vector<ProfileOp> ops;
+};
+
 /// TraceML's training-strategy words (spec §4.1.1).
 enum class Strategy : std::uint8_t { Ddp, Fsdp, SingleProcess, DistributedUnknown, Unknown };
 /// Normalises a strategy string: trimmed, lower-cased; anything unknown is DDP.
@@ -328,6 +356,27 @@ struct Schema<RankEnd> {
       field("stopped_by_launcher", &E::stopped_by_launcher, Rule::Index),
       field("steps_completed", &E::steps_completed, Rule::Index, "steps"),
       field("phase", &E::phase, Rule::Index), field("stream", &E::stream, Rule::Text));
+};
+
+template <>
+struct Schema<ProfileOp> {
+  using O = ProfileOp;
+  static constexpr auto fields = std::make_tuple(
+      field("name", &O::name, Rule::Text), field("start_us", &O::start_us, Rule::Index, "us"),
+      field("duration_us", &O::duration_us, Rule::Index, "us"),
+      field("thread", &O::thread, Rule::Index), field("sequence", &O::sequence, Rule::Index),
+      field("gpu", &O::gpu, Rule::Index), field("shapes", &O::shapes, Rule::Text));
+};
+
+template <>
+struct Schema<ProfileChunk> {
+  using P = ProfileChunk;
+  static constexpr auto fields = std::make_tuple(
+      field("global_rank", &P::global_rank, Rule::Index),
+      field("first_step", &P::first_step, Rule::Positive),
+      field("last_step", &P::last_step, Rule::Positive), field("chunk", &P::chunk, Rule::Index),
+      field("last", &P::last, Rule::Index), field("ops_cut", &P::ops_cut, Rule::Index, "ops"),
+      field("error", &P::error, Rule::Text), field("ops", &P::ops, Rule::Record));
 };
 
 }  // namespace traceml::model::schema

@@ -36,12 +36,15 @@ struct FinalSummary {
 /// asks write_run_report for it (TextOptions::html_hint); empty: no page.
 /// `partial`: the run holds only some of its world's ranks
 /// (collector::partial_block); the text then says so before the verdict.
+/// `profiles`: the run's profiles (profiles_json, an added key), which the
+/// text and the page name after the verdict's Next line.
 FinalSummary build_final_summary(const analysis::Summary& s, const std::string& generated_at,
                                  const std::string& evidence_hint,
                                  const std::optional<Json>& tracer = std::nullopt,
                                  const std::optional<Json>& run = std::nullopt,
                                  const std::string& run_dir = {}, const std::string& html_hint = {},
-                                 const std::optional<Json>& partial = std::nullopt);
+                                 const std::optional<Json>& partial = std::nullopt,
+                                 const std::optional<Json>& profiles = std::nullopt);
 
 /// Writes DIR/final_summary.json and DIR/final_summary.txt (creating DIR).
 /// Throws WriteError; an existing good file is never left half-written.

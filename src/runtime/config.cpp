@@ -1,5 +1,6 @@
 #include "runtime/config.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -206,6 +207,18 @@ Config resolve_config(const Options& options, const EnvLookup& env, const std::s
     std::string why;
     c.cupti_duty = timing::parse_duty_cycle(*duty, why);
     if (!why.empty()) c.problems.push_back(refused(model::env::kCuptiDuty, *duty, why));
+  }
+  if (const auto steps_text = r.text(model::env::kProfileSteps)) {
+    std::string why;
+    const auto steps = model::parse_profile_steps(*steps_text, why);
+    const auto ranks_text = r.text(model::env::kProfileRanks).value_or("all");
+    std::string ranks_why;
+    const auto ranks = model::parse_profile_ranks(ranks_text, ranks_why);
+    if (!steps) c.problems.push_back(std::string(model::env::kProfileSteps) + " " + why);
+    if (!ranks) c.problems.push_back(std::string(model::env::kProfileRanks) + " " + ranks_why);
+    if (steps && ranks &&
+        (ranks->empty() || std::binary_search(ranks->begin(), ranks->end(), id.global_rank)))
+      c.profile_steps = steps;
   }
   c.cupti = r.word(model::env::kCupti, {"0", "1"}).value_or("1") == "1";
   // One stream of CUPTI buffers is the default (runtime/cupti_stage.cpp says

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "model/env_values.hpp"
 #include "model/limits.hpp"
 #include "model/telemetry.hpp"
 #include "timing/cupti_activity_source.hpp"
@@ -67,6 +68,8 @@ struct Config {
   std::optional<std::uint64_t> page_memory_bytes;
   /// The black box's descriptor, from `traceml run` (TRACEML_BLACK_BOX_FD).
   std::optional<int> black_box_fd;
+  /// TRACEML_PROFILE_STEPS, when it names this rank (TRACEML_PROFILE_RANKS).
+  std::optional<model::ProfileSteps> profile_steps;
   /// Values that were set but could not be used, one line each; the runtime
   /// prints them (as one warning) and falls back to the default.
   std::vector<std::string> problems;

@@ -29,6 +29,7 @@
 #include "runtime/overhead.hpp"
 #include "runtime/pipe_safety.hpp"
 #include "runtime/proc_sampler.hpp"
+#include "runtime/profile_capture.hpp"
 #include "runtime/registry.hpp"
 #include "runtime/sender.hpp"
 #include "runtime/standalone.hpp"
@@ -57,6 +58,9 @@ std::atomic<GpuClock*> g_gpu_clock{nullptr};
 /// CUPTI's duty cycle (TRACEML_CUPTI_DUTY), when one runs; like the GPU
 /// clock never freed, since a step begun before shutdown may still ask it.
 std::atomic<timing::CuptiDutyCycle*> g_cupti_duty{nullptr};
+/// LibTorch's profiler on the steps --profile-steps chose (null: none asked
+/// of this rank); like the GPU clock never freed.
+std::atomic<ProfileCapture*> g_profile{nullptr};
 thread_local GpuThread* t_gpu = nullptr;
 thread_local std::int64_t t_gpu_next_check = 0;
 /// How often a thread asks whether the program uses a GPU yet, in the hot
@@ -192,6 +196,7 @@ class Runtime {
     start_pipe_watch();
     s.gpu_clock = start_gpu_clock();
     s.activity = cupti_.get();
+    s.profiles = start_profile();
     const std::string strategy = config_.strategy;
     const int rank = config_.identity.global_rank;
     s.heartbeat_interval = std::chrono::milliseconds(std::int64_t(config_.interval_sec * 1000));
@@ -224,6 +229,17 @@ class Runtime {
       pthread_setname_np(pthread_self(), "traceml-sample");  // as top -H and perf show it
       sample_loop();
     });
+  }
+
+  /// The capture --profile-steps asked of this rank, made once (null: none).
+  ProfileCapture* start_profile() {
+    if (ProfileCapture* existing = g_profile.load()) return existing;
+    if (!config_.profile_steps) return nullptr;
+    auto* capture =
+        new ProfileCapture(ProfileRange{config_.profile_steps->first, config_.profile_steps->last},
+                           config_.identity.global_rank, wall_, &warn);
+    g_profile.store(capture, std::memory_order_release);
+    return capture;
   }
 
   /// Finds CUDA (dlopen) and makes the process's GPU clock, once; says on
@@ -466,6 +482,9 @@ void stop_runtime(std::optional<int> exit_status, bool exiting) {
   std::lock_guard<std::mutex> lock(g_lifecycle);
   try {
     if (Runtime* rt = g_runtime; rt != nullptr) {
+      // A capture still open is closed (or given up) before the last send.
+      if (ProfileCapture* p = g_profile.load(std::memory_order_acquire))
+        p->at_shutdown(g_hot.last_step.load(std::memory_order_relaxed), !exiting);
       g_hot.state.store(kOff, std::memory_order_release);
       g_runtime = nullptr;
       if (!exiting) {
@@ -610,6 +629,9 @@ std::int64_t step_begin() noexcept {
     // no step. The id is the one hot_step_end will give it (one thread).
     if (auto* duty = runtime::g_cupti_duty.load(std::memory_order_acquire))
       duty->at_step_begin(runtime::g_hot.last_step.load(std::memory_order_relaxed) + 1);
+    // The profiler too goes on before the step's clock starts.
+    if (auto* profile = runtime::g_profile.load(std::memory_order_relaxed))
+      profile->at_step_begin(runtime::g_hot.last_step.load(std::memory_order_relaxed) + 1);
   }
   const std::int64_t start = timing::now_ticks();
   if (outermost)
@@ -633,6 +655,10 @@ void step_end(std::int64_t start, bool failed) noexcept {
         s.memory = runtime::read_step_memory();
       });
   if (r->take_filling()) runtime::wake_sender();  // the ring is half full: drain it now
+  // After the step's clock stopped: the profiler's switch-off is no step's.
+  if (how == StepEnd::Published)
+    if (auto* profile = runtime::g_profile.load(std::memory_order_relaxed))
+      profile->at_step_end(runtime::g_hot.last_step.load(std::memory_order_relaxed));
   if (how == StepEnd::Dropped && g != nullptr) {
     g->builder.scope_end(model::Event::TracedStepTime, start);  // closes the step's scope
     g->builder.discard_step();

@@ -218,6 +218,42 @@ std::size_t Sender::collect() {
   return steps_.size();
 }
 
+bool Sender::add_profile_chunks(std::size_t budget) {
+  ProfileCapture* profiles = settings_.profiles;
+  if (profiles == nullptr || refused_ || collector_protocol_ == 0 || !profiles->waiting())
+    return false;
+  if (collector_protocol_ < transport::kProfileProtocolVersion) {
+    // An older collector would close the connection at a frame it does not
+    // know: the profile is not sent.
+    if (!profile_warned_) {
+      profile_warned_ = true;
+      profiles->say("the collector at " + settings_.host + ":" + std::to_string(settings_.port) +
+                    " speaks protocol " + std::to_string(collector_protocol_) +
+                    " and takes no profiles (a traceml older than this rank's): the profile is "
+                    "not kept; training continues");
+    }
+    return false;
+  }
+  model::ProfileChunk chunk;
+  while (pending_.size() < budget && profiles->next_chunk(chunk))
+    add_record(chunk);
+  return profiles->waiting();
+}
+
+void Sender::send_last_profiles() {
+  ProfileCapture* profiles = settings_.profiles;
+  if (profiles == nullptr || !profiles->waiting()) return;
+  // A short run ends before its collector has answered: what it speaks
+  // decides whether a profile may go, so hear it first.
+  if (collector_protocol_ == 0) deliver();
+  while (add_profile_chunks(settings_.max_pending_bytes / 2) && Clock::now() < deadline_)
+    if (!deliver()) break;
+  if (collector_protocol_ == 0 && !refused_ && profiles->waiting())
+    profiles->say("the profile was not sent: the collector at " + settings_.host + ":" +
+                  std::to_string(settings_.port) +
+                  " did not answer in time to say whether it takes profiles; training continues");
+}
+
 milliseconds Sender::next_interval(std::size_t steps, Clock::duration span) const {
   const bool gpu = settings_.gpu_clock != nullptr || settings_.activity != nullptr;
   const milliseconds longest =
@@ -373,6 +409,7 @@ bool Sender::read_collector(milliseconds wait) {
 
 void Sender::on_verdict(const transport::Verdict& v) {
   verdict_seen_ = true;
+  collector_protocol_ = v.protocol_version;
   if (v.accepted) {
     awaiting_verdict_ = false;
     // Writing already (a stream's first connection, the Verdict late): the
@@ -557,6 +594,8 @@ void Sender::loop() {
         add_control(full_stats());
         last_heartbeat = now;
       }
+      // Profiles in what room a quarter of the buffer leaves: steps first.
+      if (add_profile_chunks(settings_.max_pending_bytes / 4)) wake_sender();
       // A short budget: the rings are drained again at the next wake-up
       // while a slow collector takes the rest.
       flush(interval);
@@ -575,6 +614,7 @@ void Sender::loop() {
     pipeline_.poll(Clock::now(), emit_step_);
   }
   pipeline_.abandon(emit_step_);
+  send_last_profiles();
   add_control(full_stats());
   bool lingering = false;
   {

@@ -20,6 +20,7 @@
 #include "model/position.hpp"
 #include "model/telemetry.hpp"
 #include "runtime/gpu_clock.hpp"
+#include "runtime/profile_capture.hpp"
 #include "runtime/registry.hpp"
 #include "runtime/step_pipeline.hpp"
 #include "timing/clock.hpp"
@@ -99,6 +100,10 @@ struct SenderSettings {
   /// The rank's GPU clock and activity records, when it has them (not owned).
   GpuClock* gpu_clock = nullptr;
   ActivityStage* activity = nullptr;
+  /// The rank's profile capture (--profile-steps; not owned; null: none):
+  /// its chunks go to a collector of protocol 6 or later, a few each
+  /// wake-up, so that they never crowd the steps out of the buffer.
+  ProfileCapture* profiles = nullptr;
 };
 
 /// The rank's counters that only the runtime knows (steps, overhead); the
@@ -159,6 +164,11 @@ class Sender {
   void drop_goodbyes();
   /// Drains the rings and samples into pending_; returns the steps drained.
   std::size_t collect();
+  /// Queues profile chunks while pending_ holds less than `budget` bytes and
+  /// the collector takes them; returns whether a capture still waits.
+  bool add_profile_chunks(std::size_t budget);
+  /// At the end: the profiles still waiting, before the rank's last word.
+  void send_last_profiles();
   void add_frame(transport::FrameType type, const std::vector<std::uint8_t>& payload);
   bool ensure_connected(std::chrono::steady_clock::time_point now, bool final_attempt);
   /// Writes what pending_ holds past written_ for up to `budget`; whole
@@ -255,6 +265,8 @@ class Sender {
   bool writing_before_verdict_ = false;    ///< write_before_verdict() on this connection
   std::uint16_t protocol_;                 ///< what the next Hello speaks
   bool verdict_seen_ = false;              ///< the collector answered once: it speaks 4
+  std::uint16_t collector_protocol_ = 0;   ///< the newest its last Verdict named (0: none yet)
+  bool profile_warned_ = false;            ///< said once that the collector takes no profiles
   int verdictless_closes_ = 0;             ///< connections closed before any Verdict came
   bool refused_ = false;                   ///< the collector refused this rank: send nothing more
   transport::FrameDecoder inbound_{4096};  ///< the collector's frames

@@ -31,7 +31,12 @@ namespace traceml::transport {
 /// connection lost in flight. Version 5 added the Hello's role: a rank, or
 /// the relay of another node's traceml, which hands over the black boxes of
 /// the ranks it launched once they have ended (RankEnd, Step, StepMemory).
-inline constexpr std::uint16_t kProtocolVersion = 5;
+/// Version 6 added the Profile frame (model::ProfileChunk): a rank sends one
+/// only to a collector whose Verdict names 6 or later (a rank's Hello still
+/// speaks 4: nothing in it changed).
+inline constexpr std::uint16_t kProtocolVersion = 6;
+/// The first version whose collector takes a rank's profiles.
+inline constexpr std::uint16_t kProfileProtocolVersion = 6;
 /// The first version whose Hello the collector answers with a Verdict.
 inline constexpr std::uint16_t kVerdictProtocolVersion = 4;
 /// The first version whose Hello says who speaks (Hello::role).

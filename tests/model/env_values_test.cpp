@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace traceml::model {
 namespace {
@@ -61,6 +62,43 @@ TEST(EnvValues, AQuotedValueIsOneShortPrintableLine) {
   // The cut falls on a character boundary: no half of a UTF-8 sequence.
   const std::string accents = std::string(63, 'a') + "\xc3\xa9\xc3\xa9";
   EXPECT_EQ(quote_value(accents), std::string(63, 'a') + "...");
+}
+
+TEST(EnvValues, ProfileStepsAreAFewStepsAToB) {
+  std::string why;
+  const auto steps = parse_profile_steps("100:109", why);
+  ASSERT_TRUE(steps) << why;
+  EXPECT_EQ(steps->first, 100);
+  EXPECT_EQ(steps->last, 109);
+  ASSERT_TRUE(parse_profile_steps("7:7", why));
+  ASSERT_TRUE(parse_profile_steps("1:1000", why));  // kMaxProfileSteps steps, both ends counted
+  for (const char* bad : {"", "5", "5:", ":5", "0:3", "9:8", "a:b", "1:2:3", " 1:2", "-1:2",
+                          "1:99999999999999999999"}) {
+    why.clear();
+    EXPECT_FALSE(parse_profile_steps(bad, why)) << bad;
+    EXPECT_NE(why.find("must be A:B"), std::string::npos) << bad << ": " << why;
+  }
+  EXPECT_FALSE(parse_profile_steps("1:1001", why));
+  EXPECT_NE(why.find("at most 1000 steps"), std::string::npos) << why;
+}
+
+TEST(EnvValues, ProfileRanksAreAllOrAList) {
+  std::string why;
+  const auto all = parse_profile_ranks("all", why);
+  ASSERT_TRUE(all);
+  EXPECT_TRUE(all->empty());
+  const auto some = parse_profile_ranks("8,0,3,3", why);
+  ASSERT_TRUE(some) << why;
+  EXPECT_EQ(*some, (std::vector<int>{0, 3, 8}));  // sorted, once each
+  for (const char* bad : {"", ",", "1,", "1,,2", "-1", "x", "ALL", "16777216", "1 ,2"}) {
+    why.clear();
+    EXPECT_FALSE(parse_profile_ranks(bad, why)) << bad;
+    EXPECT_NE(why.find("must be 'all' or global ranks"), std::string::npos) << why;
+  }
+  std::string many;
+  for (int r = 0; r <= 1024; ++r)
+    many += (r ? "," : "") + std::to_string(r);
+  EXPECT_FALSE(parse_profile_ranks(many, why));
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The shared value checks: every rule at its boundary, and the exact phrase
 // that the collector, the JSONL reader and the run-database reader report.
 #include "model/record_checks.hpp"
+#include "model/limits.hpp"
 
 #include <gtest/gtest.h>
 
@@ -153,6 +154,43 @@ TEST(RecordChecks, TracerStats) {
   t = TracerStats{};
   t.gpu = TracerStats::Gpu{0, 1, -1, 0};
   EXPECT_EQ(check_tracer_stats(t), "'gpu.steps_unresolved' must be an integer >= 0, got -1");
+}
+
+TEST(RecordChecks, ProfileChunk) {
+  ProfileChunk p;
+  p.first_step = 5;
+  p.last_step = 8;
+  p.ops.push_back(ProfileOp{"aten::addmm", 1000, 20, 1, 7, 0, "[[32, 64]]"});
+  EXPECT_EQ(check_profile_chunk(p), std::nullopt);
+  p.last = 1;
+  p.ops_cut = 3;
+  p.error = "partial";
+  EXPECT_EQ(check_profile_chunk(p), std::nullopt);  // the last chunk says how it ended
+
+  ProfileChunk q = p;
+  q.last = 0;
+  EXPECT_EQ(check_profile_chunk(q), "only a profile's last chunk says how it ended");
+  q = p;
+  q.last = 2;
+  EXPECT_EQ(check_profile_chunk(q), "'last' must be 0 or 1, got 2");
+  q = p;
+  q.last_step = 4;
+  EXPECT_EQ(check_profile_chunk(q), "'last_step' 4 is before 'first_step' 5");
+  q = p;
+  q.last_step = q.first_step + kMaxProfileSteps;
+  EXPECT_EQ(check_profile_chunk(q), "a profile covers at most 1000 steps, got 5 to 1005");
+  q = p;
+  q.first_step = 0;
+  EXPECT_EQ(check_profile_chunk(q), "'first_step' must be an integer >= 1, got 0");
+  q = p;
+  q.ops.assign(std::size_t(kMaxProfileChunkOps) + 1, p.ops.front());
+  EXPECT_EQ(check_profile_chunk(q), "a chunk carries at most 256 ops, got 257");
+  q = p;
+  q.ops.front().gpu = 2;
+  EXPECT_EQ(check_profile_chunk(q), "'ops[].gpu' must be 0 or 1, got 2");
+  q = p;
+  q.ops.front().duration_us = -1;
+  EXPECT_NE(check_profile_chunk(q), std::nullopt);
 }
 
 }  // namespace

@@ -118,7 +118,8 @@ TEST(Frame, TypeValuesAreStable) {
   EXPECT_FALSE(frame_type_from_byte(0));
   EXPECT_EQ(int(FrameType::Verdict), 9);
   EXPECT_TRUE(frame_type_from_byte(11));  // protocol 5's rank_end (model/record_kinds.hpp)
-  EXPECT_FALSE(frame_type_from_byte(12));
+  EXPECT_TRUE(frame_type_from_byte(12));  // protocol 6's profile
+  EXPECT_FALSE(frame_type_from_byte(13));
   EXPECT_EQ(frame_type_from_byte(9), FrameType::Verdict);
   EXPECT_STREQ(frame_type_name(FrameType::Verdict), "verdict");
   EXPECT_EQ(frame_type_from_byte(8), FrameType::Heartbeat);
@@ -196,7 +197,7 @@ TEST(FrameDecoder, HugeLengthFails) {
 }
 
 TEST(FrameDecoder, UnknownTypeFails) {
-  for (std::uint8_t type : {std::uint8_t{0}, std::uint8_t{12}, std::uint8_t{255}}) {
+  for (std::uint8_t type : {std::uint8_t{0}, std::uint8_t{13}, std::uint8_t{255}}) {
     const Bytes f = {0x00, 0x00, 0x00, 0x00, type, 0x01};
     FrameDecoder d;
     d.feed(f.data(), f.size());
@@ -215,20 +216,20 @@ TEST(FrameDecoder, OtherCodecVersionFails) {
 
 TEST(FrameDecoder, FramesBeforeBadBytesAreDeliveredThenTheErrorSticks) {
   const Bytes stream =
-      concat({frame(FrameType::Step, {5}), Bytes{0, 0, 0, 0, 12, 1}, frame(FrameType::Bye, {})});
+      concat({frame(FrameType::Step, {5}), Bytes{0, 0, 0, 0, 13, 1}, frame(FrameType::Bye, {})});
   FrameDecoder d;
   EXPECT_EQ(d.feed(stream.data(), stream.size()), stream.size());
   const auto first = d.next();
   ASSERT_TRUE(first);
   EXPECT_EQ(first->payload, (Bytes{5}));
   EXPECT_FALSE(d.next());
-  EXPECT_EQ(d.error(), "unknown frame type 12");
+  EXPECT_EQ(d.error(), "unknown frame type 13");
   // Sticky: more valid bytes are swallowed and nothing more comes out.
   const Bytes more = frame(FrameType::Bye, {});
   EXPECT_EQ(d.feed(more.data(), more.size()), more.size());
   EXPECT_FALSE(d.next());
   EXPECT_FALSE(d.finish());
-  EXPECT_EQ(d.error(), "unknown frame type 12");
+  EXPECT_EQ(d.error(), "unknown frame type 13");
   EXPECT_EQ(d.buffered(), 0u);
 }
 

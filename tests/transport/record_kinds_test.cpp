@@ -46,7 +46,9 @@ TEST(RecordKinds, FrameBytesNamesAndFileTypesAreEachOnce) {
   EXPECT_FALSE(frame_type_from_byte(0).has_value());
   EXPECT_EQ(int(frame_type_of<model::RankEnd>()), 11);  // protocol 5: relays only
   EXPECT_STREQ(frame_type_name(frame_type_of<model::RankEnd>()), "rank_end");
-  EXPECT_FALSE(frame_type_from_byte(12).has_value());
+  EXPECT_EQ(int(frame_type_of<model::ProfileChunk>()), 12);  // protocol 6
+  EXPECT_STREQ(frame_type_name(frame_type_of<model::ProfileChunk>()), "profile");
+  EXPECT_FALSE(frame_type_from_byte(13).has_value());
 }
 
 TEST(RecordKinds, EveryFrameDecodesToItsKindAndEncodesAsItsOwnCodec) {

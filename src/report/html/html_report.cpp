@@ -106,6 +106,13 @@ std::string verdict_html(const SummaryView& run, const HtmlOptions& opts) {
   }
   if (const std::string after = unwrap(after_next_lines(run)); !after.empty())
     html += "<p>" + escape_html(after) + "</p>\n";
+  // Beside the page: paths relative to it.
+  if (const std::vector<std::string> profiles = profile_lines(run, "."); !profiles.empty()) {
+    html += "<div id=\"profiles\"><p>" + escape_html(profiles.front()) + "</p>\n<ul>\n";
+    for (std::size_t i = 1; i < profiles.size(); ++i)
+      html += "<li>" + escape_html(json_read::trimmed(profiles[i])) + "</li>\n";
+    html += "</ul></div>\n";
+  }
   if (v.degraded) {
     if (const std::string seen = unwrap(observed_anyway_lines(run)); !seen.empty())
       html += "<p>" + escape_html(seen) + "</p>\n";

@@ -150,6 +150,7 @@ std::string render_text(const nlohmann::ordered_json& untrusted, const TextOptio
     if (slow) out.push_back(std::string(6, ' ') + slow->command);
   }
   append(out, after_next_lines(run));
+  append(out, profile_lines(run, opts.run_dir));
   out.push_back(p.paint("Scope: N = node · R = global rank · G = GPU index", ansi::kDim));
   out.emplace_back();
 

@@ -7,6 +7,7 @@
 #include "analysis/h2d_advice.hpp"
 #include "analysis/number_format.hpp"
 #include "analysis/slow_window.hpp"
+#include "model/text.hpp"
 #include "report/text/text_format.hpp"
 #include "report/text/text_layout.hpp"
 
@@ -241,6 +242,41 @@ Verdict read_verdict(const SummaryView& run) {
 }
 
 /// §5.8 "after Next": the Supporting line, or the all-normal line.
+std::vector<std::string> profile_lines(const SummaryView& run, const std::string& run_dir) {
+  constexpr std::size_t kShown = 8;
+  std::vector<std::string> out;
+  const Json* list = array_child(run.root, "profiles");
+  if (list == nullptr || list->empty()) return out;
+  out.push_back("Profiles: LibTorch's operators on the steps asked (open in ui.perfetto.dev):");
+  const std::string dir = run_dir.empty() ? std::string("RUN_DIR") : run_dir;
+  const auto count = [](const Json& p, const char* key) {
+    const auto v = integer(child(&p, key));
+    return v ? std::to_string(*v) : std::string("?");
+  };
+  std::size_t shown = 0;
+  for (const Json& p : *list) {
+    if (shown++ == kShown) break;
+    std::string line = std::string(6, ' ') + "R" + count(p, "rank") + " steps " +
+                       count(p, "first_step") + "-" + count(p, "last_step") + ": ";
+    // From a file: never let it drive the terminal.
+    const std::string error = model::escape_for_terminal(text_or(child(&p, "error")), true);
+    if (integer(child(&p, "ops")).value_or(0) == 0 && !error.empty()) {
+      out.push_back(line + "none (" + error + ")");
+      continue;
+    }
+    line += dir + "/" + model::escape_for_terminal(text_or(child(&p, "path")), true) + " (" +
+            count(p, "ops") + " ops";
+    if (integer(child(&p, "ops_cut")).value_or(0) > 0)
+      line += ", " + count(p, "ops_cut") + " left out at the size limit";
+    if (!error.empty()) line += "; " + error;
+    out.push_back(line + ")");
+  }
+  if (list->size() > kShown)
+    out.push_back(std::string(6, ' ') + "... and " + std::to_string(list->size() - kShown) +
+                  " more (final_summary.json: profiles)");
+  return out;
+}
+
 std::vector<std::string> after_next_lines(const SummaryView& run) {
   const auto u = primary_util(run);
   std::string line;

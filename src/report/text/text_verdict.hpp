@@ -35,6 +35,12 @@ std::optional<SlowWindowNext> slow_window_next(const SummaryView& run, const std
 /// §5.8 "after Next": the Supporting line, or the all-normal line.
 std::vector<std::string> after_next_lines(const SummaryView& run);
 
+/// The run's profiles (--profile-steps; the summary's `profiles`): a line
+/// that says what opens them, then one line each, its path under `run_dir`
+/// as the report names it (never wrapped, so that it copies whole), or why
+/// it failed. At most 8, then how many more. Empty without profiles.
+std::vector<std::string> profile_lines(const SummaryView& run, const std::string& run_dir);
+
 /// §5.8 degraded line: what the host showed even without a step diagnosis.
 std::vector<std::string> observed_anyway_lines(const SummaryView& run);
 

@@ -1,0 +1,200 @@
+#include "report/profile_trace.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <tuple>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "report/atomic_file.hpp"
+
+namespace traceml::report {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string quoted(const std::string& s) {
+  return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string profile_file_name(int rank, std::int64_t first, std::int64_t last) {
+  return "rank" + std::to_string(rank) + "_steps" + std::to_string(first) + "-" +
+         std::to_string(last) + ".json";
+}
+
+ProfileTraceWriter::ProfileTraceWriter(const std::string& run_dir, int rank, std::int64_t first,
+                                       std::int64_t last, std::int64_t max_bytes)
+    : max_bytes_(max_bytes) {
+  const fs::path dir = fs::path(run_dir) / "profiles";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  const std::string name = profile_file_name(rank, first, last);
+  final_ = (dir / name).string();
+  partial_ = (dir / ("." + name + ".partial")).string();
+  info_.rank = rank;
+  info_.first_step = first;
+  info_.last_step = last;
+  info_.path = "profiles/" + name;
+  file_ = std::fopen(partial_.c_str(), "wbx");
+  if (file_ == nullptr && errno == EEXIST) {
+    // A partial file of an earlier attempt of this collector: replaced.
+    std::remove(partial_.c_str());
+    file_ = std::fopen(partial_.c_str(), "wbx");
+  }
+  if (file_ == nullptr)
+    throw WriteError(partial_ + ": cannot create file: " + std::strerror(errno));
+  put("{\"traceEvents\":[\n");
+  put(R"({"name":"process_name","ph":"M","pid":)" + std::to_string(rank) +
+      R"(,"args":{"name":"rank )" + std::to_string(rank) + " (LibTorch profiler)\"}}");
+}
+
+ProfileTraceWriter::~ProfileTraceWriter() {
+  if (file_ != nullptr) {
+    std::fclose(file_);
+    std::remove(partial_.c_str());
+  }
+}
+
+void ProfileTraceWriter::put(const std::string& s) {
+  if (std::fwrite(s.data(), 1, s.size(), file_) != s.size()) failed_ = true;
+  bytes_ += std::int64_t(s.size());
+}
+
+void ProfileTraceWriter::add(const model::ProfileOp& op) {
+  std::string e = ",\n{\"name\":" + quoted(op.name) + R"(,"cat":")" +
+                  (op.gpu != 0 ? "gpu" : "cpu_op") + R"(","ph":"X","pid":)" +
+                  std::to_string(info_.rank) + R"(,"tid":)" + std::to_string(op.thread) +
+                  R"(,"ts":)" + std::to_string(op.start_us) + R"(,"dur":)" +
+                  std::to_string(op.duration_us);
+  std::string args;
+  if (op.sequence) args += R"("sequence":)" + std::to_string(*op.sequence);
+  if (!op.shapes.empty())
+    args += std::string(args.empty() ? "" : ",") + R"("input_shapes":)" + quoted(op.shapes);
+  e += args.empty() ? "}" : ",\"args\":{" + args + "}}";
+  if (bytes_ + std::int64_t(e.size()) > max_bytes_) {
+    ++info_.ops_cut;
+    return;
+  }
+  put(e);
+  ++info_.ops;
+}
+
+ProfileFileInfo ProfileTraceWriter::finish(std::int64_t ops_cut_by_rank, const std::string& error) {
+  info_.ops_cut += ops_cut_by_rank;
+  info_.error = error;
+  nlohmann::json meta = {{"rank", info_.rank},
+                         {"first_step", info_.first_step},
+                         {"last_step", info_.last_step},
+                         {"ops", info_.ops},
+                         {"ops_cut", info_.ops_cut},
+                         {"clock", "unix microseconds, on the clock of traceml's steps"},
+                         {"producer", "traceml"}};
+  if (!error.empty()) meta["error"] = error;
+  put("\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"traceml\":" +
+      meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}}\n");
+  std::FILE* f = std::exchange(file_, nullptr);
+  const bool flushed = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
+  const bool closed = std::fclose(f) == 0;
+  if (failed_ || !flushed || !closed || std::rename(partial_.c_str(), final_.c_str()) != 0) {
+    const int err = errno;
+    std::remove(partial_.c_str());
+    throw WriteError(final_ + ": cannot write file: " + std::strerror(err));
+  }
+  return info_;
+}
+
+namespace {
+
+/// The metadata at the end of a profile file; std::nullopt when it is not there.
+std::optional<ProfileFileInfo> read_profile_info(const fs::path& file) {
+  constexpr std::size_t kTail = 8192;
+  std::FILE* f = std::fopen(file.c_str(), "rb");
+  if (f == nullptr) return std::nullopt;
+  std::string tail;
+  if (std::fseek(f, 0, SEEK_END) == 0) {
+    const long size = std::ftell(f);
+    const long from = size > long(kTail) ? size - long(kTail) : 0;
+    if (size >= 0 && std::fseek(f, from, SEEK_SET) == 0) {
+      tail.resize(std::size_t(size - from));
+      tail.resize(std::fread(tail.data(), 1, tail.size(), f));
+    }
+  }
+  std::fclose(f);
+  const auto at = tail.rfind("\"otherData\":");
+  const auto close = tail.find_last_of('}');
+  if (at == std::string::npos || close == std::string::npos || close < at) return std::nullopt;
+  const std::string object = tail.substr(at + 12, close - (at + 12));
+  const nlohmann::json j = nlohmann::json::parse(object, nullptr, false);
+  if (!j.is_object() || !j.contains("traceml") || !j["traceml"].is_object()) return std::nullopt;
+  const nlohmann::json& m = j["traceml"];
+  const auto integer = [&m](const char* key) -> std::optional<std::int64_t> {
+    if (!m.contains(key) || !m[key].is_number_integer()) return std::nullopt;
+    const auto v = m[key].get<std::int64_t>();
+    return v >= 0 ? std::optional<std::int64_t>(v) : std::nullopt;
+  };
+  const auto rank = integer("rank");
+  const auto first = integer("first_step");
+  const auto last = integer("last_step");
+  const auto ops = integer("ops");
+  const auto cut = integer("ops_cut");
+  if (!rank || *rank > std::numeric_limits<int>::max() || !first || !last || !ops || !cut)
+    return std::nullopt;
+  ProfileFileInfo info;
+  info.rank = int(*rank);
+  info.first_step = *first;
+  info.last_step = *last;
+  info.ops = *ops;
+  info.ops_cut = *cut;
+  if (m.contains("error") && m["error"].is_string()) info.error = m["error"].get<std::string>();
+  info.path = "profiles/" + file.filename().string();
+  // The name says the same as the metadata, or the file is not one of ours.
+  if (file.filename().string() != profile_file_name(info.rank, info.first_step, info.last_step))
+    return std::nullopt;
+  return info;
+}
+
+}  // namespace
+
+std::vector<ProfileFileInfo> read_profile_infos(const std::string& run_dir) {
+  std::vector<ProfileFileInfo> out;
+  std::error_code ec;
+  fs::directory_iterator it(fs::path(run_dir) / "profiles", ec);
+  for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name[0] == '.' || it->path().extension() != ".json") continue;
+    if (auto info = read_profile_info(it->path())) out.push_back(std::move(*info));
+    if (out.size() >= kMaxListedProfiles) break;
+  }
+  std::sort(out.begin(), out.end(), [](const ProfileFileInfo& a, const ProfileFileInfo& b) {
+    return std::tie(a.rank, a.first_step, a.last_step) <
+           std::tie(b.rank, b.first_step, b.last_step);
+  });
+  return out;
+}
+
+nlohmann::ordered_json profiles_json(const std::vector<ProfileFileInfo>& infos) {
+  using Json = nlohmann::ordered_json;
+  Json list = Json::array();
+  for (const ProfileFileInfo& p : infos) {
+    Json j = Json::object();
+    j["rank"] = p.rank;
+    j["first_step"] = p.first_step;
+    j["last_step"] = p.last_step;
+    j["path"] = p.path;
+    j["ops"] = p.ops;
+    j["ops_cut"] = p.ops_cut;
+    j["error"] = p.error.empty() ? Json() : Json(p.error);
+    list.push_back(std::move(j));
+  }
+  return list;
+}
+
+}  // namespace traceml::report

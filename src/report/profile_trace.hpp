@@ -1,0 +1,76 @@
+// A rank's profile of some steps (LibTorch's operators, --profile-steps) as
+// a Chrome trace file: profiles/rank<R>_steps<A>-<B>.json in the run
+// directory, written op by op as its chunks arrive, under a hidden name
+// until it is whole (docs/profiling.md has the layout).
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/telemetry.hpp"
+
+namespace traceml::report {
+
+/// "rank<R>_steps<A>-<B>.json".
+std::string profile_file_name(int rank, std::int64_t first, std::int64_t last);
+
+/// What one profile file holds (its metadata, "otherData.traceml").
+struct ProfileFileInfo {
+  int rank = 0;
+  std::int64_t first_step = 1;
+  std::int64_t last_step = 1;
+  std::int64_t ops = 0;      ///< ops in the file
+  std::int64_t ops_cut = 0;  ///< ops left out at a size limit (the rank's or the file's)
+  std::string error;         ///< why the capture failed or is partial; empty: it did not
+  std::string path;          ///< relative to the run directory: "profiles/<name>"
+};
+
+/// Writes one profile. Every op is drawn as a complete event ("ph":"X") on
+/// its thread's track of the rank's process, at its unix time in
+/// microseconds (the steps' clock: `traceml export`'s timeline draws them
+/// under their steps). Past `max_bytes` further ops are counted cut.
+class ProfileTraceWriter {
+ public:
+  /// Opens <run_dir>/profiles/.<name>.partial (creating profiles/). Throws
+  /// WriteError (report/atomic_file.hpp) with a one-line reason.
+  ProfileTraceWriter(const std::string& run_dir, int rank, std::int64_t first, std::int64_t last,
+                     std::int64_t max_bytes);
+  /// Removes the partial file when finish() did not run.
+  ~ProfileTraceWriter();
+  ProfileTraceWriter(const ProfileTraceWriter&) = delete;
+  ProfileTraceWriter& operator=(const ProfileTraceWriter&) = delete;
+
+  void add(const model::ProfileOp& op);
+  /// Writes the end (metadata with `ops_cut_by_rank` and `error`) and gives
+  /// the file its name. Throws WriteError; the partial file is removed.
+  ProfileFileInfo finish(std::int64_t ops_cut_by_rank, const std::string& error);
+  [[nodiscard]] std::int64_t bytes() const { return bytes_; }
+
+ private:
+  void put(const std::string& s);
+
+  std::string partial_;
+  std::string final_;
+  ProfileFileInfo info_;
+  std::int64_t max_bytes_;
+  std::int64_t bytes_ = 0;
+  std::FILE* file_ = nullptr;
+  bool failed_ = false;
+};
+
+/// The profiles of a run directory, from each profiles/rank<R>_steps<A>-<B>.json's
+/// metadata (read from its end: a file may be hundreds of MiB), by rank then
+/// first step; a file whose end is not traceml's metadata is left out. At
+/// most kMaxListedProfiles.
+std::vector<ProfileFileInfo> read_profile_infos(const std::string& run_dir);
+inline constexpr std::size_t kMaxListedProfiles = 256;
+
+/// The summary's `profiles` list (an added key): one object per profile.
+nlohmann::ordered_json profiles_json(const std::vector<ProfileFileInfo>& infos);
+
+}  // namespace traceml::report

@@ -1,0 +1,209 @@
+#include "runtime/profile_capture.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "model/limits.hpp"
+#include "model/record_checks.hpp"
+#include "model/text.hpp"
+
+namespace traceml {
+namespace runtime {
+namespace {
+
+std::mutex g_hooks_mu;
+detail::ProfilerHooks g_hooks;  // guarded by g_hooks_mu
+
+std::int64_t realtime_us() noexcept {
+  return std::chrono::duration_cast<std::chrono::microseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+/// What the sink gathers: ops moved onto traceml's clock, at most kMaxProfileOps.
+struct Gather {
+  std::vector<model::ProfileOp>* ops;
+  std::int64_t offset_us;
+  std::int64_t cut = 0;
+};
+
+void gather(void* context, const detail::ProfiledOp& op) noexcept {
+  auto* g = static_cast<Gather*>(context);
+  try {
+    if (std::int64_t(g->ops->size()) >= model::kMaxProfileOps) {
+      ++g->cut;
+      return;
+    }
+    model::ProfileOp o;
+    o.name = model::sanitize_utf8(std::string(op.name), model::kMaxTextBytes);
+    o.start_us = std::max<std::int64_t>(0, op.start_us + g->offset_us);
+    o.duration_us = std::max<std::int64_t>(0, op.duration_us);
+    o.thread =
+        int(std::min<std::uint64_t>(op.thread, std::uint64_t(std::numeric_limits<int>::max())));
+    if (op.sequence >= 0) o.sequence = op.sequence;
+    o.gpu = op.gpu ? 1 : 0;
+    o.shapes = model::sanitize_utf8(std::string(op.shapes), model::kMaxTextBytes);
+    g->ops->push_back(std::move(o));
+  } catch (...) {
+    ++g->cut;  // out of memory: this op is left out, and counted
+  }
+}
+
+}  // namespace
+
+detail::ProfilerHooks profiler_hooks() noexcept {
+  std::lock_guard<std::mutex> lk(g_hooks_mu);
+  return g_hooks;
+}
+
+ProfileCapture::ProfileCapture(ProfileRange range, int global_rank, const timing::WallMapping& wall,
+                               void (*warn)(const std::string&))
+    : range_(range), rank_(global_rank), wall_(wall), warn_(warn) {}
+
+void ProfileCapture::begin(std::int64_t next) noexcept {
+  int armed = kArmed;
+  if (!state_.compare_exchange_strong(armed, kCapturing, std::memory_order_acq_rel)) return;
+  Finished failed;
+  failed.first = range_.first;
+  failed.last = range_.last;
+  if (next > range_.last) {
+    failed.error = "no step of the range began while traceml recorded";
+    finish(std::move(failed));
+    return;
+  }
+  const detail::ProfilerHooks hooks = profiler_hooks();
+  if (hooks.start == nullptr || hooks.stop == nullptr || hooks.read == nullptr) {
+    failed.error =
+        "the program never installed LibTorch's profiler hooks (call "
+        "traceml::enable_torch_cuda(device) after traceml::init(); it does so on a CPU too)";
+    finish(std::move(failed));
+    return;
+  }
+  // traceml's timeline against the profiler's clock (the unix clock), read
+  // back to back: every op is moved by the difference.
+  const std::int64_t traceml_us = std::llround(wall_.to_unix(timing::now_ns()) * 1e6);
+  offset_us_ = traceml_us - realtime_us();
+  if (const char* why = hooks.start()) {
+    failed.error = std::string("LibTorch's profiler did not start: ") + why;
+    finish(std::move(failed));
+    return;
+  }
+  thread_ = std::this_thread::get_id();
+  first_ = next;
+}
+
+void ProfileCapture::end(std::int64_t done) noexcept {
+  if (std::this_thread::get_id() != thread_) return;  // another thread's step
+  Finished f;
+  f.first = first_;
+  f.last = std::min(done, range_.last);
+  f.offset_us = offset_us_;
+  if (const char* why = profiler_hooks().stop(&f.capture))
+    f.error = std::string("LibTorch's profiler did not stop: ") + why;
+  finish(std::move(f));
+}
+
+void ProfileCapture::at_shutdown(std::int64_t steps_done, bool may_stop) noexcept {
+  if (state_.load(std::memory_order_acquire) != kCapturing) {
+    // Armed still: the steps never reached the range.
+    int armed = kArmed;
+    if (state_.compare_exchange_strong(armed, kDone, std::memory_order_acq_rel)) {
+      Finished f;
+      f.first = range_.first;
+      f.last = range_.last;
+      f.error = "training ended after step " + std::to_string(steps_done) + ", before step " +
+                std::to_string(range_.first);
+      finish(std::move(f));
+    }
+    return;
+  }
+  if (may_stop && std::this_thread::get_id() == thread_ && steps_done >= first_) {
+    end(steps_done);
+    return;
+  }
+  Finished f;
+  f.first = first_;
+  f.last = range_.last;
+  f.error = "training ended inside the capture (after step " + std::to_string(steps_done) +
+            "), where the profiler could not be switched off";
+  finish(std::move(f));
+}
+
+void ProfileCapture::finish(Finished f) noexcept {
+  state_.store(kDone, std::memory_order_release);
+  try {
+    if (!f.error.empty() && warn_ != nullptr)
+      warn_("no profile of steps " + std::to_string(f.first) + " to " + std::to_string(f.last) +
+            ": " + f.error + "; training continues");
+    std::lock_guard<std::mutex> lk(mu_);
+    finished_.push_back(std::move(f));
+  } catch (...) {
+    // Out of memory: the capture is lost (its ops with it).
+  }
+}
+
+bool ProfileCapture::waiting() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return !finished_.empty() || sending_.has_value();
+}
+
+void ProfileCapture::read_next() {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (finished_.empty()) return;
+    sending_ = std::move(finished_.front());
+    finished_.pop_front();
+  }
+  ops_.clear();
+  next_op_ = 0;
+  next_chunk_ = 0;
+  ops_cut_ = 0;
+  if (sending_->capture == nullptr) return;
+  Gather g{&ops_, sending_->offset_us};
+  profiler_hooks().read(sending_->capture, &gather, &g);
+  sending_->capture = nullptr;  // freed by read
+  ops_cut_ = g.cut;
+  // In time order: the profiler lists an op when it ends.
+  std::stable_sort(
+      ops_.begin(), ops_.end(),
+      [](const model::ProfileOp& a, const model::ProfileOp& b) { return a.start_us < b.start_us; });
+}
+
+bool ProfileCapture::next_chunk(model::ProfileChunk& out) {
+  if (!sending_) read_next();
+  if (!sending_) return false;
+  out = model::ProfileChunk{};
+  out.global_rank = rank_;
+  out.first_step = sending_->first;
+  out.last_step = sending_->last;
+  out.chunk = next_chunk_++;
+  const std::size_t n =
+      std::min<std::size_t>(ops_.size() - next_op_, std::size_t(model::kMaxProfileChunkOps));
+  out.ops.assign(std::make_move_iterator(ops_.begin() + std::ptrdiff_t(next_op_)),
+                 std::make_move_iterator(ops_.begin() + std::ptrdiff_t(next_op_ + n)));
+  next_op_ += n;
+  if (next_op_ == ops_.size()) {
+    out.last = 1;
+    if (ops_cut_ > 0) out.ops_cut = ops_cut_;
+    out.error = sending_->error;
+    sending_.reset();
+    ops_.clear();
+    ops_.shrink_to_fit();
+  }
+  return true;
+}
+
+}  // namespace runtime
+
+namespace detail {
+
+void set_profiler_hooks(const ProfilerHooks& hooks) noexcept {
+  std::lock_guard<std::mutex> lk(runtime::g_hooks_mu);
+  runtime::g_hooks = hooks;
+}
+
+}  // namespace detail
+}  // namespace traceml

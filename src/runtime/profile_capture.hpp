@@ -1,0 +1,106 @@
+// LibTorch's operator profiler on the steps `--profile-steps A:B` chose
+// (DECISIONS 18, docs/profiling.md): the training thread switches it on as
+// step A begins and off as step B ends, through the hooks traceml/torch.hpp
+// installed (include/traceml/hooks.hpp); the sender reads the capture off
+// that thread and sends it to the collector in chunks (model::ProfileChunk),
+// which writes profiles/rank<R>_steps<A>-<B>.json.
+//
+// Its cost when no profile is asked: none (the runtime makes no capture,
+// and the step scope loads one null pointer). While armed, one relaxed load
+// per step edge.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <traceml/hooks.hpp>
+
+#include "model/telemetry.hpp"
+#include "timing/clock.hpp"
+
+namespace traceml::runtime {
+
+/// The profiler hooks the program installed (all null: none).
+detail::ProfilerHooks profiler_hooks() noexcept;
+
+/// Steps first..last of one rank, both included.
+struct ProfileRange {
+  std::int64_t first = 1;
+  std::int64_t last = 1;
+};
+
+class ProfileCapture {
+ public:
+  /// `warn` prints one line (the runtime's warning); `wall` maps the hot
+  /// path's clock to unix time, as the steps' timestamps are.
+  ProfileCapture(ProfileRange range, int global_rank, const timing::WallMapping& wall,
+                 void (*warn)(const std::string&));
+
+  // ---- the training thread ----
+  /// Step `next` is about to begin: at step A, the profiler goes on.
+  void at_step_begin(std::int64_t next) noexcept {
+    if (state_.load(std::memory_order_relaxed) == kArmed && next >= range_.first) begin(next);
+  }
+  /// Step `done` has ended: at step B, the profiler goes off.
+  void at_step_end(std::int64_t done) noexcept {
+    if (state_.load(std::memory_order_relaxed) == kCapturing && done >= range_.last) end(done);
+  }
+  /// The program shuts traceml down with a capture open: stopped here when
+  /// this is the capturing thread and `may_stop`, else given up (said).
+  /// `steps_done`: the last step that ended.
+  void at_shutdown(std::int64_t steps_done, bool may_stop) noexcept;
+
+  // ---- the sender thread ----
+  /// The next chunk of a finished capture; false when none waits.
+  bool next_chunk(model::ProfileChunk& out);
+  /// A capture waits to be sent (finished, not all of it taken yet).
+  [[nodiscard]] bool waiting() const;
+  /// Prints one warning line, as the runtime does.
+  void say(const std::string& line) const noexcept {
+    if (warn_ != nullptr) warn_(line);
+  }
+
+ private:
+  enum State : int { kArmed = 0, kCapturing = 1, kDone = 2 };
+  /// A finished capture as the training thread leaves it.
+  struct Finished {
+    std::int64_t first = 0;
+    std::int64_t last = 0;
+    void* capture = nullptr;     ///< the hooks' (ProfilerHooks::read frees it)
+    std::int64_t offset_us = 0;  ///< traceml's unix time less the profiler's, at its start
+    std::string error;           ///< why it failed or is partial
+  };
+  void begin(std::int64_t next) noexcept;
+  void end(std::int64_t done) noexcept;
+  void finish(Finished f) noexcept;
+  /// Reads the oldest finished capture into ops_ (sender thread).
+  void read_next();
+
+  ProfileRange range_;
+  int rank_;
+  const timing::WallMapping& wall_;
+  void (*warn_)(const std::string&);
+  std::atomic<int> state_{kArmed};
+  // The training thread's, while capturing.
+  std::thread::id thread_{};
+  std::int64_t first_ = 0;
+  std::int64_t offset_us_ = 0;
+
+  mutable std::mutex mu_;
+  std::deque<Finished> finished_;  // guarded by mu_
+
+  // The sender's: the capture being sent.
+  std::optional<Finished> sending_;
+  std::vector<model::ProfileOp> ops_;
+  std::size_t next_op_ = 0;
+  std::int64_t next_chunk_ = 0;
+  std::int64_t ops_cut_ = 0;
+};
+
+}  // namespace traceml::runtime

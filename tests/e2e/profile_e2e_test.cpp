@@ -1,0 +1,174 @@
+// LibTorch's profiler on the steps `traceml run --profile-steps A:B` chose
+// (issue 34), end to end: a real LibTorch training (the quickstart example)
+// under the real launcher, the profile read back as a user opens it (the
+// JSON file Perfetto loads) and checked against the steps the run stored
+// (traceml export), and the summary that names it. A program that never
+// installed the profiler's hooks trains on and is told why.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "../support/json_file.hpp"
+#include "../support/subprocess.hpp"
+#include "../support/traceml_run.hpp"
+
+namespace traceml::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+const std::string kCli = TRACEML_CLI_PATH;
+const std::string kQuickstart = TRACEML_EXAMPLES_DIR "/quickstart";
+const std::string kTinyRank = TRACEML_TINY_RANK_PATH;
+
+/// A step's span on the unix clock in microseconds, as the run stored it:
+/// from the earliest begin of any of its events (the input wait begins
+/// before the step scope) to its timestamp.
+struct Span {
+  double begin_us = 0.0;
+  double end_us = 0.0;
+};
+
+std::map<std::int64_t, Span> step_spans(const fs::path& run_dir, const fs::path& out, int rank) {
+  const ProcessResult e = run_process({kCli, "export", run_dir.string(), "--out", out.string()});
+  EXPECT_EQ(e.exit_code, 0) << e.err;
+  std::map<std::int64_t, Span> spans;
+  std::ifstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    const Json j = Json::parse(line);
+    if (j.value("type", "") != "step" || j["global_rank"] != rank) continue;
+    const double end_us = j["ts"].get<double>() * 1e6;
+    const auto& ev = j["events"];
+    const double traced_ms = ev["traced_step_time"]["cpu_ms"].get<double>();
+    double earliest_ms = 0.0;  // the traced step's own start
+    for (const auto& event : ev)
+      if (event.contains("begin_ms"))
+        earliest_ms = std::min(earliest_ms, event["begin_ms"].get<double>());
+    spans[j["step"].get<std::int64_t>()] = {end_us - (traced_ms - earliest_ms) * 1e3, end_us};
+  }
+  return spans;
+}
+
+std::vector<Json> ops_of(const Json& trace) {
+  std::vector<Json> ops;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X") ops.push_back(e);
+  return ops;
+}
+
+TEST(ProfileE2E, ProfileStepsWritesTheOperatorsOfThoseSteps) {
+  TempDir tmp;
+  const ProcessResult r = run_process(
+      traceml_run_argv(kCli, tmp.path() / "logs", "prof", 1, {"--profile-steps", "20:24"},
+                       {kQuickstart, "--steps", "60", "--log-every", "1000"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path run_dir = tmp.path() / "logs" / "prof";
+  const fs::path file = run_dir / "profiles" / "rank0_steps20-24.json";
+  const Json trace = load_json(file);
+  ASSERT_TRUE(trace.is_object()) << "no profile at " << file << "\n" << r.err;
+  const auto& meta = trace["otherData"]["traceml"];
+  EXPECT_EQ(meta["first_step"], 20);
+  EXPECT_EQ(meta["last_step"], 24);
+  EXPECT_FALSE(meta.contains("error")) << meta.dump();
+  const std::vector<Json> ops = ops_of(trace);
+  EXPECT_EQ(meta["ops"], ops.size());
+
+  // Every operator falls inside steps 20 to 24 as traceml stored them (the
+  // profiler's clock mapped onto the steps' clock: within 1 ms), and each
+  // step's forward ran its Linear layers (aten::addmm) inside it.
+  const std::map<std::int64_t, Span> spans = step_spans(run_dir, tmp.path() / "run.jsonl", 0);
+  ASSERT_TRUE(spans.count(20) && spans.count(24));
+  constexpr double kToleranceUs = 1000.0;
+  std::map<std::int64_t, int> addmm_in_step;
+  for (const Json& op : ops) {
+    const double ts = op["ts"].get<double>();
+    const double end = ts + op["dur"].get<double>();
+    EXPECT_GE(ts, spans.at(20).begin_us - kToleranceUs) << op.dump();
+    EXPECT_LE(end, spans.at(24).end_us + kToleranceUs) << op.dump();
+    if (op["name"] != "aten::addmm") continue;
+    for (std::int64_t s = 20; s <= 24; ++s)
+      if (ts >= spans.at(s).begin_us - kToleranceUs && end <= spans.at(s).end_us + kToleranceUs)
+        ++addmm_in_step[s];
+  }
+  for (std::int64_t s = 20; s <= 24; ++s)
+    EXPECT_GE(addmm_in_step[s], 3) << "step " << s << ": the MLP's three Linear layers";
+
+  // The summary names it: the JSON's profiles list, the text after Next,
+  // and the page.
+  const Json summary = load_json(run_dir / "final_summary.json");
+  ASSERT_TRUE(summary.contains("profiles")) << summary.dump().substr(0, 400);
+  ASSERT_EQ(summary["profiles"].size(), 1u);
+  EXPECT_EQ(summary["profiles"][0]["path"], "profiles/rank0_steps20-24.json");
+  EXPECT_EQ(summary["profiles"][0]["ops"], ops.size());
+  const std::string text = read_file(run_dir / "final_summary.txt");
+  EXPECT_NE(text.find("Profiles: LibTorch's operators"), std::string::npos) << text;
+  // The run directory as the report names it (its parent and itself).
+  EXPECT_NE(text.find("R0 steps 20-24: logs/prof/profiles/rank0_steps20-24.json ("),
+            std::string::npos)
+      << text;
+  EXPECT_NE(read_file(run_dir / "final_summary.html").find("id=\"profiles\""), std::string::npos);
+  // Nothing half-written is left beside it.
+  for (const auto& e : fs::directory_iterator(run_dir / "profiles"))
+    EXPECT_EQ(e.path().filename().string().front(), 'r') << e.path();
+}
+
+TEST(ProfileE2E, ProfileRanksNarrowsItToTheRanksNamed) {
+  TempDir tmp;
+  const ProcessResult r = run_process(traceml_run_argv(
+      kCli, tmp.path() / "logs", "two", 2, {"--profile-steps", "5:6", "--profile-ranks", "1"},
+      {kQuickstart, "--steps", "20", "--log-every", "1000"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path dir = tmp.path() / "logs" / "two" / "profiles";
+  EXPECT_TRUE(fs::exists(dir / "rank1_steps5-6.json")) << r.err;
+  EXPECT_FALSE(fs::exists(dir / "rank0_steps5-6.json"));
+}
+
+TEST(ProfileE2E, AProgramWithoutTheProfilerHooksTrainsOnAndIsToldWhy) {
+  // tiny_rank links no LibTorch and installs no hooks.
+  TempDir tmp;
+  const ProcessResult r = run_process(
+      traceml_run_argv(kCli, tmp.path() / "logs", "nohooks", 1, {"--profile-steps", "3:4"},
+                       {kTinyRank, "--steps", "50", "--step-us", "200"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("tiny_rank: 50 steps"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("no profile of steps 3 to 4: the program never installed LibTorch's "
+                       "profiler hooks"),
+            std::string::npos)
+      << r.err;
+  const fs::path run_dir = tmp.path() / "logs" / "nohooks";
+  const Json summary = load_json(run_dir / "final_summary.json");
+  ASSERT_TRUE(summary.contains("profiles")) << r.err;
+  EXPECT_EQ(summary["profiles"][0]["ops"], 0);
+  EXPECT_NE(summary["profiles"][0]["error"].get<std::string>().find("never installed"),
+            std::string::npos);
+  const std::string text = read_file(run_dir / "final_summary.txt");
+  EXPECT_NE(text.find("R0 steps 3-4: none (the program never installed"), std::string::npos)
+      << text;
+}
+
+TEST(ProfileE2E, ABadRangeIsAUsageErrorBeforeAnythingStarts) {
+  TempDir tmp;
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--profile-steps", "9:3"},
+        std::vector<std::string>{"--profile-steps", "1:5000"},
+        std::vector<std::string>{"--profile-ranks", "1"},
+        std::vector<std::string>{"--profile-steps", "1:2", "--profile-ranks", "x"}}) {
+    const ProcessResult r = run_process(
+        traceml_run_argv(kCli, tmp.path() / "logs", "bad", 1, flags, {kTinyRank, "--steps", "2"}));
+    EXPECT_EQ(r.exit_code, 2) << flags[1] << ": " << r.err;
+    EXPECT_NE(r.err.find("traceml: error: --profile-"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_FALSE(fs::exists(tmp.path() / "logs" / "bad")) << "nothing left behind";
+  }
+}
+
+}  // namespace
+}  // namespace traceml::testing

@@ -1,0 +1,228 @@
+// The profile capture of --profile-steps on the training thread's step
+// edges (runtime/profile_capture), over hooks that stand in for LibTorch's
+// profiler: when it goes on and off, what the sender gets, and what a
+// failure costs (a chunk that says why, and nothing else).
+#include "runtime/profile_capture.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace traceml::runtime {
+namespace {
+
+/// What the fake profiler saw, and what it will record.
+struct Fake {
+  int starts = 0;
+  int stops = 0;
+  std::thread::id thread;
+  const char* start_failure = nullptr;
+  std::vector<detail::ProfiledOp> ops;  // names point to static strings
+};
+Fake* g_fake = nullptr;
+
+const char* fake_start() noexcept {
+  ++g_fake->starts;
+  g_fake->thread = std::this_thread::get_id();
+  return g_fake->start_failure;
+}
+const char* fake_stop(void** capture) noexcept {
+  ++g_fake->stops;
+  *capture = new std::vector<detail::ProfiledOp>(g_fake->ops);
+  return nullptr;
+}
+void fake_read(void* capture, detail::ProfiledOpSink sink, void* context) noexcept {
+  auto* ops = static_cast<std::vector<detail::ProfiledOp>*>(capture);
+  for (const auto& op : *ops)
+    sink(context, op);
+  delete ops;
+}
+
+std::vector<std::string> g_warnings;
+void keep_warning(const std::string& line) {
+  g_warnings.push_back(line);
+}
+
+class ProfileCaptureTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_fake = &fake_;
+    g_warnings.clear();
+    detail::ProfilerHooks hooks;
+    hooks.start = &fake_start;
+    hooks.stop = &fake_stop;
+    hooks.read = &fake_read;
+    detail::set_profiler_hooks(hooks);
+  }
+  void TearDown() override {
+    detail::set_profiler_hooks(detail::ProfilerHooks{});
+    g_fake = nullptr;
+  }
+  /// Steps 1..n through the capture, as the step scope calls it.
+  static void run_steps(ProfileCapture& c, std::int64_t from, std::int64_t to) {
+    for (std::int64_t s = from; s <= to; ++s) {
+      c.at_step_begin(s);
+      c.at_step_end(s);
+    }
+  }
+  static std::vector<model::ProfileChunk> chunks(ProfileCapture& c) {
+    std::vector<model::ProfileChunk> out;
+    model::ProfileChunk chunk;
+    while (c.next_chunk(chunk))
+      out.push_back(chunk);
+    return out;
+  }
+  Fake fake_;
+  timing::WallMapping wall_;
+};
+
+detail::ProfiledOp op(const char* name, std::int64_t start_us, std::int64_t seq = -1) {
+  detail::ProfiledOp o;
+  o.name = name;
+  o.start_us = start_us;
+  o.duration_us = 5;
+  o.thread = 1;
+  o.sequence = seq;
+  o.shapes = "[[2, 3]]";
+  return o;
+}
+
+TEST_F(ProfileCaptureTest, OnAtTheFirstStepBeginOffAtTheLastStepEnd) {
+  const std::int64_t now_us = std::int64_t(timing::wall_seconds() * 1e6);
+  fake_.ops = {op("aten::mm", now_us + 200, 4), op("aten::relu", now_us + 100)};
+  ProfileCapture c(ProfileRange{3, 5}, 2, wall_, &keep_warning);
+  run_steps(c, 1, 2);
+  EXPECT_EQ(fake_.starts, 0);
+  c.at_step_begin(3);
+  EXPECT_EQ(fake_.starts, 1);
+  EXPECT_EQ(fake_.thread, std::this_thread::get_id());  // on the training thread
+  EXPECT_FALSE(c.waiting());
+  c.at_step_end(3);
+  run_steps(c, 4, 4);
+  EXPECT_EQ(fake_.stops, 0);
+  c.at_step_begin(5);
+  c.at_step_end(5);
+  EXPECT_EQ(fake_.stops, 1);
+  run_steps(c, 6, 20);  // once only
+  EXPECT_EQ(fake_.starts, 1);
+  EXPECT_EQ(fake_.stops, 1);
+
+  ASSERT_TRUE(c.waiting());
+  const auto got = chunks(c);
+  ASSERT_EQ(got.size(), 1u);
+  const model::ProfileChunk& p = got[0];
+  EXPECT_EQ(p.global_rank, 2);
+  EXPECT_EQ(p.first_step, 3);
+  EXPECT_EQ(p.last_step, 5);
+  EXPECT_EQ(p.chunk, 0);
+  EXPECT_EQ(p.last, 1);
+  EXPECT_TRUE(p.error.empty());
+  EXPECT_FALSE(p.ops_cut);
+  ASSERT_EQ(p.ops.size(), 2u);
+  EXPECT_EQ(p.ops[0].name, "aten::relu");  // in time order
+  EXPECT_EQ(p.ops[1].name, "aten::mm");
+  EXPECT_EQ(p.ops[1].sequence, 4);
+  EXPECT_FALSE(p.ops[0].sequence);
+  EXPECT_EQ(p.ops[0].shapes, "[[2, 3]]");
+  // Moved onto traceml's clock: the same unix time, to the offset between
+  // two clocks read back to back (well under a millisecond here).
+  EXPECT_NEAR(double(p.ops[0].start_us), double(now_us + 100), 1000.0);
+  EXPECT_EQ(p.ops[1].start_us - p.ops[0].start_us, 100);
+  EXPECT_FALSE(c.waiting());
+  EXPECT_TRUE(g_warnings.empty());
+}
+
+TEST_F(ProfileCaptureTest, AProfileTravelsInChunksOfAtMost256Ops) {
+  for (int i = 0; i < 600; ++i)
+    fake_.ops.push_back(op("aten::add", 1'000'000 + i));
+  ProfileCapture c(ProfileRange{1, 1}, 0, wall_, &keep_warning);
+  run_steps(c, 1, 1);
+  const auto got = chunks(c);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].ops.size(), 256u);
+  EXPECT_EQ(got[1].ops.size(), 256u);
+  EXPECT_EQ(got[2].ops.size(), 88u);
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].chunk, std::int64_t(i));
+    EXPECT_EQ(got[i].last, i == 2 ? 1 : 0);
+  }
+}
+
+TEST_F(ProfileCaptureTest, WithoutTheHooksOneWarningAndAChunkThatSaysWhy) {
+  detail::set_profiler_hooks(detail::ProfilerHooks{});
+  ProfileCapture c(ProfileRange{2, 3}, 0, wall_, &keep_warning);
+  run_steps(c, 1, 10);
+  const auto got = chunks(c);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].last, 1);
+  EXPECT_TRUE(got[0].ops.empty());
+  EXPECT_NE(got[0].error.find("never installed LibTorch's profiler hooks"), std::string::npos);
+  ASSERT_EQ(g_warnings.size(), 1u);
+  EXPECT_NE(g_warnings[0].find("no profile of steps 2 to 3"), std::string::npos) << g_warnings[0];
+  EXPECT_NE(g_warnings[0].find("training continues"), std::string::npos);
+}
+
+TEST_F(ProfileCaptureTest, AProfilerThatFailsToStartCostsOneWarning) {
+  fake_.start_failure = "Profiler is already enabled on this thread";
+  ProfileCapture c(ProfileRange{2, 3}, 0, wall_, &keep_warning);
+  run_steps(c, 1, 10);
+  EXPECT_EQ(fake_.starts, 1);
+  EXPECT_EQ(fake_.stops, 0);  // never switched off what it did not switch on
+  const auto got = chunks(c);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].error,
+            "LibTorch's profiler did not start: Profiler is already enabled on this thread");
+  EXPECT_EQ(g_warnings.size(), 1u);
+}
+
+TEST_F(ProfileCaptureTest, TrainingThatEndsBeforeOrInsideTheRangeSaysSo) {
+  {
+    ProfileCapture c(ProfileRange{50, 60}, 0, wall_, &keep_warning);
+    run_steps(c, 1, 40);
+    c.at_shutdown(40, true);
+    const auto got = chunks(c);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].error, "training ended after step 40, before step 50");
+  }
+  {
+    // Inside it, on the capturing thread at an explicit shutdown: the
+    // profile of the steps that ran.
+    fake_.ops = {op("aten::mm", 1'000'000)};
+    ProfileCapture c(ProfileRange{5, 60}, 0, wall_, &keep_warning);
+    run_steps(c, 1, 9);
+    c.at_shutdown(9, true);
+    EXPECT_EQ(fake_.stops, 1);
+    const auto got = chunks(c);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_EQ(got[0].first_step, 5);
+    EXPECT_EQ(got[0].last_step, 9);
+    EXPECT_TRUE(got[0].error.empty());
+    EXPECT_EQ(got[0].ops.size(), 1u);
+  }
+  {
+    // At the process's exit LibTorch may be going away: not touched.
+    ProfileCapture c(ProfileRange{5, 60}, 0, wall_, &keep_warning);
+    run_steps(c, 1, 9);
+    const int stops = fake_.stops;
+    c.at_shutdown(9, false);
+    EXPECT_EQ(fake_.stops, stops);
+    const auto got = chunks(c);
+    ASSERT_EQ(got.size(), 1u);
+    EXPECT_NE(got[0].error.find("training ended inside the capture"), std::string::npos);
+  }
+}
+
+TEST_F(ProfileCaptureTest, AStepOfAnotherThreadDoesNotEndTheCapture) {
+  ProfileCapture c(ProfileRange{1, 2}, 0, wall_, &keep_warning);
+  c.at_step_begin(1);
+  std::thread other([&] { c.at_step_end(2); });
+  other.join();
+  EXPECT_EQ(fake_.stops, 0);
+  c.at_step_end(2);
+  EXPECT_EQ(fake_.stops, 1);
+}
+
+}  // namespace
+}  // namespace traceml::runtime
