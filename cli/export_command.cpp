@@ -10,6 +10,7 @@
 #include "output_paths.hpp"
 #include "report/atomic_file.hpp"
 #include "report/chrome_trace.hpp"
+#include "report/profile_trace.hpp"
 #include "store/jsonl_writer.hpp"
 #include "store/run_db.hpp"
 #include "traceml/version.hpp"
@@ -31,6 +32,8 @@ struct ExportArgs {
 /// 1,000 steps is about 60 MB of JSON; the whole window of a long run
 /// would be gigabytes (docs/timeline.md).
 constexpr std::int64_t kDefaultTimelineSteps = 1000;
+/// The most profiled operators a timeline draws (about 200 bytes each).
+constexpr std::size_t kMaxTimelineProfileOps = std::size_t{1} << 21;
 
 std::string with_commas(std::int64_t v) {
   std::string s = std::to_string(v);
@@ -53,8 +56,20 @@ int write_timeline(const ExportArgs& a, std::optional<report::StepRange> range,
     note = " (the latest " + with_commas(range->last - range->first + 1) +
            " steps of the analysed window; --steps A:B for others)";
   }
+  // The profiles (--profile-steps) whose steps meet the range, drawn under them.
+  std::vector<report::RankProfile> profiles;
+  std::size_t budget = kMaxTimelineProfileOps;
+  for (const report::ProfileFileInfo& p : report::read_profile_infos(a.run_dir)) {
+    if (p.last_step < range->first || p.first_step > range->last || p.ops == 0 || budget == 0)
+      continue;
+    report::RankProfile rp;
+    rp.rank = p.rank;
+    rp.ops = report::read_profile_ops((std::filesystem::path(a.run_dir) / p.path).string(), budget);
+    budget -= rp.ops.size();
+    profiles.push_back(std::move(rp));
+  }
   const report::TimelineStats s = report::write_chrome_trace(
-      data.telemetry, *range, std::string("traceml ") + traceml::version(), text);
+      data.telemetry, *range, std::string("traceml ") + traceml::version(), text, profiles);
   if (s.steps == 0)
     return fail(a.run_dir + ": no step between " + std::to_string(range->first) + " and " +
                 std::to_string(range->last) + " (choose another --steps A:B)");
@@ -63,6 +78,9 @@ int write_timeline(const ExportArgs& a, std::optional<report::StepRange> range,
          with_commas(s.events) + " events" +
          (s.gpu ? ", GPU-clock steps on a track of their own" : "") +
          (s.threads > 1 ? ", up to " + std::to_string(s.threads) + " traced threads a rank" : "") +
+         (s.profile_ops > 0 ? ", " + with_commas(s.profile_ops) +
+                                  " LibTorch operators under their steps (profiles/)"
+                            : "") +
          "\n";
   if (s.inferred_steps > 0)
     said += "traceml: " + with_commas(s.inferred_steps) + " of " + with_commas(s.steps) +

@@ -225,6 +225,42 @@ void draw_inferred(TraceWriter& w, std::int64_t pid, int tid, const model::StepR
   }
 }
 
+/// The track of a rank's profiled operators run by profiler thread `thread`:
+/// after every step track a rank can have (two per traced thread).
+int profile_track(int thread) {
+  return 1000000 + thread;
+}
+
+/// The operators of each drawn rank's profiles inside [first_s, last_s].
+template <class Rows>
+void draw_profiles(TraceWriter& w, const std::vector<RankProfile>& profiles, const Rows& rows,
+                   double first_s, double last_s, TimelineStats& stats) {
+  for (const RankProfile& p : profiles) {
+    if (rows.count(p.rank) == 0) continue;
+    std::map<int, bool> named;
+    for (const model::ProfileOp& op : p.ops) {
+      const double begin_s = double(op.start_us) * 1e-6;
+      const double end_s = double(op.start_us + op.duration_us) * 1e-6;
+      if (begin_s < first_s || end_s > last_s) continue;
+      const int track = profile_track(op.thread);
+      if (!named[op.thread]) {
+        named[op.thread] = true;
+        w.metadata(
+            p.rank, track, "thread_name", "name",
+            json_text("operators (LibTorch profiler, thread " + std::to_string(op.thread) + ")"));
+        w.metadata(p.rank, track, "thread_sort_index", "sort_index", std::to_string(track));
+      }
+      std::string args;
+      if (op.sequence) args += R"("sequence":)" + std::to_string(*op.sequence);
+      if (!op.shapes.empty())
+        args += std::string(args.empty() ? "" : ",") + R"("input_shapes":)" + json_text(op.shapes);
+      w.slice(p.rank, track, op.name, op.gpu != 0 ? "gpu" : "cpu_op", w.at(begin_s), w.at(end_s),
+              args.empty() ? std::string() : "{" + args + "}");
+      ++stats.profile_ops;
+    }
+  }
+}
+
 /// A phase slice to draw: its event and span in trace nanoseconds.
 struct Span {
   Event event;
@@ -308,7 +344,8 @@ std::optional<StepRange> default_timeline_steps(const model::Telemetry& t, std::
 }
 
 TimelineStats write_chrome_trace(const model::Telemetry& t, StepRange range,
-                                 const std::string& producer, std::ostream& out) {
+                                 const std::string& producer, std::ostream& out,
+                                 const std::vector<RankProfile>& profiles) {
   // Each rank's rows in the range, the later of two rows of one step winning.
   std::map<int, std::map<std::int64_t, std::size_t>> rows;
   {
@@ -394,6 +431,8 @@ TimelineStats write_chrome_trace(const model::Telemetry& t, StepRange range,
         draw_inferred(w, rank, gpu_track(r.thread), r, durations(r, true), end, gpu_floor);
     }
   }
+
+  if (any) draw_profiles(w, profiles, rows, first_s, last_s, stats);
 
   if (any) {
     // Counters within the drawn steps' span.

@@ -7,6 +7,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "model/telemetry.hpp"
 
@@ -36,6 +37,14 @@ struct TimelineStats {
   std::int64_t recorded_steps = 0;  ///< steps drawn where their phases began, as recorded
   std::int64_t inferred_steps = 0;  ///< steps without begins: phases placed back to back
   std::int64_t threads = 0;         ///< the most traced threads of one rank
+  std::int64_t profile_ops = 0;     ///< LibTorch operators drawn (RankProfile)
+};
+
+/// A rank's profiled operators (report/profile_trace: --profile-steps), to
+/// draw under its steps.
+struct RankProfile {
+  int rank = 0;
+  std::vector<model::ProfileOp> ops;
 };
 
 /// Writes the steps of `range` of every rank as a Chrome trace, a track per
@@ -46,7 +55,12 @@ struct TimelineStats {
 /// the other in the order a step runs them, which the trace's metadata and
 /// those steps' args say. Counters: step memory peaks, process and system
 /// samples within the steps' time span.
+/// The operators of `profiles` that fall inside the drawn steps' span go
+/// on tracks of their own under their rank's steps, one per profiler thread
+/// ("operators (LibTorch profiler, thread N)"), at their recorded times (the
+/// profile's clock is the steps' clock).
 TimelineStats write_chrome_trace(const model::Telemetry& t, StepRange range,
-                                 const std::string& producer, std::ostream& out);
+                                 const std::string& producer, std::ostream& out,
+                                 const std::vector<RankProfile>& profiles = {});
 
 }  // namespace traceml::report

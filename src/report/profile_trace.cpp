@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <tuple>
 #include <utility>
@@ -178,6 +179,42 @@ std::vector<ProfileFileInfo> read_profile_infos(const std::string& run_dir) {
            std::tie(b.rank, b.first_step, b.last_step);
   });
   return out;
+}
+
+std::vector<model::ProfileOp> read_profile_ops(const std::string& path, std::size_t max_ops) {
+  std::vector<model::ProfileOp> ops;
+  std::ifstream in(path);
+  for (std::string line; ops.size() < max_ops && std::getline(in, line);) {
+    if (!line.empty() && line.back() == ',') line.pop_back();
+    if (line.size() < 2 || line.front() != '{' || line.back() != '}') continue;
+    const nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
+    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    const auto integer = [&e](const char* key) -> std::optional<std::int64_t> {
+      if (!e.contains(key) || !e[key].is_number_integer()) return std::nullopt;
+      return e[key].get<std::int64_t>();
+    };
+    const auto ts = integer("ts");
+    const auto dur = integer("dur");
+    const auto tid = integer("tid");
+    if (!ts || !dur || !tid || !e.contains("name") || !e["name"].is_string() || *ts < 0 ||
+        *dur < 0 || *tid < 0 || *tid > std::numeric_limits<int>::max())
+      continue;
+    model::ProfileOp op;
+    op.name = e["name"].get<std::string>();
+    op.start_us = *ts;
+    op.duration_us = *dur;
+    op.thread = int(*tid);
+    op.gpu = e.value("cat", "") == "gpu" ? 1 : 0;
+    if (e.contains("args") && e["args"].is_object()) {
+      const auto& args = e["args"];
+      if (args.contains("sequence") && args["sequence"].is_number_integer())
+        op.sequence = args["sequence"].get<std::int64_t>();
+      if (args.contains("input_shapes") && args["input_shapes"].is_string())
+        op.shapes = args["input_shapes"].get<std::string>();
+    }
+    ops.push_back(std::move(op));
+  }
+  return ops;
 }
 
 nlohmann::ordered_json profiles_json(const std::vector<ProfileFileInfo>& infos) {

@@ -70,6 +70,12 @@ class ProfileTraceWriter {
 std::vector<ProfileFileInfo> read_profile_infos(const std::string& run_dir);
 inline constexpr std::size_t kMaxListedProfiles = 256;
 
+/// The ops of a profile file as ProfileTraceWriter wrote it (one event a
+/// line: read line by line, so a file of hundreds of MiB costs its ops, not
+/// a JSON tree), at most `max_ops` of them; lines that are not one of its
+/// complete events are skipped.
+std::vector<model::ProfileOp> read_profile_ops(const std::string& path, std::size_t max_ops);
+
 /// The summary's `profiles` list (an added key): one object per profile.
 nlohmann::ordered_json profiles_json(const std::vector<ProfileFileInfo>& infos);
 

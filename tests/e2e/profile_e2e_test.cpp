@@ -18,6 +18,7 @@
 #include "../support/json_file.hpp"
 #include "../support/subprocess.hpp"
 #include "../support/traceml_run.hpp"
+#include "launcher/free_port.hpp"
 
 namespace traceml::testing {
 namespace {
@@ -115,6 +116,36 @@ TEST(ProfileE2E, ProfileStepsWritesTheOperatorsOfThoseSteps) {
             std::string::npos)
       << text;
   EXPECT_NE(read_file(run_dir / "final_summary.html").find("id=\"profiles\""), std::string::npos);
+  // The timeline draws the operators under their steps: on a track of
+  // their own in rank 0's process, inside the span of steps 20 to 24.
+  const fs::path timeline = tmp.path() / "timeline.json";
+  const ProcessResult x = run_process({kCli, "export", run_dir.string(), "--format", "chrome-trace",
+                                       "--steps", "20:24", "--out", timeline.string()});
+  ASSERT_EQ(x.exit_code, 0) << x.err;
+  EXPECT_NE(x.err.find(" LibTorch operators under their steps"), std::string::npos) << x.err;
+  const Json drawn = load_json(timeline);
+  ASSERT_TRUE(drawn.is_object());
+  double steps_begin = 1e300, steps_end = -1e300;
+  std::size_t drawn_ops = 0;
+  for (const auto& e : drawn["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    if (e["cat"] == "cpu_op") {
+      ++drawn_ops;
+      EXPECT_EQ(e["pid"], 0);
+      continue;
+    }
+    if (e["name"].get<std::string>().rfind("step ", 0) == 0) {
+      steps_begin = std::min(steps_begin, e["ts"].get<double>());
+      steps_end = std::max(steps_end, e["ts"].get<double>() + e["dur"].get<double>());
+    }
+  }
+  EXPECT_GT(drawn_ops, ops.size() / 2);  // the ops of the fetches before step 20 may fall outside
+  for (const auto& e : drawn["traceEvents"]) {
+    if (e["ph"] != "X" || e["cat"] != "cpu_op") continue;
+    EXPECT_GE(e["ts"].get<double>(), steps_begin - 1.0) << e.dump();
+    EXPECT_LE(e["ts"].get<double>() + e["dur"].get<double>(), steps_end + 1.0) << e.dump();
+  }
+
   // Nothing half-written is left beside it.
   for (const auto& e : fs::directory_iterator(run_dir / "profiles"))
     EXPECT_EQ(e.path().filename().string().front(), 'r') << e.path();
@@ -129,6 +160,36 @@ TEST(ProfileE2E, ProfileRanksNarrowsItToTheRanksNamed) {
   const fs::path dir = tmp.path() / "logs" / "two" / "profiles";
   EXPECT_TRUE(fs::exists(dir / "rank1_steps5-6.json")) << r.err;
   EXPECT_FALSE(fs::exists(dir / "rank0_steps5-6.json"));
+}
+
+TEST(ProfileE2E, TwoNodesGetEveryRanksProfileIntoTheRunDirectory) {
+  // Two nodes of two ranks on this machine, each its own logs directory (as
+  // without a shared file system): node 1's ranks send theirs to node 0.
+  TempDir dir;
+  const auto master = launcher::pick_free_port();
+  const auto collector = launcher::pick_free_port();
+  ASSERT_TRUE(master && collector);
+  const auto node = [&](int node_rank) {
+    return traceml_node_argv(kCli, node_rank, 2, *master, *collector,
+                             dir.path() / ("logs" + std::to_string(node_rank)), "two_nodes",
+                             {"--mode", "summary", "--profile-steps", "5:6"},
+                             {kQuickstart, "--steps", "20", "--log-every", "1000"});
+  };
+  ChildProcess node0(node(0));
+  ChildProcess node1(node(1));
+  const ProcessResult r1 = node1.wait();
+  const ProcessResult r0 = node0.wait();
+  ASSERT_EQ(r1.exit_code, 0) << r1.err;
+  ASSERT_EQ(r0.exit_code, 0) << r0.err;
+  const fs::path run_dir = dir.path() / "logs0" / "two_nodes";
+  for (int rank = 0; rank < 4; ++rank) {
+    const Json trace =
+        load_json(run_dir / "profiles" / ("rank" + std::to_string(rank) + "_steps5-6.json"));
+    ASSERT_TRUE(trace.is_object()) << "rank " << rank << "\n" << r0.err;
+    EXPECT_GT(trace["otherData"]["traceml"]["ops"].get<int>(), 0);
+  }
+  EXPECT_FALSE(fs::exists(dir.path() / "logs1" / "two_nodes" / "profiles"));
+  EXPECT_EQ(load_json(run_dir / "final_summary.json")["profiles"].size(), 4u);
 }
 
 TEST(ProfileE2E, AProgramWithoutTheProfilerHooksTrainsOnAndIsToldWhy) {

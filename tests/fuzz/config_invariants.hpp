@@ -19,6 +19,7 @@
 
 #include "model/env_contract.hpp"
 #include "model/env_values.hpp"
+#include "model/limits.hpp"
 #include "model/text.hpp"
 #include "runtime/config.hpp"
 
@@ -63,7 +64,9 @@ inline const std::vector<std::string>& config_variables() {
                                                  model::env::kClock,
                                                  model::env::kDebug,
                                                  model::env::kPageTimeout,
-                                                 model::env::kPageMemory};
+                                                 model::env::kPageMemory,
+                                                 model::env::kProfileSteps,
+                                                 model::env::kProfileRanks};
   return names;
 }
 
@@ -134,6 +137,10 @@ inline std::optional<std::string> check_config(const ConfigInput& in) {
   if (!(c.interval_sec >= runtime::kMinIntervalSec && c.interval_sec <= runtime::kMaxIntervalSec))
     return std::string("sampler period out of range");
   if (c.max_steps && *c.max_steps < 1) return std::string("max steps below 1");
+  if (c.profile_steps &&
+      (c.profile_steps->first < 1 || c.profile_steps->last < c.profile_steps->first ||
+       c.profile_steps->last - c.profile_steps->first >= model::kMaxProfileSteps))
+    return std::string("a profile range outside 1 <= A <= B, at most kMaxProfileSteps steps");
   if (c.collector_port.has_value() != c.collector_host.has_value())
     return std::string("a collector port without a host, or the reverse");
   if (c.collector_port && *c.collector_port == 0) return std::string("collector port 0");

@@ -864,13 +864,13 @@ TEST(Hello, LayoutAndRoundTrip) {
   h.token = "ab";
   h.identity.global_rank = 2;
   h.stream = 0x0102030405060708;
-  // u16 version 5, str "ab", u64 stream, u8 role (a rank), identity: i32 2,
+  // u16 version 6, str "ab", u64 stream, u8 role (a rank), identity: i32 2,
   // presence 0.
   EXPECT_EQ(encode_hello(h),
-            (Bytes{5, 0, 2, 0, 'a', 'b', 8, 7, 6, 5, 4, 3, 2, 1, 0, 2, 0, 0, 0, 0}));
+            (Bytes{6, 0, 2, 0, 'a', 'b', 8, 7, 6, 5, 4, 3, 2, 1, 0, 2, 0, 0, 0, 0}));
   h.role = PeerRole::Relay;
   EXPECT_EQ(encode_hello(h),
-            (Bytes{5, 0, 2, 0, 'a', 'b', 8, 7, 6, 5, 4, 3, 2, 1, 1, 2, 0, 0, 0, 0}));
+            (Bytes{6, 0, 2, 0, 'a', 'b', 8, 7, 6, 5, 4, 3, 2, 1, 1, 2, 0, 0, 0, 0}));
   EXPECT_EQ(decode_hello(encode_hello(h))->role, PeerRole::Relay);
   // No third role.
   EXPECT_FALSE(decode_hello({5, 0, 2, 0, 'a', 'b', 8, 7, 6, 5, 4, 3, 2, 1, 2, 2, 0, 0, 0, 0}));
@@ -930,17 +930,17 @@ TEST(Hello, CheckAcceptsOnlyThisProtocolAndToken) {
   EXPECT_TRUE(check_hello(empty, "").ok());
   EXPECT_EQ(check_hello(empty, "t").reason.value_or(""), wrong);
 
-  // Version 1 ranks (no heartbeats), 2 (no timeline block), 3 (no Verdict)
-  // and 4 (no role) are still taken; 0 and 6 are not.
-  for (const int v : {1, 2, 3, 4}) {
+  // Version 1 ranks (no heartbeats), 2 (no timeline block), 3 (no Verdict),
+  // 4 (no role) and 5 (no profiles) are still taken; 0 and 7 are not.
+  for (const int v : {1, 2, 3, 4, 5}) {
     h.protocol_version = std::uint16_t(v);
     EXPECT_TRUE(check_hello(h, "s3cret-token").ok()) << v;
   }
-  for (const int v : {0, 6}) {
+  for (const int v : {0, 7}) {
     h.protocol_version = std::uint16_t(v);
     EXPECT_EQ(
         check_hello(h, "s3cret-token").reason.value_or(""),
-        "protocol version " + std::to_string(v) + " is not supported (this build speaks 1 to 5)");
+        "protocol version " + std::to_string(v) + " is not supported (this build speaks 1 to 6)");
   }
 }
 
@@ -1028,6 +1028,23 @@ model::TracerStats tracer_stats_sample() {
   return t;
 }
 
+/// A profile chunk with every field present: two ops, one of them linked to
+/// its backward, one with shapes.
+model::ProfileChunk profile_sample() {
+  model::ProfileChunk p;
+  p.global_rank = 1;
+  p.first_step = 5;
+  p.last_step = 8;
+  p.chunk = 3;
+  p.last = 1;
+  p.ops_cut = 2;
+  p.error = "cut";
+  p.ops.push_back(
+      model::ProfileOp{"aten::addmm", 1'796'553'490'210'827, 20, 1, 40, 0, "[[32, 64]]"});
+  p.ops.push_back(model::ProfileOp{"aten::relu", 1'796'553'490'210'850, 3, 1, std::nullopt, 0, ""});
+  return p;
+}
+
 /// The seed inputs of fuzz_frame, written by the real encoders: a whole
 /// session, each frame type on its own, bare payloads, and two bad streams.
 std::vector<std::pair<std::string, Bytes>> corpus_seeds() {
@@ -1102,6 +1119,7 @@ std::vector<std::pair<std::string, Bytes>> corpus_seeds() {
           {"heartbeat.bin", f_beat},
           {"goodbye.bin", f_goodbye},
           {"rank_end.bin", f_end},
+          {"profile.bin", frame(frame_type_of<model::ProfileChunk>(), encode(profile_sample()))},
           {"relay_session.bin", relay_session},
           {"truncated_session.bin", Bytes(session.begin(), session.end() - 5)},
           {"bad_version.bin", bad_version},
