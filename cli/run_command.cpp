@@ -90,11 +90,22 @@ std::optional<std::string> validate(const RunArgs& a) {
       return p;
   }
   std::string why;
-  if (!a.profile_steps.empty() && !model::parse_profile_steps(a.profile_steps, why))
-    return "--profile-steps " + why;
+  if (!a.profile_steps.empty()) {
+    const auto steps = model::parse_profile_steps(a.profile_steps, why);
+    if (!steps) return "--profile-steps " + why;
+    if (a.trace_max_steps && steps->last > *a.trace_max_steps)
+      return "--profile-steps " + a.profile_steps + " ends after --trace-max-steps " +
+             std::to_string(*a.trace_max_steps) + ", where traceml stops recording";
+  }
   if (!a.profile_ranks.empty()) {
     if (a.profile_steps.empty()) return "--profile-ranks needs --profile-steps A:B";
-    if (!model::parse_profile_ranks(a.profile_ranks, why)) return "--profile-ranks " + why;
+    const auto ranks = model::parse_profile_ranks(a.profile_ranks, why);
+    if (!ranks) return "--profile-ranks " + why;
+    const std::int64_t world = std::int64_t(a.nnodes) * a.nproc_per_node;
+    if (!ranks->empty() && ranks->back() >= world)
+      return "--profile-ranks names rank " + std::to_string(ranks->back()) +
+             ", outside the run's " + std::to_string(world) + " ranks (0 to " +
+             std::to_string(world - 1) + ")";
   }
   if (std::int64_t(a.nnodes) * a.nproc_per_node > runtime::kMaxWorldSize)
     return "--nnodes x --nproc-per-node must be at most " + std::to_string(runtime::kMaxWorldSize) +

@@ -106,6 +106,9 @@ struct Window {
   std::optional<std::int64_t> completed_step;
   std::optional<std::int64_t> window_size;
   std::optional<std::string> diagnosis_clock;  ///< step_time only; otherwise the key is omitted
+  /// step_time only, an added key present when not 0: steps left out
+  /// because they ran under LibTorch's profiler (StepWindow::profiled_left_out).
+  std::optional<std::int64_t> profiled_steps_left_out;
 };
 
 struct Metadata {

@@ -199,6 +199,7 @@ Section analyze_step_time(const model::Telemetry& t, const Options& o,
   }
   s.window.window_size = o.window;
   s.window.diagnosis_clock = clock_name(w.clock);
+  if (w.profiled_left_out > 0) s.window.profiled_steps_left_out = w.profiled_left_out;
 
   for (const auto& [name, m] : kPayloadMetrics) {
     const auto& st = w.stat(m);

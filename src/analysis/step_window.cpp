@@ -353,6 +353,28 @@ const char* step_metric_name(StepMetric m) {
   return kMetricNames[idx(m)];
 }
 
+namespace {
+
+/// Takes out of `common` the steps any rank ran under LibTorch's profiler
+/// (model::ProfiledSteps: their time holds the profiler's own cost), unless
+/// that would leave none; returns how many it took out.
+std::int64_t leave_out_profiled(const model::Telemetry& t, std::vector<std::int64_t>& common) {
+  if (t.profiled_steps.empty()) return 0;
+  const auto profiled = [&t](std::int64_t step) {
+    for (const model::ProfiledSteps& p : t.profiled_steps)
+      if (step >= p.first_step && step <= p.last_step) return true;
+    return false;
+  };
+  const auto kept =
+      std::count_if(common.begin(), common.end(), [&](std::int64_t s) { return !profiled(s); });
+  if (kept == 0) return 0;
+  const std::int64_t out = std::int64_t(common.size()) - kept;
+  common.erase(std::remove_if(common.begin(), common.end(), profiled), common.end());
+  return out;
+}
+
+}  // namespace
+
 StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
   StepWindow w;
   w.strategy = t.run.strategy;
@@ -441,6 +463,7 @@ StepWindow build_step_window(const model::Telemetry& t, std::int64_t window) {
     order[k] = k;
   }
   std::vector<std::int64_t> common = common_steps(per_rank, first, order);
+  w.profiled_left_out = leave_out_profiled(t, common);
   if (window > 0) keep_latest(common, std::size_t(window));
   if (common.empty()) return w;
   w.steps = std::move(common);

@@ -96,6 +96,9 @@ struct StepWindow {
   std::array<std::optional<MetricStat>, kStepMetricCount> stats;
   std::optional<std::int64_t> latest_step;  ///< max step over every row
   std::int64_t distinct_steps = 0;          ///< distinct step ids seen over every row
+  /// Aligned steps left out because a rank ran them under LibTorch's
+  /// profiler (model::ProfiledSteps), before the latest `window` was taken.
+  std::int64_t profiled_left_out = 0;
 
   /// The row used for each aligned step and rank with facts, step-major
   /// (records arrive step by step, so scans in this order read memory in order).

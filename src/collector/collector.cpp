@@ -378,10 +378,14 @@ struct Collector::Impl final : transport::ServerHandler {
     ranks[c.rank].tracer = std::move(s);
   }
   void handle(Connection& /*c*/, model::RankPosition&& p) { board.heartbeat(p, LiveClock::now()); }
-  /// Written to the run directory as it comes (collector/profiles).
+  /// Written to the run directory as it comes (collector/profiles); the
+  /// steps of a profile written with ops are kept as profiled (the analysis
+  /// leaves the profiler's cost out).
   void handle(Connection& c, model::ProfileChunk&& p) {
     ++c.records;
-    if (profiles.take(std::move(p))) invalid();
+    ProfileStore::Taken t = profiles.take(std::move(p));
+    if (t.refused) invalid();
+    if (t.profiled) push(*t.profiled);
   }
   /// Kept per rank for its delivery: how its program ended.
   void handle(Connection& c, model::RankGoodbye&& g) {
@@ -551,6 +555,11 @@ struct Collector::Impl final : transport::ServerHandler {
     server->stop();
     rep.nodes_unrelayed = nodes_unrelayed();
     take_recovered(rep);
+    // Profiles whose rank's connection ended before their last chunk: what
+    // came is written, and said cut short.
+    for (const model::ProfiledSteps& p : profiles.close_open())
+      pending.emplace_back(p);
+    hand_on();
     std::lock_guard<std::mutex> lk(state_mu);
     for (const auto& [rank, r] : ranks)
       state.add(r.delivery(rank));
@@ -760,10 +769,6 @@ void Collector::stop_ingest(std::chrono::steady_clock::time_point deadline, int 
 void Collector::recover(store::BlackBoxReading reading) {
   std::lock_guard<std::mutex> lk(impl_->recovered_mu);
   impl_->recovered.push_back(std::move(reading));
-}
-
-std::vector<ProfileOutcome> Collector::profiles() {
-  return impl_->profiles.outcomes(/*close_open=*/impl_->ingest_stopped);
 }
 
 std::vector<model::RankEnd> Collector::relayed_ends() {

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "collector/live_board.hpp"
-#include "collector/profiles.hpp"
 #include "model/telemetry.hpp"
 #include "store/black_box.hpp"
 #include "store/run_db.hpp"
@@ -152,9 +151,6 @@ class Collector {
   /// How the other nodes' ranks ended, as their nodes' traceml relayed it
   /// (one per rank, by rank). After stop_ingest() or finish().
   [[nodiscard]] std::vector<model::RankEnd> relayed_ends();
-  /// The ranks' profiles so far (--profile-steps): written, failed, or cut
-  /// short. After stop_ingest() a profile still open is given up.
-  [[nodiscard]] std::vector<ProfileOutcome> profiles();
 
   /// The run as received so far (RunState::snapshot), from any thread while
   /// the ranks send: records are copied a chunk at a time, ingest goes on.

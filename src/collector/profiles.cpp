@@ -1,90 +1,90 @@
 #include "collector/profiles.hpp"
 
 #include <algorithm>
-#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "report/atomic_file.hpp"
 
 namespace traceml::collector {
 
-std::optional<std::string> ProfileStore::take(model::ProfileChunk&& c) {
+std::optional<model::ProfiledSteps> ProfileStore::end(int rank, Open& o, std::int64_t ops_cut,
+                                                      const std::string& error) {
+  if (!o.writer) return std::nullopt;
+  std::optional<model::ProfiledSteps> profiled;
+  try {
+    o.writer->flush();
+    const report::ProfileFileInfo info = o.writer->finish(ops_cut, error);
+    if (info.ops > 0) profiled = model::ProfiledSteps{rank, info.first_step, info.last_step};
+  } catch (const report::WriteError&) {
+    // The disk refused it: no file (the writer removes its partial one).
+  }
+  run_bytes_ += o.writer->bytes();
+  o.writer.reset();
+  return profiled;
+}
+
+ProfileStore::Taken ProfileStore::take(model::ProfileChunk&& c) {
   std::lock_guard<std::mutex> lk(mu_);
+  Taken taken;
   auto it = open_.find(c.global_rank);
   if (c.chunk == 0) {
     if (it != open_.end()) {
       // A new profile while one is open: the open one lost its end.
-      ProfileOutcome cut;
-      cut.file.rank = c.global_rank;
-      cut.file.first_step = it->second.first;
-      cut.file.last_step = it->second.last;
-      cut.file.error = "its last chunk never came";
-      done_.push_back(std::move(cut));
+      taken.profiled = end(c.global_rank, it->second, 0, "its last chunk never came");
       open_.erase(it);
     }
-    if (++started_[c.global_rank] > kMaxProfilesPerRank)
-      return "a rank sends at most " + std::to_string(kMaxProfilesPerRank) + " profiles";
+    if (run_started_ >= kMaxRunProfiles || started_[c.global_rank] >= kMaxProfilesPerRank) {
+      taken.refused = "a run keeps at most " + std::to_string(kMaxRunProfiles) +
+                      " profiles, at most " + std::to_string(kMaxProfilesPerRank) + " a rank";
+      return taken;
+    }
+    ++run_started_;
+    ++started_[c.global_rank];
     Open o;
-    o.first = c.first_step;
-    o.last = c.last_step;
     try {
+      // What the run's profiles have left, and at most a file's worth.
+      const std::int64_t room = std::min(
+          kMaxProfileFileBytes, std::max<std::int64_t>(0, kMaxRunProfileBytes - run_bytes_));
       o.writer = std::make_unique<report::ProfileTraceWriter>(run_dir_, c.global_rank, c.first_step,
-                                                              c.last_step, kMaxProfileFileBytes);
-    } catch (const report::WriteError& e) {
-      ProfileOutcome failed;
-      failed.file.rank = c.global_rank;
-      failed.file.first_step = c.first_step;
-      failed.file.last_step = c.last_step;
-      failed.file.error = e.what();
-      done_.push_back(std::move(failed));
-      return std::nullopt;
+                                                              c.last_step, room);
+    } catch (const report::WriteError&) {
+      return taken;  // no file can be made: the profile is lost, its chunks not refused
     }
     it = open_.emplace(c.global_rank, std::move(o)).first;
-  } else if (it == open_.end() || it->second.next_chunk != c.chunk ||
-             it->second.first != c.first_step || it->second.last != c.last_step) {
-    return std::string("a profile chunk out of order");
+  } else if (it == open_.end() || !it->second.writer ||
+             it->second.writer->info().first_step != c.first_step ||
+             it->second.writer->info().last_step != c.last_step) {
+    // The rest of a profile already ended short (a chunk lost): dropped.
+    if (it != open_.end() && !it->second.writer) return taken;
+    taken.refused = "a profile chunk of no open profile";
+    return taken;
+  } else if (it->second.next_chunk != c.chunk) {
+    // A chunk never came: the profile ends with what it has, and its later
+    // chunks are dropped until the rank's next profile.
+    taken.profiled = end(c.global_rank, it->second, 0,
+                         "chunk " + std::to_string(it->second.next_chunk) + " never came");
+    return taken;
   }
   Open& o = it->second;
   o.next_chunk = c.chunk + 1;
   for (const model::ProfileOp& op : c.ops)
     o.writer->add(op);
-  if (c.last == 0) return std::nullopt;
-  ProfileOutcome outcome;
-  try {
-    outcome.file = o.writer->finish(c.ops_cut.value_or(0), c.error);
-    outcome.written = true;
-  } catch (const report::WriteError& e) {
-    outcome.file.rank = c.global_rank;
-    outcome.file.first_step = o.first;
-    outcome.file.last_step = o.last;
-    outcome.file.error = e.what();
-  }
-  done_.push_back(std::move(outcome));
+  o.writer->flush();
+  if (c.last == 0) return taken;
+  taken.profiled = end(c.global_rank, o, c.ops_cut.value_or(0), c.error);
   open_.erase(it);
-  return std::nullopt;
+  return taken;
 }
 
-std::vector<ProfileOutcome> ProfileStore::outcomes(bool close_open) {
+std::vector<model::ProfiledSteps> ProfileStore::close_open() {
   std::lock_guard<std::mutex> lk(mu_);
-  std::vector<ProfileOutcome> out = done_;
-  for (auto it = open_.begin(); it != open_.end();) {
-    ProfileOutcome cut;
-    cut.file.rank = it->first;
-    cut.file.first_step = it->second.first;
-    cut.file.last_step = it->second.last;
-    cut.file.error = "the rank's connection ended before its last chunk";
-    out.push_back(cut);
-    if (close_open) {
-      done_.push_back(std::move(cut));
-      it = open_.erase(it);  // its writer removes the partial file
-    } else {
-      ++it;
-    }
-  }
-  std::sort(out.begin(), out.end(), [](const ProfileOutcome& a, const ProfileOutcome& b) {
-    return std::tie(a.file.rank, a.file.first_step) < std::tie(b.file.rank, b.file.first_step);
-  });
-  return out;
+  std::vector<model::ProfiledSteps> profiled;
+  for (auto& [rank, o] : open_)
+    if (auto p = end(rank, o, 0, "the rank's connection ended before its last chunk"))
+      profiled.push_back(*p);
+  open_.clear();
+  return profiled;
 }
 
 }  // namespace traceml::collector

@@ -93,7 +93,7 @@ std::optional<std::string> relay_to_collector(const RelayTarget& target,
                                               std::chrono::milliseconds budget) {
   const auto end = Clock::now() + budget;
   transport::Hello hello;
-  hello.protocol_version = transport::kProtocolVersion;
+  hello.protocol_version = transport::kRoleProtocolVersion;  // nothing of 6 concerns a relay
   hello.token = target.token;
   hello.role = transport::PeerRole::Relay;
   hello.identity = target.node;

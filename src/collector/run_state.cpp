@@ -333,6 +333,7 @@ struct RunState::Impl {
   std::map<int, NodeRows> nodes;
   std::map<int, store::RankDelivery> deliveries;
   std::vector<store::RejectedConnection> rejected;
+  std::vector<model::ProfiledSteps> profiled;  ///< at most collector::kMaxRunProfiles
   IdSet step_ids;
   IdSet memory_ids;
   std::optional<double> latest_ts;
@@ -376,6 +377,7 @@ struct RunState::Impl {
     for (const auto& [rank, d] : deliveries)
       o.data.deliveries.push_back(d);
     o.data.rejected = rejected;
+    t.profiled_steps = profiled;
     t.totals = model::RunTotals{step_ids.count(), memory_ids.count(), latest_ts, earliest_ts};
     for (auto& [rank, r] : ranks) {
       auto take = [release](auto& log, auto& shared) {
@@ -475,6 +477,8 @@ class RunState::Unlocked final : public store::RunSink {
 
   void put(const store::RejectedConnection& c) { m_.rejected.push_back(c); }
 
+  void put(const model::ProfiledSteps& p) { m_.profiled.push_back(p); }
+
   Impl& m_;
 };
 
@@ -505,6 +509,7 @@ store::RunData RunState::latest(std::int64_t rows) const {
   for (const auto& [rank, id] : m.identities)
     t.ranks.push_back(id);
   t.totals = model::RunTotals{m.step_ids.count(), m.memory_ids.count(), m.latest_ts, m.earliest_ts};
+  t.profiled_steps = m.profiled;
   for (const auto& [rank, r] : m.ranks) {
     // The step log's tail, row by row from the chunk that holds its first row.
     const std::size_t from = r.steps.size() - std::min(n, r.steps.size());

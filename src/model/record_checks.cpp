@@ -249,14 +249,29 @@ std::optional<std::string> check_rank_end(const RankEnd& e) {
   return std::nullopt;
 }
 
+namespace {
+
+/// first..last: in order, at most kMaxProfileSteps steps.
+std::optional<std::string> check_profile_range(std::int64_t first, std::int64_t last) {
+  if (last < first)
+    return "'last_step' " + std::to_string(last) + " is before 'first_step' " +
+           std::to_string(first);
+  if (last - first >= kMaxProfileSteps)
+    return "a profile covers at most " + std::to_string(kMaxProfileSteps) + " steps, got " +
+           std::to_string(first) + " to " + std::to_string(last);
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> check_profiled_steps(const ProfiledSteps& p) {
+  if (auto problem = check_record(p)) return problem;
+  return check_profile_range(p.first_step, p.last_step);
+}
+
 std::optional<std::string> check_profile_chunk(const ProfileChunk& p) {
   if (auto problem = check_record(p)) return problem;
-  if (p.last_step < p.first_step)
-    return "'last_step' " + std::to_string(p.last_step) + " is before 'first_step' " +
-           std::to_string(p.first_step);
-  if (p.last_step - p.first_step >= kMaxProfileSteps)
-    return "a profile covers at most " + std::to_string(kMaxProfileSteps) + " steps, got " +
-           std::to_string(p.first_step) + " to " + std::to_string(p.last_step);
+  if (auto problem = check_profile_range(p.first_step, p.last_step)) return problem;
   if (p.last > 1) return "'last' must be 0 or 1, got " + std::to_string(p.last);
   if (p.last == 0 && (p.ops_cut || !p.error.empty()))
     return "only a profile's last chunk says how it ended";

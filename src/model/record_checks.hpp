@@ -48,6 +48,8 @@ std::optional<std::string> check_rank_end(const RankEnd& e);
 /// kMaxProfileChunkOps ops, flags 0 or 1, and nothing but the last chunk
 /// saying how the profile ended.
 std::optional<std::string> check_profile_chunk(const ProfileChunk& p);
+/// Its fields, steps in order and at most kMaxProfileSteps of them.
+std::optional<std::string> check_profiled_steps(const ProfiledSteps& p);
 
 /// A protocol-4 stream as RankEnd::stream spells it (16 lower-case hex
 /// digits), and back; std::nullopt for anything else, or 0 (no stream).

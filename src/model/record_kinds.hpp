@@ -69,6 +69,7 @@ enum class RecordKind : std::uint8_t {
   Goodbye,
   RankEnd,
   Profile,
+  ProfiledSteps,
 };
 
 /// Which field of a record names who sent it, and what of the connection's
@@ -169,7 +170,9 @@ inline constexpr auto kRecordKinds = std::make_tuple(
     // Written by the collector as profiles/rank<R>_steps<A>-<B>.json, not stored in the database.
     row<ProfileChunk>(    RecordKind::Profile,     "profile",        12, Direction::RankToCollector,  6, nullptr,       nullptr,
                           &check_profile_chunk, Sender::GlobalRank, &ProfileChunk::global_rank)
-                          .kept_in_a_file());
+                          .kept_in_a_file(),
+    row<ProfiledSteps>(   RecordKind::ProfiledSteps, "profiled_steps", 0, Direction::Local,        0, "profiled_steps", "profiled_steps",
+                          &check_profiled_steps).kept_in(&Telemetry::profiled_steps));
 // clang-format on
 
 namespace detail {

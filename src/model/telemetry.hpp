@@ -159,6 +159,16 @@ struct ProfileChunk {
   std::vector<ProfileOp> ops;
 };
 
+/// Steps a rank ran under LibTorch's profiler (a profile with operators
+/// reached the collector): their time holds the profiler's own cost, so the
+/// step-time analysis leaves them out. The collector's record of the
+/// profile, not on the wire.
+struct ProfiledSteps {
+  int global_rank = 0;
+  std::int64_t first_step = 1;
+  std::int64_t last_step = 1;
+};
+
 /// TraceML's training-strategy words (spec §4.1.1).
 enum class Strategy : std::uint8_t { Ddp, Fsdp, SingleProcess, DistributedUnknown, Unknown };
 /// Normalises a strategy string: trimmed, lower-cased; anything unknown is DDP.
@@ -192,6 +202,7 @@ struct Telemetry {
   std::vector<StepMemoryRecord> step_memory;
   std::vector<SystemSample> system;
   std::vector<ProcessSample> process;
+  std::vector<ProfiledSteps> profiled_steps;
   /// Present when rows were left out (RunTotals); absent: the records are the whole run.
   std::optional<RunTotals> totals;
 };
@@ -366,6 +377,15 @@ struct Schema<ProfileOp> {
       field("duration_us", &O::duration_us, Rule::Index, "us"),
       field("thread", &O::thread, Rule::Index), field("sequence", &O::sequence, Rule::Index),
       field("gpu", &O::gpu, Rule::Index), field("shapes", &O::shapes, Rule::Text));
+};
+
+template <>
+struct Schema<ProfiledSteps> {
+  using P = ProfiledSteps;
+  static constexpr auto fields =
+      std::make_tuple(field("global_rank", &P::global_rank, Rule::Index),
+                      field("first_step", &P::first_step, Rule::Positive, "steps"),
+                      field("last_step", &P::last_step, Rule::Positive, "steps"));
 };
 
 template <>

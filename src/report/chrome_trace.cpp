@@ -239,6 +239,11 @@ void draw_profiles(TraceWriter& w, const std::vector<RankProfile>& profiles, con
     if (rows.count(p.rank) == 0) continue;
     std::map<int, bool> named;
     for (const model::ProfileOp& op : p.ops) {
+      // As read_profile_ops bounds them: no sum below overflows.
+      if (op.thread < 0 || op.thread >= (1 << 20) || op.start_us < 0 ||
+          op.start_us > (std::int64_t{1} << 56) || op.duration_us < 0 ||
+          op.duration_us > (std::int64_t{1} << 56))
+        continue;
       const double begin_s = double(op.start_us) * 1e-6;
       const double end_s = double(op.start_us + op.duration_us) * 1e-6;
       if (begin_s < first_s || end_s > last_s) continue;

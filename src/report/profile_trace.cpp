@@ -1,12 +1,13 @@
 #include "report/profile_trace.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <limits>
 #include <tuple>
 #include <utility>
@@ -19,6 +20,12 @@ namespace traceml::report {
 namespace {
 
 namespace fs = std::filesystem;
+
+std::int64_t saturated_add(std::int64_t a, std::int64_t b) {
+  return b > 0 && a > std::numeric_limits<std::int64_t>::max() - b
+             ? std::numeric_limits<std::int64_t>::max()
+             : a + b;
+}
 
 std::string quoted(const std::string& s) {
   return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
@@ -44,29 +51,23 @@ ProfileTraceWriter::ProfileTraceWriter(const std::string& run_dir, int rank, std
   info_.first_step = first;
   info_.last_step = last;
   info_.path = "profiles/" + name;
-  file_ = std::fopen(partial_.c_str(), "wbx");
-  if (file_ == nullptr && errno == EEXIST) {
-    // A partial file of an earlier attempt of this collector: replaced.
+  std::FILE* f = std::fopen(partial_.c_str(), "wbx");
+  if (f == nullptr && errno == EEXIST) {
+    // A partial file of an earlier profile of the same steps: replaced.
     std::remove(partial_.c_str());
-    file_ = std::fopen(partial_.c_str(), "wbx");
+    f = std::fopen(partial_.c_str(), "wbx");
   }
-  if (file_ == nullptr)
-    throw WriteError(partial_ + ": cannot create file: " + std::strerror(errno));
-  put("{\"traceEvents\":[\n");
-  put(R"({"name":"process_name","ph":"M","pid":)" + std::to_string(rank) +
-      R"(,"args":{"name":"rank )" + std::to_string(rank) + " (LibTorch profiler)\"}}");
+  if (f == nullptr) throw WriteError(partial_ + ": cannot create file: " + std::strerror(errno));
+  std::fclose(f);
+  created_ = true;
+  buffer_ = "{\"traceEvents\":[\n" + std::string(R"({"name":"process_name","ph":"M","pid":)") +
+            std::to_string(rank) + R"(,"args":{"name":"rank )" + std::to_string(rank) +
+            " (LibTorch profiler)\"}}";
+  bytes_ = std::int64_t(buffer_.size());
 }
 
 ProfileTraceWriter::~ProfileTraceWriter() {
-  if (file_ != nullptr) {
-    std::fclose(file_);
-    std::remove(partial_.c_str());
-  }
-}
-
-void ProfileTraceWriter::put(const std::string& s) {
-  if (std::fwrite(s.data(), 1, s.size(), file_) != s.size()) failed_ = true;
-  bytes_ += std::int64_t(s.size());
+  if (created_) std::remove(partial_.c_str());
 }
 
 void ProfileTraceWriter::add(const model::ProfileOp& op) {
@@ -84,12 +85,24 @@ void ProfileTraceWriter::add(const model::ProfileOp& op) {
     ++info_.ops_cut;
     return;
   }
-  put(e);
+  buffer_ += e;
+  bytes_ += std::int64_t(e.size());
   ++info_.ops;
 }
 
+void ProfileTraceWriter::flush() {
+  if (buffer_.empty() || failed_) return;
+  // Opened for each chunk: an open profile holds no descriptor between them.
+  std::FILE* f = std::fopen(partial_.c_str(), "ab");
+  const bool ok =
+      f != nullptr && std::fwrite(buffer_.data(), 1, buffer_.size(), f) == buffer_.size();
+  const bool closed = f == nullptr || std::fclose(f) == 0;
+  if (!ok || !closed) failed_ = true;
+  buffer_.clear();
+}
+
 ProfileFileInfo ProfileTraceWriter::finish(std::int64_t ops_cut_by_rank, const std::string& error) {
-  info_.ops_cut += ops_cut_by_rank;
+  info_.ops_cut = saturated_add(info_.ops_cut, ops_cut_by_rank);
   info_.error = error;
   nlohmann::json meta = {{"rank", info_.rank},
                          {"first_step", info_.first_step},
@@ -99,25 +112,35 @@ ProfileFileInfo ProfileTraceWriter::finish(std::int64_t ops_cut_by_rank, const s
                          {"clock", "unix microseconds, on the clock of traceml's steps"},
                          {"producer", "traceml"}};
   if (!error.empty()) meta["error"] = error;
-  put("\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"traceml\":" +
-      meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}}\n");
-  std::FILE* f = std::exchange(file_, nullptr);
-  const bool flushed = std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
-  const bool closed = std::fclose(f) == 0;
-  if (failed_ || !flushed || !closed || std::rename(partial_.c_str(), final_.c_str()) != 0) {
+  buffer_ += "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"traceml\":" +
+             meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}}\n";
+  flush();
+  if (failed_ || std::rename(partial_.c_str(), final_.c_str()) != 0) {
     const int err = errno;
-    std::remove(partial_.c_str());
     throw WriteError(final_ + ": cannot write file: " + std::strerror(err));
   }
+  created_ = false;  // it has its name now
   return info_;
 }
 
 namespace {
 
+/// `path` opened for reading when it is a regular file (not a FIFO that
+/// would block, not a link); null otherwise.
+std::FILE* open_regular(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return nullptr;
+  struct stat st {};
+  std::FILE* f = nullptr;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) f = ::fdopen(fd, "rb");
+  if (f == nullptr) ::close(fd);
+  return f;
+}
+
 /// The metadata at the end of a profile file; std::nullopt when it is not there.
 std::optional<ProfileFileInfo> read_profile_info(const fs::path& file) {
   constexpr std::size_t kTail = 8192;
-  std::FILE* f = std::fopen(file.c_str(), "rb");
+  std::FILE* f = open_regular(file.string());
   if (f == nullptr) return std::nullopt;
   std::string tail;
   if (std::fseek(f, 0, SEEK_END) == 0) {
@@ -165,26 +188,44 @@ std::optional<ProfileFileInfo> read_profile_info(const fs::path& file) {
 }  // namespace
 
 std::vector<ProfileFileInfo> read_profile_infos(const std::string& run_dir) {
-  std::vector<ProfileFileInfo> out;
+  // The names first, in order: the cap keeps the lowest ranks and steps.
+  std::vector<fs::path> files;
   std::error_code ec;
   fs::directory_iterator it(fs::path(run_dir) / "profiles", ec);
   for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.empty() || name[0] == '.' || it->path().extension() != ".json") continue;
-    if (auto info = read_profile_info(it->path())) out.push_back(std::move(*info));
-    if (out.size() >= kMaxListedProfiles) break;
+    if (name.rfind("rank", 0) == 0 && it->path().extension() == ".json")
+      files.push_back(it->path());
+    if (files.size() >= 64 * kMaxListedProfiles) break;  // a directory flooded on purpose
   }
+  std::vector<ProfileFileInfo> out;
+  for (const fs::path& file : files)
+    if (auto info = read_profile_info(file)) out.push_back(std::move(*info));
   std::sort(out.begin(), out.end(), [](const ProfileFileInfo& a, const ProfileFileInfo& b) {
     return std::tie(a.rank, a.first_step, a.last_step) <
            std::tie(b.rank, b.first_step, b.last_step);
   });
+  if (out.size() > kMaxListedProfiles) out.resize(kMaxListedProfiles);
   return out;
 }
 
 std::vector<model::ProfileOp> read_profile_ops(const std::string& path, std::size_t max_ops) {
+  // One event a line, each far below this (a name and shapes of at most
+  // 1 KiB each, escaped): a longer line is not one of ours and is skipped.
+  constexpr std::size_t kMaxLine = 16384;
   std::vector<model::ProfileOp> ops;
-  std::ifstream in(path);
-  for (std::string line; ops.size() < max_ops && std::getline(in, line);) {
+  std::FILE* f = open_regular(path);
+  if (f == nullptr) return ops;
+  std::vector<char> buf(kMaxLine);
+  bool skipping = false;  // inside a line too long to be one of ours
+  while (ops.size() < max_ops && std::fgets(buf.data(), int(buf.size()), f) != nullptr) {
+    std::string line(buf.data());
+    const bool whole = !line.empty() && line.back() == '\n';
+    if (skipping || !whole) {
+      skipping = !whole;
+      continue;
+    }
+    line.pop_back();
     if (!line.empty() && line.back() == ',') line.pop_back();
     if (line.size() < 2 || line.front() != '{' || line.back() != '}') continue;
     const nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
@@ -193,11 +234,14 @@ std::vector<model::ProfileOp> read_profile_ops(const std::string& path, std::siz
       if (!e.contains(key) || !e[key].is_number_integer()) return std::nullopt;
       return e[key].get<std::int64_t>();
     };
+    // Bounds that keep every sum the timeline makes of them far from overflowing.
+    constexpr std::int64_t kMaxUs = std::int64_t{1} << 56;
+    constexpr std::int64_t kMaxThread = std::int64_t{1} << 20;
     const auto ts = integer("ts");
     const auto dur = integer("dur");
     const auto tid = integer("tid");
     if (!ts || !dur || !tid || !e.contains("name") || !e["name"].is_string() || *ts < 0 ||
-        *dur < 0 || *tid < 0 || *tid > std::numeric_limits<int>::max())
+        *ts > kMaxUs || *dur < 0 || *dur > kMaxUs || *tid < 0 || *tid >= kMaxThread)
       continue;
     model::ProfileOp op;
     op.name = e["name"].get<std::string>();
@@ -214,6 +258,7 @@ std::vector<model::ProfileOp> read_profile_ops(const std::string& path, std::siz
     }
     ops.push_back(std::move(op));
   }
+  std::fclose(f);
   return ops;
 }
 

@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -33,7 +32,9 @@ struct ProfileFileInfo {
 /// Writes one profile. Every op is drawn as a complete event ("ph":"X") on
 /// its thread's track of the rank's process, at its unix time in
 /// microseconds (the steps' clock: `traceml export`'s timeline draws them
-/// under their steps). Past `max_bytes` further ops are counted cut.
+/// under their steps), one event a line. Past `max_bytes` further ops are
+/// counted cut. The ops added go to the file at flush() (a chunk's worth);
+/// no descriptor is held in between.
 class ProfileTraceWriter {
  public:
   /// Opens <run_dir>/profiles/.<name>.partial (creating profiles/). Throws
@@ -46,20 +47,24 @@ class ProfileTraceWriter {
   ProfileTraceWriter& operator=(const ProfileTraceWriter&) = delete;
 
   void add(const model::ProfileOp& op);
+  /// Appends what was added since the last flush to the partial file.
+  void flush();
   /// Writes the end (metadata with `ops_cut_by_rank` and `error`) and gives
-  /// the file its name. Throws WriteError; the partial file is removed.
+  /// the file its name. Throws WriteError (the partial file is then removed
+  /// with the writer).
   ProfileFileInfo finish(std::int64_t ops_cut_by_rank, const std::string& error);
+  /// Bytes of the file so far, what is not flushed yet included.
   [[nodiscard]] std::int64_t bytes() const { return bytes_; }
+  [[nodiscard]] const ProfileFileInfo& info() const { return info_; }
 
  private:
-  void put(const std::string& s);
-
   std::string partial_;
   std::string final_;
   ProfileFileInfo info_;
   std::int64_t max_bytes_;
   std::int64_t bytes_ = 0;
-  std::FILE* file_ = nullptr;
+  std::string buffer_;    ///< added, not yet in the file
+  bool created_ = false;  ///< the partial file exists (removed with the writer)
   bool failed_ = false;
 };
 

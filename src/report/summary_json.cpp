@@ -96,6 +96,7 @@ Json section_json(const Section& s) {
                      {"completed_step", opt(w.completed_step)},
                      {"window_size", opt(w.window_size)}};
   if (s.name == "step_time") window["diagnosis_clock"] = w.diagnosis_clock.value_or("cpu");
+  if (w.profiled_steps_left_out) window["profiled_steps_left_out"] = *w.profiled_steps_left_out;
   j["global"] = Json{{"index_by", s.index_by},
                      {"window", window},
                      {"average", metrics_object(s, s.average)},

@@ -127,6 +127,42 @@ class Reader {
 
 constexpr std::int64_t kMaxRank = kMaxWorldSize;
 
+/// TRACEML_PROFILE_STEPS when it names this rank (TRACEML_PROFILE_RANKS)
+/// and ends while traceml still records (TRACEML_TRACE_MAX_STEPS).
+template <class Reader>
+std::optional<model::ProfileSteps> profile_steps_of(Reader& r, int rank,
+                                                    std::optional<std::int64_t> max_steps,
+                                                    std::vector<std::string>& problems) {
+  const auto steps_text = r.text(model::env::kProfileSteps);
+  const auto ranks_text = r.text(model::env::kProfileRanks);
+  if (!steps_text) {
+    if (ranks_text)
+      problems.push_back(std::string(model::env::kProfileRanks) + " without " +
+                         model::env::kProfileSteps + " (it only narrows a profile)");
+    return std::nullopt;
+  }
+  std::string why;
+  const auto steps = model::parse_profile_steps(*steps_text, why);
+  if (!steps) {
+    problems.push_back(std::string(model::env::kProfileSteps) + " " + why);
+    return std::nullopt;
+  }
+  const auto ranks = model::parse_profile_ranks(ranks_text.value_or("all"), why);
+  if (!ranks) {
+    problems.push_back(std::string(model::env::kProfileRanks) + " " + why);
+    return std::nullopt;
+  }
+  if (max_steps && steps->last > *max_steps) {
+    problems.push_back(std::string(model::env::kProfileSteps) + "=" + *steps_text +
+                       ": it ends after step " + std::to_string(*max_steps) +
+                       ", where traceml stops recording (" + model::env::kTraceMaxSteps + ")");
+    return std::nullopt;
+  }
+  if (!ranks->empty() && !std::binary_search(ranks->begin(), ranks->end(), rank))
+    return std::nullopt;
+  return steps;
+}
+
 }  // namespace
 
 EnvLookup process_env() {
@@ -208,18 +244,7 @@ Config resolve_config(const Options& options, const EnvLookup& env, const std::s
     c.cupti_duty = timing::parse_duty_cycle(*duty, why);
     if (!why.empty()) c.problems.push_back(refused(model::env::kCuptiDuty, *duty, why));
   }
-  if (const auto steps_text = r.text(model::env::kProfileSteps)) {
-    std::string why;
-    const auto steps = model::parse_profile_steps(*steps_text, why);
-    const auto ranks_text = r.text(model::env::kProfileRanks).value_or("all");
-    std::string ranks_why;
-    const auto ranks = model::parse_profile_ranks(ranks_text, ranks_why);
-    if (!steps) c.problems.push_back(std::string(model::env::kProfileSteps) + " " + why);
-    if (!ranks) c.problems.push_back(std::string(model::env::kProfileRanks) + " " + ranks_why);
-    if (steps && ranks &&
-        (ranks->empty() || std::binary_search(ranks->begin(), ranks->end(), id.global_rank)))
-      c.profile_steps = steps;
-  }
+  c.profile_steps = profile_steps_of(r, id.global_rank, c.max_steps, c.problems);
   c.cupti = r.word(model::env::kCupti, {"0", "1"}).value_or("1") == "1";
   // One stream of CUPTI buffers is the default (runtime/cupti_stage.cpp says
   // why); "default" leaves CUPTI's own choice, for the GPU check's variants.

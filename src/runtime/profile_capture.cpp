@@ -60,25 +60,38 @@ detail::ProfilerHooks profiler_hooks() noexcept {
 }
 
 ProfileCapture::ProfileCapture(ProfileRange range, int global_rank, const timing::WallMapping& wall,
-                               void (*warn)(const std::string&))
-    : range_(range), rank_(global_rank), wall_(wall), warn_(warn) {}
+                               void (*warn)(const std::string&), std::string refusal)
+    : range_(range), rank_(global_rank), wall_(wall), warn_(warn), refusal_(std::move(refusal)) {}
+
+void ProfileCapture::begin_or_stop(std::int64_t next) noexcept {
+  const int s = state_.load(std::memory_order_acquire);
+  if (s == kArmed) {
+    begin(next);
+  } else if (s == kCapturing && std::this_thread::get_id() == thread_) {
+    int capturing = kCapturing;
+    if (state_.compare_exchange_strong(capturing, kStopping, std::memory_order_acq_rel))
+      stop(std::max(first_, next - 1),
+           "traceml was shut down during the capture (at step " + std::to_string(next - 1) + ")");
+  }
+}
 
 void ProfileCapture::begin(std::int64_t next) noexcept {
   int armed = kArmed;
-  if (!state_.compare_exchange_strong(armed, kCapturing, std::memory_order_acq_rel)) return;
+  if (!state_.compare_exchange_strong(armed, kStarting, std::memory_order_acq_rel)) return;
   Finished failed;
   failed.first = range_.first;
   failed.last = range_.last;
+  const detail::ProfilerHooks hooks = profiler_hooks();
   if (next > range_.last) {
     failed.error = "no step of the range began while traceml recorded";
-    finish(std::move(failed));
-    return;
-  }
-  const detail::ProfilerHooks hooks = profiler_hooks();
-  if (hooks.start == nullptr || hooks.stop == nullptr || hooks.read == nullptr) {
+  } else if (!refusal_.empty()) {
+    failed.error = refusal_;
+  } else if (hooks.start == nullptr || hooks.stop == nullptr || hooks.read == nullptr) {
     failed.error =
         "the program never installed LibTorch's profiler hooks (call "
         "traceml::enable_torch_cuda(device) after traceml::init(); it does so on a CPU too)";
+  }
+  if (!failed.error.empty()) {
     finish(std::move(failed));
     return;
   }
@@ -93,56 +106,87 @@ void ProfileCapture::begin(std::int64_t next) noexcept {
   }
   thread_ = std::this_thread::get_id();
   first_ = next;
+  hooks_ = hooks;
+  state_.store(kCapturing, std::memory_order_release);
 }
 
 void ProfileCapture::end(std::int64_t done) noexcept {
   if (std::this_thread::get_id() != thread_) return;  // another thread's step
+  int capturing = kCapturing;
+  if (!state_.compare_exchange_strong(capturing, kStopping, std::memory_order_acq_rel)) return;
+  // A step past B ends it when B itself was not kept (left by an exception):
+  // the capture then covers up to that step, and its name says so.
+  stop(done, {});
+}
+
+void ProfileCapture::stop(std::int64_t last, std::string error) noexcept {
   Finished f;
   f.first = first_;
-  f.last = std::min(done, range_.last);
+  f.last = std::max(first_, last);
   f.offset_us = offset_us_;
-  if (const char* why = profiler_hooks().stop(&f.capture))
+  f.hooks = hooks_;
+  if (const char* why = hooks_.stop(&f.capture))
     f.error = std::string("LibTorch's profiler did not stop: ") + why;
+  else if (!error.empty())
+    f.error = std::move(error);
   finish(std::move(f));
 }
 
 void ProfileCapture::at_shutdown(std::int64_t steps_done, bool may_stop) noexcept {
-  if (state_.load(std::memory_order_acquire) != kCapturing) {
-    // Armed still: the steps never reached the range.
-    int armed = kArmed;
-    if (state_.compare_exchange_strong(armed, kDone, std::memory_order_acq_rel)) {
-      Finished f;
-      f.first = range_.first;
-      f.last = range_.last;
-      f.error = "training ended after step " + std::to_string(steps_done) + ", before step " +
-                std::to_string(range_.first);
-      finish(std::move(f));
-    }
+  int armed = kArmed;
+  if (state_.compare_exchange_strong(armed, kDone, std::memory_order_acq_rel)) {
+    Finished f;
+    f.first = range_.first;
+    f.last = range_.last;
+    f.error = "training ended after step " + std::to_string(steps_done) + ", before step " +
+              std::to_string(range_.first);
+    finish(std::move(f));
     return;
   }
-  if (may_stop && std::this_thread::get_id() == thread_ && steps_done >= first_) {
-    end(steps_done);
+  if (state_.load(std::memory_order_acquire) != kCapturing) return;
+  if (may_stop && std::this_thread::get_id() == thread_) {
+    int capturing = kCapturing;
+    if (state_.compare_exchange_strong(capturing, kStopping, std::memory_order_acq_rel))
+      stop(steps_done, {});
     return;
   }
-  Finished f;
-  f.first = first_;
-  f.last = range_.last;
-  f.error = "training ended inside the capture (after step " + std::to_string(steps_done) +
-            "), where the profiler could not be switched off";
-  finish(std::move(f));
+  // Not this thread's profiler to switch off (LibTorch's is per thread), or
+  // the process is exiting: its thread does it at its next step edge.
+  stop_asked_.store(true);
+  say("the profile of steps " + std::to_string(first_) + " to " + std::to_string(range_.last) +
+      " is given up: training ended inside it (after step " + std::to_string(steps_done) +
+      ") where traceml could not switch LibTorch's profiler off");
 }
 
 void ProfileCapture::finish(Finished f) noexcept {
-  state_.store(kDone, std::memory_order_release);
   try {
-    if (!f.error.empty() && warn_ != nullptr)
+    if (!f.error.empty() && f.capture == nullptr && warn_ != nullptr)
       warn_("no profile of steps " + std::to_string(f.first) + " to " + std::to_string(f.last) +
             ": " + f.error + "; training continues");
     std::lock_guard<std::mutex> lk(mu_);
     finished_.push_back(std::move(f));
   } catch (...) {
     // Out of memory: the capture is lost (its ops with it).
+    if (f.capture != nullptr && f.hooks.read != nullptr)
+      f.hooks.read(
+          f.capture, [](void*, const detail::ProfiledOp&) noexcept {}, nullptr);
   }
+  state_.store(kDone, std::memory_order_release);
+}
+
+void ProfileCapture::discard() {
+  std::deque<Finished> all;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    all.swap(finished_);
+  }
+  if (sending_) all.push_back(std::move(*sending_));
+  sending_.reset();
+  ops_.clear();
+  for (Finished& f : all)
+    if (f.capture != nullptr && f.hooks.read != nullptr)
+      f.hooks.read(
+          f.capture, [](void*, const detail::ProfiledOp&) noexcept {}, nullptr);
 }
 
 bool ProfileCapture::waiting() const {
@@ -161,9 +205,9 @@ void ProfileCapture::read_next() {
   next_op_ = 0;
   next_chunk_ = 0;
   ops_cut_ = 0;
-  if (sending_->capture == nullptr) return;
+  if (sending_->capture == nullptr || sending_->hooks.read == nullptr) return;
   Gather g{&ops_, sending_->offset_us};
-  profiler_hooks().read(sending_->capture, &gather, &g);
+  sending_->hooks.read(sending_->capture, &gather, &g);
   sending_->capture = nullptr;  // freed by read
   ops_cut_ = g.cut;
   // In time order: the profiler lists an op when it ends.

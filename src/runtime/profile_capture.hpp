@@ -38,22 +38,39 @@ struct ProfileRange {
 class ProfileCapture {
  public:
   /// `warn` prints one line (the runtime's warning); `wall` maps the hot
-  /// path's clock to unix time, as the steps' timestamps are.
+  /// path's clock to unix time, as the steps' timestamps are (copied: the
+  /// capture outlives the runtime). `refusal`: why no capture may run in
+  /// this process (traceml's own CUPTI records are on, and LibTorch's
+  /// profiler would take CUPTI from them); empty: none.
   ProfileCapture(ProfileRange range, int global_rank, const timing::WallMapping& wall,
-                 void (*warn)(const std::string&));
+                 void (*warn)(const std::string&), std::string refusal = {});
 
   // ---- the training thread ----
-  /// Step `next` is about to begin: at step A, the profiler goes on.
+  /// Step `next` is about to begin (traceml records it): at step A, the
+  /// profiler goes on.
   void at_step_begin(std::int64_t next) noexcept {
-    if (state_.load(std::memory_order_relaxed) == kArmed && next >= range_.first) begin(next);
+    const int s = state_.load(std::memory_order_acquire);
+    if ((s == kArmed && next >= range_.first) || (s == kCapturing && stop_asked_.load()))
+      begin_or_stop(next);
   }
-  /// Step `done` has ended: at step B, the profiler goes off.
+  /// A step begins that traceml does not record (it was shut down): a
+  /// capture that a shutdown on another thread asked to stop is switched
+  /// off here, on its own thread; `next` as for at_step_begin.
+  void at_untraced_step_begin(std::int64_t next) noexcept {
+    if (stop_asked_.load(std::memory_order_acquire) &&
+        state_.load(std::memory_order_acquire) == kCapturing)
+      begin_or_stop(next);
+  }
+  /// Step `done` has ended (kept): at step B, the profiler goes off.
   void at_step_end(std::int64_t done) noexcept {
-    if (state_.load(std::memory_order_relaxed) == kCapturing && done >= range_.last) end(done);
+    if (state_.load(std::memory_order_acquire) == kCapturing && done >= range_.last) end(done);
   }
-  /// The program shuts traceml down with a capture open: stopped here when
-  /// this is the capturing thread and `may_stop`, else given up (said).
-  /// `steps_done`: the last step that ended.
+  /// The program shuts traceml down: a capture still armed is said never to
+  /// have begun; one open is stopped here when this is the capturing thread
+  /// and `may_stop` (an explicit shutdown; at the process's exit LibTorch
+  /// may be going away), else its thread switches the profiler off at its
+  /// next step edge and the capture is said given up. `steps_done`: the
+  /// last step that ended.
   void at_shutdown(std::int64_t steps_done, bool may_stop) noexcept;
 
   // ---- the sender thread ----
@@ -61,36 +78,48 @@ class ProfileCapture {
   bool next_chunk(model::ProfileChunk& out);
   /// A capture waits to be sent (finished, not all of it taken yet).
   [[nodiscard]] bool waiting() const;
+  /// Frees every finished capture unsent (one that cannot go anywhere).
+  void discard();
   /// Prints one warning line, as the runtime does.
   void say(const std::string& line) const noexcept {
     if (warn_ != nullptr) warn_(line);
   }
 
  private:
-  enum State : int { kArmed = 0, kCapturing = 1, kDone = 2 };
+  /// kStarting and kStopping: the thread that moved the capture there owns
+  /// it until it publishes the next state.
+  enum State : int { kArmed, kStarting, kCapturing, kStopping, kDone };
   /// A finished capture as the training thread leaves it.
   struct Finished {
     std::int64_t first = 0;
     std::int64_t last = 0;
-    void* capture = nullptr;     ///< the hooks' (ProfilerHooks::read frees it)
-    std::int64_t offset_us = 0;  ///< traceml's unix time less the profiler's, at its start
-    std::string error;           ///< why it failed or is partial
+    void* capture = nullptr;      ///< the hooks' (read frees it)
+    detail::ProfilerHooks hooks;  ///< those that made it
+    std::int64_t offset_us = 0;   ///< traceml's unix time less the profiler's, at its start
+    std::string error;            ///< why it failed or is partial
   };
+  void begin_or_stop(std::int64_t next) noexcept;
   void begin(std::int64_t next) noexcept;
   void end(std::int64_t done) noexcept;
+  /// Switches the profiler off (the capturing thread, from kCapturing):
+  /// the capture ends at step `last`, with `error` if any.
+  void stop(std::int64_t last, std::string error) noexcept;
   void finish(Finished f) noexcept;
   /// Reads the oldest finished capture into ops_ (sender thread).
   void read_next();
 
   ProfileRange range_;
   int rank_;
-  const timing::WallMapping& wall_;
+  timing::WallMapping wall_;
   void (*warn_)(const std::string&);
+  std::string refusal_;
   std::atomic<int> state_{kArmed};
-  // The training thread's, while capturing.
+  std::atomic<bool> stop_asked_{false};
+  // Written before kCapturing is published (release), read after it is seen.
   std::thread::id thread_{};
   std::int64_t first_ = 0;
   std::int64_t offset_us_ = 0;
+  detail::ProfilerHooks hooks_;
 
   mutable std::mutex mu_;
   std::deque<Finished> finished_;  // guarded by mu_

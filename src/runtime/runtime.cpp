@@ -619,7 +619,12 @@ void fetch_end(std::int64_t start) noexcept {
 }
 
 std::int64_t step_begin() noexcept {
-  if (runtime::g_hot.state.load(std::memory_order_relaxed) != runtime::kRecording) return 0;
+  auto* profile = runtime::g_profile.load(std::memory_order_acquire);
+  if (runtime::g_hot.state.load(std::memory_order_relaxed) != runtime::kRecording) {
+    if (profile != nullptr)
+      profile->at_untraced_step_begin(runtime::g_hot.last_step.load(std::memory_order_relaxed) + 1);
+    return 0;
+  }
   auto* r = runtime::recorder();
   if (r == nullptr) return 0;
   const bool outermost = r->enter_step();
@@ -630,7 +635,7 @@ std::int64_t step_begin() noexcept {
     if (auto* duty = runtime::g_cupti_duty.load(std::memory_order_acquire))
       duty->at_step_begin(runtime::g_hot.last_step.load(std::memory_order_relaxed) + 1);
     // The profiler too goes on before the step's clock starts.
-    if (auto* profile = runtime::g_profile.load(std::memory_order_relaxed))
+    if (profile != nullptr)
       profile->at_step_begin(runtime::g_hot.last_step.load(std::memory_order_relaxed) + 1);
   }
   const std::int64_t start = timing::now_ticks();
@@ -657,7 +662,7 @@ void step_end(std::int64_t start, bool failed) noexcept {
   if (r->take_filling()) runtime::wake_sender();  // the ring is half full: drain it now
   // After the step's clock stopped: the profiler's switch-off is no step's.
   if (how == StepEnd::Published)
-    if (auto* profile = runtime::g_profile.load(std::memory_order_relaxed))
+    if (auto* profile = runtime::g_profile.load(std::memory_order_acquire))
       profile->at_step_end(runtime::g_hot.last_step.load(std::memory_order_relaxed));
   if (how == StepEnd::Dropped && g != nullptr) {
     g->builder.scope_end(model::Event::TracedStepTime, start);  // closes the step's scope

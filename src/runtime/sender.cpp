@@ -224,7 +224,8 @@ bool Sender::add_profile_chunks(std::size_t budget) {
     return false;
   if (collector_protocol_ < transport::kProfileProtocolVersion) {
     // An older collector would close the connection at a frame it does not
-    // know: the profile is not sent.
+    // know: the profile cannot go, and its memory is given back.
+    profiles->discard();
     if (!profile_warned_) {
       profile_warned_ = true;
       profiles->say("the collector at " + settings_.host + ":" + std::to_string(settings_.port) +
@@ -248,10 +249,13 @@ void Sender::send_last_profiles() {
   if (collector_protocol_ == 0) deliver();
   while (add_profile_chunks(settings_.max_pending_bytes / 2) && Clock::now() < deadline_)
     if (!deliver()) break;
-  if (collector_protocol_ == 0 && !refused_ && profiles->waiting())
-    profiles->say("the profile was not sent: the collector at " + settings_.host + ":" +
-                  std::to_string(settings_.port) +
-                  " did not answer in time to say whether it takes profiles; training continues");
+  if (!profiles->waiting()) return;
+  profiles->discard();
+  if (!refused_)
+    profiles->say(collector_protocol_ == 0
+                      ? "the profile was not sent: no collector answer said whether it takes "
+                        "profiles (it was unreachable or starved until the end)"
+                      : "the profile was not sent whole: the end of the run came first");
 }
 
 milliseconds Sender::next_interval(std::size_t steps, Clock::duration span) const {

@@ -43,16 +43,27 @@ std::size_t files_in(const fs::path& dir) {
   return n;
 }
 
+/// The store took the chunk (not refused).
+bool took(ProfileStore& store, model::ProfileChunk c) {
+  return !store.take(std::move(c)).refused;
+}
+
 TEST(ProfileStore, ChunksInOrderMakeOneChromeTrace) {
   TempDir tmp;
   ProfileStore store(tmp.path().string());
-  EXPECT_FALSE(store.take(chunk(3, 0, false, 256)));
+  EXPECT_TRUE(took(store, chunk(3, 0, false, 256)));
   // Not under its name until whole: only the hidden partial file.
   EXPECT_FALSE(fs::exists(tmp.path() / "profiles" / "rank3_steps5-8.json"));
-  EXPECT_FALSE(store.take(chunk(3, 1, false, 256)));
+  EXPECT_TRUE(took(store, chunk(3, 1, false, 256)));
   model::ProfileChunk end = chunk(3, 2, true, 10);
   end.ops_cut = 4;
-  EXPECT_FALSE(store.take(std::move(end)));
+  const ProfileStore::Taken last = store.take(std::move(end));
+  EXPECT_FALSE(last.refused);
+  // Its steps ran under the profiler: the run keeps them as such.
+  ASSERT_TRUE(last.profiled);
+  EXPECT_EQ(last.profiled->global_rank, 3);
+  EXPECT_EQ(last.profiled->first_step, 5);
+  EXPECT_EQ(last.profiled->last_step, 8);
 
   const fs::path file = tmp.path() / "profiles" / "rank3_steps5-8.json";
   const nlohmann::json j = load_json(file);
@@ -76,12 +87,12 @@ TEST(ProfileStore, ChunksInOrderMakeOneChromeTrace) {
   EXPECT_EQ(meta["last_step"], 8);
   EXPECT_EQ(meta["ops"], 522);
   EXPECT_EQ(meta["ops_cut"], 4);
-
-  const auto outcomes = store.outcomes(true);
-  ASSERT_EQ(outcomes.size(), 1u);
-  EXPECT_TRUE(outcomes[0].written);
-  EXPECT_EQ(outcomes[0].file.path, "profiles/rank3_steps5-8.json");
-  EXPECT_EQ(outcomes[0].file.ops, 522);
+  // As the summary reads it back.
+  const auto infos = report::read_profile_infos(tmp.path().string());
+  ASSERT_EQ(infos.size(), 1u);
+  EXPECT_EQ(infos[0].path, "profiles/rank3_steps5-8.json");
+  EXPECT_EQ(infos[0].ops, 522);
+  EXPECT_EQ(report::read_profile_ops(file.string(), 1000).size(), 522u);
 }
 
 TEST(ProfileStore, AFailedCaptureGetsAFileThatSaysWhy) {
@@ -89,7 +100,9 @@ TEST(ProfileStore, AFailedCaptureGetsAFileThatSaysWhy) {
   ProfileStore store(tmp.path().string());
   model::ProfileChunk failed = chunk(0, 0, true, 0);
   failed.error = "LibTorch's profiler did not start: already on";
-  EXPECT_FALSE(store.take(std::move(failed)));
+  const ProfileStore::Taken t = store.take(std::move(failed));
+  EXPECT_FALSE(t.refused);
+  EXPECT_FALSE(t.profiled);  // no op: its steps ran without the profiler
   const nlohmann::json j = load_json(tmp.path() / "profiles" / "rank0_steps5-8.json");
   ASSERT_TRUE(j.is_object());
   EXPECT_EQ(j["traceEvents"].size(), 1u);
@@ -97,41 +110,66 @@ TEST(ProfileStore, AFailedCaptureGetsAFileThatSaysWhy) {
   EXPECT_EQ(j["otherData"]["traceml"]["ops"], 0);
 }
 
-TEST(ProfileStore, ChunksOutOfOrderAreRefused) {
+TEST(ProfileStore, AChunkOfNoOpenProfileIsRefused) {
   TempDir tmp;
   ProfileStore store(tmp.path().string());
-  EXPECT_TRUE(store.take(chunk(1, 1, false, 3)));  // no chunk 0 before it
-  EXPECT_FALSE(store.take(chunk(1, 0, false, 3)));
-  EXPECT_TRUE(store.take(chunk(1, 2, false, 3)));       // 1 is missing
-  EXPECT_TRUE(store.take(chunk(1, 1, true, 3, 5, 9)));  // another profile's
-  EXPECT_FALSE(store.take(chunk(1, 1, true, 3)));
+  EXPECT_FALSE(took(store, chunk(1, 1, false, 3)));  // no chunk 0 before it
+  EXPECT_TRUE(took(store, chunk(1, 0, false, 3)));
+  EXPECT_FALSE(took(store, chunk(1, 1, true, 3, 5, 9)));  // another profile's
+  EXPECT_TRUE(took(store, chunk(1, 1, true, 3)));
   EXPECT_TRUE(fs::exists(tmp.path() / "profiles" / "rank1_steps5-8.json"));
+}
+
+TEST(ProfileStore, AChunkThatNeverCameEndsTheProfileWithWhatItHas) {
+  TempDir tmp;
+  ProfileStore store(tmp.path().string());
+  EXPECT_TRUE(took(store, chunk(1, 0, false, 3)));
+  const ProfileStore::Taken gap = store.take(chunk(1, 2, false, 3));  // 1 is missing
+  EXPECT_FALSE(gap.refused);
+  ASSERT_TRUE(gap.profiled);  // its first chunk's steps did run under the profiler
+  EXPECT_TRUE(took(store, chunk(1, 3, true, 3)));  // the rest is dropped, not refused
+  const nlohmann::json j = load_json(tmp.path() / "profiles" / "rank1_steps5-8.json");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["otherData"]["traceml"]["ops"], 3);
+  EXPECT_EQ(j["otherData"]["traceml"]["error"], "chunk 1 never came");
+  EXPECT_EQ(files_in(tmp.path() / "profiles"), 1u);
 }
 
 TEST(ProfileStore, ARankHasAtMostEightProfiles) {
   TempDir tmp;
   ProfileStore store(tmp.path().string());
   for (int i = 0; i < kMaxProfilesPerRank; ++i)
-    EXPECT_FALSE(store.take(chunk(2, 0, true, 1, 10 * i + 1, 10 * i + 2)));
-  EXPECT_TRUE(store.take(chunk(2, 0, true, 1, 500, 501)));
+    EXPECT_TRUE(took(store, chunk(2, 0, true, 1, 10 * i + 1, 10 * i + 2)));
+  EXPECT_FALSE(took(store, chunk(2, 0, true, 1, 500, 501)));
   EXPECT_FALSE(fs::exists(tmp.path() / "profiles" / "rank2_steps500-501.json"));
-  EXPECT_FALSE(store.take(chunk(4, 0, true, 1)));  // another rank's are its own
+  EXPECT_TRUE(took(store, chunk(4, 0, true, 1)));  // another rank's are its own
   EXPECT_EQ(files_in(tmp.path() / "profiles"), std::size_t(kMaxProfilesPerRank) + 1);
 }
 
-TEST(ProfileStore, AProfileCutShortLeavesNoFileAndIsSaid) {
+TEST(ProfileStore, ARunHasAtMost256Profiles) {
+  // A token holder naming one rank after another cannot make more.
   TempDir tmp;
   ProfileStore store(tmp.path().string());
-  EXPECT_FALSE(store.take(chunk(6, 0, false, 5)));
-  auto open = store.outcomes(false);  // while the run goes: still open
-  ASSERT_EQ(open.size(), 1u);
-  EXPECT_FALSE(open[0].written);
-  EXPECT_EQ(files_in(tmp.path() / "profiles"), 1u);
-  const auto ended = store.outcomes(true);
-  ASSERT_EQ(ended.size(), 1u);
-  EXPECT_FALSE(ended[0].written);
-  EXPECT_EQ(ended[0].file.error, "the rank's connection ended before its last chunk");
-  EXPECT_EQ(files_in(tmp.path() / "profiles"), 0u);  // no half file left
+  for (int rank = 0; rank < kMaxRunProfiles; ++rank)
+    ASSERT_TRUE(took(store, chunk(rank, 0, true, 1)));
+  EXPECT_FALSE(took(store, chunk(int(kMaxRunProfiles), 0, true, 1)));
+  EXPECT_EQ(files_in(tmp.path() / "profiles"), std::size_t(kMaxRunProfiles));
+}
+
+TEST(ProfileStore, AProfileCutShortIsWrittenWithWhatCameAndSaysSo) {
+  TempDir tmp;
+  ProfileStore store(tmp.path().string());
+  EXPECT_TRUE(took(store, chunk(6, 0, false, 5)));
+  EXPECT_EQ(files_in(tmp.path() / "profiles"), 1u);  // the partial file
+  const auto profiled = store.close_open();
+  ASSERT_EQ(profiled.size(), 1u);
+  EXPECT_EQ(profiled[0].global_rank, 6);
+  const nlohmann::json j = load_json(tmp.path() / "profiles" / "rank6_steps5-8.json");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["otherData"]["traceml"]["ops"], 5);
+  EXPECT_EQ(j["otherData"]["traceml"]["error"],
+            "the rank's connection ended before its last chunk");
+  EXPECT_EQ(files_in(tmp.path() / "profiles"), 1u);  // no partial file left
 }
 
 }  // namespace

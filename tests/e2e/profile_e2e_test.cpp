@@ -106,6 +106,10 @@ TEST(ProfileE2E, ProfileStepsWritesTheOperatorsOfThoseSteps) {
   // and the page.
   const Json summary = load_json(run_dir / "final_summary.json");
   ASSERT_TRUE(summary.contains("profiles")) << summary.dump().substr(0, 400);
+  // The captured steps, slowed by the profiler, are left out of the
+  // step-time analysis.
+  EXPECT_EQ(summary["step_time"]["global"]["window"]["profiled_steps_left_out"], 5)
+      << summary["step_time"]["global"]["window"].dump();
   ASSERT_EQ(summary["profiles"].size(), 1u);
   EXPECT_EQ(summary["profiles"][0]["path"], "profiles/rank0_steps20-24.json");
   EXPECT_EQ(summary["profiles"][0]["ops"], ops.size());
@@ -221,7 +225,9 @@ TEST(ProfileE2E, ABadRangeIsAUsageErrorBeforeAnythingStarts) {
        {std::vector<std::string>{"--profile-steps", "9:3"},
         std::vector<std::string>{"--profile-steps", "1:5000"},
         std::vector<std::string>{"--profile-ranks", "1"},
-        std::vector<std::string>{"--profile-steps", "1:2", "--profile-ranks", "x"}}) {
+        std::vector<std::string>{"--profile-steps", "1:2", "--profile-ranks", "x"},
+        std::vector<std::string>{"--profile-steps", "1:2", "--profile-ranks", "0,1"},
+        std::vector<std::string>{"--profile-steps", "5:9", "--trace-max-steps", "8"}}) {
     const ProcessResult r = run_process(
         traceml_run_argv(kCli, tmp.path() / "logs", "bad", 1, flags, {kTinyRank, "--steps", "2"}));
     EXPECT_EQ(r.exit_code, 2) << flags[1] << ": " << r.err;

@@ -304,6 +304,50 @@ TEST(Config, EachBadGpuClockOrDebugValueIsOneProblemAndTheDefault) {
   }
 }
 
+TEST(Config, ProfileStepsForTheRanksNamed) {
+  const Config all = resolve_config({}, env_of({{"TRACEML_PROFILE_STEPS", "5:8"}}), "n");
+  ASSERT_TRUE(all.profile_steps);
+  EXPECT_EQ(all.profile_steps->first, 5);
+  EXPECT_EQ(all.profile_steps->last, 8);
+  EXPECT_TRUE(all.problems.empty());
+  const auto rank = [](const char* r, const char* ranks) {
+    return resolve_config({},
+                          env_of({{"RANK", r},
+                                  {"WORLD_SIZE", "4"},
+                                  {"TRACEML_PROFILE_STEPS", "5:8"},
+                                  {"TRACEML_PROFILE_RANKS", ranks}}),
+                          "n");
+  };
+  EXPECT_TRUE(rank("3", "1,3").profile_steps);
+  EXPECT_FALSE(rank("2", "1,3").profile_steps);
+  EXPECT_TRUE(rank("2", "all").profile_steps);
+  EXPECT_TRUE(rank("2", "1,3").problems.empty());  // not named: no profile, nothing wrong
+}
+
+TEST(Config, AProfileThatCannotBeTakenIsSaidAndNotAsked) {
+  const auto with = [](std::map<std::string, std::string> vars) {
+    return resolve_config({}, env_of(std::move(vars)), "n");
+  };
+  const Config bad = with({{"TRACEML_PROFILE_STEPS", "8:5"}});
+  EXPECT_FALSE(bad.profile_steps);
+  ASSERT_EQ(bad.problems.size(), 1u);
+  EXPECT_NE(bad.problems[0].find("TRACEML_PROFILE_STEPS must be A:B"), std::string::npos);
+  const Config ranks = with({{"TRACEML_PROFILE_STEPS", "5:8"}, {"TRACEML_PROFILE_RANKS", "x"}});
+  EXPECT_FALSE(ranks.profile_steps);
+  EXPECT_EQ(ranks.problems.size(), 1u);
+  const Config alone = with({{"TRACEML_PROFILE_RANKS", "0"}});
+  ASSERT_EQ(alone.problems.size(), 1u);
+  EXPECT_NE(alone.problems[0].find("without TRACEML_PROFILE_STEPS"), std::string::npos);
+  // Past --trace-max-steps traceml no longer looks at steps: it could not
+  // switch the profiler off.
+  const Config late = with({{"TRACEML_PROFILE_STEPS", "5:20"}, {"TRACEML_TRACE_MAX_STEPS", "10"}});
+  EXPECT_FALSE(late.profile_steps);
+  ASSERT_EQ(late.problems.size(), 1u);
+  EXPECT_NE(late.problems[0].find("ends after step 10"), std::string::npos) << late.problems[0];
+  EXPECT_TRUE(
+      with({{"TRACEML_PROFILE_STEPS", "5:10"}, {"TRACEML_TRACE_MAX_STEPS", "10"}}).profile_steps);
+}
+
 TEST(Config, LocalRankZeroSpeaksForItsNode) {
   EXPECT_TRUE(resolve_config({}, env_of({}), "node-a").speaks_for_its_node());
   const Config second = resolve_config(

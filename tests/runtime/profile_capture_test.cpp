@@ -202,16 +202,61 @@ TEST_F(ProfileCaptureTest, TrainingThatEndsBeforeOrInsideTheRangeSaysSo) {
     EXPECT_EQ(got[0].ops.size(), 1u);
   }
   {
-    // At the process's exit LibTorch may be going away: not touched.
+    // At the process's exit LibTorch may be going away: not touched then;
+    // the capturing thread switches it off at its next step edge (steps
+    // traceml no longer records), and says so.
     ProfileCapture c(ProfileRange{5, 60}, 0, wall_, &keep_warning);
     run_steps(c, 1, 9);
     const int stops = fake_.stops;
+    g_warnings.clear();
     c.at_shutdown(9, false);
     EXPECT_EQ(fake_.stops, stops);
+    ASSERT_EQ(g_warnings.size(), 1u);
+    EXPECT_NE(g_warnings[0].find("training ended inside it (after step 9)"), std::string::npos)
+        << g_warnings[0];
+    c.at_untraced_step_begin(10);
+    EXPECT_EQ(fake_.stops, stops + 1);
     const auto got = chunks(c);
     ASSERT_EQ(got.size(), 1u);
-    EXPECT_NE(got[0].error.find("training ended inside the capture"), std::string::npos);
+    EXPECT_EQ(got[0].last_step, 9);
+    EXPECT_EQ(got[0].error, "traceml was shut down during the capture (at step 9)");
   }
+  {
+    // A shutdown from another thread: the profiler is the training
+    // thread's, switched off there, once.
+    ProfileCapture c(ProfileRange{5, 60}, 0, wall_, &keep_warning);
+    run_steps(c, 1, 7);
+    const int stops = fake_.stops;
+    std::thread other([&] { c.at_shutdown(7, true); });
+    other.join();
+    EXPECT_EQ(fake_.stops, stops);
+    c.at_untraced_step_begin(8);
+    c.at_untraced_step_begin(9);
+    EXPECT_EQ(fake_.stops, stops + 1);
+    EXPECT_EQ(chunks(c).size(), 1u);
+  }
+}
+
+TEST_F(ProfileCaptureTest, ARefusedCaptureNeverStartsTheProfiler) {
+  ProfileCapture c(ProfileRange{2, 3}, 0, wall_, &keep_warning,
+                   "traceml's CUPTI activity records are on in this process");
+  run_steps(c, 1, 5);
+  EXPECT_EQ(fake_.starts, 0);
+  const auto got = chunks(c);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].error, "traceml's CUPTI activity records are on in this process");
+  EXPECT_EQ(g_warnings.size(), 1u);
+}
+
+TEST_F(ProfileCaptureTest, ADiscardedCaptureIsFreedUnsent) {
+  fake_.ops = {op("aten::mm", 1'000'000)};
+  ProfileCapture c(ProfileRange{1, 1}, 0, wall_, &keep_warning);
+  run_steps(c, 1, 1);
+  ASSERT_TRUE(c.waiting());
+  c.discard();  // read with a sink that keeps nothing: the fake frees it
+  EXPECT_FALSE(c.waiting());
+  model::ProfileChunk chunk;
+  EXPECT_FALSE(c.next_chunk(chunk));
 }
 
 TEST_F(ProfileCaptureTest, AStepOfAnotherThreadDoesNotEndTheCapture) {

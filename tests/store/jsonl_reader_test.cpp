@@ -877,7 +877,7 @@ TEST(JsonlReaderErrorTest, MissingRequiredKeys) {
 TEST(JsonlReaderErrorTest, WrongShapes) {
   EXPECT_EQ(error_of(with_run(R"({"global_rank":0})")),
             "t.jsonl:2: missing required key 'type' (one of \"rank\", \"step\", \"step_memory\", "
-            "\"system\", \"process\")");
+            "\"system\", \"process\", \"profiled_steps\")");
   EXPECT_EQ(error_of(with_run(R"({"type":["step"]})")),
             "t.jsonl:2: 'type' must be a string, got an array");
   EXPECT_EQ(

@@ -241,7 +241,6 @@ Verdict read_verdict(const SummaryView& run) {
   return v;
 }
 
-/// §5.8 "after Next": the Supporting line, or the all-normal line.
 std::vector<std::string> profile_lines(const SummaryView& run, const std::string& run_dir) {
   constexpr std::size_t kShown = 8;
   std::vector<std::string> out;
@@ -277,6 +276,7 @@ std::vector<std::string> profile_lines(const SummaryView& run, const std::string
   return out;
 }
 
+/// §5.8 "after Next": the Supporting line, or the all-normal line.
 std::vector<std::string> after_next_lines(const SummaryView& run) {
   const auto u = primary_util(run);
   std::string line;
