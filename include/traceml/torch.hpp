@@ -120,39 +120,47 @@ std::int64_t torch_event_duration_ns(const E& e, long) {
   return std::int64_t(e.durationUs()) * 1000;
 }
 
-/// ProfilerHooks::start: LibTorch's profiler (the KINETO state, CPU
-/// operators, their input shapes) on the calling thread.
-inline const char* start_torch_profiler() noexcept {
+/// Runs `f` (a profiler call: nullptr or a reason), its exception as the
+/// reason; `otherwise` for one that says nothing.
+template <class F>
+const char* torch_profiler_call(F&& f, const char* otherwise) noexcept {
   try {
-    namespace impl = torch::profiler::impl;
-    const impl::ProfilerConfig config(impl::ProfilerState::KINETO, /*report_input_shapes=*/true);
-    const std::set<impl::ActivityType> activities{impl::ActivityType::CPU};
-    torch::autograd::profiler::prepareProfiler(config, activities);
-    torch::autograd::profiler::enableProfiler(config, activities);
-    return nullptr;
+    return f();
   } catch (const c10::Error& e) {
     return torch_profiler_failure(e.what_without_backtrace());
   } catch (const std::exception& e) {
     return torch_profiler_failure(e.what());
   } catch (...) {
-    return "LibTorch's profiler failed to start";
+    return otherwise;
   }
+}
+
+/// ProfilerHooks::start: LibTorch's profiler (the KINETO state, CPU
+/// operators, their input shapes) on the calling thread.
+inline const char* start_torch_profiler() noexcept {
+  return torch_profiler_call(
+      []() -> const char* {
+        namespace impl = torch::profiler::impl;
+        const impl::ProfilerConfig config(impl::ProfilerState::KINETO,
+                                          /*report_input_shapes=*/true);
+        const std::set<impl::ActivityType> activities{impl::ActivityType::CPU};
+        torch::autograd::profiler::prepareProfiler(config, activities);
+        torch::autograd::profiler::enableProfiler(config, activities);
+        return nullptr;
+      },
+      "LibTorch's profiler failed to start");
 }
 
 /// ProfilerHooks::stop: the profiler off, its result kept as the capture.
 inline const char* stop_torch_profiler(void** capture) noexcept {
   if (capture == nullptr) return "no place for the capture";
   *capture = nullptr;
-  try {
-    *capture = torch::autograd::profiler::disableProfiler().release();
-    return *capture != nullptr ? nullptr : "LibTorch's profiler returned no result";
-  } catch (const c10::Error& e) {
-    return torch_profiler_failure(e.what_without_backtrace());
-  } catch (const std::exception& e) {
-    return torch_profiler_failure(e.what());
-  } catch (...) {
-    return "LibTorch's profiler failed to stop";
-  }
+  return torch_profiler_call(
+      [capture]() -> const char* {
+        *capture = torch::autograd::profiler::disableProfiler().release();
+        return *capture != nullptr ? nullptr : "LibTorch's profiler returned no result";
+      },
+      "LibTorch's profiler failed to stop");
 }
 
 /// "[[64, 784], [256, 784]]".

@@ -229,7 +229,10 @@ std::vector<model::ProfileOp> read_profile_ops(const std::string& path, std::siz
     if (!line.empty() && line.back() == ',') line.pop_back();
     if (line.size() < 2 || line.front() != '{' || line.back() != '}') continue;
     const nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
-    if (!e.is_object() || e.value("ph", "") != "X") continue;
+    const auto text = [&e](const char* key) {
+      return e.contains(key) && e[key].is_string() ? e[key].get<std::string>() : std::string();
+    };
+    if (!e.is_object() || text("ph") != "X") continue;
     const auto integer = [&e](const char* key) -> std::optional<std::int64_t> {
       if (!e.contains(key) || !e[key].is_number_integer()) return std::nullopt;
       return e[key].get<std::int64_t>();
@@ -248,7 +251,7 @@ std::vector<model::ProfileOp> read_profile_ops(const std::string& path, std::siz
     op.start_us = *ts;
     op.duration_us = *dur;
     op.thread = int(*tid);
-    op.gpu = e.value("cat", "") == "gpu" ? 1 : 0;
+    op.gpu = text("cat") == "gpu" ? 1 : 0;
     if (e.contains("args") && e["args"].is_object()) {
       const auto& args = e["args"];
       if (args.contains("sequence") && args["sequence"].is_number_integer())

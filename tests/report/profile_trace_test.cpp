@@ -105,12 +105,14 @@ TEST(ProfileTrace, OpsPastTheBoundsOrOnHugeLinesAreSkipped) {
             R"({"name":"x","ph":"X","tid":1,"ts":9223372036854775807,"dur":9223372036854775807})" +
             ",\n" + R"({"name":"x","ph":"X","tid":2147483647,"ts":1,"dur":1})" + ",\n" +
             R"({"name":"x","ph":"X","tid":1,"ts":-5,"dur":1})" + ",\n" + R"({"name":")" +
-            std::string(100000, 'a') + R"(","ph":"X","tid":1,"ts":1,"dur":1})" + ",\n" + good +
-            kTrailer);
+            std::string(100000, 'a') + R"(","ph":"X","tid":1,"ts":1,"dur":1})" + ",\n" +
+            R"({"name":"x","ph":5,"cat":7,"tid":1,"ts":1,"dur":1})" + ",\n" +
+            R"({"name":"x","ph":"X","cat":[],"tid":1,"ts":1,"dur":1})" + ",\n" + good + kTrailer);
   const auto ops = read_profile_ops(file.string(), 100);
-  ASSERT_EQ(ops.size(), 2u);
+  ASSERT_EQ(ops.size(), 3u);  // the one whose "cat" is no string is a CPU op
   EXPECT_EQ(ops[0].name, "ok");
-  EXPECT_EQ(ops[1].name, "ok");
+  EXPECT_EQ(ops[1].gpu, 0);
+  EXPECT_EQ(ops[2].name, "ok");
 }
 
 }  // namespace
