@@ -44,6 +44,10 @@ class ProfileCapture {
   /// profiler would take CUPTI from them); empty: none.
   ProfileCapture(ProfileRange range, int global_rank, const timing::WallMapping& wall,
                  void (*warn)(const std::string&), std::string refusal = {});
+  /// Frees the captures never sent (the runtime's lives until the process ends).
+  ~ProfileCapture() { discard(); }
+  ProfileCapture(const ProfileCapture&) = delete;
+  ProfileCapture& operator=(const ProfileCapture&) = delete;
 
   // ---- the training thread ----
   /// Step `next` is about to begin (traceml records it): at step A, the
