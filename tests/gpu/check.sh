@@ -46,8 +46,8 @@
 #   BUDGET_S          the whole check's budget in seconds [480]
 #   JOBS              build parallelism [nproc]
 #   GPU_CHECK_STAGES  the stages after the build, of: runs nccl variants
-#                     evidence overhead [all five; issue 36's measurement:
-#                     "evidence overhead"]
+#                     evidence profile overhead [all six; issue 36's
+#                     measurement: "evidence overhead"; issue 34's: "profile"]
 #   GPU_CHECK_OVERHEAD the overhead plan, ';'-separated workloads, each "name
 #                     steps quickstart-flags : variant ..." (tests/gpu/
 #                     overhead_variants.sh's OVERHEAD_PLAN; default there)
@@ -528,9 +528,9 @@ run_and_check() {
 }
 
 # GPU_CHECK_STAGES: which of the stages after the build run (default all):
-# runs nccl variants evidence overhead. Issue 36's one call is "evidence
+# runs nccl variants evidence profile overhead. Issue 36's one call is "evidence
 # overhead" (docs/gpu-validation.md).
-stages="${GPU_CHECK_STAGES:-runs nccl variants evidence overhead}"
+stages="${GPU_CHECK_STAGES:-runs nccl variants evidence profile overhead}"
 wanted() { [[ " $stages " == *" $1 "* ]]; }
 
 # Pageable copies of 64 MiB, not marked: only the automatic H2D capture sees them.
@@ -631,6 +631,43 @@ run_and_check ddp_launches - TRACEML_CUPTI_API_RECORDS=launches "$examples/ddp" 
   --backend nccl --steps 300 --batch-size 256 --log-every 100
 run_and_check ddp_duty - TRACEML_CUPTI_DUTY=8/128 "$examples/ddp" --device cuda --backend nccl \
   --steps 300 --batch-size 256 --log-every 100
+
+fi
+
+if wanted profile; then
+stage profile "profile: LibTorch's profiler on steps 50-54 (--profile-steps), CUPTI on and off"
+# Issue 34 (docs/profiling.md). With traceml's CUPTI records on, a capture is
+# refused (LibTorch's profiler would take CUPTI from them) and training is
+# untouched; with TRACEML_CUPTI=0 the profile is written, with the CPU side
+# of the GPU work (what LibTorch's CPU activities hold on this build).
+run_and_check profile_cupti_on - TRACEML_PROFILE_STEPS=50:54 "$examples/quickstart" \
+  --device cuda --steps 150
+run_and_check profile_cupti_off - "TRACEML_PROFILE_STEPS=50:54 TRACEML_CUPTI=0" \
+  "$examples/quickstart" --device cuda --steps 150
+for name in profile_cupti_on profile_cupti_off; do
+  python3 - "$logs/$name" "$name" <<'EOF' 2>"$logs/$name.profile.err" || {
+import collections, json, os, sys
+run, name = sys.argv[1], sys.argv[2]
+path = os.path.join(run, "profiles", "rank0_steps50-54.json")
+if not os.path.exists(path):
+    sys.exit(f"{name}: no profile file")
+trace = json.load(open(path))
+meta = trace["otherData"]["traceml"]
+ops = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+top = collections.Counter(e["name"] for e in ops).most_common(8)
+print(f"  {name}: {meta['ops']} ops, cut {meta['ops_cut']}, error: {meta.get('error')}")
+print("    top: " + ", ".join(f"{n} x{c}" for n, c in top))
+window = json.load(open(os.path.join(run, "final_summary.json")))["step_time"]["global"]["window"]
+print(f"    steps left out of the analysis: {window.get('profiled_steps_left_out')}")
+if name == "profile_cupti_on" and "CUPTI" not in (meta.get("error") or ""):
+    sys.exit(f"{name}: expected the capture refused for CUPTI")
+if name == "profile_cupti_off" and (meta["ops"] == 0 or meta.get("error")):
+    sys.exit(f"{name}: expected a profile with operators")
+EOF
+    cat "$logs/$name.profile.err"
+    check_failed "$name: $(tail -n 1 "$logs/$name.profile.err")"
+  }
+done
 
 fi
 
