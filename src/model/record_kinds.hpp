@@ -112,10 +112,18 @@ struct KindRow {
   /// Kept by the run outside its database (a profile's file): its frames
   /// are records of the stream as a stored kind's are.
   bool kept_as_file = false;
+  /// Its table came after the run database's schema version: a file
+  /// written before it has none, and holds none of its records.
+  bool table_added_later = false;
 
   [[nodiscard]] constexpr KindRow kept_in(std::vector<R> Telemetry::*list) const {
     KindRow k = *this;
     k.rows = list;
+    return k;
+  }
+  [[nodiscard]] constexpr KindRow with_table_added_later() const {
+    KindRow k = *this;
+    k.table_added_later = true;
     return k;
   }
   [[nodiscard]] constexpr KindRow kept_in_a_file() const {
@@ -130,8 +138,8 @@ constexpr KindRow<R> row(RecordKind kind, const char* name, std::uint8_t frame, 
                          std::uint16_t since_protocol, const char* jsonl_type, const char* table,
                          std::optional<std::string> (*check)(const R&),
                          Sender sender = Sender::None, int R::*owner = nullptr) {
-  return KindRow<R>{kind,  name,  frame,  direction, since_protocol, jsonl_type,
-                    table, check, sender, owner,     nullptr,        false};
+  return KindRow<R>{kind,  name,   frame, direction, since_protocol, jsonl_type, table,
+                    check, sender, owner, nullptr,   false,          false};
 }
 
 // clang-format off
@@ -172,7 +180,8 @@ inline constexpr auto kRecordKinds = std::make_tuple(
                           &check_profile_chunk, Sender::GlobalRank, &ProfileChunk::global_rank)
                           .kept_in_a_file(),
     row<ProfiledSteps>(   RecordKind::ProfiledSteps, "profiled_steps", 0, Direction::Local,        0, "profiled_steps", "profiled_steps",
-                          &check_profiled_steps).kept_in(&Telemetry::profiled_steps));
+                          &check_profiled_steps).kept_in(&Telemetry::profiled_steps)
+                          .with_table_added_later());
 // clang-format on
 
 namespace detail {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/atomic_file.hpp"
+#include "report/json_read.hpp"
 
 namespace traceml::report {
 namespace {
@@ -156,19 +157,18 @@ std::optional<ProfileFileInfo> read_profile_info(const fs::path& file) {
   const auto close = tail.find_last_of('}');
   if (at == std::string::npos || close == std::string::npos || close < at) return std::nullopt;
   const std::string object = tail.substr(at + 12, close - (at + 12));
-  const nlohmann::json j = nlohmann::json::parse(object, nullptr, false);
-  if (!j.is_object() || !j.contains("traceml") || !j["traceml"].is_object()) return std::nullopt;
-  const nlohmann::json& m = j["traceml"];
-  const auto integer = [&m](const char* key) -> std::optional<std::int64_t> {
-    if (!m.contains(key) || !m[key].is_number_integer()) return std::nullopt;
-    const auto v = m[key].get<std::int64_t>();
-    return v >= 0 ? std::optional<std::int64_t>(v) : std::nullopt;
+  const json_read::Json j = json_read::Json::parse(object, nullptr, false);
+  const json_read::Json* m = json_read::object_child(&j, "traceml");
+  if (m == nullptr) return std::nullopt;
+  const auto count = [m](const char* key) -> std::optional<std::int64_t> {
+    const auto v = json_read::integer(json_read::child(m, key));
+    return v && *v >= 0 ? std::optional<std::int64_t>(*v) : std::nullopt;
   };
-  const auto rank = integer("rank");
-  const auto first = integer("first_step");
-  const auto last = integer("last_step");
-  const auto ops = integer("ops");
-  const auto cut = integer("ops_cut");
+  const auto rank = count("rank");
+  const auto first = count("first_step");
+  const auto last = count("last_step");
+  const auto ops = count("ops");
+  const auto cut = count("ops_cut");
   if (!rank || *rank > std::numeric_limits<int>::max() || !first || !last || !ops || !cut)
     return std::nullopt;
   ProfileFileInfo info;
@@ -177,7 +177,7 @@ std::optional<ProfileFileInfo> read_profile_info(const fs::path& file) {
   info.last_step = *last;
   info.ops = *ops;
   info.ops_cut = *cut;
-  if (m.contains("error") && m["error"].is_string()) info.error = m["error"].get<std::string>();
+  info.error = json_read::text_or(json_read::child(m, "error"));
   info.path = "profiles/" + file.filename().string();
   // The name says the same as the metadata, or the file is not one of ours.
   if (file.filename().string() != profile_file_name(info.rank, info.first_step, info.last_step))
@@ -228,14 +228,14 @@ std::vector<model::ProfileOp> read_profile_ops(const std::string& path, std::siz
     line.pop_back();
     if (!line.empty() && line.back() == ',') line.pop_back();
     if (line.size() < 2 || line.front() != '{' || line.back() != '}') continue;
-    const nlohmann::json e = nlohmann::json::parse(line, nullptr, false);
-    const auto text = [&e](const char* key) {
-      return e.contains(key) && e[key].is_string() ? e[key].get<std::string>() : std::string();
+    const json_read::Json e = json_read::Json::parse(line, nullptr, false);
+    const auto string_at = [](const json_read::Json* at, const char* key) {
+      const json_read::Json* v = json_read::child(at, key);
+      return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
     };
-    if (!e.is_object() || text("ph") != "X") continue;
-    const auto integer = [&e](const char* key) -> std::optional<std::int64_t> {
-      if (!e.contains(key) || !e[key].is_number_integer()) return std::nullopt;
-      return e[key].get<std::int64_t>();
+    if (string_at(&e, "ph") != "X") continue;
+    const auto integer = [&e](const char* key) {
+      return json_read::integer(json_read::child(&e, key));
     };
     // Bounds that keep every sum the timeline makes of them far from overflowing.
     constexpr std::int64_t kMaxUs = std::int64_t{1} << 56;
@@ -243,22 +243,19 @@ std::vector<model::ProfileOp> read_profile_ops(const std::string& path, std::siz
     const auto ts = integer("ts");
     const auto dur = integer("dur");
     const auto tid = integer("tid");
-    if (!ts || !dur || !tid || !e.contains("name") || !e["name"].is_string() || *ts < 0 ||
-        *ts > kMaxUs || *dur < 0 || *dur > kMaxUs || *tid < 0 || *tid >= kMaxThread)
+    const json_read::Json* name = json_read::child(&e, "name");
+    if (!ts || !dur || !tid || name == nullptr || !name->is_string() || *ts < 0 || *ts > kMaxUs ||
+        *dur < 0 || *dur > kMaxUs || *tid < 0 || *tid >= kMaxThread)
       continue;
     model::ProfileOp op;
-    op.name = e["name"].get<std::string>();
+    op.name = name->get<std::string>();
     op.start_us = *ts;
     op.duration_us = *dur;
     op.thread = int(*tid);
-    op.gpu = text("cat") == "gpu" ? 1 : 0;
-    if (e.contains("args") && e["args"].is_object()) {
-      const auto& args = e["args"];
-      if (args.contains("sequence") && args["sequence"].is_number_integer())
-        op.sequence = args["sequence"].get<std::int64_t>();
-      if (args.contains("input_shapes") && args["input_shapes"].is_string())
-        op.shapes = args["input_shapes"].get<std::string>();
-    }
+    op.gpu = string_at(&e, "cat") == "gpu" ? 1 : 0;
+    const json_read::Json* args = json_read::object_child(&e, "args");
+    if (const auto seq = json_read::integer(json_read::child(args, "sequence"))) op.sequence = *seq;
+    op.shapes = string_at(args, "input_shapes");
     ops.push_back(std::move(op));
   }
   std::fclose(f);

@@ -462,9 +462,9 @@ void read_table(ReadDb& db, RunSink& sink, std::int64_t& repaired) {
                       std::string(kind.table) + " ORDER BY " + (key != nullptr ? key : "id"));
   };
   auto with_later = db.try_prepare(query(Later::Included));
-  // A table of a kind added after the schema version (the profiled steps):
-  // a file written before it has none, and holds none of its records.
-  if constexpr (std::is_same_v<R, model::ProfiledSteps>)
+  // A table added after the schema version: a file written before it has
+  // none, and holds none of its records.
+  if constexpr (kind.table_added_later)
     if (!with_later) return;
   const Later later = with_later ? Later::Included : Later::Left;
   const Stmt q = with_later ? std::move(*with_later) : db.prepare(query(later));
