@@ -16,7 +16,9 @@
 #include <thread>
 #include <vector>
 
+#include "analysis/step_median.hpp"
 #include "collector/collector.hpp"
+#include "collector/profile_requests.hpp"
 #include "live/live_view.hpp"
 #include "transport/frame.hpp"
 #include "transport/hello.hpp"
@@ -178,6 +180,53 @@ void BM_LiveRefresh64Ranks(benchmark::State& state) {
   std::filesystem::remove_all(dir);
 }
 BENCHMARK(BM_LiveRefresh64Ranks)->Unit(benchmark::kMillisecond);
+
+/// The latest 100 steps of `ranks` ranks, as the collector's board copies
+/// them every board interval.
+model::Telemetry latest_rows(int ranks) {
+  model::Telemetry t;
+  for (int r = 0; r < ranks; ++r)
+    for (std::int64_t n = 1; n <= collector::kLiveRows; ++n) {
+      model::StepRecord s;
+      s.global_rank = r;
+      s.step = n;
+      s.ts = 1.8e9 + double(n);
+      const double jitter = double((n * 7 + r) % 10) * 0.1;
+      s.events.set(model::Event::InputWait, {0.5, std::nullopt});
+      s.events.set(model::Event::Forward, {2.0 + jitter, std::nullopt});
+      s.events.set(model::Event::Backward, {3.0, std::nullopt});
+      s.events.set(model::Event::TracedStepTime, {6.0 + jitter, std::nullopt});
+      t.steps.push_back(s);
+    }
+  return t;
+}
+
+/// What the board interval already does with those rows: each rank's
+/// median step (the stall rules' yardstick). The yardstick of the next.
+void BM_BoardMedians1024Ranks(benchmark::State& state) {
+  const model::Telemetry t = latest_rows(1024);
+  std::size_t n = 0;
+  for (auto _ : state)
+    n += analysis::median_step_ms(t).size();
+  benchmark::DoNotOptimize(n);
+}
+BENCHMARK(BM_BoardMedians1024Ranks)->Unit(benchmark::kMillisecond);
+
+/// `--profile auto`'s check on the same rows, every board interval: each
+/// rank's slow turn (medians of its recent and earlier steps) and the
+/// causes among them; no rank is slow, as on a healthy run.
+void BM_AutoProfileCheck1024Ranks(benchmark::State& state) {
+  const model::Telemetry t = latest_rows(1024);
+  collector::ProfileAsking asking;
+  asking.auto_steps = 10;
+  collector::ProfileRequests requests(asking);
+  std::size_t asked = 0;
+  double now = 0.0;
+  for (auto _ : state)
+    asked += requests.check(t, {}, now += 1.0).size();
+  if (asked != 0) state.SkipWithError("a healthy run was asked for a profile");
+}
+BENCHMARK(BM_AutoProfileCheck1024Ranks)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

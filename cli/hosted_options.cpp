@@ -26,6 +26,18 @@ void add_report_options(CLI::App* cmd, HostedArgs& a, const HostedHelp& help) {
   cmd->add_option("--mode", a.mode, help.mode)->capture_default_str();
 }
 
+void add_profile_options(CLI::App* cmd, HostedArgs& a) {
+  cmd->add_option("--profile-steps", a.profile_steps,
+                  "A:B: LibTorch's profiler on for steps A to B of each rank; the run directory "
+                  "gets profiles/rank<R>_steps<A>-<B>.json (docs/profiling.md)");
+  cmd->add_option("--profile-ranks", a.profile_ranks,
+                  "Ranks that profile with --profile-steps: 'all' (default) or 0,3,...");
+  cmd->add_option("--profile", a.profile,
+                  "auto[:N]: when a rank's steps turn slow, or it resumes after a stall, ask it "
+                  "for a profile of its next N steps (default 10); at most once a rank every 5 "
+                  "minutes, 16 a run (docs/profiling.md)");
+}
+
 std::optional<std::string> hosted_problem(const HostedArgs& a) {
   for (const auto& problem :
        {out_of_range("--interval", a.interval, runtime::kMinIntervalSec, runtime::kMaxIntervalSec,
@@ -33,7 +45,28 @@ std::optional<std::string> hosted_problem(const HostedArgs& a) {
         bad_mode(a.mode), bad_name("--run-name", a.run_name, model::run_name_problem),
         bad_name("--strategy", a.strategy, model::strategy_problem)})
     if (problem) return problem;
+  std::string why;
+  if (!a.profile_steps.empty() && !model::parse_profile_steps(a.profile_steps, why))
+    return "--profile-steps " + why;
+  if (!a.profile_ranks.empty()) {
+    if (a.profile_steps.empty()) return "--profile-ranks needs --profile-steps A:B";
+    if (!model::parse_profile_ranks(a.profile_ranks, why)) return "--profile-ranks " + why;
+  }
+  if (!a.profile.empty() && !model::parse_profile_auto(a.profile, why)) return "--profile " + why;
   return std::nullopt;
+}
+
+collector::ProfileAsking profile_asking_of(const HostedArgs& a, bool by_request) {
+  collector::ProfileAsking asking;
+  std::string why;
+  if (by_request && !a.profile_steps.empty()) {
+    if (const auto steps = model::parse_profile_steps(a.profile_steps, why))
+      asking.steps = std::make_pair(steps->first, steps->last);
+    if (!a.profile_ranks.empty())
+      asking.ranks = model::parse_profile_ranks(a.profile_ranks, why).value_or(std::vector<int>{});
+  }
+  if (!a.profile.empty()) asking.auto_steps = model::parse_profile_auto(a.profile, why).value_or(0);
+  return asking;
 }
 
 std::optional<std::string> run_token_from_environment(std::string& problem) {

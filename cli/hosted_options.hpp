@@ -24,6 +24,9 @@ struct HostedArgs {
   std::string mode = "summary";
   /// TRACEML_PAGE_TIMEOUT_S and TRACEML_PAGE_MEMORY_MB (cli/page_limits.hpp).
   report::PageLimits page_limits;
+  std::string profile_steps;  ///< "A:B"; empty: no profile
+  std::string profile_ranks;  ///< "all" or "0,3"; empty: all
+  std::string profile;        ///< "auto" or "auto:N"; empty: off
 };
 
 /// What each command says about the shared options: their help differs
@@ -43,6 +46,9 @@ void add_interval_option(CLI::App* cmd, HostedArgs& a, const HostedHelp& help);
 /// --summary-window-rows, --strategy and --mode.
 void add_report_options(CLI::App* cmd, HostedArgs& a, const HostedHelp& help);
 
+/// --profile-steps, --profile-ranks and --profile.
+void add_profile_options(CLI::App* cmd, HostedArgs& a);
+
 /// The checks of the shared options but the run directory's (a command
 /// checks that last, and `run --disable` writes none); a message, or none.
 std::optional<std::string> hosted_problem(const HostedArgs& a);
@@ -51,6 +57,11 @@ std::optional<std::string> hosted_problem(const HostedArgs& a);
 /// when it is set and not empty, else std::nullopt. An unusable value sets
 /// `problem` ("TRACEML_RUN_TOKEN is 2000 bytes; ...; fix or unset it").
 std::optional<std::string> run_token_from_environment(std::string& problem);
+
+/// What the collector asks of the ranks' profilers from --profile-steps,
+/// --profile-ranks (when `by_request`: serve's; run's go to the ranks by
+/// their environment) and --profile; the options checked before.
+collector::ProfileAsking profile_asking_of(const HostedArgs& a, bool by_request);
 
 /// The host's options from the shared ones; the run directory, the address
 /// and the token are the command's.

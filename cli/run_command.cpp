@@ -53,8 +53,6 @@ struct RunArgs {
   std::string aggregator_bind_host;
   double finalize_timeout_sec = 60.0;
   std::optional<std::int64_t> trace_max_steps;
-  std::string profile_steps;  ///< "A:B"; empty: no profile
-  std::string profile_ranks;  ///< "all" or "0,3"; empty: all
   double grace_sec = 5.0;
   bool disable = false;
   std::vector<std::string> command;
@@ -89,20 +87,19 @@ std::optional<std::string> validate(const RunArgs& a) {
                               double(kMaxTraceSteps)))
       return p;
   }
+  if (auto problem = hosted_problem(a.hosted)) return problem;
   std::string why;
-  if (!a.profile_steps.empty()) {
-    const auto steps = model::parse_profile_steps(a.profile_steps, why);
-    if (!steps) return "--profile-steps " + why;
-    if (a.trace_max_steps && steps->last > *a.trace_max_steps)
-      return "--profile-steps " + a.profile_steps + " ends after --trace-max-steps " +
+  const std::string& profile_steps = a.hosted.profile_steps;
+  if (!profile_steps.empty()) {
+    const auto steps = model::parse_profile_steps(profile_steps, why);
+    if (a.trace_max_steps && steps && steps->last > *a.trace_max_steps)
+      return "--profile-steps " + profile_steps + " ends after --trace-max-steps " +
              std::to_string(*a.trace_max_steps) + ", where traceml stops recording";
   }
-  if (!a.profile_ranks.empty()) {
-    if (a.profile_steps.empty()) return "--profile-ranks needs --profile-steps A:B";
-    const auto ranks = model::parse_profile_ranks(a.profile_ranks, why);
-    if (!ranks) return "--profile-ranks " + why;
+  if (!a.hosted.profile_ranks.empty()) {
+    const auto ranks = model::parse_profile_ranks(a.hosted.profile_ranks, why);
     const std::int64_t world = std::int64_t(a.nnodes) * a.nproc_per_node;
-    if (!ranks->empty() && ranks->back() >= world)
+    if (ranks && !ranks->empty() && ranks->back() >= world)
       return "--profile-ranks names rank " + std::to_string(ranks->back()) +
              ", outside the run's " + std::to_string(world) + " ranks (0 to " +
              std::to_string(world - 1) + ")";
@@ -113,7 +110,6 @@ std::optional<std::string> validate(const RunArgs& a) {
            ")";
   if (a.node_rank >= a.nnodes) return "--node-rank must be less than --nnodes";
   if (a.master_addr.empty()) return "--master-addr cannot be empty";
-  if (auto problem = hosted_problem(a.hosted)) return problem;
   if (a.nnodes > 1) {
     if (a.hosted.run_name.empty())
       return "--run-name is required when --nnodes > 1 so every node writes into the same run";
@@ -196,8 +192,10 @@ int run(const RunArgs& a) {
     o.logs_dir = a.hosted.logs_dir;
     o.connect_host = a.aggregator_host;
     o.trace_max_steps = a.trace_max_steps;
-    o.profile_steps = a.profile_steps;
-    o.profile_ranks = a.profile_ranks;
+    o.profile_steps = a.hosted.profile_steps;
+    o.profile_ranks = a.hosted.profile_ranks;
+    // --profile-steps goes to the ranks by their environment; auto is the collector's.
+    o.host.profile_asking = profile_asking_of(a.hosted, false);
     o.finalize_timeout_s = a.finalize_timeout_sec;
     return launcher::host_launched_run(std::move(o));
   } catch (const launcher::LaunchError& e) {
@@ -243,11 +241,7 @@ void add_run_command(CLI::App& app, Action& action) {
                   "Longest wait for the last telemetry after the ranks ended")
       ->capture_default_str();
   cmd->add_option("--trace-max-steps", a->trace_max_steps, "Record only the first N steps");
-  cmd->add_option("--profile-steps", a->profile_steps,
-                  "A:B: LibTorch's profiler on for steps A to B of each rank; the run directory "
-                  "gets profiles/rank<R>_steps<A>-<B>.json (docs/profiling.md)");
-  cmd->add_option("--profile-ranks", a->profile_ranks,
-                  "Ranks that profile with --profile-steps: 'all' (default) or 0,3,...");
+  add_profile_options(cmd, a->hosted);
   add_interval_option(cmd, a->hosted, kHostedHelp);
   cmd->add_option("--grace-period-sec", a->grace_sec, "After SIGTERM, seconds before SIGKILL")
       ->capture_default_str();

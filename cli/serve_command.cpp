@@ -56,6 +56,13 @@ std::optional<std::string> validate(const ServeArgs& a) {
     if (problem) return problem;
   }
   if (auto problem = hosted_problem(a.hosted)) return problem;
+  if (a.world_size && !a.hosted.profile_ranks.empty()) {
+    std::string why;
+    const auto ranks = model::parse_profile_ranks(a.hosted.profile_ranks, why);
+    if (ranks && !ranks->empty() && ranks->back() >= *a.world_size)
+      return "--profile-ranks names rank " + std::to_string(ranks->back()) +
+             ", outside --world-size " + std::to_string(*a.world_size);
+  }
   if (a.bind_host.empty()) return "--bind-host cannot be empty";
   if (auto why = unwritable_file("--env-file", a.env_file, false)) return why;
   return unwritable_run_dir(a.hosted.logs_dir, a.hosted.run_name);
@@ -94,6 +101,8 @@ std::string read_token(const ServeArgs& a, std::string& problem) {
 int serve(const ServeArgs& a) {
   launcher::ServedRunOptions o;
   o.host = host_options_of(a.hosted);
+  // The ranks torchrun, srun or mpirun start are asked over their connection.
+  o.host.profile_asking = profile_asking_of(a.hosted, true);
   std::string problem;
   o.host.token = read_token(a, problem);
   if (!problem.empty()) return fail(problem);
@@ -157,6 +166,7 @@ void add_serve_command(CLI::App& app, Action& action) {
                   "Also write TRACEML_AGGREGATOR_HOST/PORT to this file (for job scripts)");
   add_interval_option(cmd, a->hosted, kHostedHelp);
   add_report_options(cmd, a->hosted, kHostedHelp);
+  add_profile_options(cmd, a->hosted);
   cmd->callback([a, &action] {
     const PageLimitsRead page = read_page_limits();
     a->hosted.page_limits = page.limits;

@@ -19,6 +19,9 @@
 //   --slow-rank 1 --slow-forward-ms 20    COMPUTE STRAGGLER, rank 1
 //   --slow-rank 1 --slow-residual-ms 20   STRAGGLER (unattributed), rank 1
 //   --slow-rank 1 --crash-at-step 50      rank 1 exits with code 3 in step 50
+//   --slow-rank 1 --slow-forward-ms 20 --slow-from-step 200 --slow-to-step 300
+//                                         rank 1 slow only in steps 200 to 300 (what
+//                                         `traceml run --profile auto` catches)
 //   --slow-rank 1 --hang-at-step 50       rank 1 stops in step 50's forward pass and
 //                                         never reaches the all-reduce: the others
 //                                         wait in backward until --timeout-s (HANG)
@@ -47,6 +50,7 @@
 #include <cstdlib>
 #include <exception>
 #include <initializer_list>
+#include <limits>
 #include <optional>
 #include <string>
 #include <thread>
@@ -298,11 +302,18 @@ struct Settings {
   std::optional<std::int64_t> crash_at_step;
   bool crash_abruptly = false;
   std::optional<std::int64_t> hang_at_step;
+  /// The --slow-*-ms delays hit only steps slow_from to slow_to (1-based).
+  std::int64_t slow_from = 1;
+  std::int64_t slow_to = std::numeric_limits<std::int64_t>::max();
 };
 
 int train(const Settings& settings, const Rendezvous& rendezvous, Backend backend,
           const torch::Device& device) {
   const bool slow = settings.slow_rank == rendezvous.rank;
+  // Step `n` (1-based) of the slow rank is inside --slow-from-step..--slow-to-step.
+  const auto slow_now = [&](std::int64_t n) {
+    return slow && n >= settings.slow_from && n <= settings.slow_to;
+  };
   const bool leader = rendezvous.rank == 0;
   GradientAverager averager(rendezvous, backend, std::chrono::seconds(settings.timeout_s));
 
@@ -343,7 +354,7 @@ int train(const Settings& settings, const Rendezvous& rendezvous, Backend backen
           traceml::PhaseScope phase(traceml::Phase::Forward);
           loss = torch::nn::functional::cross_entropy(model->forward(on_device.data),
                                                       on_device.target);
-          if (slow && settings.slow_forward_ms > 0)
+          if (slow_now(step + 1) && settings.slow_forward_ms > 0)
             busy_for(Milliseconds(settings.slow_forward_ms));
           if (slow && settings.hang_at_step == step + 1) {
             std::fprintf(stderr, "ddp: rank %d: hanging in step %lld as asked\n", rendezvous.rank,
@@ -372,7 +383,7 @@ int train(const Settings& settings, const Rendezvous& rendezvous, Backend backen
           optimizer.zero_grad();
         }
         // Work inside the step but outside every phase (logging, checkpointing).
-        if (slow && settings.slow_residual_ms > 0) {
+        if (slow_now(step + 1) && settings.slow_residual_ms > 0) {
           std::this_thread::sleep_for(Milliseconds(settings.slow_residual_ms));
         }
       }
@@ -413,6 +424,10 @@ int main(int argc, char** argv) {
   flags.add("slow-forward-ms", &settings.slow_forward_ms, "extra compute in each forward pass");
   flags.add("slow-residual-ms", &settings.slow_residual_ms,
             "extra sleep in each step outside every phase");
+  flags.add("slow-from-step", &settings.slow_from,
+            "the first step (1-based) that --slow-forward-ms and --slow-residual-ms hit");
+  flags.add("slow-to-step", &settings.slow_to,
+            "the last step that --slow-forward-ms and --slow-residual-ms hit");
   flags.add("crash-at-step", &settings.crash_at_step,
             "exit with code 3 during this step (1-based)");
   flags.add("crash-abruptly", &settings.crash_abruptly,
@@ -428,6 +443,8 @@ int main(int argc, char** argv) {
   if (settings.slow_input_ms < 0 || settings.slow_forward_ms < 0 || settings.slow_residual_ms < 0) {
     flags.fail("--slow-*-ms must be >= 0");
   }
+  if (settings.slow_from < 1 || settings.slow_to < settings.slow_from)
+    flags.fail("--slow-from-step must be >= 1 and --slow-to-step >= --slow-from-step");
   const bool slow_asked = settings.slow_input_ms > 0 || settings.slow_forward_ms > 0 ||
                           settings.slow_residual_ms > 0 || settings.crash_at_step.has_value() ||
                           settings.hang_at_step.has_value();

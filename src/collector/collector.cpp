@@ -129,6 +129,7 @@ struct Collector::Impl final : transport::ServerHandler {
     contact();
     if (hello.role == transport::PeerRole::Relay) return relay_hello(id, hello, peer);
     Connection c;
+    c.id = id;
     c.stream = hello.stream;
     model::RankIdentity identity = hello.identity;
     for_each_text(identity, [this](std::string& text) { repair(text); });
@@ -207,6 +208,7 @@ struct Collector::Impl final : transport::ServerHandler {
     const auto it = connections.find(id);
     if (it == connections.end()) return;
     Connection& c = it->second;
+    if (c.profile_ready) requests.closed(c.rank, id);
     if (c.relay) {
       relay_closed(c);
     } else if (!c.refuse) {
@@ -383,9 +385,23 @@ struct Collector::Impl final : transport::ServerHandler {
   /// leaves the profiler's cost out).
   void handle(Connection& c, model::ProfileChunk&& p) {
     ++c.records;
-    ProfileStore::Taken t = profiles.take(std::move(p));
+    const std::string reason = p.chunk == 0 ? requests.reason_of(c.rank) : std::string();
+    ProfileStore::Taken t = profiles.take(std::move(p), reason);
     if (t.refused) invalid();
     if (t.profiled) push(*t.profiled);
+  }
+  /// The rank takes profile requests on this connection (protocol 7):
+  /// serve's --profile-steps asks it now.
+  void handle(Connection& c, model::ProfileReady&& /*r*/) {
+    if (c.profile_ready) return;
+    c.profile_ready = true;
+    if (const auto ask = requests.ready(c.rank, c.id)) send(*ask);
+  }
+  /// A request on its rank's connection; one that cannot go is lost (the
+  /// rank is asked again at `auto`'s next chance).
+  void send(const ProfileAsk& a) {
+    std::vector<std::uint8_t> frame;
+    if (transport::append_record_frame(frame, a.request) > 0) server->send(a.connection, frame);
   }
   /// Kept per rank for its delivery: how its program ended.
   void handle(Connection& c, model::RankGoodbye&& g) {
@@ -651,7 +667,8 @@ struct Collector::Impl final : transport::ServerHandler {
   std::unique_ptr<transport::TcpServer> server;
   RunState state;   // fed as records are accepted (push), next to the database
   LiveBoard board;  // where each rank is: the live view's rows, the run's stalls
-  ProfileStore profiles{options.run_dir};  // the ranks' profiles, as files
+  ProfileStore profiles{options.run_dir};            // the ranks' profiles, as files
+  ProfileRequests requests{options.profile_asking};  // what the run asks of the ranks' profilers
   /// The database and its writer thread (null only while the constructor runs).
   std::unique_ptr<WriteQueue> queue;
 
@@ -727,8 +744,15 @@ Collector::Collector(const CollectorOptions& options) : impl_(std::make_unique<I
     // Stalls are caught in every display mode, not only while a live view
     // looks: the writer classifies the board at least every board interval.
     m.queue = std::make_unique<WriteQueue>(std::move(writer), [&m](auto now) {
-      m.refresh_medians();
+      const store::RunData latest = m.refresh_medians();
       m.board.update(now);
+      // --profile auto: the ranks whose steps turned slow, or whose stall
+      // resumed, are asked for their next steps.
+      if (m.requests.automatic())
+        for (const ProfileAsk& a :
+             m.requests.check(latest.telemetry, m.board.stalls(now),
+                              std::chrono::duration<double>(now.time_since_epoch()).count()))
+          m.send(a);
     });
   } catch (const store::RunDbError& e) {
     throw CollectorError(e.what());

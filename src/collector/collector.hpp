@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "collector/live_board.hpp"
+#include "collector/profile_requests.hpp"
 #include "model/telemetry.hpp"
 #include "store/black_box.hpp"
 #include "store/run_db.hpp"
@@ -48,6 +49,9 @@ struct CollectorOptions {
   /// (transport::PeerRole::Relay), and the end of the collection waits for
   /// those relays as it waits for the ranks.
   int nnodes = 1;
+  /// What the run asks of its ranks' profilers (protocol 7): `traceml serve
+  /// --profile-steps`, `--profile auto`. Default: nothing.
+  ProfileAsking profile_asking;
 };
 
 /// Rows per rank the live view diagnoses (TraceML's live window).

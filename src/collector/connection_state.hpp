@@ -18,12 +18,15 @@ namespace traceml::collector {
 
 /// One accepted connection that passed the handshake. I/O thread only.
 struct Connection {
+  std::uint64_t id = 0;  ///< the server's (transport::ConnectionId)
   int rank = 0;
   std::optional<int> node_rank;
   bool said_bye = false;
   /// Its goodbye came (protocol 4): everything the rank recorded was sent
   /// before it, so a close without Bye after it lost nothing.
   bool drained = false;
+  /// It said ProfileReady (protocol 7): profile requests may go to it.
+  bool profile_ready = false;
   std::int64_t records = 0;   // valid records queued; merged into the rank at close
   std::int64_t max_step = 0;  // highest step received, for the live board
   bool touched = false;       // records since the last hand_on (in `touched`)

@@ -24,7 +24,7 @@ std::optional<model::ProfiledSteps> ProfileStore::end(int rank, Open& o, std::in
   return profiled;
 }
 
-ProfileStore::Taken ProfileStore::take(model::ProfileChunk&& c) {
+ProfileStore::Taken ProfileStore::take(model::ProfileChunk&& c, const std::string& reason) {
   std::lock_guard<std::mutex> lk(mu_);
   Taken taken;
   auto it = open_.find(c.global_rank);
@@ -47,7 +47,7 @@ ProfileStore::Taken ProfileStore::take(model::ProfileChunk&& c) {
       const std::int64_t room = std::min(
           kMaxProfileFileBytes, std::max<std::int64_t>(0, kMaxRunProfileBytes - run_bytes_));
       o.writer = std::make_unique<report::ProfileTraceWriter>(run_dir_, c.global_rank, c.first_step,
-                                                              c.last_step, room);
+                                                              c.last_step, room, reason);
     } catch (const report::WriteError&) {
       return taken;  // no file can be made: the profile is lost, its chunks not refused
     }

@@ -44,8 +44,10 @@ class ProfileStore {
     /// profiler (the run keeps them as model::ProfiledSteps).
     std::optional<model::ProfiledSteps> profiled;
   };
-  /// Takes a checked chunk of `c.global_rank`'s. I/O thread.
-  Taken take(model::ProfileChunk&& c);
+  /// Takes a checked chunk of `c.global_rank`'s; `reason`, on a first
+  /// chunk, says why the collector asked for the profile (`--profile auto`).
+  /// I/O thread.
+  Taken take(model::ProfileChunk&& c, const std::string& reason = {});
   /// Writes every profile still open with what it has and why it is cut
   /// short (its rank's connection ended before its last chunk); returns
   /// their steps that ran under the profiler. At the end of the collection.

@@ -41,6 +41,7 @@ HostedRun::HostedRun(const HostOptions& options, std::optional<int> world_size)
   o.window = options.window;
   o.interval_s = options.interval_s;
   o.nnodes = options.nnodes;
+  o.profile_asking = options.profile_asking;
   try {
     collector_ = std::make_unique<collector::Collector>(o);
   } catch (const std::exception& e) {

@@ -56,6 +56,8 @@ struct HostOptions {
   /// The process exits when the run ends (the CLI's run and serve): the
   /// collector and the run in memory are kept, not freed (keep_until_exit).
   bool process_ends_with_run = false;
+  /// What the collector asks of the ranks' profilers (protocol 7).
+  collector::ProfileAsking profile_asking;
 };
 
 /// The collector of a run, its live view and its end. Both commands' flows

@@ -96,6 +96,20 @@ std::optional<ProfileSteps> parse_profile_steps(std::string_view text, std::stri
   return steps;
 }
 
+std::optional<std::int64_t> parse_profile_auto(std::string_view text, std::string& problem) {
+  if (text == "auto") return kDefaultAutoProfileSteps;
+  std::int64_t n = 0;
+  const std::string_view digits = text.substr(std::min<std::size_t>(5, text.size()));
+  const auto r = std::from_chars(digits.data(), digits.data() + digits.size(), n);
+  if (text.substr(0, 5) != "auto:" || digits.empty() || r.ec != std::errc() ||
+      r.ptr != digits.data() + digits.size() || n < 1 || n > kMaxProfileSteps) {
+    problem = "must be auto or auto:N, N the steps each capture covers (1 to " +
+              std::to_string(kMaxProfileSteps) + "), got " + quote_value(text);
+    return std::nullopt;
+  }
+  return n;
+}
+
 std::optional<std::vector<int>> parse_profile_ranks(std::string_view text, std::string& problem) {
   constexpr std::size_t kMaxListed = 1024;
   std::vector<int> ranks;

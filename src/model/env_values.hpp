@@ -58,6 +58,11 @@ std::optional<ProfileSteps> parse_profile_steps(std::string_view text, std::stri
 /// "0,3,8" (each in [0, kMaxWorldSize), at most 1,024 of them). "all" gives
 /// an empty list.
 std::optional<std::vector<int>> parse_profile_ranks(std::string_view text, std::string& problem);
+/// Parses --profile: "auto" (kDefaultAutoProfileSteps steps a capture) or
+/// "auto:N" (1 <= N <= kMaxProfileSteps); the steps, or std::nullopt and
+/// `problem` set as parse_profile_steps does.
+inline constexpr std::int64_t kDefaultAutoProfileSteps = 10;
+std::optional<std::int64_t> parse_profile_auto(std::string_view text, std::string& problem);
 
 /// `value` for a one-line message: control characters, tabs and newlines escaped,
 /// ill-formed UTF-8 replaced, and cut after 64 bytes with "...", so that a

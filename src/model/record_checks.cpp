@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <string_view>
 #include <type_traits>
 
@@ -267,6 +268,17 @@ std::optional<std::string> check_profile_range(std::int64_t first, std::int64_t 
 std::optional<std::string> check_profiled_steps(const ProfiledSteps& p) {
   if (auto problem = check_record(p)) return problem;
   return check_profile_range(p.first_step, p.last_step);
+}
+
+std::optional<std::string> check_profile_request(const ProfileRequest& r) {
+  if (auto problem = check_record(r)) return problem;
+  if (r.steps > kMaxProfileSteps)
+    return "a profile covers at most " + std::to_string(kMaxProfileSteps) + " steps, got " +
+           std::to_string(r.steps);
+  if (r.first_step > std::numeric_limits<std::int64_t>::max() - r.steps)
+    return "'first_step' " + std::to_string(r.first_step) + " leaves no room for " +
+           std::to_string(r.steps) + " steps";
+  return std::nullopt;
 }
 
 std::optional<std::string> check_profile_chunk(const ProfileChunk& p) {

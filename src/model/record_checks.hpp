@@ -50,6 +50,8 @@ std::optional<std::string> check_rank_end(const RankEnd& e);
 std::optional<std::string> check_profile_chunk(const ProfileChunk& p);
 /// Its fields, steps in order and at most kMaxProfileSteps of them.
 std::optional<std::string> check_profiled_steps(const ProfiledSteps& p);
+/// Its fields, at most kMaxProfileSteps steps, none past the largest step id.
+std::optional<std::string> check_profile_request(const ProfileRequest& r);
 
 /// A protocol-4 stream as RankEnd::stream spells it (16 lower-case hex
 /// digits), and back; std::nullopt for anything else, or 0 (no stream).

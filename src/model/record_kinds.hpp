@@ -70,6 +70,8 @@ enum class RecordKind : std::uint8_t {
   RankEnd,
   Profile,
   ProfiledSteps,
+  ProfileReady,
+  ProfileRequest,
 };
 
 /// Which field of a record names who sent it, and what of the connection's
@@ -181,7 +183,11 @@ inline constexpr auto kRecordKinds = std::make_tuple(
                           .kept_in_a_file(),
     row<ProfiledSteps>(   RecordKind::ProfiledSteps, "profiled_steps", 0, Direction::Local,        0, "profiled_steps", "profiled_steps",
                           &check_profiled_steps).kept_in(&Telemetry::profiled_steps)
-                          .with_table_added_later());
+                          .with_table_added_later(),
+    row<ProfileReady>(    RecordKind::ProfileReady, "profile_ready", 13, Direction::RankToCollector, 7, nullptr,      nullptr,
+                          nullptr, Sender::GlobalRank, &ProfileReady::global_rank),
+    row<ProfileRequest>(  RecordKind::ProfileRequest, "profile_request", 14, Direction::CollectorToRank, 7, nullptr,  nullptr,
+                          &check_profile_request, Sender::GlobalRank, &ProfileRequest::global_rank));
 // clang-format on
 
 namespace detail {

@@ -169,6 +169,26 @@ struct ProfiledSteps {
   std::int64_t last_step = 1;
 };
 
+/// A rank says it takes the collector's profile requests (protocol 7): it
+/// sends one, a control frame, on each connection whose Verdict names 7 or
+/// later. Whether its program installed LibTorch's profiler hooks is told
+/// by what it answers a request (a profile, or a failed one and why).
+struct ProfileReady {
+  int global_rank = 0;
+};
+
+/// The collector asks a rank that said ProfileReady to run `steps` steps
+/// under LibTorch's profiler (protocol 7, collector to rank): from
+/// `first_step`, or (0) from the next step to begin once the rank has read
+/// it. `traceml serve --profile-steps` asks with a first step; `--profile
+/// auto` with none, when the rank's steps turn slow. A rank busy with
+/// another capture, or past `first_step`, answers with a failed profile.
+struct ProfileRequest {
+  int global_rank = 0;
+  std::int64_t first_step = 0;
+  std::int64_t steps = 10;
+};
+
 /// TraceML's training-strategy words (spec §4.1.1).
 enum class Strategy : std::uint8_t { Ddp, Fsdp, SingleProcess, DistributedUnknown, Unknown };
 /// Normalises a strategy string: trimmed, lower-cased; anything unknown is DDP.
@@ -386,6 +406,21 @@ struct Schema<ProfiledSteps> {
       std::make_tuple(field("global_rank", &P::global_rank, Rule::Index),
                       field("first_step", &P::first_step, Rule::Positive, "steps"),
                       field("last_step", &P::last_step, Rule::Positive, "steps"));
+};
+
+template <>
+struct Schema<ProfileReady> {
+  static constexpr auto fields =
+      std::make_tuple(field("global_rank", &ProfileReady::global_rank, Rule::Index));
+};
+
+template <>
+struct Schema<ProfileRequest> {
+  using P = ProfileRequest;
+  static constexpr auto fields =
+      std::make_tuple(field("global_rank", &P::global_rank, Rule::Index),
+                      field("first_step", &P::first_step, Rule::Index),
+                      field("steps", &P::steps, Rule::Positive, "steps"));
 };
 
 template <>

@@ -40,8 +40,10 @@ std::string profile_file_name(int rank, std::int64_t first, std::int64_t last) {
 }
 
 ProfileTraceWriter::ProfileTraceWriter(const std::string& run_dir, int rank, std::int64_t first,
-                                       std::int64_t last, std::int64_t max_bytes)
+                                       std::int64_t last, std::int64_t max_bytes,
+                                       std::string reason)
     : max_bytes_(max_bytes) {
+  info_.reason = std::move(reason);
   const fs::path dir = fs::path(run_dir) / "profiles";
   std::error_code ec;
   fs::create_directories(dir, ec);
@@ -113,6 +115,7 @@ ProfileFileInfo ProfileTraceWriter::finish(std::int64_t ops_cut_by_rank, const s
                          {"clock", "unix microseconds, on the clock of traceml's steps"},
                          {"producer", "traceml"}};
   if (!error.empty()) meta["error"] = error;
+  if (!info_.reason.empty()) meta["reason"] = info_.reason;
   buffer_ += "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"traceml\":" +
              meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}}\n";
   flush();
@@ -178,6 +181,7 @@ std::optional<ProfileFileInfo> read_profile_info(const fs::path& file) {
   info.ops = *ops;
   info.ops_cut = *cut;
   info.error = json_read::text_or(json_read::child(m, "error"));
+  info.reason = json_read::text_or(json_read::child(m, "reason"));
   info.path = "profiles/" + file.filename().string();
   // The name says the same as the metadata, or the file is not one of ours.
   if (file.filename().string() != profile_file_name(info.rank, info.first_step, info.last_step))
@@ -274,6 +278,7 @@ nlohmann::ordered_json profiles_json(const std::vector<ProfileFileInfo>& infos) 
     j["ops"] = p.ops;
     j["ops_cut"] = p.ops_cut;
     j["error"] = p.error.empty() ? Json() : Json(p.error);
+    j["reason"] = p.reason.empty() ? Json() : Json(p.reason);
     list.push_back(std::move(j));
   }
   return list;

@@ -26,7 +26,9 @@ struct ProfileFileInfo {
   std::int64_t ops = 0;      ///< ops in the file
   std::int64_t ops_cut = 0;  ///< ops left out at a size limit (the rank's or the file's)
   std::string error;         ///< why the capture failed or is partial; empty: it did not
-  std::string path;          ///< relative to the run directory: "profiles/<name>"
+  /// Why the collector asked for it (`--profile auto`); empty: the user chose its steps.
+  std::string reason;
+  std::string path;  ///< relative to the run directory: "profiles/<name>"
 };
 
 /// Writes one profile. Every op is drawn as a complete event ("ph":"X") on
@@ -40,7 +42,7 @@ class ProfileTraceWriter {
   /// Opens <run_dir>/profiles/.<name>.partial (creating profiles/). Throws
   /// WriteError (report/atomic_file.hpp) with a one-line reason.
   ProfileTraceWriter(const std::string& run_dir, int rank, std::int64_t first, std::int64_t last,
-                     std::int64_t max_bytes);
+                     std::int64_t max_bytes, std::string reason = {});
   /// Removes the partial file when finish() did not run.
   ~ProfileTraceWriter();
   ProfileTraceWriter(const ProfileTraceWriter&) = delete;

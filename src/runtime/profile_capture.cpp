@@ -63,6 +63,50 @@ ProfileCapture::ProfileCapture(ProfileRange range, int global_rank, const timing
                                void (*warn)(const std::string&), std::string refusal)
     : range_(range), rank_(global_rank), wall_(wall), warn_(warn), refusal_(std::move(refusal)) {}
 
+ProfileCapture::ProfileCapture(int global_rank, const timing::WallMapping& wall,
+                               void (*warn)(const std::string&), std::string refusal)
+    : rank_(global_rank), wall_(wall), warn_(warn), refusal_(std::move(refusal)) {
+  state_.store(kIdle, std::memory_order_relaxed);
+}
+
+bool ProfileCapture::request(std::int64_t first, std::int64_t steps) noexcept {
+  try {
+    const std::string what =
+        first > 0 ? "steps " + std::to_string(first) + " to " + std::to_string(first + steps - 1)
+                  : "the next " + std::to_string(steps) + " steps";
+    if (shut_down_.load(std::memory_order_acquire)) {
+      // Nothing more is recorded: said, and (steps the user chose) kept as
+      // a failed profile, so that the run's summary says it too.
+      say("the collector asked for a profile of " + what + " after training ended");
+      if (first > 0) {
+        Finished f;
+        f.first = first;
+        f.last = first + steps - 1;
+        f.error = "the collector's request came after training ended";
+        std::lock_guard<std::mutex> lk(mu_);
+        finished_.push_back(std::move(f));
+      }
+      return false;
+    }
+    const int s = state_.load(std::memory_order_acquire);
+    if (steps < 1 || (s != kIdle && s != kDone)) {
+      say("the collector asked for a profile of " + what +
+          (steps < 1 ? " (no steps)" : " while another capture is armed or running") +
+          ": left; training continues");
+      return false;
+    }
+    // Nobody reads the range in kIdle or kDone: it is published with kArmed.
+    from_next_ = first <= 0;
+    range_.first = from_next_ ? 1 : first;
+    range_.last = range_.first + steps - 1;
+    stop_asked_.store(false, std::memory_order_relaxed);
+    int expected = s;
+    return state_.compare_exchange_strong(expected, kArmed, std::memory_order_acq_rel);
+  } catch (...) {
+    return false;  // out of memory for the message: nothing armed
+  }
+}
+
 void ProfileCapture::begin_or_stop(std::int64_t next) noexcept {
   const int s = state_.load(std::memory_order_acquire);
   if (s == kArmed) {
@@ -78,6 +122,10 @@ void ProfileCapture::begin_or_stop(std::int64_t next) noexcept {
 void ProfileCapture::begin(std::int64_t next) noexcept {
   int armed = kArmed;
   if (!state_.compare_exchange_strong(armed, kStarting, std::memory_order_acq_rel)) return;
+  if (from_next_) {
+    range_.last = next + (range_.last - range_.first);
+    range_.first = next;
+  }
   Finished failed;
   failed.first = range_.first;
   failed.last = range_.last;
@@ -133,13 +181,16 @@ void ProfileCapture::stop(std::int64_t last, std::string error) noexcept {
 }
 
 void ProfileCapture::at_shutdown(std::int64_t steps_done, bool may_stop) noexcept {
+  shut_down_.store(true, std::memory_order_release);
+  int idle = kIdle;
+  if (state_.compare_exchange_strong(idle, kDone, std::memory_order_acq_rel)) return;
   int armed = kArmed;
   if (state_.compare_exchange_strong(armed, kDone, std::memory_order_acq_rel)) {
     Finished f;
-    f.first = range_.first;
-    f.last = range_.last;
+    f.first = from_next_ ? steps_done + 1 : range_.first;
+    f.last = f.first + (range_.last - range_.first);
     f.error = "training ended after step " + std::to_string(steps_done) + ", before step " +
-              std::to_string(range_.first);
+              std::to_string(f.first);
     finish(std::move(f));
     return;
   }

@@ -44,6 +44,10 @@ class ProfileCapture {
   /// profiler would take CUPTI from them); empty: none.
   ProfileCapture(ProfileRange range, int global_rank, const timing::WallMapping& wall,
                  void (*warn)(const std::string&), std::string refusal = {});
+  /// A capture with nothing armed: it waits for the collector's requests
+  /// (request()).
+  ProfileCapture(int global_rank, const timing::WallMapping& wall, void (*warn)(const std::string&),
+                 std::string refusal = {});
   /// Frees the captures never sent (the runtime's lives until the process ends).
   ~ProfileCapture() { discard(); }
   ProfileCapture(const ProfileCapture&) = delete;
@@ -78,6 +82,11 @@ class ProfileCapture {
   void at_shutdown(std::int64_t steps_done, bool may_stop) noexcept;
 
   // ---- the sender thread ----
+  /// The collector's request (model::ProfileRequest): `steps` steps from
+  /// step `first`, or (0) from the next step to begin. Armed when no capture
+  /// is armed or running and traceml still records; otherwise left, and
+  /// said in one line. Returns whether it was armed.
+  bool request(std::int64_t first, std::int64_t steps) noexcept;
   /// The next chunk of a finished capture; false when none waits.
   bool next_chunk(model::ProfileChunk& out);
   /// A capture waits to be sent (finished, not all of it taken yet).
@@ -92,7 +101,8 @@ class ProfileCapture {
  private:
   /// kStarting and kStopping: the thread that moved the capture there owns
   /// it until it publishes the next state.
-  enum State : int { kArmed, kStarting, kCapturing, kStopping, kDone };
+  /// kIdle: nothing armed (a capture that waits for requests).
+  enum State : int { kArmed, kStarting, kCapturing, kStopping, kDone, kIdle };
   /// A finished capture as the training thread leaves it.
   struct Finished {
     std::int64_t first = 0;
@@ -112,13 +122,19 @@ class ProfileCapture {
   /// Reads the oldest finished capture into ops_ (sender thread).
   void read_next();
 
+  /// Written by whoever arms the capture (the constructor, request())
+  /// before kArmed is published; then by the training thread in begin().
   ProfileRange range_;
+  /// The armed range starts at the next step to begin (a request without a
+  /// first step): begin() places it, range_.last - range_.first + 1 steps.
+  bool from_next_ = false;
   int rank_;
   timing::WallMapping wall_;
   void (*warn_)(const std::string&);
   std::string refusal_;
   std::atomic<int> state_{kArmed};
   std::atomic<bool> stop_asked_{false};
+  std::atomic<bool> shut_down_{false};
   // Written before kCapturing is published (release), read after it is seen.
   std::thread::id thread_{};
   std::int64_t first_ = 0;

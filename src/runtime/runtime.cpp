@@ -197,6 +197,7 @@ class Runtime {
     s.gpu_clock = start_gpu_clock();
     s.activity = cupti_.get();
     s.profiles = start_profile();
+    s.profile_requests = [this] { return profile_for_requests(); };
     const std::string strategy = config_.strategy;
     const int rank = config_.identity.global_rank;
     s.heartbeat_interval = std::chrono::milliseconds(std::int64_t(config_.interval_sec * 1000));
@@ -237,9 +238,34 @@ class Runtime {
     if (!config_.profile_steps) return nullptr;
     auto* capture =
         new ProfileCapture(ProfileRange{config_.profile_steps->first, config_.profile_steps->last},
-                           config_.identity.global_rank, wall_, &warn);
+                           config_.identity.global_rank, wall_, &warn, profile_refusal());
     g_profile.store(capture, std::memory_order_release);
     return capture;
+  }
+
+  /// The capture that takes the collector's requests (protocol 7): the one
+  /// --profile-steps made, or one made now, on the sender thread, with
+  /// nothing armed. Until then the step edges load a null pointer, as when
+  /// no profile is ever asked.
+  ProfileCapture* profile_for_requests() {
+    if (ProfileCapture* existing = g_profile.load(std::memory_order_acquire)) return existing;
+    try {
+      auto* capture =
+          new ProfileCapture(config_.identity.global_rank, wall_, &warn, profile_refusal());
+      g_profile.store(capture, std::memory_order_release);
+      return capture;
+    } catch (...) {
+      return nullptr;  // out of memory: the request is left
+    }
+  }
+
+  /// Why no capture may run in this process: traceml's own CUPTI activity
+  /// records are on, and LibTorch's profiler (Kineto) would take CUPTI's
+  /// process-wide callbacks from them for the rest of the run.
+  std::string profile_refusal() const {
+    if (!cupti_) return {};
+    return "traceml's own CUPTI records are on, and LibTorch's profiler would take CUPTI from "
+           "them for the rest of the run (set TRACEML_CUPTI=0 on the ranks to profile)";
   }
 
   /// Finds CUDA (dlopen) and makes the process's GPU clock, once; says on

@@ -33,6 +33,10 @@ constexpr int kVerdictlessClosesBeforeThree = 3;
 /// told why.
 constexpr milliseconds kWriteBeforeVerdictAfter{2000};
 
+/// How long after saying ProfileReady the sender wakes every flush_interval,
+/// so that a request the collector sends at once is read within one.
+constexpr milliseconds kProfileReadyWatch{2000};
+
 /// How long the final flush waits for the GPU to pass the last steps' events.
 constexpr std::chrono::seconds kGpuGrace{2};
 
@@ -96,7 +100,8 @@ Sender::Sender(SenderSettings settings, RecorderRegistry& recorders, SampleQueue
       pipeline_(settings_.identity.global_rank, wall, settings_.gpu_clock, settings_.activity),
       stream_(new_stream()),
       backoff_(settings_.backoff_min),
-      protocol_(settings_.protocol_version) {
+      protocol_(settings_.protocol_version),
+      profiles_(settings_.profiles) {
   if (model::BlackBoxRegion* box = settings_.black_box) {
     box->header.stream.store(stream_, std::memory_order_relaxed);
     box->header.wall_offset_s.store(wall.to_unix(0), std::memory_order_relaxed);
@@ -219,7 +224,7 @@ std::size_t Sender::collect() {
 }
 
 bool Sender::add_profile_chunks(std::size_t budget) {
-  ProfileCapture* profiles = settings_.profiles;
+  ProfileCapture* profiles = profiles_;
   if (profiles == nullptr || refused_ || collector_protocol_ == 0 || !profiles->waiting())
     return false;
   if (collector_protocol_ < transport::kProfileProtocolVersion) {
@@ -242,7 +247,7 @@ bool Sender::add_profile_chunks(std::size_t budget) {
 }
 
 void Sender::send_last_profiles() {
-  ProfileCapture* profiles = settings_.profiles;
+  ProfileCapture* profiles = profiles_;
   if (profiles == nullptr || !profiles->waiting()) return;
   // A short run ends before its collector has answered: what it speaks
   // decides whether a profile may go, so hear it first.
@@ -392,6 +397,11 @@ bool Sender::read_collector(milliseconds wait) {
     for (std::size_t at = 0; at < *k;) {
       at += inbound_.feed(buf + at, *k - at);
       while (const auto frame = inbound_.next()) {
+        if (frame->type == transport::frame_type_of<model::ProfileRequest>() &&
+            !awaiting_verdict_) {
+          on_profile_request(*frame);
+          continue;
+        }
         // A later protocol's frames, and a second Verdict (one a connection).
         if (frame->type != transport::FrameType::Verdict || !awaiting_verdict_) continue;
         const auto v = transport::decode_verdict(frame->payload);
@@ -423,6 +433,12 @@ void Sender::on_verdict(const transport::Verdict& v) {
     // they wait already (a connection made at the end).
     std::vector<std::uint8_t> stats;
     transport::append_record_frame(stats, full_stats());
+    // Protocol 7: this rank takes profile requests on this connection.
+    if (settings_.profile_requests &&
+        v.protocol_version >= transport::kProfileRequestProtocolVersion) {
+      transport::append_record_frame(stats, model::ProfileReady{settings_.identity.global_rank});
+      profile_ready_at_ = Clock::now();
+    }
     pending_.insert(pending_.end() - std::ptrdiff_t(last_bytes_), stats.begin(), stats.end());
     return;
   }
@@ -438,6 +454,16 @@ void Sender::on_verdict(const transport::Verdict& v) {
   if (settings_.on_refused)
     settings_.on_refused("the collector at " + settings_.host + ":" +
                          std::to_string(settings_.port) + " refused this rank: " + v.reason);
+}
+
+void Sender::on_profile_request(const transport::Frame& frame) {
+  // What the rank never said it takes, or a request that is not its own or
+  // cannot be true, is left: the collector is trusted no further than that.
+  if (!settings_.profile_requests) return;
+  const auto r = transport::decode<model::ProfileRequest>(frame.payload);
+  if (!r || r->global_rank != settings_.identity.global_rank || model::check(*r)) return;
+  if (profiles_ == nullptr) profiles_ = settings_.profile_requests();
+  if (profiles_ != nullptr) profiles_->request(r->first_step, r->steps);
 }
 
 void Sender::retain(std::size_t bytes) {
@@ -605,6 +631,10 @@ void Sender::loop() {
       flush(interval);
     }
     interval = next_interval(steps, now - last);
+    // Just after the rank said ProfileReady the collector may ask at once
+    // (serve's --profile-steps): its request is read within a short interval.
+    if (now - profile_ready_at_ < kProfileReadyWatch)
+      interval = std::min(interval, settings_.flush_interval);
     last = now;
   }
   // Final: everything recorded, the rank's own counters, how the program

@@ -104,6 +104,11 @@ struct SenderSettings {
   /// its chunks go to a collector of protocol 6 or later, a few each
   /// wake-up, so that they never crowd the steps out of the buffer.
   ProfileCapture* profiles = nullptr;
+  /// Protocol 7: the capture that takes the collector's profile requests
+  /// (made on the first one, on the sender thread; the runtime's lives to
+  /// the process's end). Empty: the rank takes none and never says
+  /// ProfileReady.
+  std::function<ProfileCapture*()> profile_requests;
 };
 
 /// The rank's counters that only the runtime knows (steps, overhead); the
@@ -183,6 +188,8 @@ class Sender {
   /// it. Returns false when the connection ended (closed, refused, garbled).
   bool read_collector(std::chrono::milliseconds wait);
   void on_verdict(const transport::Verdict& v);
+  /// A ProfileRequest frame from the collector (protocol 7).
+  void on_profile_request(const transport::Frame& frame);
   /// The Verdict is late on a stream's first connection: its records go
   /// without it (the collector reads them once it has taken the Hello).
   void write_before_verdict();
@@ -262,8 +269,13 @@ class Sender {
 
   /// Protocol 4: records go only once the collector accepted the Hello.
   bool awaiting_verdict_ = false;
-  bool writing_before_verdict_ = false;    ///< write_before_verdict() on this connection
-  std::uint16_t protocol_;                 ///< what the next Hello speaks
+  bool writing_before_verdict_ = false;  ///< write_before_verdict() on this connection
+  std::uint16_t protocol_;               ///< what the next Hello speaks
+  /// The rank's capture: settings_.profiles, or the one made for the
+  /// collector's first request (settings_.profile_requests).
+  ProfileCapture* profiles_ = nullptr;
+  /// When this rank last said ProfileReady (a Verdict of protocol 7).
+  std::chrono::steady_clock::time_point profile_ready_at_{};
   bool verdict_seen_ = false;              ///< the collector answered once: it speaks 4
   std::uint16_t collector_protocol_ = 0;   ///< the newest its last Verdict named (0: none yet)
   bool profile_warned_ = false;            ///< said once that the collector takes no profiles

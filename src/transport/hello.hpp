@@ -33,10 +33,16 @@ namespace traceml::transport {
 /// the ranks it launched once they have ended (RankEnd, Step, StepMemory).
 /// Version 6 added the Profile frame (model::ProfileChunk): a rank sends one
 /// only to a collector whose Verdict names 6 or later (a rank's Hello still
-/// speaks 4: nothing in it changed).
-inline constexpr std::uint16_t kProtocolVersion = 6;
+/// speaks 4: nothing in it changed). Version 7 added the profile requests:
+/// a rank that reads a Verdict naming 7 or later says ProfileReady, and the
+/// collector may then send it ProfileRequest frames (`--profile auto`,
+/// `traceml serve --profile-steps`), the only frames besides the Verdict
+/// that go from the collector to a rank.
+inline constexpr std::uint16_t kProtocolVersion = 7;
 /// The first version whose collector takes a rank's profiles.
 inline constexpr std::uint16_t kProfileProtocolVersion = 6;
+/// The first version whose collector asks ranks for profiles (ProfileRequest).
+inline constexpr std::uint16_t kProfileRequestProtocolVersion = 7;
 /// The first version whose Hello the collector answers with a Verdict.
 inline constexpr std::uint16_t kVerdictProtocolVersion = 4;
 /// The first version whose Hello says who speaks (Hello::role).

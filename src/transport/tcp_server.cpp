@@ -567,6 +567,31 @@ void TcpServer::stop() {
   if (s.thread.joinable()) s.thread.join();
 }
 
+bool TcpServer::send(ConnectionId id, std::vector<std::uint8_t> frame) {
+  Impl& s = *impl_;
+  {
+    const std::lock_guard<std::mutex> lock(s.lifecycle_mu);
+    if (!s.started || s.stopped) return false;
+  }
+  asio::post(s.io, [&s, id, bytes = std::move(frame)] {
+    const auto it = s.connections.find(id);
+    if (it == s.connections.end() || !it->second->handshaken || it->second->closed) return;
+    const ConnectionPtr c = it->second;
+    asio::error_code ec;
+    c->socket.non_blocking(true, ec);
+    std::size_t n = 0;
+    if (!ec) n = c->socket.write_some(asio::buffer(bytes), ec);
+    if (n == bytes.size()) return;
+    if (n == 0 && ec == asio::error::would_block) return;  // dropped: the socket is full
+    try {
+      s.end(c, false, n > 0 ? "a frame to the rank went out in part" : ec.message());
+    } catch (const std::exception&) {
+      // The handler failed on the end: the server goes on.
+    }
+  });
+  return true;
+}
+
 std::size_t TcpServer::open_connections() const {
   // Two loads, so a connection passing its handshake in between may be seen
   // in both or neither; callers poll.

@@ -122,6 +122,15 @@ class TcpServer {
   /// Stops accepting, closes every connection (reporting on_closed for those
   /// that passed the handshake), joins the I/O thread. Idempotent.
   void stop();
+  /// Writes `frame` (one whole encoded frame of a few dozen bytes: a
+  /// ProfileRequest) to connection `id`, from any thread: the I/O thread
+  /// writes it when it gets to it, whole or not at all, without a write
+  /// queue (the collector sends a rank next to nothing: its socket buffer
+  /// is empty). Returns false when the server is not running; a frame for
+  /// a connection closed meanwhile, or one the socket cannot take now, is
+  /// dropped, and one it took only in part ends the connection (the rank
+  /// reconnects and resumes: nothing of its records is lost).
+  bool send(ConnectionId id, std::vector<std::uint8_t> frame);
   /// Connections accepted and not yet closed, handshake passed or not.
   [[nodiscard]] std::size_t open_connections() const;
   /// Open connections that passed the handshake: the ranks still sending.

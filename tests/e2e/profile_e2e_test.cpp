@@ -19,6 +19,7 @@
 #include "../support/subprocess.hpp"
 #include "../support/traceml_run.hpp"
 #include "launcher/free_port.hpp"
+#include "served.hpp"
 
 namespace traceml::testing {
 namespace {
@@ -29,6 +30,7 @@ using Json = nlohmann::json;
 const std::string kCli = TRACEML_CLI_PATH;
 const std::string kQuickstart = TRACEML_EXAMPLES_DIR "/quickstart";
 const std::string kTinyRank = TRACEML_TINY_RANK_PATH;
+const std::string kDdp = TRACEML_EXAMPLES_DIR "/ddp";
 
 /// A step's span on the unix clock in microseconds, as the run stored it:
 /// from the earliest begin of any of its events (the input wait begins
@@ -219,6 +221,82 @@ TEST(ProfileE2E, AProgramWithoutTheProfilerHooksTrainsOnAndIsToldWhy) {
       << text;
 }
 
+TEST(ProfileE2E, ProfileAutoCapturesTheRankWhoseForwardSlowsInsideItsSlowWindow) {
+  // Two data-parallel ranks; rank 1's forward pass is 30 ms slower in steps
+  // 150 to 330 only, and rank 0 waits for it in the all-reduce. The
+  // collector sees the steps turn slow and asks rank 1, the straggler, not
+  // rank 0, for its next 10 steps: they fall inside the window.
+  TempDir tmp;
+  constexpr std::int64_t kFrom = 150, kTo = 330;
+  const ProcessResult r = run_process(traceml_run_argv(
+      kCli, tmp.path() / "logs", "auto", 2, {"--profile", "auto", "--interval", "0.2"},
+      {kDdp, "--steps", "420", "--log-every", "1000", "--slow-rank", "1", "--slow-forward-ms", "30",
+       "--slow-from-step", std::to_string(kFrom), "--slow-to-step", std::to_string(kTo)}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const fs::path run_dir = tmp.path() / "logs" / "auto";
+  const Json summary = load_json(run_dir / "final_summary.json");
+  ASSERT_TRUE(summary.is_object()) << r.err;
+  ASSERT_EQ(summary["profiles"].size(), 1u) << summary["profiles"].dump();
+  const Json& p = summary["profiles"][0];
+  EXPECT_EQ(p["rank"], 1);
+  EXPECT_EQ(p["last_step"].get<std::int64_t>() - p["first_step"].get<std::int64_t>(), 9);
+  EXPECT_GT(p["first_step"].get<std::int64_t>(), kFrom);
+  EXPECT_LE(p["last_step"].get<std::int64_t>(), kTo);
+  EXPECT_TRUE(p["error"].is_null()) << p.dump();
+  EXPECT_NE(p["reason"].get<std::string>().find("its steps turned slow: a median of "),
+            std::string::npos)
+      << p.dump();
+  EXPECT_EQ(summary["step_time"]["global"]["window"]["profiled_steps_left_out"], 10);
+  // The profile shows what made the steps slow: the extra work in rank 1's
+  // forward pass (examples/ddp.cpp's busy_for, tensor products), inside
+  // those steps.
+  const Json trace = load_json(run_dir / p["path"].get<std::string>());
+  ASSERT_TRUE(trace.is_object());
+  const std::map<std::int64_t, Span> spans = step_spans(run_dir, tmp.path() / "run.jsonl", 1);
+  const std::int64_t first = p["first_step"], last = p["last_step"];
+  ASSERT_TRUE(spans.count(first) && spans.count(last));
+  std::size_t ops = 0;
+  for (const Json& op : ops_of(trace)) {
+    ++ops;
+    EXPECT_GE(op["ts"].get<double>(), spans.at(first).begin_us - 1000.0) << op.dump();
+    EXPECT_LE(op["ts"].get<double>() + op["dur"].get<double>(), spans.at(last).end_us + 1000.0);
+  }
+  EXPECT_GT(ops, 1000u);
+  const std::string text = read_file(run_dir / "final_summary.txt");
+  EXPECT_NE(text.find("R1 steps " + std::to_string(first) + "-" + std::to_string(last) + ": "),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("asked by --profile auto: its steps turned slow"), std::string::npos) << text;
+}
+
+TEST(ProfileE2E, ServeProfileStepsAsksTheRanksTorchrunStarted) {
+  // Ranks started as torchrun starts them, with nothing of traceml's
+  // profile options in their environment: serve asks rank 1 for steps 150
+  // to 154 over its connection (it says it takes requests at its first
+  // connection, and reads the answer within a flush interval).
+  TempDir dir;
+  Served serve(dir, {"--run-name", "job", "--world-size", "2", "--profile-steps", "150:154",
+                     "--profile-ranks", "1"});
+  const auto vars = serve.rank_env();
+  ASSERT_EQ(vars.size(), 2u) << serve.child.err_so_far();
+  const auto master = launcher::pick_free_port();
+  ASSERT_TRUE(master);
+  const std::vector<std::string> program = {kDdp, "--steps", "300", "--log-every", "1000"};
+  ChildProcess r0(rank_argv(vars, 0, 2, *master, program));
+  ChildProcess r1(rank_argv(vars, 1, 2, *master, program));
+  EXPECT_EQ(r0.wait().exit_code, 0);
+  EXPECT_EQ(r1.wait().exit_code, 0);
+  const ProcessResult s = serve.child.wait();
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const fs::path run_dir = dir.path() / "logs" / "job";
+  const Json trace = load_json(run_dir / "profiles" / "rank1_steps150-154.json");
+  ASSERT_TRUE(trace.is_object()) << s.err;
+  EXPECT_GT(trace["otherData"]["traceml"]["ops"].get<int>(), 100);
+  EXPECT_FALSE(trace["otherData"]["traceml"].contains("reason"));  // the user chose the steps
+  EXPECT_FALSE(fs::exists(run_dir / "profiles" / "rank0_steps150-154.json"));
+  EXPECT_EQ(load_json(run_dir / "final_summary.json")["profiles"].size(), 1u);
+}
+
 TEST(ProfileE2E, ABadRangeIsAUsageErrorBeforeAnythingStarts) {
   TempDir tmp;
   for (const std::vector<std::string>& flags :
@@ -227,11 +305,14 @@ TEST(ProfileE2E, ABadRangeIsAUsageErrorBeforeAnythingStarts) {
         std::vector<std::string>{"--profile-ranks", "1"},
         std::vector<std::string>{"--profile-steps", "1:2", "--profile-ranks", "x"},
         std::vector<std::string>{"--profile-steps", "1:2", "--profile-ranks", "0,1"},
-        std::vector<std::string>{"--profile-steps", "5:9", "--trace-max-steps", "8"}}) {
+        std::vector<std::string>{"--profile-steps", "5:9", "--trace-max-steps", "8"},
+        std::vector<std::string>{"--profile", "always"},
+        std::vector<std::string>{"--profile", "auto:0"},
+        std::vector<std::string>{"--profile", "auto:1001"}}) {
     const ProcessResult r = run_process(
         traceml_run_argv(kCli, tmp.path() / "logs", "bad", 1, flags, {kTinyRank, "--steps", "2"}));
     EXPECT_EQ(r.exit_code, 2) << flags[1] << ": " << r.err;
-    EXPECT_NE(r.err.find("traceml: error: --profile-"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("traceml: error: --profile"), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_FALSE(fs::exists(tmp.path() / "logs" / "bad")) << "nothing left behind";
   }

@@ -19,7 +19,10 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <mutex>
 #include <set>
 #include <string>
@@ -41,6 +44,7 @@ namespace {
 using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 using testing::ProcessResult;
+namespace fs = std::filesystem;
 
 struct Rig {
   testing::TempDir dir;
@@ -122,6 +126,52 @@ TEST(Sender, WakesRarelyWhenIdleAndOftenWhenStepsComeFast) {
     if (ms >= 0.0199 && ms < 0.2) ++near;
   }
   EXPECT_GT(near, int(run.telemetry.steps.size()) * 8 / 10);
+}
+
+// Protocol 7: a rank says ProfileReady once its Verdict names 7, the
+// collector (serve's --profile-steps) asks it at once over the connection,
+// and the rank's answer (here a failed capture: no hooks) comes back as a
+// profile file that says why, all through the real sockets.
+TEST(Sender, ARankThatSaysProfileReadyIsAskedAndAnswersWithAProfile) {
+  testing::TempDir dir;
+  std::string why;
+  timing::select_tick_source(timing::choose_tick_source(std::nullopt, why));
+  collector::CollectorOptions o;
+  o.token = "sender-test";
+  o.run_dir = (dir.path() / "run").string();
+  o.run.world_size = 1;
+  o.profile_asking.steps = std::make_pair(std::int64_t{3}, std::int64_t{4});
+  collector::Collector c(o);
+  RecorderRegistry recorders;
+  SampleQueue samples;
+  timing::WallMapping wall;
+  ProfileCapture capture(0, wall, nullptr);
+  std::atomic<int> asked{0};
+  SenderSettings s;
+  s.port = c.port();
+  s.token = "sender-test";
+  s.profile_requests = [&] {
+    ++asked;
+    return &capture;
+  };
+  Sender sender(s, recorders, samples, wall, [] { return model::TracerStats{}; });
+  sender.start();
+  for (int i = 0; i < 200 && asked.load() == 0; ++i)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(asked.load(), 1) << "the collector's request never reached the rank";
+  // Armed for steps 3 to 4: a step before them does nothing, step 3 begins it.
+  capture.at_step_begin(2);
+  EXPECT_FALSE(capture.waiting());
+  capture.at_step_begin(3);  // no hooks installed: a failed capture, sent
+  EXPECT_TRUE(capture.waiting());
+  sender.stop(Clock::now() + 10s);
+  c.finish(Clock::now() + 10s, 1);
+  const fs::path file = dir.path() / "run" / "profiles" / "rank0_steps3-4.json";
+  ASSERT_TRUE(fs::exists(file));
+  std::ifstream in(file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("never installed LibTorch's profiler hooks"), std::string::npos) << text;
+  EXPECT_EQ(text.find("\"reason\""), std::string::npos) << "the user chose these steps";
 }
 
 // Protocol 4: the status the sender is stopped with goes out as the rank's

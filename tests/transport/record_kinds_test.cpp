@@ -48,7 +48,10 @@ TEST(RecordKinds, FrameBytesNamesAndFileTypesAreEachOnce) {
   EXPECT_STREQ(frame_type_name(frame_type_of<model::RankEnd>()), "rank_end");
   EXPECT_EQ(int(frame_type_of<model::ProfileChunk>()), 12);  // protocol 6
   EXPECT_STREQ(frame_type_name(frame_type_of<model::ProfileChunk>()), "profile");
-  EXPECT_FALSE(frame_type_from_byte(13).has_value());
+  EXPECT_EQ(int(frame_type_of<model::ProfileReady>()), 13);    // protocol 7
+  EXPECT_EQ(int(frame_type_of<model::ProfileRequest>()), 14);  // protocol 7, collector to rank
+  EXPECT_STREQ(frame_type_name(frame_type_of<model::ProfileRequest>()), "profile_request");
+  EXPECT_FALSE(frame_type_from_byte(15).has_value());
 }
 
 TEST(RecordKinds, EveryFrameDecodesToItsKindAndEncodesAsItsOwnCodec) {

@@ -260,6 +260,7 @@ std::vector<std::string> profile_lines(const SummaryView& run, const std::string
     // From a file: never let it drive the terminal.
     const std::string error = model::escape_for_terminal(text_or(child(&p, "error")), true);
     if (integer(child(&p, "ops")).value_or(0) == 0 && !error.empty()) {
+      // A failed capture: why (a program without the hook, a profiler already on).
       out.push_back(line + "none (" + error + ")");
       continue;
     }
@@ -268,6 +269,9 @@ std::vector<std::string> profile_lines(const SummaryView& run, const std::string
     if (integer(child(&p, "ops_cut")).value_or(0) > 0)
       line += ", " + count(p, "ops_cut") + " left out at the size limit";
     if (!error.empty()) line += "; " + error;
+    if (const std::string reason = model::escape_for_terminal(text_or(child(&p, "reason")), true);
+        !reason.empty())
+      line += "; asked by --profile auto: " + reason;
     out.push_back(line + ")");
   }
   if (list->size() > kShown)
