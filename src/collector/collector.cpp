@@ -385,7 +385,8 @@ struct Collector::Impl final : transport::ServerHandler {
   /// leaves the profiler's cost out).
   void handle(Connection& c, model::ProfileChunk&& p) {
     ++c.records;
-    const std::string reason = p.chunk == 0 ? requests.reason_of(c.rank) : std::string();
+    const std::string reason =
+        p.chunk == 0 ? requests.profile_came(c.rank, p.first_step, p.last_step) : std::string();
     ProfileStore::Taken t = profiles.take(std::move(p), reason);
     if (t.refused) invalid();
     if (t.profiled) push(*t.profiled);
@@ -397,8 +398,9 @@ struct Collector::Impl final : transport::ServerHandler {
     c.profile_ready = true;
     if (const auto ask = requests.ready(c.rank, c.id)) send(*ask);
   }
-  /// A request on its rank's connection; one that cannot go is lost (the
-  /// rank is asked again at `auto`'s next chance).
+  /// A request on its rank's connection; one the socket cannot take is
+  /// lost (serve's is asked again if the connection then closes; `auto`'s
+  /// has used its rank's turn).
   void send(const ProfileAsk& a) {
     std::vector<std::uint8_t> frame;
     if (transport::append_record_frame(frame, a.request) > 0) server->send(a.connection, frame);

@@ -10,6 +10,10 @@
 namespace traceml::collector {
 namespace {
 
+/// A rank whose newest step is this far behind the newest of any rank has
+/// ended or hangs: it is not judged.
+constexpr std::int64_t kJudgedLag = 100;
+
 /// One step of a rank as `auto` judges it.
 struct Judged {
   std::int64_t step = 0;
@@ -67,9 +71,17 @@ std::string ms_text(double ms) {
 
 std::vector<SlowTurn> slow_turns(const model::Telemetry& latest, std::size_t* judged) {
   std::vector<SlowTurn> out;
+  const std::map<int, std::vector<Judged>> all = judged_steps(latest);
+  // A rank that ended (or hangs) long ago is not judged: its newest step
+  // is far behind the others'.
+  std::int64_t newest = 0;
+  for (const auto& [rank, steps] : all)
+    newest = std::max(newest, steps.back().step);  // no empty list in `all`
   if (judged != nullptr) *judged = 0;
-  for (const auto& [rank, steps] : judged_steps(latest)) {
-    if (steps.size() < kAutoRecentSteps + kAutoBaselineSteps) continue;
+  for (const auto& [rank, steps] : all) {
+    if (steps.size() < kAutoRecentSteps + kAutoBaselineSteps ||
+        steps.back().step < newest - kJudgedLag)
+      continue;
     if (judged != nullptr) ++*judged;
     const std::size_t cut = steps.size() - kAutoRecentSteps;
     const auto step_ms = [](const Judged& j) { return j.ms; };
@@ -107,7 +119,7 @@ std::optional<ProfileAsk> ProfileRequests::ready(int rank, std::uint64_t connect
   if (!asking_.ranks.empty() &&
       std::find(asking_.ranks.begin(), asking_.ranks.end(), rank) == asking_.ranks.end())
     return std::nullopt;
-  asked_steps_.insert(rank);
+  asked_steps_[rank] = connection;
   ProfileAsk a;
   a.connection = connection;
   a.request.global_rank = rank;
@@ -120,6 +132,10 @@ void ProfileRequests::closed(int rank, std::uint64_t connection) {
   std::lock_guard<std::mutex> lk(mu_);
   const auto it = ready_.find(rank);
   if (it != ready_.end() && it->second == connection) ready_.erase(it);
+  // Serve's request may have been lost with it: asked again on the next
+  // (a rank that armed those steps already takes them again as armed).
+  const auto asked = asked_steps_.find(rank);
+  if (asked != asked_steps_.end() && asked->second == connection) asked_steps_.erase(asked);
 }
 
 bool ProfileRequests::may_ask(int rank, double now_s) const {
@@ -128,16 +144,16 @@ bool ProfileRequests::may_ask(int rank, double now_s) const {
   return last == last_auto_.end() || now_s - last->second >= kAutoRankGapS;
 }
 
-ProfileAsk ProfileRequests::ask(int rank, std::uint64_t connection, double now_s,
+ProfileAsk ProfileRequests::ask(int rank, double now_s, std::int64_t after_step,
                                 std::string reason) {
   ++auto_asked_;
   last_auto_[rank] = now_s;
-  reasons_[rank] = std::move(reason);
   ProfileAsk a;
-  a.connection = connection;
+  a.connection = ready_[rank];
   a.request.global_rank = rank;
   a.request.first_step = 0;  // its next steps
   a.request.steps = std::min(asking_.auto_steps, model::kMaxProfileSteps);
+  pending_[rank] = Pending{std::move(reason), after_step, a.request.steps};
   return a;
 }
 
@@ -153,31 +169,41 @@ std::vector<ProfileAsk> ProfileRequests::check(const model::Telemetry& latest,
   std::lock_guard<std::mutex> lk(mu_);
   for (const SlowTurn& t : slow) {
     if (!may_ask(t.rank, now_s)) continue;
-    out.push_back(ask(t.rank, ready_[t.rank], now_s,
+    out.push_back(ask(t.rank, now_s, t.step,
                       "its steps turned slow: a median of " + ms_text(t.recent_ms) +
                           " over steps " +
                           std::to_string(t.step - std::int64_t(kAutoRecentSteps) + 1) + " to " +
                           std::to_string(t.step) + " against " + ms_text(t.base_ms) + " before"));
   }
   for (const model::Stall& s : stalls) {
-    if (!s.resumed || !stalls_seen_.insert({s.global_rank, s.start}).second) continue;
-    if (out.size() >= kAutoPerCheck || !may_ask(s.global_rank, now_s)) continue;
+    // A stall is acted on once: asked, or passed over for the rank's gap or
+    // the run's cap; a rank not ready yet (reconnecting), or a full check,
+    // leaves it for the next check.
+    if (!s.resumed || stalls_seen_.count({s.global_rank, s.start}) != 0) continue;
+    if (out.size() >= kAutoPerCheck || ready_.count(s.global_rank) == 0) continue;
+    stalls_seen_.insert({s.global_rank, s.start});
+    if (!may_ask(s.global_rank, now_s)) continue;
     char secs[32];
     std::snprintf(secs, sizeof secs, "%.1f s", s.duration_s);
     out.push_back(ask(
-        s.global_rank, ready_[s.global_rank], now_s,
+        s.global_rank, now_s, std::max<std::int64_t>(0, s.step - 1),
         "it resumed after a stall of " + std::string(secs) + " in step " + std::to_string(s.step)));
   }
   return out;
 }
 
-std::string ProfileRequests::reason_of(int rank) {
+std::string ProfileRequests::profile_came(int rank, std::int64_t first, std::int64_t last) {
   std::lock_guard<std::mutex> lk(mu_);
-  const auto it = reasons_.find(rank);
-  if (it == reasons_.end()) return {};
-  std::string r = std::move(it->second);
-  reasons_.erase(it);
-  return r;
+  if (asking_.steps && first == asking_.steps->first && last == asking_.steps->second)
+    if (const auto asked = asked_steps_.find(rank); asked != asked_steps_.end())
+      asked->second = 0;  // answered: not asked again
+  const auto it = pending_.find(rank);
+  if (it == pending_.end() || first <= it->second.after_step ||
+      last - first + 1 != it->second.steps)
+    return {};
+  std::string reason = std::move(it->second.reason);
+  pending_.erase(it);
+  return reason;
 }
 
 int ProfileRequests::auto_asked() {

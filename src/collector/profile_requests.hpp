@@ -98,25 +98,36 @@ class ProfileRequests {
   /// `now_s` is a steady clock in seconds.
   std::vector<ProfileAsk> check(const model::Telemetry& latest,
                                 const std::vector<model::Stall>& stalls, double now_s);
-  /// At a profile's first chunk: why the collector asked for it (its last
-  /// request of the rank, said once); empty when it did not ask.
-  std::string reason_of(int rank);
+  /// A profile of `rank`'s steps first..last began to arrive (its first
+  /// chunk): serve's request of the rank is answered, and why `auto` asked
+  /// for it, when it is the answer to its last request of the rank (steps
+  /// after the rank's step when asked, as many as asked); empty otherwise.
+  std::string profile_came(int rank, std::int64_t first, std::int64_t last);
   /// Requests `auto` sent in the run.
   [[nodiscard]] int auto_asked();
 
  private:
   /// May `auto` ask `rank` at `now_s`? Under mu_.
   [[nodiscard]] bool may_ask(int rank, double now_s) const;
-  /// Records the ask. Under mu_.
-  ProfileAsk ask(int rank, std::uint64_t connection, double now_s, std::string reason);
+  /// Records the ask of the steps after `after_step`. Under mu_.
+  ProfileAsk ask(int rank, double now_s, std::int64_t after_step, std::string reason);
+
+  /// Why `auto` asked a rank, until the answer comes.
+  struct Pending {
+    std::string reason;
+    std::int64_t after_step = 0;  ///< the rank's newest step the collector had seen
+    std::int64_t steps = 0;
+  };
 
   ProfileAsking asking_;
   std::mutex mu_;
-  std::map<int, std::uint64_t> ready_;            ///< rank -> its connection that said ProfileReady
-  std::set<int> asked_steps_;                     ///< ranks asked for --profile-steps
+  std::map<int, std::uint64_t> ready_;  ///< rank -> its connection that said ProfileReady
+  /// Ranks asked for --profile-steps: on which connection (0: answered).
+  /// One whose connection closes unanswered is asked again on its next.
+  std::map<int, std::uint64_t> asked_steps_;
   std::map<int, double> last_auto_;               ///< rank -> when `auto` last asked it
   int auto_asked_ = 0;                            ///< the run's `auto` requests
-  std::map<int, std::string> reasons_;            ///< rank -> why its last request was sent
+  std::map<int, Pending> pending_;                ///< rank -> why `auto` last asked it
   std::set<std::pair<int, double>> stalls_seen_;  ///< resumed stalls acted on: rank, start
 };
 

@@ -74,11 +74,21 @@ bool ProfileCapture::request(std::int64_t first, std::int64_t steps) noexcept {
     const std::string what =
         first > 0 ? "steps " + std::to_string(first) + " to " + std::to_string(first + steps - 1)
                   : "the next " + std::to_string(steps) + " steps";
+    // What a collector may make a rank say or keep is bounded: a few lines,
+    // one failed profile.
+    const auto say_left = [&](const std::string& why) {
+      if (said_left_ < kMaxSaidLeft) {
+        ++said_left_;
+        say("the collector asked for a profile of " + what + " " + why);
+      }
+    };
+    std::lock_guard<std::mutex> arming(arm_mu_);
     if (shut_down_.load(std::memory_order_acquire)) {
       // Nothing more is recorded: said, and (steps the user chose) kept as
       // a failed profile, so that the run's summary says it too.
-      say("the collector asked for a profile of " + what + " after training ended");
-      if (first > 0) {
+      say_left("after training ended");
+      if (first > 0 && !failed_after_end_) {
+        failed_after_end_ = true;
         Finished f;
         f.first = first;
         f.last = first + steps - 1;
@@ -89,16 +99,20 @@ bool ProfileCapture::request(std::int64_t first, std::int64_t steps) noexcept {
       return false;
     }
     const int s = state_.load(std::memory_order_acquire);
+    // The same steps asked again (the collector's request repeated on a new
+    // connection): armed, or captured, already.
+    if (first > 0 && last_fixed_.first == first && last_fixed_.last == first + steps - 1)
+      return true;
     if (steps < 1 || (s != kIdle && s != kDone)) {
-      say("the collector asked for a profile of " + what +
-          (steps < 1 ? " (no steps)" : " while another capture is armed or running") +
-          ": left; training continues");
+      say_left(steps < 1 ? "of no steps: left"
+                         : "while another capture is armed or running: left; training continues");
       return false;
     }
     // Nobody reads the range in kIdle or kDone: it is published with kArmed.
     from_next_ = first <= 0;
     range_.first = from_next_ ? 1 : first;
     range_.last = range_.first + steps - 1;
+    if (!from_next_) last_fixed_ = range_;
     stop_asked_.store(false, std::memory_order_relaxed);
     int expected = s;
     return state_.compare_exchange_strong(expected, kArmed, std::memory_order_acq_rel);
@@ -122,15 +136,15 @@ void ProfileCapture::begin_or_stop(std::int64_t next) noexcept {
 void ProfileCapture::begin(std::int64_t next) noexcept {
   int armed = kArmed;
   if (!state_.compare_exchange_strong(armed, kStarting, std::memory_order_acq_rel)) return;
-  if (from_next_) {
-    range_.last = next + (range_.last - range_.first);
-    range_.first = next;
-  }
+  // The range as armed (a request for the next steps starts at this one);
+  // range_ itself stays as armed: another thread may still read it.
+  const std::int64_t first = from_next_ ? next : range_.first;
+  const std::int64_t last = first + (range_.last - range_.first);
   Finished failed;
-  failed.first = range_.first;
-  failed.last = range_.last;
+  failed.first = first;
+  failed.last = last;
   const detail::ProfilerHooks hooks = profiler_hooks();
-  if (next > range_.last) {
+  if (next > last) {
     failed.error = "no step of the range began while traceml recorded";
   } else if (!refusal_.empty()) {
     failed.error = refusal_;
@@ -154,6 +168,7 @@ void ProfileCapture::begin(std::int64_t next) noexcept {
   }
   thread_ = std::this_thread::get_id();
   first_ = next;
+  last_ = last;
   hooks_ = hooks;
   state_.store(kCapturing, std::memory_order_release);
 }
@@ -181,18 +196,23 @@ void ProfileCapture::stop(std::int64_t last, std::string error) noexcept {
 }
 
 void ProfileCapture::at_shutdown(std::int64_t steps_done, bool may_stop) noexcept {
-  shut_down_.store(true, std::memory_order_release);
-  int idle = kIdle;
-  if (state_.compare_exchange_strong(idle, kDone, std::memory_order_acq_rel)) return;
-  int armed = kArmed;
-  if (state_.compare_exchange_strong(armed, kDone, std::memory_order_acq_rel)) {
-    Finished f;
-    f.first = from_next_ ? steps_done + 1 : range_.first;
-    f.last = f.first + (range_.last - range_.first);
-    f.error = "training ended after step " + std::to_string(steps_done) + ", before step " +
-              std::to_string(f.first);
-    finish(std::move(f));
-    return;
+  {
+    // With request(): a request either armed the capture before this (said
+    // never begun, below) or sees it shut down.
+    std::lock_guard<std::mutex> arming(arm_mu_);
+    shut_down_.store(true, std::memory_order_release);
+    int idle = kIdle;
+    if (state_.compare_exchange_strong(idle, kDone, std::memory_order_acq_rel)) return;
+    int armed = kArmed;
+    if (state_.compare_exchange_strong(armed, kDone, std::memory_order_acq_rel)) {
+      Finished f;
+      f.first = from_next_ ? steps_done + 1 : range_.first;
+      f.last = f.first + (range_.last - range_.first);
+      f.error = "training ended after step " + std::to_string(steps_done) + ", before step " +
+                std::to_string(f.first);
+      finish(std::move(f));
+      return;
+    }
   }
   if (state_.load(std::memory_order_acquire) != kCapturing) return;
   if (may_stop && std::this_thread::get_id() == thread_) {
@@ -204,7 +224,7 @@ void ProfileCapture::at_shutdown(std::int64_t steps_done, bool may_stop) noexcep
   // Not this thread's profiler to switch off (LibTorch's is per thread), or
   // the process is exiting: its thread does it at its next step edge.
   stop_asked_.store(true);
-  say("the profile of steps " + std::to_string(first_) + " to " + std::to_string(range_.last) +
+  say("the profile of steps " + std::to_string(first_) + " to " + std::to_string(last_) +
       " is given up: training ended inside it (after step " + std::to_string(steps_done) +
       ") where traceml could not switch LibTorch's profiler off");
 }

@@ -71,7 +71,7 @@ class ProfileCapture {
   }
   /// Step `done` has ended (kept): at step B, the profiler goes off.
   void at_step_end(std::int64_t done) noexcept {
-    if (state_.load(std::memory_order_acquire) == kCapturing && done >= range_.last) end(done);
+    if (state_.load(std::memory_order_acquire) == kCapturing && done >= last_) end(done);
   }
   /// The program shuts traceml down: a capture still armed is said never to
   /// have begun; one open is stopped here when this is the capturing thread
@@ -91,6 +91,8 @@ class ProfileCapture {
   bool next_chunk(model::ProfileChunk& out);
   /// A capture waits to be sent (finished, not all of it taken yet).
   [[nodiscard]] bool waiting() const;
+  /// A capture is armed: its first step has not begun yet.
+  [[nodiscard]] bool armed() const { return state_.load(std::memory_order_acquire) == kArmed; }
   /// Frees every finished capture unsent (one that cannot go anywhere).
   void discard();
   /// Prints one warning line, as the runtime does.
@@ -122,12 +124,19 @@ class ProfileCapture {
   /// Reads the oldest finished capture into ops_ (sender thread).
   void read_next();
 
-  /// Written by whoever arms the capture (the constructor, request())
-  /// before kArmed is published; then by the training thread in begin().
+  /// Written by whoever arms the capture (the constructor, request() under
+  /// arm_mu_) before kArmed is published; read only after it is seen.
   ProfileRange range_;
   /// The armed range starts at the next step to begin (a request without a
   /// first step): begin() places it, range_.last - range_.first + 1 steps.
   bool from_next_ = false;
+  /// request() and at_shutdown(): a request arms the capture before the
+  /// shutdown (which then says it never began) or finds it shut down.
+  std::mutex arm_mu_;
+  static constexpr int kMaxSaidLeft = 3;  ///< lines a collector's requests may make a rank say
+  int said_left_ = 0;                     ///< under arm_mu_
+  bool failed_after_end_ = false;         ///< under arm_mu_: the one failed profile kept after it
+  ProfileRange last_fixed_{0, 0};         ///< under arm_mu_: the last request with a first step
   int rank_;
   timing::WallMapping wall_;
   void (*warn_)(const std::string&);
@@ -138,6 +147,7 @@ class ProfileCapture {
   // Written before kCapturing is published (release), read after it is seen.
   std::thread::id thread_{};
   std::int64_t first_ = 0;
+  std::int64_t last_ = 0;  ///< the capture's last step, as begin() placed it
   std::int64_t offset_us_ = 0;
   detail::ProfilerHooks hooks_;
 

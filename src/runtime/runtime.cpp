@@ -61,6 +61,10 @@ std::atomic<timing::CuptiDutyCycle*> g_cupti_duty{nullptr};
 /// LibTorch's profiler on the steps --profile-steps chose (null: none asked
 /// of this rank); like the GPU clock never freed.
 std::atomic<ProfileCapture*> g_profile{nullptr};
+/// Made on the sender thread (the collector's first request) against the
+/// runtime's shutdown: g_profile_closed says the shutdown has been.
+std::mutex g_profile_mu;
+bool g_profile_closed = false;  // guarded by g_profile_mu
 thread_local GpuThread* t_gpu = nullptr;
 thread_local std::int64_t t_gpu_next_check = 0;
 /// How often a thread asks whether the program uses a GPU yet, in the hot
@@ -248,10 +252,14 @@ class Runtime {
   /// nothing armed. Until then the step edges load a null pointer, as when
   /// no profile is ever asked.
   ProfileCapture* profile_for_requests() {
+    std::lock_guard<std::mutex> lk(g_profile_mu);
     if (ProfileCapture* existing = g_profile.load(std::memory_order_acquire)) return existing;
     try {
       auto* capture =
           new ProfileCapture(config_.identity.global_rank, wall_, &warn, profile_refusal());
+      // Made after the runtime's shutdown (a lingering rank still hears
+      // the collector): shut down too, so that a request is said too late.
+      if (g_profile_closed) capture->at_shutdown(g_hot.last_step.load(), false);
       g_profile.store(capture, std::memory_order_release);
       return capture;
     } catch (...) {
@@ -508,9 +516,15 @@ void stop_runtime(std::optional<int> exit_status, bool exiting) {
   std::lock_guard<std::mutex> lock(g_lifecycle);
   try {
     if (Runtime* rt = g_runtime; rt != nullptr) {
-      // A capture still open is closed (or given up) before the last send.
-      if (ProfileCapture* p = g_profile.load(std::memory_order_acquire))
-        p->at_shutdown(g_hot.last_step.load(std::memory_order_relaxed), !exiting);
+      // A capture still open is closed (or given up) before the last send;
+      // one made later for a request is made shut down.
+      ProfileCapture* p = nullptr;
+      {
+        std::lock_guard<std::mutex> lk(g_profile_mu);
+        g_profile_closed = true;
+        p = g_profile.load(std::memory_order_acquire);
+      }
+      if (p != nullptr) p->at_shutdown(g_hot.last_step.load(std::memory_order_relaxed), !exiting);
       g_hot.state.store(kOff, std::memory_order_release);
       g_runtime = nullptr;
       if (!exiting) {

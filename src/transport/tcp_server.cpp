@@ -569,10 +569,10 @@ void TcpServer::stop() {
 
 bool TcpServer::send(ConnectionId id, std::vector<std::uint8_t> frame) {
   Impl& s = *impl_;
-  {
-    const std::lock_guard<std::mutex> lock(s.lifecycle_mu);
-    if (!s.started || s.stopped) return false;
-  }
+  // Posted under the lock: stop() cannot have begun, and joins the I/O
+  // thread (which runs or drops the handler) before the server goes.
+  const std::lock_guard<std::mutex> lock(s.lifecycle_mu);
+  if (!s.started || s.stopped) return false;
   asio::post(s.io, [&s, id, bytes = std::move(frame)] {
     const auto it = s.connections.find(id);
     if (it == s.connections.end() || !it->second->handshaken || it->second->closed) return;

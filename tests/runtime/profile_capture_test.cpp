@@ -271,3 +271,78 @@ TEST_F(ProfileCaptureTest, AStepOfAnotherThreadDoesNotEndTheCapture) {
 
 }  // namespace
 }  // namespace traceml::runtime
+
+namespace traceml::runtime {
+namespace {
+
+// The collector's requests (protocol 7): a capture made with nothing armed
+// takes "the next N steps" from the step that begins next, one capture at a
+// time, again after the last one ended; the same fixed steps asked twice
+// (a reconnect) are one capture; after a shutdown a request is said late.
+TEST_F(ProfileCaptureTest, RequestsArmTheNextStepsOneCaptureAtATime) {
+  ProfileCapture c(4, wall_, &keep_warning);
+  run_steps(c, 1, 5);  // idle: nothing happens
+  EXPECT_EQ(fake_.starts, 0);
+  EXPECT_FALSE(c.armed());
+  ASSERT_TRUE(c.request(0, 3));
+  EXPECT_TRUE(c.armed());
+  // A second request while armed is left, with one line.
+  EXPECT_FALSE(c.request(0, 5));
+  ASSERT_EQ(g_warnings.size(), 1u);
+  EXPECT_NE(g_warnings[0].find("while another capture is armed or running"), std::string::npos);
+  run_steps(c, 6, 10);  // steps 6, 7 and 8 captured
+  EXPECT_EQ(fake_.starts, 1);
+  EXPECT_EQ(fake_.stops, 1);
+  std::vector<model::ProfileChunk> got = chunks(c);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].global_rank, 4);
+  EXPECT_EQ(got[0].first_step, 6);
+  EXPECT_EQ(got[0].last_step, 8);
+  EXPECT_EQ(got[0].error, "");
+  // After it ended: a fixed range is taken.
+  ASSERT_TRUE(c.request(20, 2));
+  EXPECT_TRUE(c.request(20, 2));  // asked again: the same capture
+  run_steps(c, 11, 25);
+  EXPECT_EQ(fake_.starts, 2);
+  got = chunks(c);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first_step, 20);
+  EXPECT_EQ(got[0].last_step, 21);
+  // Captured already: asking for those steps again makes no second one.
+  EXPECT_TRUE(c.request(20, 2));
+  EXPECT_FALSE(c.armed());
+}
+
+TEST_F(ProfileCaptureTest, ARequestAfterTheShutdownIsSaidLateOnceAndKeptAsAFailedProfile) {
+  ProfileCapture c(1, wall_, &keep_warning);
+  run_steps(c, 1, 4);
+  c.at_shutdown(4, true);  // idle: nothing to say
+  EXPECT_TRUE(g_warnings.empty());
+  EXPECT_FALSE(c.waiting());
+  // A collector that asks and asks: a few lines, one failed profile.
+  for (int i = 0; i < 20; ++i)
+    EXPECT_FALSE(c.request(100 + i, 5));
+  EXPECT_FALSE(c.request(0, 5));
+  EXPECT_LE(g_warnings.size(), 3u);
+  EXPECT_NE(g_warnings[0].find("steps 100 to 104 after training ended"), std::string::npos);
+  const std::vector<model::ProfileChunk> got = chunks(c);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first_step, 100);
+  EXPECT_EQ(got[0].error, "the collector's request came after training ended");
+  EXPECT_EQ(fake_.starts, 0);
+}
+
+TEST_F(ProfileCaptureTest, ARequestArmedAtTheShutdownSaysItNeverBegan) {
+  ProfileCapture c(1, wall_, &keep_warning);
+  run_steps(c, 1, 7);
+  ASSERT_TRUE(c.request(0, 10));
+  c.at_shutdown(7, true);
+  const std::vector<model::ProfileChunk> got = chunks(c);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].first_step, 8);
+  EXPECT_EQ(got[0].last_step, 17);
+  EXPECT_EQ(got[0].error, "training ended after step 7, before step 8");
+}
+
+}  // namespace
+}  // namespace traceml::runtime

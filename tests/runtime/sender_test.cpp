@@ -156,9 +156,10 @@ TEST(Sender, ARankThatSaysProfileReadyIsAskedAndAnswersWithAProfile) {
   };
   Sender sender(s, recorders, samples, wall, [] { return model::TracerStats{}; });
   sender.start();
-  for (int i = 0; i < 200 && asked.load() == 0; ++i)
+  for (int i = 0; i < 500 && !capture.armed(); ++i)
     std::this_thread::sleep_for(10ms);
   ASSERT_EQ(asked.load(), 1) << "the collector's request never reached the rank";
+  ASSERT_TRUE(capture.armed());
   // Armed for steps 3 to 4: a step before them does nothing, step 3 begins it.
   capture.at_step_begin(2);
   EXPECT_FALSE(capture.waiting());
