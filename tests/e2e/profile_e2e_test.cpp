@@ -222,16 +222,19 @@ TEST(ProfileE2E, AProgramWithoutTheProfilerHooksTrainsOnAndIsToldWhy) {
 }
 
 TEST(ProfileE2E, ProfileAutoCapturesTheRankWhoseForwardSlowsInsideItsSlowWindow) {
-  // Two data-parallel ranks; rank 1's forward pass is 30 ms slower in steps
-  // 150 to 330 only, and rank 0 waits for it in the all-reduce. The
+  // Two data-parallel ranks; rank 1's forward pass is 40 ms slower in steps
+  // 150 to 300 only, and rank 0 waits for it in the all-reduce. The
   // collector sees the steps turn slow and asks rank 1, the straggler, not
-  // rank 0, for its next 10 steps: they fall inside the window.
+  // rank 0, for its next 10 steps: they fall inside the window. Every step
+  // of rank 1 waits 10 ms for its batch, so that a step is long enough
+  // (~14 ms) for a loaded machine's noise never to look like a slow turn.
   TempDir tmp;
-  constexpr std::int64_t kFrom = 150, kTo = 330;
+  constexpr std::int64_t kFrom = 150, kTo = 300;
   const ProcessResult r = run_process(traceml_run_argv(
       kCli, tmp.path() / "logs", "auto", 2, {"--profile", "auto", "--interval", "0.2"},
-      {kDdp, "--steps", "420", "--log-every", "1000", "--slow-rank", "1", "--slow-forward-ms", "30",
-       "--slow-from-step", std::to_string(kFrom), "--slow-to-step", std::to_string(kTo)}));
+      {kDdp, "--steps", "400", "--log-every", "1000", "--slow-rank", "1", "--slow-input-ms", "10",
+       "--slow-forward-ms", "40", "--slow-from-step", std::to_string(kFrom), "--slow-to-step",
+       std::to_string(kTo)}));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const fs::path run_dir = tmp.path() / "logs" / "auto";
   const Json summary = load_json(run_dir / "final_summary.json");
@@ -267,13 +270,20 @@ TEST(ProfileE2E, ProfileAutoCapturesTheRankWhoseForwardSlowsInsideItsSlowWindow)
             std::string::npos)
       << text;
   EXPECT_NE(text.find("asked by --profile auto: its steps turned slow"), std::string::npos) << text;
+  // The page marks where the captured steps were left out of its plots.
+  const std::string page = read_file(run_dir / "final_summary.html");
+  EXPECT_NE(page.find("<path class=\"profiled\""), std::string::npos);
+  EXPECT_NE(page.find("R1 steps " + std::to_string(first) + "-" + std::to_string(last) +
+                      " ran under LibTorch&#39;s profiler"),
+            std::string::npos);
 }
 
 TEST(ProfileE2E, ServeProfileStepsAsksTheRanksTorchrunStarted) {
   // Ranks started as torchrun starts them, with nothing of traceml's
   // profile options in their environment: serve asks rank 1 for steps 150
   // to 154 over its connection (it says it takes requests at its first
-  // connection, and reads the answer within a flush interval).
+  // connection, and reads the answer within a flush interval). Steps of
+  // ~5 ms (rank 1 sleeps 4 ms in each) reach step 150 after ~0.75 s.
   TempDir dir;
   Served serve(dir, {"--run-name", "job", "--world-size", "2", "--profile-steps", "150:154",
                      "--profile-ranks", "1"});
@@ -281,7 +291,8 @@ TEST(ProfileE2E, ServeProfileStepsAsksTheRanksTorchrunStarted) {
   ASSERT_EQ(vars.size(), 2u) << serve.child.err_so_far();
   const auto master = launcher::pick_free_port();
   ASSERT_TRUE(master);
-  const std::vector<std::string> program = {kDdp, "--steps", "300", "--log-every", "1000"};
+  const std::vector<std::string> program = {
+      kDdp, "--steps", "300", "--log-every", "1000", "--slow-rank", "1", "--slow-residual-ms", "4"};
   ChildProcess r0(rank_argv(vars, 0, 2, *master, program));
   ChildProcess r1(rank_argv(vars, 1, 2, *master, program));
   EXPECT_EQ(r0.wait().exit_code, 0);
@@ -312,7 +323,12 @@ TEST(ProfileE2E, ABadRangeIsAUsageErrorBeforeAnythingStarts) {
     const ProcessResult r = run_process(
         traceml_run_argv(kCli, tmp.path() / "logs", "bad", 1, flags, {kTinyRank, "--steps", "2"}));
     EXPECT_EQ(r.exit_code, 2) << flags[1] << ": " << r.err;
-    EXPECT_NE(r.err.find("traceml: error: --profile"), std::string::npos) << r.err;
+    // The flag named: "--profile " for --profile's values, "--profile-" for the others.
+    const bool auto_flag = flags[0] == "--profile";
+    EXPECT_NE(r.err.find(auto_flag ? "traceml: error: --profile must be auto or auto:N"
+                                   : "traceml: error: --profile-"),
+              std::string::npos)
+        << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_FALSE(fs::exists(tmp.path() / "logs" / "bad")) << "nothing left behind";
   }

@@ -6,11 +6,13 @@
 
 #include <cmath>
 #include <cstddef>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -1611,6 +1613,51 @@ TEST(TextReportView, PrefersTheStoredText) {
   s.erase("text");
   EXPECT_EQ(summary_text(s), plain(bert_summary()));
   EXPECT_EQ(summary_text(Json::array()), render_text(Json::array()));
+}
+
+}  // namespace
+
+namespace {
+
+// The slow window's Next line says how to see those steps' operators on the
+// next run, unless a profile of that rank already covers them.
+TEST(TextReportSlowWindow, ItSaysHowToProfileTheStepsUnlessAProfileCoversThem) {
+  std::ifstream in(std::string(TRACEML_TEST_DATA_DIR) +
+                   "/golden/expected/residual_memory_creep/final_summary.json");
+  Json summary = Json::parse(in);
+  ASSERT_TRUE(summary.is_object());
+  const std::string hint =
+      "their operators, on the next run: traceml run --profile-steps "
+      "171:190 --profile-ranks 0 ... (docs/profiling.md)";
+  EXPECT_NE(plain(summary).find("\n      " + hint + "\n"), std::string::npos) << plain(summary);
+  // Another rank's profile, or one of other steps, or one without operators: still said.
+  summary["profiles"] = Json::array();
+  for (const auto& [rank, first, last, ops] :
+       {std::tuple{1, 171, 190, 50}, std::tuple{0, 191, 200, 50}, std::tuple{0, 171, 190, 0}})
+    summary["profiles"].push_back(Json{{"rank", rank},
+                                       {"first_step", first},
+                                       {"last_step", last},
+                                       {"path", "profiles/x.json"},
+                                       {"ops", ops},
+                                       {"ops_cut", 0},
+                                       {"error", ops == 0 ? Json("failed") : Json()},
+                                       {"reason", nullptr}});
+  EXPECT_NE(plain(summary).find(hint), std::string::npos);
+  // A profile of rank 0 that meets steps 171 to 190: not said.
+  summary["profiles"].push_back(Json{{"rank", 0},
+                                     {"first_step", 185},
+                                     {"last_step", 194},
+                                     {"path", "profiles/rank0_steps185-194.json"},
+                                     {"ops", 120},
+                                     {"ops_cut", 0},
+                                     {"error", nullptr},
+                                     {"reason", "its steps turned slow: a median of 9.0 ms"}});
+  const std::string text = plain(summary);
+  EXPECT_EQ(text.find("their operators, on the next run"), std::string::npos) << text;
+  EXPECT_NE(text.find("R0 steps 185-194: RUN_DIR/profiles/rank0_steps185-194.json (120 ops; asked "
+                      "by --profile auto: its steps turned slow: a median of 9.0 ms)"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace

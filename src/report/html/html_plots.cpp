@@ -151,6 +151,7 @@ std::size_t mark_stalls_on_time(svg::Chart& ch, const PlotData& d, const SeriesS
 }
 
 constexpr const char* kStallLegend = "a stall the run recorded (run.stalls)";
+constexpr const char* kProfiledColor = "#7e57c2";
 
 std::string phase_figure(const PlotData& d, const std::optional<SlowWindow>& slow) {
   const RankSteps& r = d.ranks[*d.shown];
@@ -208,7 +209,18 @@ std::string phase_figure(const PlotData& d, const std::optional<SlowWindow>& slo
   }
   if (mark_stalls_on_steps(ch, d, ch.top(), ch.bottom()) > 0)
     legend += "<span class=\"sw stall\"></span>" + std::string(kStallLegend) + " ";
+  // Steps profiled (any rank's): a mark under the axis where they were left out.
+  std::size_t profiled = 0;
+  for (const ProfiledMark& m : d.profiled) {
+    if (!m.column) continue;
+    ++profiled;
+    const double x = ch.x(double(*m.column) / double(n));
+    ch.add("<path class=\"profiled\" d=\"M" + num(x - 5) + " " + num(ch.bottom()) +
+           "h10l-5 -8z\"><title>" + escape_html(m.text) + "</title></path>");
+  }
   step_labels(ch, d);
+  if (profiled > 0)
+    legend += swatch(kProfiledColor, "steps run under LibTorch's profiler, left out (profiles/)");
   if (spikes > 0) legend += swatch(svg::kAlert, "spike (a step of 3x its median or more)");
   if (slow) legend += "<span class=\"sw band\"></span>slow window ";
   return figure("plot-phases", "Where a step's time goes: " + r.label,

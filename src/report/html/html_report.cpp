@@ -37,7 +37,7 @@ svg{display:block;width:100%;height:auto}
 svg text{font-size:11px;fill:#444}.yl{text-anchor:end}.xl,.xc{text-anchor:middle}.culprit{fill:#d62728;font-weight:700}
 .grid{stroke:#ececf0}.axis{stroke:#8a8a8e}
 .band{fill:#d62728;fill-opacity:.1}.window{fill:none;stroke:#d62728;stroke-width:2;stroke-dasharray:4 3}
-.spike{fill:#d62728}.hover{fill:transparent}
+.spike{fill:#d62728}.profiled{fill:#7e57c2}.hover{fill:transparent}
 .stall{stroke:#d62728;stroke-width:2;stroke-dasharray:2 2}.stallband{fill:#d62728;fill-opacity:.18}
 .sw.stall{border-left:2px dashed #d62728;width:0;height:10px}
 .line{fill:none;stroke-width:1.5;stroke-linejoin:round}.faint{stroke-opacity:.45;stroke-width:1}
@@ -103,6 +103,7 @@ std::string verdict_html(const SummaryView& run, const HtmlOptions& opts) {
     if (slow) next += (json_read::trimmed(next).empty() ? "" : " ") + slow->sentence;
     html += labelled("Next:", next);
     if (slow) html += "<pre class=\"cmd\">" + escape_html(slow->command) + "</pre>\n";
+    if (slow && !slow->profile.empty()) html += "<p>" + escape_html(slow->profile) + "</p>\n";
   }
   if (const std::string after = unwrap(after_next_lines(run)); !after.empty())
     html += "<p>" + escape_html(after) + "</p>\n";

@@ -223,6 +223,40 @@ void sample_series(const model::Telemetry& t, const std::map<int, const model::R
   fill_ranks(rss, out.process_rss);
 }
 
+/// The column of step `step` (one between two aligned steps: the next's);
+/// none before or after the window.
+std::optional<std::size_t> column_of_step(const PlotData& out, std::int64_t step) {
+  if (out.steps.empty()) return std::nullopt;
+  const auto at = std::lower_bound(out.steps.begin(), out.steps.end(), step);
+  if (at == out.steps.end() || (*at != step && at == out.steps.begin())) return std::nullopt;
+  const auto i = std::size_t(at - out.steps.begin());
+  const auto& st = out.columns.starts;
+  return std::size_t(std::upper_bound(st.begin(), st.end(), i) - st.begin() - 1);
+}
+
+/// The summary's profiles with operators, placed on the step columns.
+void profiled_marks(const SummaryView& run, PlotData& out) {
+  using namespace json_read;
+  const Json* list = array_child(run.root, "profiles");
+  if (list == nullptr) return;
+  for (const Json& p : *list) {
+    const auto rank = integer(child(&p, "rank"));
+    const auto first = integer(child(&p, "first_step"));
+    const auto last = integer(child(&p, "last_step"));
+    if (!rank || !first || !last || integer(child(&p, "ops")).value_or(0) <= 0) continue;
+    ProfiledMark m;
+    m.rank = *rank;
+    m.text = "R" + std::to_string(*rank) + " steps " + std::to_string(*first) + "-" +
+             std::to_string(*last) + " ran under LibTorch's profiler (left out of the analysis): " +
+             text_or(child(&p, "path"));
+    if (const std::string reason = text_or(child(&p, "reason")); !reason.empty())
+      m.text += "; asked by --profile auto: " + reason;
+    // Left out of the window: marked at the first step after them.
+    m.column = column_of_step(out, *last + 1);
+    out.profiled.push_back(std::move(m));
+  }
+}
+
 /// run.stalls of the summary, placed on the step columns and the sample axis.
 void recorded_stalls(const SummaryView& run, PlotData& out) {
   using namespace json_read;
@@ -239,17 +273,9 @@ void recorded_stalls(const SummaryView& run, PlotData& out) {
              analysis::fixed(r.duration_s, 1) + " s";
     if (step) r.text += " at step " + std::to_string(*step);
     if (const auto phase = text(child(&s, "phase"))) r.text += ", " + *phase;
-    if (step && !out.steps.empty()) {
-      const auto at = std::lower_bound(out.steps.begin(), out.steps.end(), *step);
-      if (at != out.steps.end()) {
-        const auto i = std::size_t(at - out.steps.begin());
-        const auto& st = out.columns.starts;
-        // A step before the window is not on the plots; one between two
-        // aligned steps goes to the column of the next.
-        if (*at == *step || at != out.steps.begin())
-          r.column = std::size_t(std::upper_bound(st.begin(), st.end(), i) - st.begin() - 1);
-      }
-    }
+    // A step before the window is not on the plots; one between two
+    // aligned steps goes to the column of the next.
+    if (step) r.column = column_of_step(out, *step);
     if (const auto start = number(child(&s, "start")); start && out.samples_origin)
       r.start_s = *start - *out.samples_origin;
     out.stalls.push_back(std::move(r));
@@ -358,6 +384,7 @@ PlotData plot_data(const SummaryView& run, const model::Telemetry& t,
   out.memory = memory_series(t, ids);
   sample_series(t, ids, out);
   recorded_stalls(run, out);
+  profiled_marks(run, out);
   return out;
 }
 

@@ -83,6 +83,15 @@ struct RecordedStall {
   double duration_s = 0.0;
 };
 
+/// Steps a rank ran under LibTorch's profiler (the summary's `profiles`
+/// with operators): left out of the analysed window, marked where they
+/// would be.
+struct ProfiledMark {
+  long long rank = 0;
+  std::string text;                   ///< "R1 steps 165-174 ran under LibTorch's profiler ..."
+  std::optional<std::size_t> column;  ///< the column of the step after them, when in the window
+};
+
 /// A series over a shared x axis: one value per column, absent where the
 /// column has no sample.
 struct Series {
@@ -111,13 +120,14 @@ struct PlotData {
   std::optional<std::size_t> culprit;  ///< index into ranks: the rank the verdict names
   /// The representative rank's phases per column (ms, mean), kPhaseNames order.
   std::array<std::vector<double>, kPhaseCount> phases;
-  std::vector<Spike> spikes;          ///< every rank's, longest first
-  std::vector<RecordedStall> stalls;  ///< run.stalls of the summary
-  SeriesSet memory;                   ///< peak allocated bytes per rank, x = step (max per column)
-  SeriesSet host_cpu;                 ///< per node, percent; x = seconds from the first sample
-  SeriesSet gpu_util;                 ///< per node, percent (mean over its GPUs)
-  SeriesSet process_cpu;              ///< per rank, percent of one core
-  SeriesSet process_rss;              ///< per rank, bytes
+  std::vector<Spike> spikes;           ///< every rank's, longest first
+  std::vector<RecordedStall> stalls;   ///< run.stalls of the summary
+  std::vector<ProfiledMark> profiled;  ///< the summary's profiles with operators
+  SeriesSet memory;                    ///< peak allocated bytes per rank, x = step (max per column)
+  SeriesSet host_cpu;                  ///< per node, percent; x = seconds from the first sample
+  SeriesSet gpu_util;                  ///< per node, percent (mean over its GPUs)
+  SeriesSet process_cpu;               ///< per rank, percent of one core
+  SeriesSet process_rss;               ///< per rank, bytes
   std::optional<double> samples_origin;  ///< unix seconds at x = 0 of the sample series
   std::int64_t window = 0;               ///< the analysed window (latest aligned steps per rank)
   std::size_t step_ranks = 0;            ///< ranks with step rows in the window

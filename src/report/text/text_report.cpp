@@ -148,6 +148,7 @@ std::string render_text(const nlohmann::ordered_json& untrusted, const TextOptio
     append(out, wrap(p.paint("Next:", ansi::kBold) + " ", next, kProseWidth, 6));
     // The command on a line of its own, never wrapped, so that it copies whole.
     if (slow) out.push_back(std::string(6, ' ') + slow->command);
+    if (slow && !slow->profile.empty()) out.push_back(std::string(6, ' ') + slow->profile);
   }
   append(out, after_next_lines(run));
   append(out, profile_lines(run, opts.run_dir));

@@ -337,6 +337,16 @@ std::optional<SlowWindowNext> slow_window_next(const SummaryView& run, const std
                "% slower than its median step; draw them:";
   n.command = "traceml export " + (run_dir.empty() ? std::string("RUN_DIR") : run_dir) +
               " --format chrome-trace --steps " + first + ":" + last + " --out slow_steps.json";
+  // A profile of the rank that meets the window already shows its operators.
+  if (const Json* list = array_child(run.root, "profiles"))
+    for (const Json& p : *list)
+      if (integer(child(&p, "rank")) == std::optional<std::int64_t>(sw->rank) &&
+          integer(child(&p, "ops")).value_or(0) > 0 &&
+          integer(child(&p, "first_step")).value_or(0) <= sw->last_step &&
+          integer(child(&p, "last_step")).value_or(0) >= sw->first_step)
+        return n;
+  n.profile = "their operators, on the next run: traceml run --profile-steps " + first + ":" +
+              last + " --profile-ranks " + *key + " ... (docs/profiling.md)";
   return n;
 }
 

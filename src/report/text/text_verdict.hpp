@@ -28,6 +28,9 @@ Verdict read_verdict(const SummaryView& run);
 struct SlowWindowNext {
   std::string sentence;
   std::string command;
+  /// How to see those steps' operators on the next run (--profile-steps),
+  /// when no profile of the run covers them; empty otherwise.
+  std::string profile;
 };
 /// Said only when the window is notably slower than its rank's median step.
 std::optional<SlowWindowNext> slow_window_next(const SummaryView& run, const std::string& run_dir);
