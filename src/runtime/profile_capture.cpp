@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <utility>
 
 #include "model/limits.hpp"
 #include "model/record_checks.hpp"
 #include "model/text.hpp"
+#include "report/atomic_file.hpp"
+#include "report/profile_trace.hpp"
 
 namespace traceml {
 namespace runtime {
@@ -275,16 +278,46 @@ void ProfileCapture::read_next() {
   ops_.clear();
   next_op_ = 0;
   next_chunk_ = 0;
-  ops_cut_ = 0;
-  if (sending_->capture == nullptr || sending_->hooks.read == nullptr) return;
-  Gather g{&ops_, sending_->offset_us};
-  sending_->hooks.read(sending_->capture, &gather, &g);
-  sending_->capture = nullptr;  // freed by read
-  ops_cut_ = g.cut;
+  ops_cut_ = read_ops(*sending_, ops_);
+}
+
+std::int64_t ProfileCapture::read_ops(Finished& f, std::vector<model::ProfileOp>& ops) {
+  if (f.capture == nullptr || f.hooks.read == nullptr) return 0;
+  Gather g{&ops, f.offset_us};
+  f.hooks.read(f.capture, &gather, &g);
+  f.capture = nullptr;  // freed by read
   // In time order: the profiler lists an op when it ends.
   std::stable_sort(
-      ops_.begin(), ops_.end(),
+      ops.begin(), ops.end(),
       [](const model::ProfileOp& a, const model::ProfileOp& b) { return a.start_us < b.start_us; });
+  return g.cut;
+}
+
+std::vector<std::string> ProfileCapture::keep(const std::string& run_dir) {
+  std::deque<Finished> unsent;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    unsent.swap(finished_);
+  }
+  std::vector<std::string> lines;
+  for (Finished& f : unsent) {
+    const std::string what =
+        "profile of steps " + std::to_string(f.first) + " to " + std::to_string(f.last);
+    try {
+      std::vector<model::ProfileOp> ops;
+      const std::int64_t cut = read_ops(f, ops);
+      report::ProfileTraceWriter w(run_dir, rank_, f.first, f.last, kMaxKeptProfileBytes);
+      for (const model::ProfileOp& op : ops)
+        w.add(op);
+      const report::ProfileFileInfo info = w.finish(cut, f.error);
+      lines.push_back("the " + what + " is kept beside this rank: " +
+                      (std::filesystem::path(run_dir) / info.path).string());
+    } catch (const std::exception& e) {
+      lines.push_back("the " + what + " is lost: " + e.what());
+    }
+  }
+  discard();  // the one begun to be sent, if any
+  return lines;
 }
 
 bool ProfileCapture::next_chunk(model::ProfileChunk& out) {

@@ -95,6 +95,14 @@ class ProfileCapture {
   [[nodiscard]] bool armed() const { return state_.load(std::memory_order_acquire) == kArmed; }
   /// Frees every finished capture unsent (one that cannot go anywhere).
   void discard();
+  /// The captures that cannot be sent, kept beside the rank instead:
+  /// every finished one not begun to be sent is written as the collector
+  /// would, to <run_dir>/profiles/rank<R>_steps<A>-<B>.json (one begun is
+  /// the collector's, which says it was cut short), and the rest freed.
+  /// Returns one line per capture: where it went, or why it could not.
+  std::vector<std::string> keep(const std::string& run_dir);
+  /// The largest file keep() writes (the collector's bound on one profile).
+  static constexpr std::int64_t kMaxKeptProfileBytes = std::int64_t{256} << 20;
   /// Prints one warning line, as the runtime does.
   void say(const std::string& line) const noexcept {
     if (warn_ != nullptr) warn_(line);
@@ -123,6 +131,9 @@ class ProfileCapture {
   void finish(Finished f) noexcept;
   /// Reads the oldest finished capture into ops_ (sender thread).
   void read_next();
+  /// Reads `f`'s ops (freeing its capture) into `ops`, sorted by start;
+  /// returns the ops left out.
+  static std::int64_t read_ops(Finished& f, std::vector<model::ProfileOp>& ops);
 
   /// Written by whoever arms the capture (the constructor, request() under
   /// arm_mu_) before kArmed is published; read only after it is seen.

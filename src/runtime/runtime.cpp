@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <memory>
 #include <mutex>
@@ -202,6 +203,17 @@ class Runtime {
     s.activity = cupti_.get();
     s.profiles = start_profile();
     s.profile_requests = [this] { return profile_for_requests(); };
+    // A profile that cannot be sent is kept in the run directory as this
+    // node's traceml names it (TRACEML_LOGS_DIR/TRACEML_SESSION_ID: on node
+    // 0, the run's own), or beside the logs of a rank that has none.
+    s.profile_keep_dir =
+        standalone_
+            ? standalone_->run_dir()
+            : (std::filesystem::path(config_.logs_dir) /
+               (config_.run_name
+                    ? *config_.run_name
+                    : "unsent_profiles_rank" + std::to_string(config_.identity.global_rank)))
+                  .string();
     const std::string strategy = config_.strategy;
     const int rank = config_.identity.global_rank;
     s.heartbeat_interval = std::chrono::milliseconds(std::int64_t(config_.interval_sec * 1000));

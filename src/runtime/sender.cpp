@@ -229,15 +229,10 @@ bool Sender::add_profile_chunks(std::size_t budget) {
     return false;
   if (collector_protocol_ < transport::kProfileProtocolVersion) {
     // An older collector would close the connection at a frame it does not
-    // know: the profile cannot go, and its memory is given back.
-    profiles->discard();
-    if (!profile_warned_) {
-      profile_warned_ = true;
-      profiles->say("the collector at " + settings_.host + ":" + std::to_string(settings_.port) +
-                    " speaks protocol " + std::to_string(collector_protocol_) +
-                    " and takes no profiles (a traceml older than this rank's): the profile is "
-                    "not kept; training continues");
-    }
+    // know: the profile cannot go; it is kept beside the rank instead.
+    keep_profiles("the collector at " + settings_.host + ":" + std::to_string(settings_.port) +
+                  " speaks protocol " + std::to_string(collector_protocol_) +
+                  " and takes no profiles (a traceml older than this rank's)");
     return false;
   }
   model::ProfileChunk chunk;
@@ -255,12 +250,24 @@ void Sender::send_last_profiles() {
   while (add_profile_chunks(settings_.max_pending_bytes / 2) && Clock::now() < deadline_)
     if (!deliver()) break;
   if (!profiles->waiting()) return;
-  profiles->discard();
-  if (!refused_)
-    profiles->say(collector_protocol_ == 0
-                      ? "the profile was not sent: no collector answer said whether it takes "
-                        "profiles (it was unreachable or starved until the end)"
-                      : "the profile was not sent whole: the end of the run came first");
+  keep_profiles(refused_ ? "the collector refused this rank"
+                : collector_protocol_ == 0
+                    ? "no collector answer said whether it takes profiles (it was unreachable or "
+                      "starved until the end)"
+                    : "the end of the run came first");
+}
+
+void Sender::keep_profiles(const std::string& why) {
+  ProfileCapture* profiles = profiles_;
+  if (profiles == nullptr) return;
+  if (settings_.profile_keep_dir.empty()) {
+    profiles->discard();
+    if (!profile_warned_) profiles->say("a profile was not sent (" + why + "): it is not kept");
+    profile_warned_ = true;
+    return;
+  }
+  for (const std::string& line : profiles->keep(settings_.profile_keep_dir))
+    profiles->say(line + " (not sent: " + why + "); training continues");
 }
 
 milliseconds Sender::next_interval(std::size_t steps, Clock::duration span) const {

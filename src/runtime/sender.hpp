@@ -109,6 +109,9 @@ struct SenderSettings {
   /// the process's end). Empty: the rank takes none and never says
   /// ProfileReady.
   std::function<ProfileCapture*()> profile_requests;
+  /// Where a profile that cannot be sent is kept instead (a run directory:
+  /// its profiles/ gets the file); empty: it is freed.
+  std::string profile_keep_dir;
 };
 
 /// The rank's counters that only the runtime knows (steps, overhead); the
@@ -174,6 +177,9 @@ class Sender {
   bool add_profile_chunks(std::size_t budget);
   /// At the end: the profiles still waiting, before the rank's last word.
   void send_last_profiles();
+  /// Profiles that cannot go (`why`): kept beside the rank when it has a
+  /// place for them (SenderSettings::profile_keep_dir), else freed; said.
+  void keep_profiles(const std::string& why);
   void add_frame(transport::FrameType type, const std::vector<std::uint8_t>& payload);
   bool ensure_connected(std::chrono::steady_clock::time_point now, bool final_attempt);
   /// Writes what pending_ holds past written_ for up to `budget`; whole

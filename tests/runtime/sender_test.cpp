@@ -457,6 +457,49 @@ TEST(Sender, ACollectorThatNeverAnswersTheHelloIsSpokenProtocolThree) {
   EXPECT_TRUE(warnings.empty()) << warnings.front();
 }
 
+// A profile that cannot be sent (a collector older than profiles) is kept
+// beside the rank, in its node's run directory, as the collector would have
+// written it, and said in one line with its path.
+std::vector<std::string> g_profile_lines;
+void keep_profile_line(const std::string& line) {
+  g_profile_lines.push_back(line);
+}
+
+TEST(Sender, AProfileACollectorCannotTakeIsKeptBesideTheRank) {
+  OldCollector old;
+  testing::TempDir dir;
+  RecorderRegistry recorders;
+  SampleQueue samples;
+  timing::WallMapping wall;
+  std::string why;
+  timing::select_tick_source(timing::choose_tick_source(std::nullopt, why));
+  g_profile_lines.clear();
+  ProfileCapture capture(ProfileRange{3, 4}, 0, wall, &keep_profile_line);
+  capture.at_step_begin(3);  // no hooks installed here: a failed capture, which says why
+  ASSERT_TRUE(capture.waiting());
+  SenderSettings s;
+  s.port = old.port();
+  s.token = "t";
+  s.profiles = &capture;
+  s.profile_keep_dir = (dir.path() / "logs" / "job").string();
+  Sender sender(s, recorders, samples, wall, [] { return model::TracerStats{}; });
+  sender.start();
+  std::this_thread::sleep_for(200ms);
+  sender.stop(Clock::now() + 10s);
+  EXPECT_FALSE(capture.waiting());
+  const fs::path file = dir.path() / "logs" / "job" / "profiles" / "rank0_steps3-4.json";
+  ASSERT_TRUE(fs::exists(file));
+  std::ifstream in(file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("never installed LibTorch's profiler hooks"), std::string::npos) << text;
+  bool said = false;
+  for (const std::string& line : g_profile_lines)
+    said =
+        said || line.find("the profile of steps 3 to 4 is kept beside this rank: " + file.string() +
+                          " (not sent: ") != std::string::npos;
+  EXPECT_TRUE(said) << ::testing::PrintToString(g_profile_lines);
+}
+
 /// A relay between a sender and the collector that breaks the connection
 /// twice, after `cut_at` bytes from the rank and again after twice as many:
 /// it reads on from the rank without passing it on (at least 8 KiB, about a
