@@ -55,14 +55,19 @@ struct Rig {
   std::atomic<int> ticks{0};
   std::unique_ptr<Sender> sender;
 
+  /// `asking`: what the collector asks of the rank's profiler; `tune`
+  /// changes the sender's settings before it starts.
   explicit Rig(const std::string& token = "sender-test",
-               std::function<void(const std::string&)> on_refused = {}) {
+               std::function<void(const std::string&)> on_refused = {},
+               collector::ProfileAsking asking = {},
+               const std::function<void(SenderSettings&)>& tune = {}) {
     std::string why;
     timing::select_tick_source(timing::choose_tick_source(std::nullopt, why));
     collector::CollectorOptions o;
     o.token = "sender-test";
     o.run_dir = (dir.path() / "run").string();
     o.run.world_size = 1;
+    o.profile_asking = std::move(asking);
     collector = std::make_unique<collector::Collector>(o);
     SenderSettings s;
     s.port = collector->port();
@@ -70,6 +75,7 @@ struct Rig {
     s.identity.global_rank = 0;
     s.on_tick = [this] { ++ticks; };
     s.on_refused = std::move(on_refused);
+    if (tune) tune(s);
     sender =
         std::make_unique<Sender>(s, recorders, samples, wall, [] { return model::TracerStats{}; });
     sender->start();
@@ -133,29 +139,17 @@ TEST(Sender, WakesRarelyWhenIdleAndOftenWhenStepsComeFast) {
 // and the rank's answer (here a failed capture: no hooks) comes back as a
 // profile file that says why, all through the real sockets.
 TEST(Sender, ARankThatSaysProfileReadyIsAskedAndAnswersWithAProfile) {
-  testing::TempDir dir;
-  std::string why;
-  timing::select_tick_source(timing::choose_tick_source(std::nullopt, why));
-  collector::CollectorOptions o;
-  o.token = "sender-test";
-  o.run_dir = (dir.path() / "run").string();
-  o.run.world_size = 1;
-  o.profile_asking.steps = std::make_pair(std::int64_t{3}, std::int64_t{4});
-  collector::Collector c(o);
-  RecorderRegistry recorders;
-  SampleQueue samples;
   timing::WallMapping wall;
   ProfileCapture capture(0, wall, nullptr);
   std::atomic<int> asked{0};
-  SenderSettings s;
-  s.port = c.port();
-  s.token = "sender-test";
-  s.profile_requests = [&] {
-    ++asked;
-    return &capture;
-  };
-  Sender sender(s, recorders, samples, wall, [] { return model::TracerStats{}; });
-  sender.start();
+  collector::ProfileAsking asking;
+  asking.steps = std::make_pair(std::int64_t{3}, std::int64_t{4});
+  Rig rig("sender-test", {}, asking, [&](SenderSettings& s) {
+    s.profile_requests = [&] {
+      ++asked;
+      return &capture;
+    };
+  });
   for (int i = 0; i < 500 && !capture.armed(); ++i)
     std::this_thread::sleep_for(10ms);
   ASSERT_EQ(asked.load(), 1) << "the collector's request never reached the rank";
@@ -165,9 +159,9 @@ TEST(Sender, ARankThatSaysProfileReadyIsAskedAndAnswersWithAProfile) {
   EXPECT_FALSE(capture.waiting());
   capture.at_step_begin(3);  // no hooks installed: a failed capture, sent
   EXPECT_TRUE(capture.waiting());
-  sender.stop(Clock::now() + 10s);
-  c.finish(Clock::now() + 10s, 1);
-  const fs::path file = dir.path() / "run" / "profiles" / "rank0_steps3-4.json";
+  rig.sender->stop(Clock::now() + 10s);
+  rig.collector->finish(Clock::now() + 10s, 1);
+  const fs::path file = rig.dir.path() / "run" / "profiles" / "rank0_steps3-4.json";
   ASSERT_TRUE(fs::exists(file));
   std::ifstream in(file);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
