@@ -391,6 +391,16 @@ struct Collector::Impl final : transport::ServerHandler {
     if (t.refused) invalid();
     if (t.profiled) push(*t.profiled);
   }
+  /// A capture began on the rank (protocol 8): its steps are profiled from
+  /// now (the analysis and `--profile auto` leave them out), and a profile
+  /// that never comes is said lost at the end.
+  void handle(Connection& c, model::ProfiledSteps&& p) {
+    ++c.records;
+    ProfileStore::Taken t =
+        profiles.began(p, requests.profile_came(c.rank, p.first_step, p.last_step));
+    if (t.refused) invalid();
+    if (t.profiled) push(*t.profiled);
+  }
   /// The rank takes profile requests on this connection (protocol 7):
   /// serve's --profile-steps asks it now.
   void handle(Connection& c, model::ProfileReady&& /*r*/) {

@@ -21,7 +21,33 @@ std::optional<model::ProfiledSteps> ProfileStore::end(int rank, Open& o, std::in
   }
   run_bytes_ += o.writer->bytes();
   o.writer.reset();
+  if (o.announced) return std::nullopt;  // its steps were kept when it began
   return profiled;
+}
+
+std::optional<std::string> ProfileStore::start(int rank) {
+  if (run_started_ >= kMaxRunProfiles || started_[rank] >= kMaxProfilesPerRank)
+    return "a run keeps at most " + std::to_string(kMaxRunProfiles) + " profiles, at most " +
+           std::to_string(kMaxProfilesPerRank) + " a rank";
+  ++run_started_;
+  ++started_[rank];
+  return std::nullopt;
+}
+
+std::int64_t ProfileStore::room() const {
+  // What the run's profiles have left, and at most a file's worth.
+  return std::min(kMaxProfileFileBytes,
+                  std::max<std::int64_t>(0, kMaxRunProfileBytes - run_bytes_));
+}
+
+ProfileStore::Taken ProfileStore::began(const model::ProfiledSteps& p, std::string reason) {
+  std::lock_guard<std::mutex> lk(mu_);
+  Taken taken;
+  taken.refused = start(p.global_rank);
+  if (taken.refused) return taken;
+  began_[p.global_rank].push_back(Began{p, std::move(reason)});
+  taken.profiled = p;
+  return taken;
 }
 
 ProfileStore::Taken ProfileStore::take(model::ProfileChunk&& c, const std::string& reason) {
@@ -34,20 +60,22 @@ ProfileStore::Taken ProfileStore::take(model::ProfileChunk&& c, const std::strin
       taken.profiled = end(c.global_rank, it->second, 0, "its last chunk never came");
       open_.erase(it);
     }
-    if (run_started_ >= kMaxRunProfiles || started_[c.global_rank] >= kMaxProfilesPerRank) {
-      taken.refused = "a run keeps at most " + std::to_string(kMaxRunProfiles) +
-                      " profiles, at most " + std::to_string(kMaxProfilesPerRank) + " a rank";
+    // A capture said begun is counted already, and asked for what it said.
+    Open o;
+    std::string why = reason;
+    std::vector<Began>& said = began_[c.global_rank];
+    const auto b = std::find_if(said.begin(), said.end(),
+                                [&](const Began& x) { return x.steps.first_step == c.first_step; });
+    if (b != said.end()) {
+      o.announced = true;
+      if (why.empty()) why = b->reason;
+      said.erase(b);
+    } else if ((taken.refused = start(c.global_rank))) {
       return taken;
     }
-    ++run_started_;
-    ++started_[c.global_rank];
-    Open o;
     try {
-      // What the run's profiles have left, and at most a file's worth.
-      const std::int64_t room = std::min(
-          kMaxProfileFileBytes, std::max<std::int64_t>(0, kMaxRunProfileBytes - run_bytes_));
       o.writer = std::make_unique<report::ProfileTraceWriter>(run_dir_, c.global_rank, c.first_step,
-                                                              c.last_step, room, reason);
+                                                              c.last_step, room(), why);
     } catch (const report::WriteError&) {
       return taken;  // no file can be made: the profile is lost, its chunks not refused
     }
@@ -84,6 +112,29 @@ std::vector<model::ProfiledSteps> ProfileStore::close_open() {
     if (auto p = end(rank, o, 0, "the rank's connection ended before its last chunk"))
       profiled.push_back(*p);
   open_.clear();
+  // Captures whose profile never came: lost with their rank, and said so
+  // where the run's profiles are listed (a file without ops), unless their
+  // rank kept the profile beside itself (its last step may be earlier:
+  // training ended inside the capture).
+  std::vector<report::ProfileFileInfo> kept;
+  if (std::any_of(began_.begin(), began_.end(), [](const auto& r) { return !r.second.empty(); }))
+    kept = report::read_profile_infos(run_dir_);
+  for (auto& [rank, said] : began_)
+    for (const Began& b : said) {
+      if (std::any_of(kept.begin(), kept.end(), [&](const report::ProfileFileInfo& k) {
+            return k.rank == rank && k.first_step == b.steps.first_step;
+          }))
+        continue;
+      try {
+        report::ProfileTraceWriter w(run_dir_, rank, b.steps.first_step, b.steps.last_step, room(),
+                                     b.reason);
+        w.finish(0, kNeverCame, /*replace=*/false);
+        run_bytes_ += w.bytes();
+      } catch (const report::WriteError&) {
+        // Kept by its rank already, or the disk refused it.
+      }
+    }
+  began_.clear();
   return profiled;
 }
 

@@ -181,8 +181,11 @@ inline constexpr auto kRecordKinds = std::make_tuple(
     row<ProfileChunk>(    RecordKind::Profile,     "profile",        12, Direction::RankToCollector,  6, nullptr,       nullptr,
                           &check_profile_chunk, Sender::GlobalRank, &ProfileChunk::global_rank)
                           .kept_in_a_file(),
-    row<ProfiledSteps>(   RecordKind::ProfiledSteps, "profiled_steps", 0, Direction::Local,        0, "profiled_steps", "profiled_steps",
-                          &check_profiled_steps).kept_in(&Telemetry::profiled_steps)
+    // Sent by a rank as its capture begins (protocol 8); the collector's own
+    // at a profile's arrival from a rank of 6 or 7.
+    row<ProfiledSteps>(   RecordKind::ProfiledSteps, "profiled_steps", 15, Direction::RankToCollector, 8, "profiled_steps", "profiled_steps",
+                          &check_profiled_steps, Sender::GlobalRank, &ProfiledSteps::global_rank)
+                          .kept_in(&Telemetry::profiled_steps)
                           .with_table_added_later(),
     row<ProfileReady>(    RecordKind::ProfileReady, "profile_ready", 13, Direction::RankToCollector, 7, nullptr,      nullptr,
                           nullptr, Sender::GlobalRank, &ProfileReady::global_rank),

@@ -159,10 +159,12 @@ struct ProfileChunk {
   std::vector<ProfileOp> ops;
 };
 
-/// Steps a rank ran under LibTorch's profiler (a profile with operators
-/// reached the collector): their time holds the profiler's own cost, so the
-/// step-time analysis leaves them out. The collector's record of the
-/// profile, not on the wire.
+/// Steps a rank runs under LibTorch's profiler: their time holds the
+/// profiler's own cost, so the step-time analysis leaves them out. A rank
+/// sends one as its capture begins (protocol 8: the steps it means to
+/// capture), so that they are known even when the profile never comes (the
+/// rank killed in the middle); from a rank of protocol 6 or 7 the collector
+/// makes its own when a profile with operators reaches it.
 struct ProfiledSteps {
   int global_rank = 0;
   std::int64_t first_step = 1;

@@ -104,7 +104,8 @@ void ProfileTraceWriter::flush() {
   buffer_.clear();
 }
 
-ProfileFileInfo ProfileTraceWriter::finish(std::int64_t ops_cut_by_rank, const std::string& error) {
+ProfileFileInfo ProfileTraceWriter::finish(std::int64_t ops_cut_by_rank, const std::string& error,
+                                           bool replace) {
   info_.ops_cut = saturated_add(info_.ops_cut, ops_cut_by_rank);
   info_.error = error;
   nlohmann::json meta = {{"rank", info_.rank},
@@ -119,6 +120,19 @@ ProfileFileInfo ProfileTraceWriter::finish(std::int64_t ops_cut_by_rank, const s
   buffer_ += "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"traceml\":" +
              meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}}\n";
   flush();
+  if (!failed_ && !replace) {
+    // A second name for the file where none is (link() never replaces one),
+    // then the partial name goes.
+    if (::link(partial_.c_str(), final_.c_str()) != 0) {
+      const int err = errno;
+      throw WriteError(final_ + (err == EEXIST
+                                     ? ": kept already"
+                                     : ": cannot write file: " + std::string(std::strerror(err))));
+    }
+    ::unlink(partial_.c_str());
+    created_ = false;
+    return info_;
+  }
   if (failed_ || std::rename(partial_.c_str(), final_.c_str()) != 0) {
     const int err = errno;
     throw WriteError(final_ + ": cannot write file: " + std::strerror(err));

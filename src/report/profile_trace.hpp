@@ -52,9 +52,11 @@ class ProfileTraceWriter {
   /// Appends what was added since the last flush to the partial file.
   void flush();
   /// Writes the end (metadata with `ops_cut_by_rank` and `error`) and gives
-  /// the file its name. Throws WriteError (the partial file is then removed
-  /// with the writer).
-  ProfileFileInfo finish(std::int64_t ops_cut_by_rank, const std::string& error);
+  /// the file its name; unless `replace`, only when no file has that name
+  /// yet (one its rank kept). Throws WriteError (the partial file is then
+  /// removed with the writer).
+  ProfileFileInfo finish(std::int64_t ops_cut_by_rank, const std::string& error,
+                         bool replace = true);
   /// Bytes of the file so far, what is not flushed yet included.
   [[nodiscard]] std::int64_t bytes() const { return bytes_; }
   [[nodiscard]] const ProfileFileInfo& info() const { return info_; }

@@ -173,7 +173,21 @@ void ProfileCapture::begin(std::int64_t next) noexcept {
   first_ = next;
   last_ = last;
   hooks_ = hooks;
+  try {
+    std::lock_guard<std::mutex> lk(mu_);
+    began_.push_back(model::ProfiledSteps{rank_, next, last});
+  } catch (...) {
+    // Out of memory: the collector hears of these steps with their profile.
+  }
   state_.store(kCapturing, std::memory_order_release);
+}
+
+bool ProfileCapture::next_began(model::ProfiledSteps& out) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (began_.empty()) return false;
+  out = began_.front();
+  began_.pop_front();
+  return true;
 }
 
 void ProfileCapture::end(std::int64_t done) noexcept {

@@ -87,6 +87,11 @@ class ProfileCapture {
   /// is armed or running and traceml still records; otherwise left, and
   /// said in one line. Returns whether it was armed.
   bool request(std::int64_t first, std::int64_t steps) noexcept;
+  /// The next capture that began (its profiler on), as the steps it means
+  /// to cover: the rank tells the collector (protocol 8) before its chunks,
+  /// so that a profile lost with the rank is known lost and its steps still
+  /// left out of the analysis. False when none waits.
+  bool next_began(model::ProfiledSteps& out);
   /// The next chunk of a finished capture; false when none waits.
   bool next_chunk(model::ProfileChunk& out);
   /// A capture waits to be sent (finished, not all of it taken yet).
@@ -163,7 +168,8 @@ class ProfileCapture {
   detail::ProfilerHooks hooks_;
 
   mutable std::mutex mu_;
-  std::deque<Finished> finished_;  // guarded by mu_
+  std::deque<Finished> finished_;           // guarded by mu_
+  std::deque<model::ProfiledSteps> began_;  // guarded by mu_: not yet told
 
   // The sender's: the capture being sent.
   std::optional<Finished> sending_;

@@ -225,8 +225,14 @@ std::size_t Sender::collect() {
 
 bool Sender::add_profile_chunks(std::size_t budget) {
   ProfileCapture* profiles = profiles_;
-  if (profiles == nullptr || refused_ || collector_protocol_ == 0 || !profiles->waiting())
-    return false;
+  if (profiles == nullptr || refused_ || collector_protocol_ == 0) return false;
+  // The captures begun, before any chunk of theirs: a collector of 8 or
+  // later keeps their steps as profiled now, and knows a profile that never
+  // comes is lost; an older one hears of them with their profile.
+  model::ProfiledSteps began;
+  while (profiles->next_began(began))
+    if (collector_protocol_ >= transport::kProfileBeganProtocolVersion) add_record(began);
+  if (!profiles->waiting()) return false;
   if (collector_protocol_ < transport::kProfileProtocolVersion) {
     // An older collector would close the connection at a frame it does not
     // know: the profile cannot go; it is kept beside the rank instead.
@@ -243,7 +249,11 @@ bool Sender::add_profile_chunks(std::size_t budget) {
 
 void Sender::send_last_profiles() {
   ProfileCapture* profiles = profiles_;
-  if (profiles == nullptr || !profiles->waiting()) return;
+  if (profiles == nullptr) return;
+  if (!profiles->waiting()) {
+    add_profile_chunks(0);  // a capture that began and is still on: said
+    return;
+  }
   // A short run ends before its collector has answered: what it speaks
   // decides whether a profile may go, so hear it first.
   if (collector_protocol_ == 0) deliver();

@@ -37,12 +37,17 @@ namespace traceml::transport {
 /// a rank that reads a Verdict naming 7 or later says ProfileReady, and the
 /// collector may then send it ProfileRequest frames (`--profile auto`,
 /// `traceml serve --profile-steps`), the only frames besides the Verdict
-/// that go from the collector to a rank.
-inline constexpr std::uint16_t kProtocolVersion = 7;
+/// that go from the collector to a rank. Version 8 added ProfiledSteps
+/// frames: a rank whose collector's Verdict names 8 or later says when a
+/// capture begins, so that a profile lost with its rank is known to be lost
+/// and its steps still left out of the analysis.
+inline constexpr std::uint16_t kProtocolVersion = 8;
 /// The first version whose collector takes a rank's profiles.
 inline constexpr std::uint16_t kProfileProtocolVersion = 6;
 /// The first version whose collector asks ranks for profiles (ProfileRequest).
 inline constexpr std::uint16_t kProfileRequestProtocolVersion = 7;
+/// The first version whose collector hears a capture begin (ProfiledSteps).
+inline constexpr std::uint16_t kProfileBeganProtocolVersion = 8;
 /// The first version whose Hello the collector answers with a Verdict.
 inline constexpr std::uint16_t kVerdictProtocolVersion = 4;
 /// The first version whose Hello says who speaks (Hello::role).

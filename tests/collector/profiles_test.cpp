@@ -172,5 +172,69 @@ TEST(ProfileStore, AProfileCutShortIsWrittenWithWhatCameAndSaysSo) {
   EXPECT_EQ(files_in(tmp.path() / "profiles"), 1u);  // no partial file left
 }
 
+// Protocol 8: a rank says its capture began; the steps are profiled from
+// then, once, and a profile that never comes is written as lost.
+TEST(ProfileStore, ACaptureSaidBegunIsProfiledOnceAndCountedOnce) {
+  TempDir tmp;
+  ProfileStore store(tmp.path().string());
+  const ProfileStore::Taken began = store.began(model::ProfiledSteps{3, 5, 8}, "why it was asked");
+  EXPECT_FALSE(began.refused);
+  ASSERT_TRUE(began.profiled);
+  EXPECT_EQ(began.profiled->first_step, 5);
+  EXPECT_EQ(began.profiled->last_step, 8);
+  // Its profile comes, a step shorter (training ended inside it): not
+  // profiled a second time, and the reason said at its start is its own.
+  EXPECT_FALSE(store.take(chunk(3, 0, false, 2, 5, 7)).profiled);
+  const ProfileStore::Taken end = store.take(chunk(3, 1, true, 2, 5, 7));
+  EXPECT_FALSE(end.refused);
+  EXPECT_FALSE(end.profiled);
+  const nlohmann::json j = load_json(tmp.path() / "profiles" / "rank3_steps5-7.json");
+  ASSERT_TRUE(j.is_object());
+  EXPECT_EQ(j["otherData"]["traceml"]["ops"], 4);
+  EXPECT_EQ(j["otherData"]["traceml"]["reason"], "why it was asked");
+  // Nothing is said lost at the end, and the capture counted once: seven more fit.
+  EXPECT_TRUE(store.close_open().empty());
+  EXPECT_EQ(files_in(tmp.path() / "profiles"), 1u);
+  for (int i = 1; i < kMaxProfilesPerRank; ++i)
+    EXPECT_FALSE(store.began(model::ProfiledSteps{3, 100 * i, 100 * i + 1}).refused) << i;
+  EXPECT_TRUE(store.began(model::ProfiledSteps{3, 1000, 1001}).refused);
+}
+
+TEST(ProfileStore, ACaptureWhoseProfileNeverCameIsWrittenAsLost) {
+  TempDir tmp;
+  ProfileStore store(tmp.path().string());
+  ASSERT_TRUE(store.began(model::ProfiledSteps{1, 100, 300}, "asked").profiled);
+  EXPECT_FALSE(fs::exists(tmp.path() / "profiles"));  // nothing before the end
+  EXPECT_TRUE(store.close_open().empty());            // its steps were returned when it began
+  const nlohmann::json j = load_json(tmp.path() / "profiles" / "rank1_steps100-300.json");
+  ASSERT_TRUE(j.is_object()) << "not JSON";
+  EXPECT_EQ(j["traceEvents"].size(), 1u);  // the process name alone
+  EXPECT_EQ(j["otherData"]["traceml"]["ops"], 0);
+  EXPECT_EQ(j["otherData"]["traceml"]["error"], ProfileStore::kNeverCame);
+  EXPECT_EQ(j["otherData"]["traceml"]["reason"], "asked");
+  EXPECT_EQ(files_in(tmp.path() / "profiles"), 1u);
+}
+
+TEST(ProfileStore, AProfileItsRankKeptIsNotSaidLostNorReplaced) {
+  TempDir tmp;
+  // The rank kept steps 100-206 beside itself (training ended inside the
+  // capture, and the run's end came before it could send them), and a
+  // second one under the very name a lost profile would take.
+  for (const auto& [first, last] : {std::pair{100, 206}, std::pair{400, 409}}) {
+    report::ProfileTraceWriter kept(tmp.path().string(), 1, first, last, 1 << 20);
+    kept.add(model::ProfileOp{"aten::mm", 1'796'553'490'000'000, 3, 1, std::nullopt, 0, ""});
+    kept.finish(0, {});
+  }
+  ProfileStore store(tmp.path().string());
+  ASSERT_TRUE(store.began(model::ProfiledSteps{1, 100, 300}).profiled);
+  ASSERT_TRUE(store.began(model::ProfiledSteps{1, 400, 409}).profiled);
+  store.close_open();
+  EXPECT_EQ(files_in(tmp.path() / "profiles"), 2u);
+  EXPECT_FALSE(fs::exists(tmp.path() / "profiles" / "rank1_steps100-300.json"));
+  EXPECT_EQ(
+      load_json(tmp.path() / "profiles" / "rank1_steps400-409.json")["otherData"]["traceml"]["ops"],
+      1);
+}
+
 }  // namespace
 }  // namespace traceml::collector

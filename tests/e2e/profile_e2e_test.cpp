@@ -308,6 +308,38 @@ TEST(ProfileE2E, ServeProfileStepsAsksTheRanksTorchrunStarted) {
   EXPECT_EQ(load_json(run_dir / "final_summary.json")["profiles"].size(), 1u);
 }
 
+TEST(ProfileE2E, ARankKilledInsideItsCaptureLeavesItsStepsOutAndTheProfileSaidLost) {
+  // Rank 1 is profiled from step 20 and dies abruptly in step 150 (no exit
+  // handler runs, as when the OOM killer strikes): the profiler's operators
+  // die with it. It had said the capture began (protocol 8), so the run
+  // leaves those steps out of the analysis and lists the profile as lost,
+  // and rank 0, left waiting in the all-reduce, is stopped by the launcher.
+  TempDir tmp;
+  const ProcessResult r = run_process(
+      traceml_run_argv(kCli, tmp.path() / "logs", "killed", 2,
+                       {"--profile-steps", "20:400", "--profile-ranks", "1", "--interval", "0.2"},
+                       {kDdp, "--steps", "300", "--log-every", "1000", "--slow-rank", "1",
+                        "--slow-residual-ms", "4", "--crash-at-step", "150", "--crash-abruptly"}));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  const fs::path run_dir = tmp.path() / "logs" / "killed";
+  const Json trace = load_json(run_dir / "profiles" / "rank1_steps20-400.json");
+  ASSERT_TRUE(trace.is_object()) << r.err;
+  EXPECT_EQ(trace["otherData"]["traceml"]["ops"], 0);
+  EXPECT_NE(
+      trace["otherData"]["traceml"]["error"].get<std::string>().find("its operators never came"),
+      std::string::npos);
+  const Json summary = load_json(run_dir / "final_summary.json");
+  ASSERT_EQ(summary["profiles"].size(), 1u) << summary["profiles"].dump();
+  // Steps 20 to 149 ran under the profiler: left out of the step-time window.
+  const Json& window = summary["step_time"]["global"]["window"];
+  ASSERT_TRUE(window.contains("profiled_steps_left_out")) << window.dump();
+  EXPECT_GE(window["profiled_steps_left_out"].get<int>(), 120);
+  const std::string text = read_file(run_dir / "final_summary.txt");
+  EXPECT_NE(text.find("R1 steps 20-400: none (its operators never came: the rank ended"),
+            std::string::npos)
+      << text;
+}
+
 TEST(ProfileE2E, ABadRangeIsAUsageErrorBeforeAnythingStarts) {
   TempDir tmp;
   for (const std::vector<std::string>& flags :

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "../support/subprocess.hpp"
+#include "report/atomic_file.hpp"
 
 namespace traceml::report {
 namespace {
@@ -76,6 +77,26 @@ TEST(ProfileTrace, AWriterNeverFinishedLeavesNoFile) {
     w.flush();
   }
   EXPECT_TRUE(fs::is_empty(tmp.path() / "profiles"));
+}
+
+TEST(ProfileTrace, AFileFinishedWithoutReplacingLeavesTheOneThereWhole) {
+  TempDir tmp;
+  {
+    ProfileTraceWriter first(tmp.path().string(), 2, 5, 9, 1 << 20);
+    first.add(model::ProfileOp{"aten::mm", 1'000'000, 1, 1, std::nullopt, 0, ""});
+    first.finish(0, "");
+  }
+  const std::string before = testing::read_file(tmp.path() / "profiles" / "rank2_steps5-9.json");
+  {
+    ProfileTraceWriter second(tmp.path().string(), 2, 5, 9, 1 << 20);
+    EXPECT_THROW(second.finish(0, "lost", /*replace=*/false), WriteError);
+  }
+  EXPECT_EQ(testing::read_file(tmp.path() / "profiles" / "rank2_steps5-9.json"), before);
+  // Its partial file went with it; where no file is, it takes the name.
+  EXPECT_EQ(std::distance(fs::directory_iterator(tmp.path() / "profiles"), {}), 1);
+  ProfileTraceWriter third(tmp.path().string(), 2, 10, 12, 1 << 20);
+  EXPECT_EQ(third.finish(0, "lost", /*replace=*/false).error, "lost");
+  EXPECT_EQ(std::distance(fs::directory_iterator(tmp.path() / "profiles"), {}), 2);
 }
 
 TEST(ProfileTrace, FilesThatAreNotOursAreLeftOut) {

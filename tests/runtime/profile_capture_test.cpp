@@ -95,10 +95,18 @@ TEST_F(ProfileCaptureTest, OnAtTheFirstStepBeginOffAtTheLastStepEnd) {
   ProfileCapture c(ProfileRange{3, 5}, 2, wall_, &keep_warning);
   run_steps(c, 1, 2);
   EXPECT_EQ(fake_.starts, 0);
+  model::ProfiledSteps began;
+  EXPECT_FALSE(c.next_began(began));
   c.at_step_begin(3);
   EXPECT_EQ(fake_.starts, 1);
   EXPECT_EQ(fake_.thread, std::this_thread::get_id());  // on the training thread
   EXPECT_FALSE(c.waiting());
+  // The steps it means to capture, for the collector, once.
+  ASSERT_TRUE(c.next_began(began));
+  EXPECT_EQ(began.global_rank, 2);
+  EXPECT_EQ(began.first_step, 3);
+  EXPECT_EQ(began.last_step, 5);
+  EXPECT_FALSE(c.next_began(began));
   c.at_step_end(3);
   run_steps(c, 4, 4);
   EXPECT_EQ(fake_.stops, 0);
@@ -175,6 +183,8 @@ TEST_F(ProfileCaptureTest, AProfilerThatFailsToStartCostsOneWarning) {
   EXPECT_EQ(got[0].error,
             "LibTorch's profiler did not start: Profiler is already enabled on this thread");
   EXPECT_EQ(g_warnings.size(), 1u);
+  model::ProfiledSteps began;
+  EXPECT_FALSE(c.next_began(began)) << "no step ran under traceml's capture";
 }
 
 TEST_F(ProfileCaptureTest, TrainingThatEndsBeforeOrInsideTheRangeSaysSo) {

@@ -33,6 +33,7 @@
 
 #include "../support/subprocess.hpp"
 #include "collector/collector.hpp"
+#include "collector/profiles.hpp"
 #include "model/env_contract.hpp"
 #include "runtime/hot_path.hpp"
 #include "transport/frame.hpp"
@@ -167,6 +168,50 @@ TEST(Sender, ARankThatSaysProfileReadyIsAskedAndAnswersWithAProfile) {
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("never installed LibTorch's profiler hooks"), std::string::npos) << text;
   EXPECT_EQ(text.find("\"reason\""), std::string::npos) << "the user chose these steps";
+}
+
+// Protocol 8: a capture that begins is told to the collector before its
+// profile, so when the rank ends inside it (the profile never sent) the
+// collector still leaves its steps out and writes the profile as lost.
+const char* started_profiler() noexcept {
+  return nullptr;
+}
+const char* stopped_profiler(void** capture) noexcept {
+  *capture = nullptr;
+  return nullptr;
+}
+void read_nothing(void*, detail::ProfiledOpSink, void*) noexcept {}
+
+TEST(Sender, ACaptureThatBeganIsToldAndItsLostProfileSaidSo) {
+  detail::ProfilerHooks hooks;
+  hooks.start = &started_profiler;
+  hooks.stop = &stopped_profiler;
+  hooks.read = &read_nothing;
+  detail::set_profiler_hooks(hooks);
+  timing::WallMapping wall;
+  ProfileCapture capture(ProfileRange{3, 40}, 0, wall, nullptr);
+  Rig rig("sender-test", {}, {}, [&](SenderSettings& s) { s.profiles = &capture; });
+  capture.at_step_begin(3);  // the profiler goes on, and the rank never reaches step 40
+  bool told = false;
+  for (int i = 0; i < 500 && !told; ++i) {
+    std::this_thread::sleep_for(10ms);
+    told = !rig.collector->snapshot().telemetry.profiled_steps.empty();
+  }
+  ASSERT_TRUE(told) << "the collector never heard the capture begin";
+  // The rank ends inside the capture: its profile is never sent.
+  rig.sender->stop(Clock::now() + 10s);
+  rig.collector->finish(Clock::now() + 10s, 1);
+  detail::set_profiler_hooks(detail::ProfilerHooks{});
+  const store::RunData run = rig.collector->take_run();
+  ASSERT_EQ(run.telemetry.profiled_steps.size(), 1u);  // once
+  EXPECT_EQ(run.telemetry.profiled_steps[0].global_rank, 0);
+  EXPECT_EQ(run.telemetry.profiled_steps[0].first_step, 3);
+  EXPECT_EQ(run.telemetry.profiled_steps[0].last_step, 40);
+  const fs::path file = rig.dir.path() / "run" / "profiles" / "rank0_steps3-40.json";
+  ASSERT_TRUE(fs::exists(file));
+  std::ifstream in(file);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find(collector::ProfileStore::kNeverCame), std::string::npos) << text;
 }
 
 // Protocol 4: the status the sender is stopped with goes out as the rank's

@@ -121,7 +121,8 @@ TEST(Frame, TypeValuesAreStable) {
   EXPECT_TRUE(frame_type_from_byte(12));  // protocol 6's profile
   EXPECT_TRUE(frame_type_from_byte(13));  // protocol 7's profile_ready
   EXPECT_TRUE(frame_type_from_byte(14));  // protocol 7's profile_request
-  EXPECT_FALSE(frame_type_from_byte(15));
+  EXPECT_TRUE(frame_type_from_byte(15));  // protocol 8's profiled_steps
+  EXPECT_FALSE(frame_type_from_byte(16));
   EXPECT_EQ(frame_type_from_byte(9), FrameType::Verdict);
   EXPECT_STREQ(frame_type_name(FrameType::Verdict), "verdict");
   EXPECT_EQ(frame_type_from_byte(8), FrameType::Heartbeat);
@@ -199,7 +200,7 @@ TEST(FrameDecoder, HugeLengthFails) {
 }
 
 TEST(FrameDecoder, UnknownTypeFails) {
-  for (std::uint8_t type : {std::uint8_t{0}, std::uint8_t{15}, std::uint8_t{255}}) {
+  for (std::uint8_t type : {std::uint8_t{0}, std::uint8_t{16}, std::uint8_t{255}}) {
     const Bytes f = {0x00, 0x00, 0x00, 0x00, type, 0x01};
     FrameDecoder d;
     d.feed(f.data(), f.size());
@@ -218,20 +219,20 @@ TEST(FrameDecoder, OtherCodecVersionFails) {
 
 TEST(FrameDecoder, FramesBeforeBadBytesAreDeliveredThenTheErrorSticks) {
   const Bytes stream =
-      concat({frame(FrameType::Step, {5}), Bytes{0, 0, 0, 0, 15, 1}, frame(FrameType::Bye, {})});
+      concat({frame(FrameType::Step, {5}), Bytes{0, 0, 0, 0, 16, 1}, frame(FrameType::Bye, {})});
   FrameDecoder d;
   EXPECT_EQ(d.feed(stream.data(), stream.size()), stream.size());
   const auto first = d.next();
   ASSERT_TRUE(first);
   EXPECT_EQ(first->payload, (Bytes{5}));
   EXPECT_FALSE(d.next());
-  EXPECT_EQ(d.error(), "unknown frame type 15");
+  EXPECT_EQ(d.error(), "unknown frame type 16");
   // Sticky: more valid bytes are swallowed and nothing more comes out.
   const Bytes more = frame(FrameType::Bye, {});
   EXPECT_EQ(d.feed(more.data(), more.size()), more.size());
   EXPECT_FALSE(d.next());
   EXPECT_FALSE(d.finish());
-  EXPECT_EQ(d.error(), "unknown frame type 15");
+  EXPECT_EQ(d.error(), "unknown frame type 16");
   EXPECT_EQ(d.buffered(), 0u);
 }
 
@@ -866,13 +867,13 @@ TEST(Hello, LayoutAndRoundTrip) {
   h.token = "ab";
   h.identity.global_rank = 2;
   h.stream = 0x0102030405060708;
-  // u16 version 7, str "ab", u64 stream, u8 role (a rank), identity: i32 2,
+  // u16 version 8, str "ab", u64 stream, u8 role (a rank), identity: i32 2,
   // presence 0.
   EXPECT_EQ(encode_hello(h),
-            (Bytes{7, 0, 2, 0, 'a', 'b', 8, 7, 6, 5, 4, 3, 2, 1, 0, 2, 0, 0, 0, 0}));
+            (Bytes{8, 0, 2, 0, 'a', 'b', 8, 7, 6, 5, 4, 3, 2, 1, 0, 2, 0, 0, 0, 0}));
   h.role = PeerRole::Relay;
   EXPECT_EQ(encode_hello(h),
-            (Bytes{7, 0, 2, 0, 'a', 'b', 8, 7, 6, 5, 4, 3, 2, 1, 1, 2, 0, 0, 0, 0}));
+            (Bytes{8, 0, 2, 0, 'a', 'b', 8, 7, 6, 5, 4, 3, 2, 1, 1, 2, 0, 0, 0, 0}));
   EXPECT_EQ(decode_hello(encode_hello(h))->role, PeerRole::Relay);
   // No third role.
   EXPECT_FALSE(decode_hello({5, 0, 2, 0, 'a', 'b', 8, 7, 6, 5, 4, 3, 2, 1, 2, 2, 0, 0, 0, 0}));
@@ -933,17 +934,17 @@ TEST(Hello, CheckAcceptsOnlyThisProtocolAndToken) {
   EXPECT_EQ(check_hello(empty, "t").reason.value_or(""), wrong);
 
   // Version 1 ranks (no heartbeats), 2 (no timeline block), 3 (no Verdict),
-  // 4 (no role), 5 (no profiles) and 6 (no profile requests) are still
-  // taken; 0 and 8 are not.
-  for (const int v : {1, 2, 3, 4, 5, 6}) {
+  // 4 (no role), 5 (no profiles), 6 (no profile requests) and 7 (no
+  // capture said begun) are still taken; 0 and 9 are not.
+  for (const int v : {1, 2, 3, 4, 5, 6, 7}) {
     h.protocol_version = std::uint16_t(v);
     EXPECT_TRUE(check_hello(h, "s3cret-token").ok()) << v;
   }
-  for (const int v : {0, 8}) {
+  for (const int v : {0, 9}) {
     h.protocol_version = std::uint16_t(v);
     EXPECT_EQ(
         check_hello(h, "s3cret-token").reason.value_or(""),
-        "protocol version " + std::to_string(v) + " is not supported (this build speaks 1 to 7)");
+        "protocol version " + std::to_string(v) + " is not supported (this build speaks 1 to 8)");
   }
 }
 
@@ -1127,6 +1128,8 @@ std::vector<std::pair<std::string, Bytes>> corpus_seeds() {
            frame(frame_type_of<model::ProfileReady>(), encode(model::ProfileReady{3}))},
           {"profile_request.bin", frame(frame_type_of<model::ProfileRequest>(),
                                         encode(model::ProfileRequest{3, 120, 10}))},
+          {"profiled_steps.bin",
+           frame(frame_type_of<model::ProfiledSteps>(), encode(model::ProfiledSteps{3, 120, 129}))},
           {"relay_session.bin", relay_session},
           {"truncated_session.bin", Bytes(session.begin(), session.end() - 5)},
           {"bad_version.bin", bad_version},

@@ -51,7 +51,9 @@ TEST(RecordKinds, FrameBytesNamesAndFileTypesAreEachOnce) {
   EXPECT_EQ(int(frame_type_of<model::ProfileReady>()), 13);    // protocol 7
   EXPECT_EQ(int(frame_type_of<model::ProfileRequest>()), 14);  // protocol 7, collector to rank
   EXPECT_STREQ(frame_type_name(frame_type_of<model::ProfileRequest>()), "profile_request");
-  EXPECT_FALSE(frame_type_from_byte(15).has_value());
+  EXPECT_EQ(int(frame_type_of<model::ProfiledSteps>()), 15);  // protocol 8
+  EXPECT_STREQ(frame_type_name(frame_type_of<model::ProfiledSteps>()), "profiled_steps");
+  EXPECT_FALSE(frame_type_from_byte(16).has_value());
 }
 
 TEST(RecordKinds, EveryFrameDecodesToItsKindAndEncodesAsItsOwnCodec) {

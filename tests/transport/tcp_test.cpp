@@ -342,8 +342,8 @@ TEST(TcpTest, OtherProtocolVersionIsRejected) {
   Recorder rec;
   TcpServer server(options(), rec);
   server.start();
-  EXPECT_EQ(rejection_of(server, rec, hello_frame(kToken, 0, 8)),
-            "protocol_version: protocol version 8 is not supported (this build speaks 1 to 7)");
+  EXPECT_EQ(rejection_of(server, rec, hello_frame(kToken, 0, 9)),
+            "protocol_version: protocol version 9 is not supported (this build speaks 1 to 8)");
 }
 
 /// The first frame the server sends back after `hello`, read within 10 s;
@@ -386,10 +386,10 @@ TEST(TcpTest, AHelloOfProtocolFourIsAnsweredAcceptedOrRefusedWithTheReason) {
   EXPECT_FALSE(wrong->accepted);
   EXPECT_EQ(wrong->reason, "wrong run token (the connection is not from this run)");
   // A later protocol is told which one this collector speaks.
-  const auto later = verdict_of(hello_frame(kToken, 2, 8));
+  const auto later = verdict_of(hello_frame(kToken, 2, 9));
   ASSERT_TRUE(later);
   EXPECT_FALSE(later->accepted);
-  EXPECT_EQ(later->protocol_version, 7);
+  EXPECT_EQ(later->protocol_version, 8);
   // The handler's refusal of an identity travels too.
   rec.refuse_identity("rank 7 is outside the run's world size 2");
   const auto outside = verdict_of(hello_frame(kToken, 7, kProtocolVersion));
