@@ -135,15 +135,26 @@ const char* torch_profiler_call(F&& f, const char* otherwise) noexcept {
   }
 }
 
+/// Whether a capture asks for the GPU's kernels and copies too: set by
+/// enable_torch_cuda() once the program's CUDA device is known (traceml's own
+/// CUPTI records lend CUPTI to the profiler for the captured steps).
+inline std::atomic<bool>& torch_profile_gpu() noexcept {
+  static std::atomic<bool> on{false};
+  return on;
+}
+
 /// ProfilerHooks::start: LibTorch's profiler (the KINETO state, CPU
-/// operators, their input shapes) on the calling thread.
+/// operators, their input shapes; with a CUDA device, its kernels and copies)
+/// on the calling thread.
 inline const char* start_torch_profiler() noexcept {
   return torch_profiler_call(
       []() -> const char* {
         namespace impl = torch::profiler::impl;
         const impl::ProfilerConfig config(impl::ProfilerState::KINETO,
                                           /*report_input_shapes=*/true);
-        const std::set<impl::ActivityType> activities{impl::ActivityType::CPU};
+        std::set<impl::ActivityType> activities{impl::ActivityType::CPU};
+        if (torch_profile_gpu().load(std::memory_order_acquire))
+          activities.insert(impl::ActivityType::CUDA);
         torch::autograd::profiler::prepareProfiler(config, activities);
         torch::autograd::profiler::enableProfiler(config, activities);
         return nullptr;
@@ -322,6 +333,7 @@ inline void enable_torch_cuda(const torch::Device& device) noexcept {
     }
     target.device.store(index, std::memory_order_release);
     detail::set_gpu_hooks(&detail::read_torch_cuda_memory, &detail::current_torch_cuda_stream);
+    detail::torch_profile_gpu().store(true, std::memory_order_release);
   } catch (...) {
     // No GPU hooks: traceml keeps the CPU clock.
   }

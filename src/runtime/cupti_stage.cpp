@@ -35,12 +35,13 @@ CuptiStage::~CuptiStage() {
 std::optional<std::string> CuptiStage::start_source(
     std::optional<timing::DutyCycle> duty) noexcept {
   if (auto why = source_.start()) return why;
-  if (duty) {
-    try {
-      owned_duty_ = std::make_unique<timing::CuptiDutyCycle>(*duty, source_, timing::now_ns());
-      duty_ = owned_duty_.get();
-    } catch (...) {  // no duty cycle: the records stay on, as without one
-    }
+  // Without a duty cycle, one that always records: it lends CUPTI to
+  // LibTorch's profiler for a capture, and knows which steps were lent.
+  try {
+    owned_duty_ = std::make_unique<timing::CuptiDutyCycle>(
+        duty.value_or(timing::DutyCycle::always()), source_, timing::now_ns());
+    duty_ = owned_duty_.get();
+  } catch (...) {  // none: the records stay on, and no capture may take CUPTI
   }
   return std::nullopt;
 }
@@ -55,9 +56,20 @@ bool CuptiStage::records_step(std::int64_t begin_ns, std::int64_t end_ns) {
 std::optional<std::string> CuptiStage::duty_summary() const {
   if (duty_ == nullptr) return std::nullopt;
   const timing::DutyCycle& c = duty_->cycle();
-  return "duty cycle " + std::to_string(c.window) + "/" + std::to_string(c.period) + ": windows " +
-         std::to_string(duty_->windows()) + ", steps recorded " + std::to_string(steps_recorded_) +
-         ", steps not recorded " + std::to_string(steps_unrecorded_) + ", switches refused " +
+  const std::int64_t lends = duty_->lends();
+  const std::string lent = lends == 1 ? std::string("once") : std::to_string(lends) + " times";
+  if (c.is_always()) {
+    if (lends == 0) return std::nullopt;
+    return "CUPTI lent to LibTorch's profiler " + lent + ": steps recorded " +
+           std::to_string(steps_recorded_) + ", steps not recorded " +
+           std::to_string(steps_unrecorded_) + ", switches refused " +
+           std::to_string(duty_->failed_switches());
+  }
+  return "duty cycle " + std::to_string(c.window) + "/" + std::to_string(c.period) +
+         (lends > 0 ? " (lent to LibTorch's profiler " + lent + ")" : std::string()) +
+         ": windows " + std::to_string(duty_->windows()) + ", steps recorded " +
+         std::to_string(steps_recorded_) + ", steps not recorded " +
+         std::to_string(steps_unrecorded_) + ", switches refused " +
          std::to_string(duty_->failed_switches());
 }
 

@@ -58,8 +58,9 @@ class CuptiStage : public ActivityStage {
   [[nodiscard]] const timing::CuptiActivitySource& source() const { return source_; }
   [[nodiscard]] const timing::ActivityAttributor& attributor() const { return attributor_; }
 
-  /// The duty cycle, when there is one: the training threads call its
-  /// at_step_begin().
+  /// The duty cycle (DutyCycle::always() when none was asked; null only
+  /// out of memory): the training threads call its at_step_begin() unless
+  /// it always records, and a profile capture lends CUPTI through it.
   [[nodiscard]] timing::CuptiDutyCycle* duty_cycle() const { return duty_; }
   /// Hands the duty cycle's ownership to the caller, who keeps it for the
   /// life of the process: a training thread may still be inside its
@@ -69,7 +70,8 @@ class CuptiStage : public ActivityStage {
   /// by the pipeline once per step): the sample size of the evidence.
   [[nodiscard]] std::int64_t steps_recorded() const { return steps_recorded_; }
   [[nodiscard]] std::int64_t steps_unrecorded() const { return steps_unrecorded_; }
-  /// "duty cycle 8/128: ..." for the debug report; absent without one.
+  /// "duty cycle 8/128: ..." for the debug report, or how often CUPTI was
+  /// lent to LibTorch's profiler; absent with neither.
   [[nodiscard]] std::optional<std::string> duty_summary() const;
 
  private:

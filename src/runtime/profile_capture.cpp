@@ -12,6 +12,7 @@
 #include "model/text.hpp"
 #include "report/atomic_file.hpp"
 #include "report/profile_trace.hpp"
+#include "timing/cupti_duty_cycle.hpp"
 
 namespace traceml {
 namespace runtime {
@@ -63,12 +64,12 @@ detail::ProfilerHooks profiler_hooks() noexcept {
 }
 
 ProfileCapture::ProfileCapture(ProfileRange range, int global_rank, const timing::WallMapping& wall,
-                               void (*warn)(const std::string&), std::string refusal)
-    : range_(range), rank_(global_rank), wall_(wall), warn_(warn), refusal_(std::move(refusal)) {}
+                               void (*warn)(const std::string&), CuptiLender cupti)
+    : range_(range), rank_(global_rank), wall_(wall), warn_(warn), cupti_(cupti) {}
 
 ProfileCapture::ProfileCapture(int global_rank, const timing::WallMapping& wall,
-                               void (*warn)(const std::string&), std::string refusal)
-    : rank_(global_rank), wall_(wall), warn_(warn), refusal_(std::move(refusal)) {
+                               void (*warn)(const std::string&), CuptiLender cupti)
+    : rank_(global_rank), wall_(wall), warn_(warn), cupti_(cupti) {
   state_.store(kIdle, std::memory_order_relaxed);
 }
 
@@ -147,15 +148,28 @@ void ProfileCapture::begin(std::int64_t next) noexcept {
   failed.first = first;
   failed.last = last;
   const detail::ProfilerHooks hooks = profiler_hooks();
+  std::string refusal;
+  timing::CuptiDutyCycle* cupti = nullptr;
+  try {
+    cupti = cupti_ != nullptr ? cupti_(refusal) : nullptr;
+  } catch (...) {
+    refusal = "out of memory";
+  }
   if (next > last) {
     failed.error = "no step of the range began while traceml recorded";
-  } else if (!refusal_.empty()) {
-    failed.error = refusal_;
+  } else if (!refusal.empty()) {
+    failed.error = refusal;
   } else if (hooks.start == nullptr || hooks.stop == nullptr || hooks.read == nullptr) {
     failed.error =
         "the program never installed LibTorch's profiler hooks (call "
         "traceml::enable_torch_cuda(device) after traceml::init(); it does so on a CPU too)";
   }
+  // traceml's own CUPTI records go off for the capture: LibTorch's profiler
+  // takes CUPTI's process-wide callbacks (with a GPU).
+  if (failed.error.empty() && cupti != nullptr && !cupti->lend())
+    failed.error =
+        "traceml's CUPTI records could not be switched off for LibTorch's profiler (CUPTI "
+        "refused); set TRACEML_CUPTI=0 on the ranks to profile";
   if (!failed.error.empty()) {
     finish(std::move(failed));
     return;
@@ -166,9 +180,11 @@ void ProfileCapture::begin(std::int64_t next) noexcept {
   offset_us_ = traceml_us - realtime_us();
   if (const char* why = hooks.start()) {
     failed.error = std::string("LibTorch's profiler did not start: ") + why;
+    if (cupti != nullptr) cupti->take_back(next);
     finish(std::move(failed));
     return;
   }
+  lent_from_ = cupti;
   thread_ = std::this_thread::get_id();
   first_ = next;
   last_ = last;
@@ -209,6 +225,16 @@ void ProfileCapture::stop(std::int64_t last, std::string error) noexcept {
     f.error = std::string("LibTorch's profiler did not stop: ") + why;
   else if (!error.empty())
     f.error = std::move(error);
+  // CUPTI back to traceml's records, from the next step on.
+  if (lent_from_ != nullptr && !lent_from_->take_back(f.last + 1)) {
+    try {
+      say("traceml could not take CUPTI back from LibTorch's profiler after steps " +
+          std::to_string(f.first) + " to " + std::to_string(f.last) +
+          ": no GPU activity records until a later capture ends; training continues");
+    } catch (...) {
+    }
+  }
+  lent_from_ = nullptr;
   finish(std::move(f));
 }
 

@@ -24,10 +24,22 @@
 #include "model/telemetry.hpp"
 #include "timing/clock.hpp"
 
+namespace traceml::timing {
+class CuptiDutyCycle;
+}  // namespace traceml::timing
+
 namespace traceml::runtime {
 
 /// The profiler hooks the program installed (all null: none).
 detail::ProfilerHooks profiler_hooks() noexcept;
+
+/// Who holds CUPTI in this process, asked as each capture begins: the duty
+/// cycle of traceml's own GPU activity records, which lends CUPTI to
+/// LibTorch's profiler (Kineto registers its own callbacks, process-wide)
+/// for the capture and takes it back after; null when traceml records
+/// nothing with CUPTI, or with `refusal` set when its records are on and
+/// cannot be lent (no capture may then run).
+using CuptiLender = timing::CuptiDutyCycle* (*)(std::string& refusal);
 
 /// Steps first..last of one rank, both included.
 struct ProfileRange {
@@ -39,15 +51,14 @@ class ProfileCapture {
  public:
   /// `warn` prints one line (the runtime's warning); `wall` maps the hot
   /// path's clock to unix time, as the steps' timestamps are (copied: the
-  /// capture outlives the runtime). `refusal`: why no capture may run in
-  /// this process (traceml's own CUPTI records are on, and LibTorch's
-  /// profiler would take CUPTI from them); empty: none.
+  /// capture outlives the runtime). `cupti`: who holds CUPTI (null: nobody
+  /// of traceml's).
   ProfileCapture(ProfileRange range, int global_rank, const timing::WallMapping& wall,
-                 void (*warn)(const std::string&), std::string refusal = {});
+                 void (*warn)(const std::string&), CuptiLender cupti = nullptr);
   /// A capture with nothing armed: it waits for the collector's requests
   /// (request()).
   ProfileCapture(int global_rank, const timing::WallMapping& wall, void (*warn)(const std::string&),
-                 std::string refusal = {});
+                 CuptiLender cupti = nullptr);
   /// Frees the captures never sent (the runtime's lives until the process ends).
   ~ProfileCapture() { discard(); }
   ProfileCapture(const ProfileCapture&) = delete;
@@ -156,7 +167,7 @@ class ProfileCapture {
   int rank_;
   timing::WallMapping wall_;
   void (*warn_)(const std::string&);
-  std::string refusal_;
+  CuptiLender cupti_;
   std::atomic<int> state_{kArmed};
   std::atomic<bool> stop_asked_{false};
   std::atomic<bool> shut_down_{false};
@@ -166,6 +177,7 @@ class ProfileCapture {
   std::int64_t last_ = 0;  ///< the capture's last step, as begin() placed it
   std::int64_t offset_us_ = 0;
   detail::ProfilerHooks hooks_;
+  timing::CuptiDutyCycle* lent_from_ = nullptr;  ///< traceml's CUPTI, lent for this capture
 
   mutable std::mutex mu_;
   std::deque<Finished> finished_;           // guarded by mu_

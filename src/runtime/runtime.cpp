@@ -59,6 +59,23 @@ std::atomic<GpuClock*> g_gpu_clock{nullptr};
 /// CUPTI's duty cycle (TRACEML_CUPTI_DUTY), when one runs; like the GPU
 /// clock never freed, since a step begun before shutdown may still ask it.
 std::atomic<timing::CuptiDutyCycle*> g_cupti_duty{nullptr};
+/// The same, or one that always records when no duty cycle was asked: a
+/// profile capture lends CUPTI to LibTorch's profiler through it. Set when
+/// traceml's CUPTI records start; never freed.
+std::atomic<timing::CuptiDutyCycle*> g_cupti_lender{nullptr};
+/// traceml's CUPTI records are on with nothing to lend them through (out of
+/// memory): no capture may take CUPTI from them.
+std::atomic<bool> g_cupti_unlendable{false};
+
+/// ProfileCapture's CuptiLender.
+timing::CuptiDutyCycle* cupti_lender(std::string& refusal) {
+  if (auto* lender = g_cupti_lender.load(std::memory_order_acquire)) return lender;
+  if (g_cupti_unlendable.load(std::memory_order_acquire))
+    refusal =
+        "traceml's own CUPTI records are on and cannot be lent to LibTorch's profiler (set "
+        "TRACEML_CUPTI=0 on the ranks to profile)";
+  return nullptr;
+}
 /// LibTorch's profiler on the steps --profile-steps chose (null: none asked
 /// of this rank); like the GPU clock never freed.
 std::atomic<ProfileCapture*> g_profile{nullptr};
@@ -254,7 +271,7 @@ class Runtime {
     if (!config_.profile_steps) return nullptr;
     auto* capture =
         new ProfileCapture(ProfileRange{config_.profile_steps->first, config_.profile_steps->last},
-                           config_.identity.global_rank, wall_, &warn, profile_refusal());
+                           config_.identity.global_rank, wall_, &warn, &cupti_lender);
     g_profile.store(capture, std::memory_order_release);
     return capture;
   }
@@ -267,8 +284,7 @@ class Runtime {
     std::lock_guard<std::mutex> lk(g_profile_mu);
     if (ProfileCapture* existing = g_profile.load(std::memory_order_acquire)) return existing;
     try {
-      auto* capture =
-          new ProfileCapture(config_.identity.global_rank, wall_, &warn, profile_refusal());
+      auto* capture = new ProfileCapture(config_.identity.global_rank, wall_, &warn, &cupti_lender);
       // Made after the runtime's shutdown (a lingering rank still hears
       // the collector): shut down too, so that a request is said too late.
       if (g_profile_closed) capture->at_shutdown(g_hot.last_step.load(), false);
@@ -277,15 +293,6 @@ class Runtime {
     } catch (...) {
       return nullptr;  // out of memory: the request is left
     }
-  }
-
-  /// Why no capture may run in this process: traceml's own CUPTI activity
-  /// records are on, and LibTorch's profiler (Kineto) would take CUPTI's
-  /// process-wide callbacks from them for the rest of the run.
-  std::string profile_refusal() const {
-    if (!cupti_) return {};
-    return "traceml's own CUPTI records are on, and LibTorch's profiler would take CUPTI from "
-           "them for the rest of the run (set TRACEML_CUPTI=0 on the ranks to profile)";
   }
 
   /// Finds CUDA (dlopen) and makes the process's GPU clock, once; says on
@@ -323,8 +330,14 @@ class Runtime {
     std::string why;
     cupti_ = CuptiStage::start(why, config_.cupti_settings, config_.cupti_duty);
     cupti_why_ = why;
-    if (cupti_ && cupti_->duty_cycle() != nullptr)
-      g_cupti_duty.store(cupti_->release_duty_cycle(), std::memory_order_release);
+    if (cupti_ && cupti_->duty_cycle() != nullptr) {
+      timing::CuptiDutyCycle* duty = cupti_->release_duty_cycle();
+      // The step scope switches only a real duty cycle's records.
+      if (!duty->cycle().is_always()) g_cupti_duty.store(duty, std::memory_order_release);
+      g_cupti_lender.store(duty, std::memory_order_release);
+    } else if (cupti_) {
+      g_cupti_unlendable.store(true, std::memory_order_release);
+    }
     if (!cupti_ && config_.speaks_for_its_node())
       write_stderr_line("traceml: no GPU activity records (" + why + ")");
   }

@@ -516,9 +516,53 @@ bool CuptiActivitySource::resume() noexcept {
   return true;
 }
 
+bool CuptiActivitySource::lend() noexcept {
+  if (!running_) return false;
+  if (lent_.load(std::memory_order_relaxed)) return true;
+  if (!pause()) return false;
+  // No buffer of ours stays with CUPTI: once the other user's callbacks are
+  // registered, a buffer of ours would come back to them. With the kinds
+  // off, nothing asks for another after the flush.
+  api_.activity_flush_all(kCuptiFlushForced);
+  accepting_.store(false, std::memory_order_relaxed);
+  lent_.store(true, std::memory_order_release);
+  return true;
+}
+
+bool CuptiActivitySource::take_back(bool records) noexcept {
+  if (!running_ || !lent_.load(std::memory_order_relaxed)) return running_;
+  // As at start: our clock before any kind is on, then the callbacks. A
+  // CUPTI that no longer takes our clock would stamp records on its own: the
+  // source stays lent rather than put them at the wrong time.
+  if (timestamp_callback_ &&
+      (api_.activity_register_timestamp_callback == nullptr ||
+       api_.activity_register_timestamp_callback(&now_for_cupti) != kCuptiSuccess))
+    return false;
+  if (api_.activity_register_callbacks(&Callbacks::requested, &Callbacks::completed) !=
+      kCuptiSuccess)
+    return false;
+  accepting_.store(true, std::memory_order_relaxed);
+  lent_.store(false, std::memory_order_release);
+  // A refused resume leaves the kinds off, as a refused duty-cycle switch does.
+  if (records) resume();
+  return true;
+}
+
 void CuptiActivitySource::stop() noexcept {
   if (!running_) return;
   running_ = false;
+  if (lent_.load(std::memory_order_acquire)) {
+    // CUPTI's switches are the other user's now, and no buffer of ours is
+    // with CUPTI (lend() flushed them, and none was lent since).
+    enabled_.clear();
+    disabled_apis_.clear();
+    try {
+      std::lock_guard<std::mutex> lock(callback_mutex());
+      if (g_active == this) g_active = nullptr;
+    } catch (...) {
+    }
+    return;
+  }
   disable_enabled();
   // Every buffer back, to read or free: nothing of this source's is left with CUPTI.
   api_.activity_flush_all(kCuptiFlushForced);
@@ -536,7 +580,7 @@ void CuptiActivitySource::stop() noexcept {
 std::size_t CuptiActivitySource::collect(std::vector<ApiLaunch>& launches,
                                          std::vector<GpuActivity>& activities,
                                          FlushMode mode) noexcept {
-  if (running_) {
+  if (running_ && !lent_.load(std::memory_order_acquire)) {
     // Without our mutex: CUPTI calls completed() from inside the flush.
     api_.activity_flush_all(mode == FlushMode::Forced ? kCuptiFlushForced : 0);
     std::size_t dropped = 0;

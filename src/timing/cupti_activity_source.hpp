@@ -146,6 +146,22 @@ class CuptiActivitySource {
   bool resume() noexcept;
   [[nodiscard]] bool paused() const noexcept { return paused_; }
 
+  /// Hands CUPTI to another user for a while (LibTorch's profiler, whose
+  /// Kineto registers its own buffer callbacks, process-wide, and may
+  /// finalize CUPTI when it stops): the kinds go off (as pause()), every
+  /// buffer comes back (a forced flush: their records still come through
+  /// collect()), and no buffer is lent to CUPTI until take_back(). While
+  /// lent, collect() never flushes and stop() touches none of CUPTI's
+  /// switches (they are the other user's). Under the duty cycle's mutex, as
+  /// pause(). False when CUPTI refused to turn the kinds off (nothing lent).
+  bool lend() noexcept;
+  /// The other user is done: the timestamp and buffer callbacks are
+  /// registered again (CUPTI may have been finalized in between) and, when
+  /// `records`, the kinds go on again (as resume()). False when CUPTI refused
+  /// the callbacks: the source stays lent, its records off for good.
+  bool take_back(bool records) noexcept;
+  [[nodiscard]] bool lent() const noexcept { return lent_.load(std::memory_order_acquire); }
+
   /// Flushes (while running) and appends the records of every buffer CUPTI
   /// has handed back since the last call. Returns how many were appended.
   std::size_t collect(std::vector<ApiLaunch>& launches, std::vector<GpuActivity>& activities,
@@ -220,6 +236,7 @@ class CuptiActivitySource {
   std::vector<Filled> filled_;
   std::vector<Filled> reading_;         // collect()'s side of the swap, same capacity
   std::atomic<bool> accepting_{false};  // lend buffers to CUPTI
+  std::atomic<bool> lent_{false};       // CUPTI is another user's (lend())
   std::atomic<std::int64_t> cupti_dropped_{0};
   std::atomic<std::int64_t> buffers_refused_{0};
   std::atomic<std::int64_t> untimed_{0};

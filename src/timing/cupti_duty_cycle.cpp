@@ -9,6 +9,7 @@
 namespace traceml::timing {
 
 std::int64_t DutyCycle::next_boundary(std::int64_t step) const noexcept {
+  if (is_always()) return std::numeric_limits<std::int64_t>::max();
   if (step < 1) return 1;
   const std::int64_t base = (step - 1) / period * period;
   return records(step) ? base + window + 1 : base + period + 1;
@@ -42,8 +43,8 @@ std::optional<DutyCycle> parse_duty_cycle(const std::string& text, std::string& 
 
 CuptiDutyCycle::CuptiDutyCycle(DutyCycle cycle, CuptiActivitySource& source,
                                std::int64_t started_ns) noexcept
-    : cycle_(cycle), next_boundary_(cycle.window + 1), source_(&source) {
-  windows_[0].on_ns = started_ns;
+    : cycle_(cycle), next_boundary_(cycle.next_boundary(1)), source_(&source) {
+  windows_[0].on_ns = cycle.is_always() ? std::numeric_limits<std::int64_t>::min() : started_ns;
   opened_ = 1;
 }
 
@@ -53,6 +54,11 @@ void CuptiDutyCycle::switch_at(std::int64_t step) noexcept {
   // Another thread may have passed this boundary already (several training
   // threads): the state follows the latest step seen, never an older one.
   if (step < next_boundary_.load(std::memory_order_relaxed)) return;
+  if (lent_) {
+    // LibTorch's profiler holds CUPTI: take_back() decides for its step.
+    next_boundary_.store(cycle_.next_boundary(step), std::memory_order_relaxed);
+    return;
+  }
   const bool want = cycle_.records(step);
   if (want != on_) {
     if (want) {
@@ -77,6 +83,53 @@ void CuptiDutyCycle::switch_at(std::int64_t step) noexcept {
     }
   }
   next_boundary_.store(cycle_.next_boundary(step), std::memory_order_relaxed);
+}
+
+bool CuptiDutyCycle::lend() noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (source_ == nullptr) return false;
+  if (lent_) return true;
+  // Before the kinds go off: every step that ended before it was whole.
+  const std::int64_t off = now_ns();
+  if (!source_->lend()) {
+    ++failed_;
+    return false;
+  }
+  if (on_) {
+    windows_[std::size_t(opened_ - 1) % kWindows].off_ns = off;
+    on_ = false;
+  }
+  lent_ = true;
+  ++lends_;
+  return true;
+}
+
+bool CuptiDutyCycle::take_back(std::int64_t next) noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!lent_) return true;
+  if (source_ == nullptr) return false;
+  const bool want = cycle_.records(next);
+  if (!source_->take_back(want)) {
+    ++failed_;  // still lent: tried again at the next capture's end
+    return false;
+  }
+  lent_ = false;
+  if (want && !source_->paused()) {
+    Window& w = windows_[std::size_t(opened_) % kWindows];
+    w.on_ns = now_ns();  // after the kinds are on: a step from here on is whole
+    w.off_ns = std::numeric_limits<std::int64_t>::max();
+    ++opened_;
+    on_ = true;
+  } else if (want) {
+    ++failed_;  // CUPTI refused the kinds back: off until the next boundary
+  }
+  next_boundary_.store(cycle_.next_boundary(next), std::memory_order_relaxed);
+  return true;
+}
+
+std::int64_t CuptiDutyCycle::lends() const noexcept {
+  std::lock_guard<std::mutex> lock(mu_);
+  return lends_;
 }
 
 void CuptiDutyCycle::detach() noexcept {

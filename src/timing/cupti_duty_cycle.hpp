@@ -32,9 +32,13 @@ struct DutyCycle {
   std::int64_t window = 0;
   std::int64_t period = 0;
 
+  /// Records on every step: no duty cycle, CUPTI's records lent only to
+  /// LibTorch's profiler (CuptiDutyCycle::lend).
+  static constexpr DutyCycle always() { return DutyCycle{1, 1}; }
+  [[nodiscard]] constexpr bool is_always() const noexcept { return window >= period; }
   /// Whether step `step` (from 1) lies in a window.
   [[nodiscard]] bool records(std::int64_t step) const noexcept {
-    return step >= 1 && (step - 1) % period < window;
+    return is_always() || (step >= 1 && (step - 1) % period < window);
   }
   /// The first step after `step` whose records() differs from step's.
   [[nodiscard]] std::int64_t next_boundary(std::int64_t step) const noexcept;
@@ -56,7 +60,8 @@ std::optional<DutyCycle> parse_duty_cycle(const std::string& text, std::string& 
 class CuptiDutyCycle {
  public:
   /// `source` must be running with its records on; the first window opens
-  /// at `started_ns` (now_ns clock).
+  /// at `started_ns` (now_ns clock), or holds every step before too with
+  /// DutyCycle::always() (whose at_step_begin never switches).
   CuptiDutyCycle(DutyCycle cycle, CuptiActivitySource& source, std::int64_t started_ns) noexcept;
   CuptiDutyCycle(const CuptiDutyCycle&) = delete;
   CuptiDutyCycle& operator=(const CuptiDutyCycle&) = delete;
@@ -71,6 +76,21 @@ class CuptiDutyCycle {
   /// The source is stopping or going away: no switch from now on (a training
   /// thread still inside at_step_begin finishes first).
   void detach() noexcept;
+
+  /// LibTorch's profiler takes CUPTI (a capture begins; its training
+  /// thread, at a step edge): the records go off and their window closes
+  /// now, the source lends CUPTI (CuptiActivitySource::lend), and no
+  /// boundary switches them until take_back(). A step that ran while lent
+  /// is not covered: its GPU activity is missing, never another user's.
+  /// False when it could not (CUPTI refused, or the source is gone).
+  bool lend() noexcept;
+  /// The capture ended before step `next` begins: the source takes CUPTI
+  /// back and, when the cycle records `next`, a window opens now. False when
+  /// CUPTI refused the callbacks back (counted a refused switch): the source
+  /// stays lent, its records off, and the next capture's end tries again.
+  bool take_back(std::int64_t next) noexcept;
+  /// Lends so far.
+  [[nodiscard]] std::int64_t lends() const noexcept;
 
   /// Whether every launch between begin_ns and end_ns (now_ns clock) was made
   /// with the records on: the step lies inside one window.
@@ -103,6 +123,8 @@ class CuptiDutyCycle {
   mutable std::mutex mu_;
   CuptiActivitySource* source_;             // guarded by mu_; null once detached
   bool on_ = true;                          // guarded by mu_
+  bool lent_ = false;                       // guarded by mu_: the source is lent
+  std::int64_t lends_ = 0;                  // guarded by mu_
   std::array<Window, kWindows> windows_{};  // ring, guarded by mu_
   std::int64_t opened_ = 0;                 // windows ever opened, guarded by mu_
   std::int64_t failed_ = 0;                 // guarded by mu_

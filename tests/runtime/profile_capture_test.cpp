@@ -247,9 +247,13 @@ TEST_F(ProfileCaptureTest, TrainingThatEndsBeforeOrInsideTheRangeSaysSo) {
   }
 }
 
+timing::CuptiDutyCycle* unlendable_cupti(std::string& refusal) {
+  refusal = "traceml's CUPTI activity records are on in this process";
+  return nullptr;
+}
+
 TEST_F(ProfileCaptureTest, ARefusedCaptureNeverStartsTheProfiler) {
-  ProfileCapture c(ProfileRange{2, 3}, 0, wall_, &keep_warning,
-                   "traceml's CUPTI activity records are on in this process");
+  ProfileCapture c(ProfileRange{2, 3}, 0, wall_, &keep_warning, &unlendable_cupti);
   run_steps(c, 1, 5);
   EXPECT_EQ(fake_.starts, 0);
   const auto got = chunks(c);

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "runtime/cupti_stage.hpp"
+#include "runtime/profile_capture.hpp"
 #include "timing/clock.hpp"
 #include "timing/cupti_activity_source.hpp"
 #include "timing/cupti_api.hpp"
@@ -462,6 +463,7 @@ struct FakeCupti {
     attribute_result = kCuptiSuccess;
     requested = nullptr;
     completed = nullptr;
+    register_result = kCuptiSuccess;
     timestamp_source = nullptr;
     timestamp_callback_result = kCuptiSuccess;
     clock_shift_ns = 0;
@@ -503,7 +505,9 @@ struct FakeCupti {
     enabled.erase(std::remove(enabled.begin(), enabled.end(), kind), enabled.end());
     return kCuptiSuccess;
   }
+  static inline int register_result = kCuptiSuccess;
   static int register_callbacks(CuptiBufferRequested r, CuptiBufferCompleted c) {
+    if (register_result != kCuptiSuccess) return register_result;
     requested = r;
     completed = c;
     return kCuptiSuccess;
@@ -1295,15 +1299,220 @@ TEST_F(FakeCuptiSource, DutyCycleKeepsTheLaunchApisOnlyAcrossWindows) {
   EXPECT_TRUE(FakeCupti::api_on_after_kind_disabled.empty());
 }
 
-// Without a duty cycle every step is recorded, as before issue 36.
+// Without a duty cycle every step is recorded, as before issue 36: the
+// cycle that always records only lends CUPTI to a profile capture.
 TEST_F(FakeCuptiSource, WithoutADutyCycleEveryStepIsRecorded) {
   runtime::CuptiStage stage(FakeCupti::api(true));
   ASSERT_EQ(stage.start_source(), std::nullopt);
-  EXPECT_EQ(stage.duty_cycle(), nullptr);
-  EXPECT_TRUE(stage.records_step(1, 2));
+  ASSERT_NE(stage.duty_cycle(), nullptr);
+  EXPECT_TRUE(stage.duty_cycle()->cycle().is_always());
+  for (std::int64_t s = 1; s <= 1000; ++s)
+    stage.duty_cycle()->at_step_begin(s);  // never a switch
+  EXPECT_EQ(FakeCupti::enabled.size(), 5u);
+  EXPECT_EQ(stage.duty_cycle()->windows(), 1);
+  EXPECT_TRUE(stage.records_step(1, 2));  // a step before the source started, too
   EXPECT_EQ(stage.records_off_after(2), std::nullopt);
   EXPECT_EQ(stage.duty_summary(), std::nullopt);
-  EXPECT_EQ(stage.steps_recorded(), 0);
+}
+
+// --- CUPTI lent to LibTorch's profiler for a capture (issue 34) -------------
+
+/// Kineto's buffer callbacks, as LibTorch's profiler registers them.
+struct Kineto {
+  static inline int buffers = 0;  ///< buffers handed back to Kineto
+  static void requested(std::uint8_t** buffer, std::size_t* size, std::size_t* max_records) {
+    *size = 64 << 10;
+    *buffer = static_cast<std::uint8_t*>(std::aligned_alloc(8, *size));
+    *max_records = 0;
+  }
+  static void completed(void*, std::uint32_t, std::uint8_t* buffer, std::size_t, std::size_t) {
+    ++buffers;
+    std::free(buffer);
+  }
+  /// What its profiler's start does: its callbacks, its kinds.
+  static void start() {
+    buffers = 0;
+    FakeCupti::register_callbacks(&requested, &completed);
+    for (const int kind :
+         {kCuptiActivityKindConcurrentKernel, kCuptiActivityKindMemcpy, kCuptiActivityKindRuntime})
+      FakeCupti::enable(kind);
+  }
+  /// Its stop: its kinds off, its buffers back, and CUPTI finalized
+  /// (TEARDOWN_CUPTI): nobody's callbacks registered any more.
+  static void stop() {
+    for (const int kind :
+         {kCuptiActivityKindConcurrentKernel, kCuptiActivityKindMemcpy, kCuptiActivityKindRuntime})
+      FakeCupti::disable(kind);
+    FakeCupti::flush_all(kCuptiFlushForced);
+    FakeCupti::requested = nullptr;
+    FakeCupti::completed = nullptr;
+  }
+};
+
+// The steps before the capture keep their records (they come back at the
+// lend), the steps under the profiler are not covered (their GPU activity
+// missing, never the profiler's records), and after it traceml's callbacks
+// and kinds are back and its records whole again.
+TEST_F(FakeCuptiSource, ACaptureBorrowsCuptiAndGivesItBack) {
+  runtime::CuptiStage stage(FakeCupti::api(true));
+  ASSERT_EQ(stage.start_source(), std::nullopt);
+  CuptiDutyCycle& duty = *stage.duty_cycle();
+  const CuptiBufferCompleted ours = FakeCupti::completed;
+  const auto s1 = fake_step(stage, 1);
+  ASSERT_FALSE(FakeCupti::queued.empty());
+  ASSERT_TRUE(duty.lend());
+  EXPECT_TRUE(FakeCupti::enabled.empty());  // every kind of ours off
+  ASSERT_FALSE(FakeCupti::flushes.empty());
+  EXPECT_EQ(FakeCupti::flushes.back(), kCuptiFlushForced);  // our buffers back first
+  EXPECT_TRUE(FakeCupti::queued.empty());
+  Kineto::start();
+  const auto s2 = fake_step(stage, 2);  // recorded by Kineto's kinds, into its buffers
+  const std::size_t flushes = FakeCupti::flushes.size();
+  stage.collect(false);
+  EXPECT_EQ(FakeCupti::flushes.size(), flushes) << "a flush while lent is Kineto's business";
+  Kineto::stop();
+  EXPECT_EQ(Kineto::buffers, 1);
+  ASSERT_TRUE(duty.take_back(3));
+  EXPECT_EQ(FakeCupti::completed, ours);  // registered again after the teardown
+  EXPECT_EQ(FakeCupti::enabled.size(), 5u);
+  const auto s3 = fake_step(stage, 3);
+  stage.collect(false);
+  EXPECT_EQ(Kineto::buffers, 1);  // step 3's records are ours
+  EXPECT_TRUE(stage.records_step(s1.first, s1.second));
+  EXPECT_FALSE(stage.records_step(s2.first, s2.second));
+  EXPECT_TRUE(stage.records_step(s3.first, s3.second));
+  EXPECT_EQ(stage.attribute(s1.first, s1.second).h2d_copies, 1);
+  EXPECT_EQ(stage.attribute(s3.first, s3.second).h2d_copies, 1);
+  EXPECT_EQ(duty.lends(), 1);
+  EXPECT_EQ(stage.duty_summary(),
+            "CUPTI lent to LibTorch's profiler once: steps recorded 2, steps not recorded 1, "
+            "switches refused 0");
+}
+
+// The run ends while the profiler holds CUPTI: stopping touches none of its
+// switches and flushes none of its buffers.
+TEST_F(FakeCuptiSource, StoppingWhileLentLeavesTheProfilersCupti) {
+  runtime::CuptiStage stage(FakeCupti::api(true));
+  ASSERT_EQ(stage.start_source(), std::nullopt);
+  ASSERT_TRUE(stage.duty_cycle()->lend());
+  Kineto::start();
+  const std::size_t flushes = FakeCupti::flushes.size();
+  stage.collect(true);
+  EXPECT_EQ(FakeCupti::enabled.size(), 3u);  // Kineto's three
+  EXPECT_EQ(FakeCupti::flushes.size(), flushes);
+  EXPECT_EQ(FakeCupti::requested, &Kineto::requested);
+  Kineto::stop();
+}
+
+// CUPTI refuses traceml's callbacks after the capture: still lent, its steps
+// not covered, counted; the next capture's end takes CUPTI back.
+TEST_F(FakeCuptiSource, CuptiRefusedBackStaysLentUntilTheNextCaptureEnds) {
+  runtime::CuptiStage stage(FakeCupti::api(true));
+  ASSERT_EQ(stage.start_source(), std::nullopt);
+  CuptiDutyCycle& duty = *stage.duty_cycle();
+  ASSERT_TRUE(duty.lend());
+  Kineto::start();
+  Kineto::stop();
+  FakeCupti::register_result = kCuptiErrorUnknown;
+  EXPECT_FALSE(duty.take_back(2));
+  EXPECT_TRUE(FakeCupti::enabled.empty());
+  const auto s2 = fake_step(stage, 2);
+  EXPECT_FALSE(stage.records_step(s2.first, s2.second));
+  EXPECT_EQ(duty.failed_switches(), 1);
+  FakeCupti::register_result = kCuptiSuccess;
+  EXPECT_TRUE(duty.lend());  // the next capture: nothing of ours to switch off
+  Kineto::start();
+  Kineto::stop();
+  EXPECT_TRUE(duty.take_back(3));
+  EXPECT_EQ(FakeCupti::enabled.size(), 5u);
+  const auto s3 = fake_step(stage, 3);
+  EXPECT_TRUE(stage.records_step(s3.first, s3.second));
+}
+
+// With a duty cycle: the lend closes the open window, the boundaries passed
+// while lent switch nothing, and the capture's end opens a window only when
+// the cycle records its next step.
+TEST_F(FakeCuptiSource, ALendOnADutyCycleHoldsItsSwitchesUntilTakenBack) {
+  runtime::CuptiStage stage(FakeCupti::api(true));
+  ASSERT_EQ(stage.start_source(DutyCycle{2, 4}), std::nullopt);
+  CuptiDutyCycle& duty = *stage.duty_cycle();
+  (void)fake_step(stage, 1);
+  ASSERT_TRUE(duty.lend());
+  EXPECT_FALSE(duty.recording());
+  Kineto::start();
+  for (std::int64_t s = 2; s <= 5; ++s)  // step 5 would open the second window
+    duty.at_step_begin(s);
+  EXPECT_EQ(FakeCupti::enabled.size(), 3u);  // Kineto's only
+  Kineto::stop();
+  ASSERT_TRUE(duty.take_back(6));  // step 6 is in the second window
+  EXPECT_TRUE(duty.recording());
+  EXPECT_EQ(FakeCupti::enabled.size(), 5u);
+  EXPECT_EQ(duty.windows(), 2);
+  (void)fake_step(stage, 6);
+  (void)fake_step(stage, 7);  // a boundary again: off
+  EXPECT_FALSE(duty.recording());
+  ASSERT_TRUE(duty.lend());
+  ASSERT_TRUE(duty.take_back(8));  // step 8 records nothing: the kinds stay off
+  EXPECT_FALSE(duty.recording());
+  EXPECT_TRUE(FakeCupti::enabled.empty());
+  (void)fake_step(stage, 9);  // the third window
+  EXPECT_TRUE(duty.recording());
+}
+
+// The whole hand-over as --profile-steps runs it: the capture lends CUPTI
+// before LibTorch's profiler starts (which registers Kineto's callbacks) and
+// takes it back after the profiler stopped (and finalized CUPTI).
+CuptiDutyCycle* g_lender = nullptr;
+CuptiDutyCycle* lender(std::string&) {
+  return g_lender;
+}
+struct FakeProfiler {
+  static inline std::size_t our_kinds_at_start = 99;
+  static const char* start() noexcept {
+    our_kinds_at_start = FakeCupti::enabled.size();
+    Kineto::start();
+    return nullptr;
+  }
+  static const char* stop(void** capture) noexcept {
+    Kineto::stop();
+    *capture = nullptr;
+    return nullptr;
+  }
+  static void read(void*, ::traceml::detail::ProfiledOpSink, void*) noexcept {}
+};
+
+TEST_F(FakeCuptiSource, AProfileCaptureLendsCuptiForItsStepsOnly) {
+  runtime::CuptiStage stage(FakeCupti::api(true));
+  ASSERT_EQ(stage.start_source(), std::nullopt);
+  g_lender = stage.duty_cycle();
+  ::traceml::detail::ProfilerHooks hooks;
+  hooks.start = &FakeProfiler::start;
+  hooks.stop = &FakeProfiler::stop;
+  hooks.read = &FakeProfiler::read;
+  ::traceml::detail::set_profiler_hooks(hooks);
+  const CuptiBufferCompleted ours = FakeCupti::completed;
+  timing::WallMapping wall;
+  runtime::ProfileCapture capture(runtime::ProfileRange{3, 4}, 0, wall, nullptr, &lender);
+  std::vector<std::pair<std::int64_t, std::int64_t>> steps;
+  for (std::int64_t s = 1; s <= 6; ++s) {
+    capture.at_step_begin(s);
+    steps.push_back(fake_step(stage, s));
+    capture.at_step_end(s);
+  }
+  ::traceml::detail::set_profiler_hooks({});
+  g_lender = nullptr;
+  EXPECT_EQ(FakeProfiler::our_kinds_at_start, 0u) << "traceml's kinds were still on";
+  EXPECT_EQ(FakeCupti::completed, ours);
+  EXPECT_EQ(FakeCupti::enabled.size(), 5u);
+  stage.collect(false);
+  const std::vector<bool> recorded = {true, true, false, false, true, true};
+  for (std::size_t i = 0; i < steps.size(); ++i)
+    EXPECT_EQ(stage.records_step(steps[i].first, steps[i].second), recorded[i]) << "step " << i + 1;
+  model::ProfileChunk chunk;
+  ASSERT_TRUE(capture.next_chunk(chunk));
+  EXPECT_EQ(chunk.first_step, 3);
+  EXPECT_EQ(chunk.last_step, 4);
+  EXPECT_TRUE(chunk.error.empty()) << chunk.error;
 }
 
 #endif  // TRACEML_HAVE_CUPTI
