@@ -121,8 +121,8 @@ std::vector<model::ProfiledSteps> ProfileStore::close_open() {
     kept = report::read_profile_infos(run_dir_);
   for (auto& [rank, said] : began_)
     for (const Began& b : said) {
-      if (std::any_of(kept.begin(), kept.end(), [&](const report::ProfileFileInfo& k) {
-            return k.rank == rank && k.first_step == b.steps.first_step;
+      if (std::any_of(kept.begin(), kept.end(), [&b](const report::ProfileFileInfo& k) {
+            return k.rank == b.steps.global_rank && k.first_step == b.steps.first_step;
           }))
         continue;
       try {
