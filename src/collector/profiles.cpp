@@ -21,7 +21,13 @@ std::optional<model::ProfiledSteps> ProfileStore::end(int rank, Open& o, std::in
   }
   run_bytes_ += o.writer->bytes();
   o.writer.reset();
-  if (o.announced) return std::nullopt;  // its steps were kept when it began
+  // Its steps were kept when it began, up to the last it meant to reach:
+  // the steps past that (its last step left by an exception, the profiler
+  // off at a later one) are profiled too.
+  if (o.announced_last > 0) {
+    if (!profiled || profiled->last_step <= o.announced_last) return std::nullopt;
+    profiled->first_step = std::max(profiled->first_step, o.announced_last + 1);
+  }
   return profiled;
 }
 
@@ -67,7 +73,7 @@ ProfileStore::Taken ProfileStore::take(model::ProfileChunk&& c, const std::strin
     const auto b = std::find_if(said.begin(), said.end(),
                                 [&](const Began& x) { return x.steps.first_step == c.first_step; });
     if (b != said.end()) {
-      o.announced = true;
+      o.announced_last = b->steps.last_step;
       if (why.empty()) why = b->reason;
       said.erase(b);
     } else if ((taken.refused = start(c.global_rank))) {

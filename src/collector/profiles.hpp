@@ -70,7 +70,9 @@ class ProfileStore {
   struct Open {
     std::int64_t next_chunk = 0;
     std::unique_ptr<report::ProfileTraceWriter> writer;
-    bool announced = false;  ///< its steps were kept as profiled when it began
+    /// Its steps up to this one were kept as profiled when it began (0: it
+    /// was not said begun).
+    std::int64_t announced_last = 0;
   };
   struct Began {
     model::ProfiledSteps steps;

@@ -120,21 +120,24 @@ ProfileFileInfo ProfileTraceWriter::finish(std::int64_t ops_cut_by_rank, const s
   buffer_ += "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"traceml\":" +
              meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}}\n";
   flush();
+  bool placeholder = false;
   if (!failed_ && !replace) {
-    // A second name for the file where none is (link() never replaces one),
-    // then the partial name goes.
-    if (::link(partial_.c_str(), final_.c_str()) != 0) {
+    // The name taken only where none is (O_EXCL never opens an existing
+    // file, on any file system): an empty file, which read_profile_infos
+    // leaves out, until the rename below puts this one in its place.
+    const int fd = ::open(final_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
       const int err = errno;
       throw WriteError(final_ + (err == EEXIST
                                      ? ": kept already"
                                      : ": cannot write file: " + std::string(std::strerror(err))));
     }
-    ::unlink(partial_.c_str());
-    created_ = false;
-    return info_;
+    ::close(fd);
+    placeholder = true;
   }
   if (failed_ || std::rename(partial_.c_str(), final_.c_str()) != 0) {
     const int err = errno;
+    if (placeholder) ::unlink(final_.c_str());  // the empty name taken above
     throw WriteError(final_ + ": cannot write file: " + std::strerror(err));
   }
   created_ = false;  // it has its name now

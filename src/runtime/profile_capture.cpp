@@ -168,8 +168,8 @@ void ProfileCapture::begin(std::int64_t next) noexcept {
   // takes CUPTI's process-wide callbacks (with a GPU).
   if (failed.error.empty() && cupti != nullptr && !cupti->lend())
     failed.error =
-        "traceml's CUPTI records could not be switched off for LibTorch's profiler (CUPTI "
-        "refused); set TRACEML_CUPTI=0 on the ranks to profile";
+        "traceml's CUPTI records could not be switched off for LibTorch's profiler; set "
+        "TRACEML_CUPTI=0 on the ranks to profile";
   if (!failed.error.empty()) {
     finish(std::move(failed));
     return;
@@ -221,16 +221,20 @@ void ProfileCapture::stop(std::int64_t last, std::string error) noexcept {
   f.last = std::max(first_, last);
   f.offset_us = offset_us_;
   f.hooks = hooks_;
-  if (const char* why = hooks_.stop(&f.capture))
-    f.error = std::string("LibTorch's profiler did not stop: ") + why;
+  const char* stop_failed = hooks_.stop(&f.capture);
+  if (stop_failed != nullptr)
+    f.error = std::string("LibTorch's profiler did not stop: ") + stop_failed;
   else if (!error.empty())
     f.error = std::move(error);
-  // CUPTI back to traceml's records, from the next step on.
-  if (lent_from_ != nullptr && !lent_from_->take_back(f.last + 1)) {
+  // CUPTI back to traceml's records, from the next step on; not from a
+  // profiler that may still hold it (its buffers would come back to
+  // traceml's callbacks).
+  if (lent_from_ != nullptr && (stop_failed != nullptr || !lent_from_->take_back(f.last + 1))) {
     try {
-      say("traceml could not take CUPTI back from LibTorch's profiler after steps " +
+      say("traceml's CUPTI records did not come back after LibTorch's profiler (steps " +
           std::to_string(f.first) + " to " + std::to_string(f.last) +
-          ": no GPU activity records until a later capture ends; training continues");
+          (stop_failed != nullptr ? ", which did not stop" : "") +
+          "): no GPU activity records until a later capture ends; training continues");
     } catch (...) {
     }
   }

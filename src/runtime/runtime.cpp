@@ -69,7 +69,19 @@ std::atomic<bool> g_cupti_unlendable{false};
 
 /// ProfileCapture's CuptiLender.
 timing::CuptiDutyCycle* cupti_lender(std::string& refusal) {
-  if (auto* lender = g_cupti_lender.load(std::memory_order_acquire)) return lender;
+  if (auto* lender = g_cupti_lender.load(std::memory_order_acquire)) {
+    // Kineto then finalizes CUPTI on a thread of its own some time after
+    // the profiler stopped: under traceml's records, taken back by then.
+    const char* teardown = std::getenv("TEARDOWN_CUPTI");
+    if (teardown != nullptr && std::string(teardown) == "1") {
+      refusal =
+          "TEARDOWN_CUPTI=1 makes LibTorch's profiler finalize CUPTI after the capture, under "
+          "traceml's own CUPTI records (unset it, or set TRACEML_CUPTI=0 on the ranks, to "
+          "profile)";
+      return nullptr;
+    }
+    return lender;
+  }
   if (g_cupti_unlendable.load(std::memory_order_acquire))
     refusal =
         "traceml's own CUPTI records are on and cannot be lent to LibTorch's profiler (set "
@@ -304,7 +316,7 @@ class Runtime {
     if (cuda.api && cuda.api->get_device_count(&count) == timing::kCudaSuccess && count > 0) {
       auto* clock = new GpuClock(*cuda.api, count, config_.identity.local_rank, current_stream);
       g_gpu_clock.store(clock, std::memory_order_release);
-      start_activity_records();
+      start_activity_records(cuda.api->device_synchronize);
       return clock;
     }
     gpu_why_ = cuda.api ? "no CUDA device" : cuda.reason;
@@ -322,7 +334,9 @@ class Runtime {
 
   /// CUPTI's activity records (copies, collectives, busy time), unless
   /// TRACEML_CUPTI=0; says once per node when they are unavailable.
-  void start_activity_records() {
+  /// `settle`: the device's synchronize (or null), which a profile capture
+  /// runs before it takes CUPTI from traceml's records.
+  void start_activity_records(int (*settle)()) {
     if (!config_.cupti) {
       cupti_why_ = "TRACEML_CUPTI=0";
       return;
@@ -332,6 +346,7 @@ class Runtime {
     cupti_why_ = why;
     if (cupti_ && cupti_->duty_cycle() != nullptr) {
       timing::CuptiDutyCycle* duty = cupti_->release_duty_cycle();
+      duty->settle_with(settle);
       // The step scope switches only a real duty cycle's records.
       if (!duty->cycle().is_always()) g_cupti_duty.store(duty, std::memory_order_release);
       g_cupti_lender.store(duty, std::memory_order_release);

@@ -54,7 +54,8 @@ constexpr auto kEntryPoints = std::make_tuple(
     optional_entry("cudaGetLastError", &A::get_last_error),
     optional_entry("cudaStreamIsCapturing", &A::stream_is_capturing),
     optional_entry("cudaThreadExchangeStreamCaptureMode", &A::thread_exchange_capture_mode),
-    optional_entry("cudaSetDevice", &A::set_device));
+    optional_entry("cudaSetDevice", &A::set_device),
+    optional_entry("cudaDeviceSynchronize", &A::device_synchronize));
 
 CudaApiLoad load(const std::vector<std::string>& library_names) {
   CudaApiLoad out;

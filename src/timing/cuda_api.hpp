@@ -54,6 +54,11 @@ struct CudaApi {
   /// the timed device before it queries events, so that a rank on device 1
   /// never makes device 0 current (or creates a context there).
   int (*set_device)(int device) = nullptr;
+  /// Optional (null: not used). cudaDeviceSynchronize: before traceml's CUPTI
+  /// records are lent to LibTorch's profiler, the training thread's device
+  /// finishes its work, so that the records of the steps before come back
+  /// whole.
+  int (*device_synchronize)() = nullptr;
 };
 /// cudaStreamCaptureModeRelaxed.
 inline constexpr int kCudaStreamCaptureModeRelaxed = 2;

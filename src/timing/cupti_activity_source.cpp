@@ -51,6 +51,16 @@ std::uint64_t now_for_cupti() {
   return static_cast<std::uint64_t>(now_ns());
 }
 
+/// CUPTI's own clock (CLOCK_REALTIME, in ns), for another user while CUPTI is
+/// lent: LibTorch's profiler reads its records on that clock unless it
+/// registers a clock of its own.
+std::uint64_t realtime_for_cupti() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000ULL +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
 static_assert(kCuptiSuccess == CUPTI_SUCCESS);
 static_assert(kCuptiErrorMaxLimitReached == CUPTI_ERROR_MAX_LIMIT_REACHED);
 static_assert(kCuptiErrorNotInitialized == CUPTI_ERROR_NOT_INITIALIZED);
@@ -208,7 +218,8 @@ struct CuptiActivitySource::Callbacks {
       CuptiActivitySource* self = g_active;
       if (self == nullptr || !self->accepting_.load(std::memory_order_relaxed)) return;
       const std::size_t bytes = self->settings_.buffer_bytes;
-      if (g_lent_bytes.load(std::memory_order_relaxed) + bytes > self->settings_.max_buffer_bytes) {
+      if (g_lent_bytes.load(std::memory_order_relaxed) + bytes > self->settings_.max_buffer_bytes ||
+          self->ours_.size() == self->ours_.capacity()) {
         bump(self->buffers_refused_);
         return;
       }
@@ -220,7 +231,8 @@ struct CuptiActivitySource::Callbacks {
       g_lent_bytes.fetch_add(bytes, std::memory_order_relaxed);
       *buffer = static_cast<std::uint8_t*>(p);
       *size = bytes;
-    } catch (...) {  // a mutex that cannot lock: decline
+      self->ours_.push_back(*buffer);  // reserved at start: no allocation
+    } catch (...) {                    // a mutex that cannot lock: decline
     }
   }
 
@@ -230,6 +242,15 @@ struct CuptiActivitySource::Callbacks {
     try {
       std::lock_guard<std::mutex> lock(callback_mutex());
       CuptiActivitySource* self = g_active;
+      if (self != nullptr) {
+        // Only a buffer this source lent: another user's (LibTorch's
+        // profiler, whose buffers may come back here once traceml has taken
+        // CUPTI back) is neither read nor freed.
+        const auto it = std::find(self->ours_.begin(), self->ours_.end(), buffer);
+        if (it == self->ours_.end()) return;
+        *it = self->ours_.back();
+        self->ours_.pop_back();
+      }
       if (self != nullptr && valid_size > 0) {
         // Reserved for every buffer that can be lent: push_back does not allocate.
         if (self->filled_.size() < self->filled_.capacity()) {
@@ -290,6 +311,7 @@ std::optional<std::string> CuptiActivitySource::start_or_why() {
   const std::size_t max_buffers = settings_.max_buffer_bytes / settings_.buffer_bytes + 8;
   filled_.reserve(max_buffers);
   reading_.reserve(max_buffers);
+  ours_.reserve(max_buffers);
   enabled_.reserve(8);
   {
     std::lock_guard<std::mutex> lock(callback_mutex());
@@ -327,19 +349,7 @@ std::optional<std::string> CuptiActivitySource::start_or_why() {
   // One buffer stream for every thread (CUDA 13 defaults to one per thread):
   // set before the callbacks are registered and any kind enabled, as CUPTI
   // requires. A CUPTI that cannot is used with its default.
-  if (settings_.per_thread_buffers) {
-    if (api_.activity_set_attribute == nullptr) {
-      per_thread_ = PerThreadBuffers::Unsupported;
-    } else {
-      std::uint8_t value = *settings_.per_thread_buffers ? 1 : 0;
-      std::size_t size = sizeof value;
-      const int set =
-          api_.activity_set_attribute(kCuptiActivityAttrPerThreadActivityBuffer, &size, &value);
-      per_thread_ = set != kCuptiSuccess ? PerThreadBuffers::Refused
-                    : value != 0         ? PerThreadBuffers::SetOn
-                                         : PerThreadBuffers::SetOff;
-    }
-  }
+  set_per_thread_buffers();
   const int registered =
       api_.activity_register_callbacks(&Callbacks::requested, &Callbacks::completed);
   if (registered != kCuptiSuccess)
@@ -365,6 +375,21 @@ std::optional<std::string> CuptiActivitySource::start_or_why() {
   running_ = true;
   return std::nullopt;
 #endif
+}
+
+void CuptiActivitySource::set_per_thread_buffers() noexcept {
+  if (!settings_.per_thread_buffers) return;
+  if (api_.activity_set_attribute == nullptr) {
+    per_thread_ = PerThreadBuffers::Unsupported;
+    return;
+  }
+  std::uint8_t value = *settings_.per_thread_buffers ? 1 : 0;
+  std::size_t size = sizeof value;
+  const int set =
+      api_.activity_set_attribute(kCuptiActivityAttrPerThreadActivityBuffer, &size, &value);
+  per_thread_ = set != kCuptiSuccess ? PerThreadBuffers::Refused
+                : value != 0         ? PerThreadBuffers::SetOn
+                                     : PerThreadBuffers::SetOff;
 }
 
 const char* to_string(PerThreadBuffers p) noexcept {
@@ -517,6 +542,13 @@ bool CuptiActivitySource::resume() noexcept {
 }
 
 bool CuptiActivitySource::lend() noexcept {
+#if TRACEML_HAVE_CUPTI
+  std::unique_lock<std::mutex> hold(switch_mutex_, std::defer_lock);
+  try {
+    hold.lock();
+  } catch (...) {
+    return false;
+  }
   if (!running_) return false;
   if (lent_.load(std::memory_order_relaxed)) return true;
   if (!pause()) return false;
@@ -525,27 +557,56 @@ bool CuptiActivitySource::lend() noexcept {
   // off, nothing asks for another after the flush.
   api_.activity_flush_all(kCuptiFlushForced);
   accepting_.store(false, std::memory_order_relaxed);
+  // CUPTI's own clock again for the other user's records (ours would stay
+  // registered otherwise, and LibTorch's profiler would place its records
+  // decades off); take_back() registers ours again.
+  if (timestamp_callback_) api_.activity_register_timestamp_callback(&realtime_for_cupti);
   lent_.store(true, std::memory_order_release);
   return true;
+#else
+  return false;
+#endif
 }
 
 bool CuptiActivitySource::take_back(bool records) noexcept {
-  if (!running_ || !lent_.load(std::memory_order_relaxed)) return running_;
-  // As at start: our clock before any kind is on, then the callbacks. A
-  // CUPTI that no longer takes our clock would stamp records on its own: the
-  // source stays lent rather than put them at the wrong time.
-  if (timestamp_callback_ &&
-      (api_.activity_register_timestamp_callback == nullptr ||
-       api_.activity_register_timestamp_callback(&now_for_cupti) != kCuptiSuccess))
+#if TRACEML_HAVE_CUPTI
+  std::unique_lock<std::mutex> hold(switch_mutex_, std::defer_lock);
+  try {
+    hold.lock();
+  } catch (...) {
     return false;
+  }
+  if (!running_ || !lent_.load(std::memory_order_relaxed)) return running_;
+  // As at start: the buffer setting and our clock before the callbacks and
+  // any kind (the other user may have changed both). A CUPTI that no longer
+  // takes our clock would stamp records on its own: the source stays lent
+  // rather than put them at the wrong time. Without our clock the offset is
+  // measured again (the other user may have registered a clock of its own).
+  set_per_thread_buffers();
+  if (timestamp_callback_) {
+    if (api_.activity_register_timestamp_callback == nullptr ||
+        api_.activity_register_timestamp_callback(&now_for_cupti) != kCuptiSuccess)
+      return false;
+  } else {
+    try {
+      if (calibrate()) return false;
+    } catch (...) {
+      return false;
+    }
+  }
   if (api_.activity_register_callbacks(&Callbacks::requested, &Callbacks::completed) !=
       kCuptiSuccess)
     return false;
   accepting_.store(true, std::memory_order_relaxed);
   lent_.store(false, std::memory_order_release);
-  // A refused resume leaves the kinds off, as a refused duty-cycle switch does.
+  // A refused resume leaves the kinds off, as a refused duty-cycle switch
+  // does: paused() says so.
   if (records) resume();
   return true;
+#else
+  (void)records;
+  return false;
+#endif
 }
 
 void CuptiActivitySource::stop() noexcept {
@@ -580,8 +641,17 @@ void CuptiActivitySource::stop() noexcept {
 std::size_t CuptiActivitySource::collect(std::vector<ApiLaunch>& launches,
                                          std::vector<GpuActivity>& activities,
                                          FlushMode mode) noexcept {
+  // Not while CUPTI is being lent or taken back, and no flush while it is
+  // lent: the flush would hand the other user's buffers over half-done, and
+  // take_back() may measure the clock's offset again.
+  std::unique_lock<std::mutex> hold(switch_mutex_, std::defer_lock);
+  try {
+    hold.lock();
+  } catch (...) {
+    return 0;
+  }
   if (running_ && !lent_.load(std::memory_order_acquire)) {
-    // Without our mutex: CUPTI calls completed() from inside the flush.
+    // Without the callbacks' mutex: CUPTI calls completed() inside the flush.
     api_.activity_flush_all(mode == FlushMode::Forced ? kCuptiFlushForced : 0);
     std::size_t dropped = 0;
     if (api_.activity_get_num_dropped_records(nullptr, 0, &dropped) == kCuptiSuccess)

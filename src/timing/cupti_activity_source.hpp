@@ -21,6 +21,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -237,6 +238,13 @@ class CuptiActivitySource {
   std::vector<Filled> reading_;         // collect()'s side of the swap, same capacity
   std::atomic<bool> accepting_{false};  // lend buffers to CUPTI
   std::atomic<bool> lent_{false};       // CUPTI is another user's (lend())
+  /// Held by lend(), take_back() and collect()'s flush: none runs while
+  /// another switches who holds CUPTI.
+  std::mutex switch_mutex_;
+  /// The buffers lent to CUPTI and not yet handed back, guarded by the
+  /// callbacks' mutex; reserved at start (the callbacks never allocate).
+  std::vector<std::uint8_t*> ours_;
+  void set_per_thread_buffers() noexcept;
   std::atomic<std::int64_t> cupti_dropped_{0};
   std::atomic<std::int64_t> buffers_refused_{0};
   std::atomic<std::int64_t> untimed_{0};

@@ -86,6 +86,10 @@ void CuptiDutyCycle::switch_at(std::int64_t step) noexcept {
 }
 
 bool CuptiDutyCycle::lend() noexcept {
+  // The GPU finishes what the steps before launched: the forced flush below
+  // then hands back their records whole (work still running would come back
+  // without its end and be lost), and those steps stay covered rightly.
+  if (int (*settle)() = settle_.load(std::memory_order_acquire); settle != nullptr) settle();
   std::lock_guard<std::mutex> lock(mu_);
   if (source_ == nullptr) return false;
   if (lent_) return true;
@@ -106,8 +110,9 @@ bool CuptiDutyCycle::lend() noexcept {
 
 bool CuptiDutyCycle::take_back(std::int64_t next) noexcept {
   std::lock_guard<std::mutex> lock(mu_);
-  if (!lent_) return true;
-  if (source_ == nullptr) return false;
+  // Not lent, or the source stopped meanwhile (the run's end): nothing of
+  // traceml's to take back.
+  if (!lent_ || source_ == nullptr) return true;
   const bool want = cycle_.records(next);
   if (!source_->take_back(want)) {
     ++failed_;  // still lent: tried again at the next capture's end
@@ -120,11 +125,19 @@ bool CuptiDutyCycle::take_back(std::int64_t next) noexcept {
     w.off_ns = std::numeric_limits<std::int64_t>::max();
     ++opened_;
     on_ = true;
-  } else if (want) {
-    ++failed_;  // CUPTI refused the kinds back: off until the next boundary
   }
   next_boundary_.store(cycle_.next_boundary(next), std::memory_order_relaxed);
+  if (want && !on_) {
+    // CUPTI refused the kinds back: off until the next boundary switches
+    // them, or (always recording: no boundary) the next capture's end.
+    ++failed_;
+    return false;
+  }
   return true;
+}
+
+void CuptiDutyCycle::settle_with(int (*settle)()) noexcept {
+  settle_.store(settle, std::memory_order_release);
 }
 
 std::int64_t CuptiDutyCycle::lends() const noexcept {

@@ -78,17 +78,23 @@ class CuptiDutyCycle {
   void detach() noexcept;
 
   /// LibTorch's profiler takes CUPTI (a capture begins; its training
-  /// thread, at a step edge): the records go off and their window closes
-  /// now, the source lends CUPTI (CuptiActivitySource::lend), and no
-  /// boundary switches them until take_back(). A step that ran while lent
-  /// is not covered: its GPU activity is missing, never another user's.
-  /// False when it could not (CUPTI refused, or the source is gone).
+  /// thread, at a step edge): the GPU finishes its work (settle_with), the
+  /// records go off and their window closes now, the source lends CUPTI
+  /// (CuptiActivitySource::lend), and no boundary switches them until
+  /// take_back(). A step that ran while lent is not covered: its GPU
+  /// activity is missing, never another user's. False when it could not
+  /// (CUPTI refused, or the source is gone).
   bool lend() noexcept;
   /// The capture ended before step `next` begins: the source takes CUPTI
   /// back and, when the cycle records `next`, a window opens now. False when
-  /// CUPTI refused the callbacks back (counted a refused switch): the source
-  /// stays lent, its records off, and the next capture's end tries again.
+  /// CUPTI refused the callbacks back (the source stays lent, its records
+  /// off, and the next capture's end tries again) or the records back (off
+  /// until the next boundary or capture's end); each counted a refused
+  /// switch. True when the source has stopped meanwhile.
   bool take_back(std::int64_t next) noexcept;
+  /// What lend() calls first, without a lock, on the lending thread: the
+  /// device's synchronize (cudaDeviceSynchronize), or null.
+  void settle_with(int (*settle)()) noexcept;
   /// Lends so far.
   [[nodiscard]] std::int64_t lends() const noexcept;
 
@@ -121,9 +127,10 @@ class CuptiDutyCycle {
   const DutyCycle cycle_;
   std::atomic<std::int64_t> next_boundary_;
   mutable std::mutex mu_;
-  CuptiActivitySource* source_;             // guarded by mu_; null once detached
-  bool on_ = true;                          // guarded by mu_
-  bool lent_ = false;                       // guarded by mu_: the source is lent
+  CuptiActivitySource* source_;  // guarded by mu_; null once detached
+  bool on_ = true;               // guarded by mu_
+  bool lent_ = false;            // guarded by mu_: the source is lent
+  std::atomic<int (*)()> settle_{nullptr};
   std::int64_t lends_ = 0;                  // guarded by mu_
   std::array<Window, kWindows> windows_{};  // ring, guarded by mu_
   std::int64_t opened_ = 0;                 // windows ever opened, guarded by mu_

@@ -236,5 +236,18 @@ TEST(ProfileStore, AProfileItsRankKeptIsNotSaidLostNorReplaced) {
       1);
 }
 
+// The capture meant to end at step 8, but step 8 was left by an exception
+// and the profiler went off at step 10: steps 9 and 10 ran under it too.
+TEST(ProfileStore, StepsPastTheOnesSaidBegunAreProfiledWhenTheProfileComes) {
+  TempDir tmp;
+  ProfileStore store(tmp.path().string());
+  ASSERT_TRUE(store.began(model::ProfiledSteps{2, 5, 8}).profiled);
+  EXPECT_FALSE(store.take(chunk(2, 0, false, 1, 5, 10)).profiled);
+  const ProfileStore::Taken end = store.take(chunk(2, 1, true, 1, 5, 10));
+  ASSERT_TRUE(end.profiled);
+  EXPECT_EQ(end.profiled->first_step, 9);
+  EXPECT_EQ(end.profiled->last_step, 10);
+}
+
 }  // namespace
 }  // namespace traceml::collector

@@ -646,8 +646,8 @@ run_and_check profile_cupti_on - TRACEML_PROFILE_STEPS=50:54 "$examples/quicksta
 run_and_check profile_cupti_off - "TRACEML_PROFILE_STEPS=50:54 TRACEML_CUPTI=0" \
   "$examples/quickstart" --device cuda --steps 150
 for name in profile_cupti_on profile_cupti_off; do
-  python3 - "$logs/$name" "$name" <<'EOF' 2>"$logs/$name.profile.err" || {
-import collections, json, os, sys
+  TRACEML="$traceml" python3 - "$logs/$name" "$name" <<'EOF' 2>"$logs/$name.profile.err" || {
+import collections, json, os, subprocess, sys
 run, name = sys.argv[1], sys.argv[2]
 path = os.path.join(run, "profiles", "rank0_steps50-54.json")
 if not os.path.exists(path):
@@ -662,7 +662,32 @@ window = json.load(open(os.path.join(run, "final_summary.json")))["step_time"]["
 print(f"    steps left out of the analysis: {window.get('profiled_steps_left_out')}")
 if meta["ops"] == 0 or meta.get("error"):
     sys.exit(f"{name}: expected a profile with operators")
+# The GPU's kernels (CUDA activities) inside the captured steps' span.
+gpu = [e for e in ops if e.get("args", {}).get("gpu") or e.get("cat") == "gpu"]
+cpu_ts = [e["ts"] for e in ops if e not in gpu]
+inside = [e for e in gpu if cpu_ts and min(cpu_ts) - 1e6 <= e["ts"] <= max(cpu_ts) + 1e6]
+print(f"    gpu ops: {len(gpu)}, inside the capture's span: {len(inside)}")
+if not inside:
+    sys.exit(f"{name}: expected the GPU's kernels inside the captured steps")
 if name == "profile_cupti_on":
+    # traceml's own records came back after the capture: the steps after it
+    # carry GPU activity from CUPTI again.
+    steps = {}
+    export = subprocess.run([os.environ["TRACEML"], "export", run, "--out", run + ".export.jsonl"],
+                            capture_output=True, text=True)
+    if export.returncode != 0:
+        sys.exit(f"{name}: traceml export failed: {export.stderr.strip()}")
+    for line in open(run + ".export.jsonl"):
+        r = json.loads(line)
+        if r.get("type") == "step":
+            steps[r["step"]] = r.get("gpu_activity")
+    after = [s for s in range(60, 150) if steps.get(s) and steps[s].get("busy_ms", 0) > 0]
+    during = [s for s in range(51, 55) if steps.get(s)]
+    print(f"    steps 60-149 with CUPTI activity: {len(after)}; steps 51-54 with it: {len(during)}")
+    if len(after) < 60:
+        sys.exit(f"{name}: traceml's CUPTI records did not come back after the capture")
+    if during:
+        sys.exit(f"{name}: steps under the profiler carry traceml's CUPTI activity")
     log = open(os.path.join(os.path.dirname(run), name + ".log"), errors="replace").read()
     lent = [l for l in log.splitlines() if "CUPTI lent to LibTorch's profiler" in l]
     print("    " + (lent[0].strip() if lent else "no 'CUPTI lent' line in the debug report"))

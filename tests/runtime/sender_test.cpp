@@ -465,6 +465,97 @@ class OldCollector {
   bool bye_ = false;
 };
 
+/// A collector of protocol 7 (profiles and requests, no ProfiledSteps): it
+/// accepts the rank with a Verdict naming 7 and keeps the frame types it
+/// reads. One frame it does not know would make the real one close.
+class SevenCollector {
+ public:
+  SevenCollector() {
+    fd_ = listen_on_loopback(port_);
+    thread_ = std::thread([this] { serve(); });
+  }
+  ~SevenCollector() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  [[nodiscard]] std::uint16_t port() const { return port_; }
+  std::vector<int> types() {
+    const std::lock_guard<std::mutex> lock(mu_);
+    return types_;
+  }
+
+ private:
+  void serve() {
+    const int c = ::accept(fd_, nullptr, nullptr);
+    if (c < 0) return;
+    transport::FrameDecoder d;
+    std::uint8_t buf[65536];
+    for (bool hello = true, bye = false; !bye;) {
+      const ssize_t k = ::read(c, buf, sizeof buf);
+      if (k <= 0) break;
+      for (std::size_t at = 0; at < std::size_t(k);) {
+        at += d.feed(buf + at, std::size_t(k) - at);
+        while (auto f = d.next()) {
+          const std::lock_guard<std::mutex> lock(mu_);
+          types_.push_back(int(f->type));
+          bye = bye || f->type == transport::FrameType::Bye;  // then closed, as a collector does
+          if (!hello) continue;
+          hello = false;
+          transport::Verdict v;
+          v.protocol_version = 7;
+          const auto frame =
+              transport::encode_frame(transport::FrameType::Verdict, transport::encode_verdict(v));
+          if (frame) (void)!::write(c, frame->data(), frame->size());
+        }
+      }
+    }
+    ::close(c);
+  }
+
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::vector<int> types_;
+};
+
+// Protocol 8's ProfiledSteps goes only to a collector that names 8: one of
+// 7 gets the profile itself, and not a frame it would close the connection at.
+TEST(Sender, ACollectorOfSevenGetsTheProfileButNoCaptureSaidBegun) {
+  detail::ProfilerHooks hooks;
+  hooks.start = &started_profiler;
+  hooks.stop = &stopped_profiler;
+  hooks.read = &read_nothing;
+  detail::set_profiler_hooks(hooks);
+  SevenCollector seven;
+  RecorderRegistry recorders;
+  SampleQueue samples;
+  timing::WallMapping wall;
+  std::string why;
+  timing::select_tick_source(timing::choose_tick_source(std::nullopt, why));
+  ProfileCapture capture(ProfileRange{3, 4}, 0, wall, nullptr);
+  SenderSettings s;
+  s.port = seven.port();
+  s.token = "t";
+  s.profiles = &capture;
+  Sender sender(s, recorders, samples, wall, [] { return model::TracerStats{}; });
+  sender.start();
+  capture.at_step_begin(3);
+  std::this_thread::sleep_for(300ms);  // the capture's start told at the next wake-up, if ever
+  capture.at_step_end(4);
+  sender.stop(Clock::now() + 10s);
+  detail::set_profiler_hooks(detail::ProfilerHooks{});
+  const std::vector<int> types = seven.types();
+  const auto has = [&](auto type) {
+    return std::find(types.begin(), types.end(), int(type)) != types.end();
+  };
+  EXPECT_TRUE(has(transport::frame_type_of<model::ProfileChunk>()))
+      << ::testing::PrintToString(types);
+  EXPECT_FALSE(has(transport::frame_type_of<model::ProfiledSteps>()));
+  EXPECT_TRUE(has(transport::FrameType::Bye));
+}
+
 TEST(Sender, ACollectorThatNeverAnswersTheHelloIsSpokenProtocolThree) {
   OldCollector old;
   RecorderRegistry recorders;

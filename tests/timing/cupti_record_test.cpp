@@ -1337,15 +1337,18 @@ struct Kineto {
          {kCuptiActivityKindConcurrentKernel, kCuptiActivityKindMemcpy, kCuptiActivityKindRuntime})
       FakeCupti::enable(kind);
   }
-  /// Its stop: its kinds off, its buffers back, and CUPTI finalized
-  /// (TEARDOWN_CUPTI): nobody's callbacks registered any more.
-  static void stop() {
+  /// Its stop: its kinds off, its buffers back (its callbacks stay
+  /// registered); with `finalize`, CUPTI finalized too (nobody's callbacks
+  /// registered any more, the clock CUPTI's own).
+  static void stop(bool finalize = false) {
     for (const int kind :
          {kCuptiActivityKindConcurrentKernel, kCuptiActivityKindMemcpy, kCuptiActivityKindRuntime})
       FakeCupti::disable(kind);
     FakeCupti::flush_all(kCuptiFlushForced);
+    if (!finalize) return;
     FakeCupti::requested = nullptr;
     FakeCupti::completed = nullptr;
+    FakeCupti::timestamp_source = nullptr;
   }
 };
 
@@ -1353,15 +1356,34 @@ struct Kineto {
 // lend), the steps under the profiler are not covered (their GPU activity
 // missing, never the profiler's records), and after it traceml's callbacks
 // and kinds are back and its records whole again.
+int g_settles = 0;
+std::size_t g_kinds_at_settle = 0;
+int settle_gpu() {
+  ++g_settles;
+  g_kinds_at_settle = FakeCupti::enabled.size();
+  return 0;
+}
+
 TEST_F(FakeCuptiSource, ACaptureBorrowsCuptiAndGivesItBack) {
   runtime::CuptiStage stage(FakeCupti::api(true));
   ASSERT_EQ(stage.start_source(), std::nullopt);
   CuptiDutyCycle& duty = *stage.duty_cycle();
+  g_settles = 0;
+  duty.settle_with(&settle_gpu);
   const CuptiBufferCompleted ours = FakeCupti::completed;
+  const CuptiTimestampSource our_clock = FakeCupti::timestamp_source;
+  ASSERT_NE(our_clock, nullptr);
   const auto s1 = fake_step(stage, 1);
   ASSERT_FALSE(FakeCupti::queued.empty());
   ASSERT_TRUE(duty.lend());
+  // The GPU finished step 1's work first, with the records still on.
+  EXPECT_EQ(g_settles, 1);
+  EXPECT_EQ(g_kinds_at_settle, 5u);
   EXPECT_TRUE(FakeCupti::enabled.empty());  // every kind of ours off
+  // CUPTI's own clock for the profiler's records, not traceml's.
+  ASSERT_NE(FakeCupti::timestamp_source, nullptr);
+  EXPECT_NE(FakeCupti::timestamp_source, our_clock);
+  EXPECT_NEAR(double(FakeCupti::timestamp_source()) / 1e9, timing::wall_seconds(), 5.0);
   ASSERT_FALSE(FakeCupti::flushes.empty());
   EXPECT_EQ(FakeCupti::flushes.back(), kCuptiFlushForced);  // our buffers back first
   EXPECT_TRUE(FakeCupti::queued.empty());
@@ -1373,7 +1395,8 @@ TEST_F(FakeCuptiSource, ACaptureBorrowsCuptiAndGivesItBack) {
   Kineto::stop();
   EXPECT_EQ(Kineto::buffers, 1);
   ASSERT_TRUE(duty.take_back(3));
-  EXPECT_EQ(FakeCupti::completed, ours);  // registered again after the teardown
+  EXPECT_EQ(FakeCupti::completed, ours);  // registered again
+  EXPECT_EQ(FakeCupti::timestamp_source, our_clock);
   EXPECT_EQ(FakeCupti::enabled.size(), 5u);
   const auto s3 = fake_step(stage, 3);
   stage.collect(false);
@@ -1384,6 +1407,7 @@ TEST_F(FakeCuptiSource, ACaptureBorrowsCuptiAndGivesItBack) {
   EXPECT_EQ(stage.attribute(s1.first, s1.second).h2d_copies, 1);
   EXPECT_EQ(stage.attribute(s3.first, s3.second).h2d_copies, 1);
   EXPECT_EQ(duty.lends(), 1);
+  EXPECT_EQ(g_settles, 1);
   EXPECT_EQ(stage.duty_summary(),
             "CUPTI lent to LibTorch's profiler once: steps recorded 2, steps not recorded 1, "
             "switches refused 0");
@@ -1412,7 +1436,7 @@ TEST_F(FakeCuptiSource, CuptiRefusedBackStaysLentUntilTheNextCaptureEnds) {
   CuptiDutyCycle& duty = *stage.duty_cycle();
   ASSERT_TRUE(duty.lend());
   Kineto::start();
-  Kineto::stop();
+  Kineto::stop(/*finalize=*/true);
   FakeCupti::register_result = kCuptiErrorUnknown;
   EXPECT_FALSE(duty.take_back(2));
   EXPECT_TRUE(FakeCupti::enabled.empty());
@@ -1422,8 +1446,9 @@ TEST_F(FakeCuptiSource, CuptiRefusedBackStaysLentUntilTheNextCaptureEnds) {
   FakeCupti::register_result = kCuptiSuccess;
   EXPECT_TRUE(duty.lend());  // the next capture: nothing of ours to switch off
   Kineto::start();
-  Kineto::stop();
-  EXPECT_TRUE(duty.take_back(3));
+  Kineto::stop(/*finalize=*/true);
+  EXPECT_TRUE(duty.take_back(3));  // after CUPTI was finalized: callbacks and clock again
+  EXPECT_NE(FakeCupti::timestamp_source, nullptr);
   EXPECT_EQ(FakeCupti::enabled.size(), 5u);
   const auto s3 = fake_step(stage, 3);
   EXPECT_TRUE(stage.records_step(s3.first, s3.second));
@@ -1459,6 +1484,48 @@ TEST_F(FakeCuptiSource, ALendOnADutyCycleHoldsItsSwitchesUntilTakenBack) {
   EXPECT_TRUE(duty.recording());
 }
 
+// A buffer of the profiler's that comes back to traceml's callbacks once
+// CUPTI is taken back is neither read nor freed (it is not traceml's).
+TEST_F(FakeCuptiSource, AnotherUsersBufferIsNeitherReadNorFreed) {
+  runtime::CuptiStage stage(FakeCupti::api(true));
+  ASSERT_EQ(stage.start_source(), std::nullopt);
+  ASSERT_TRUE(stage.duty_cycle()->lend());
+  Kineto::start();
+  std::uint8_t* theirs = nullptr;
+  std::size_t size = 0;
+  std::size_t max_records = 0;
+  FakeCupti::requested(&theirs, &size, &max_records);  // Kineto's buffer, still with CUPTI
+  FakeCupti::queue(memcpy_record(7, 10, 20, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                 CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 64));
+  std::memcpy(theirs, FakeCupti::queued[0].data(), FakeCupti::queued[0].size());
+  FakeCupti::queued.clear();
+  Kineto::stop();
+  ASSERT_TRUE(stage.duty_cycle()->take_back(2));
+  FakeCupti::completed(nullptr, 0, theirs, size, 64);  // handed to traceml's callback
+  stage.collect(false);
+  EXPECT_EQ(stage.attributor().attributed(), 0);
+  EXPECT_EQ(stage.records_lost(), 0);
+  theirs[0] = 1;  // still Kineto's memory: ASan would call a write after a free
+  Kineto::completed(nullptr, 0, theirs, size, 0);
+}
+
+// CUPTI refuses traceml's kinds back (the callbacks it took): said (false),
+// counted, and the next capture's end tries again.
+TEST_F(FakeCuptiSource, KindsRefusedBackAreSaidAndTriedAgain) {
+  runtime::CuptiStage stage(FakeCupti::api(true));
+  ASSERT_EQ(stage.start_source(), std::nullopt);
+  CuptiDutyCycle& duty = *stage.duty_cycle();
+  ASSERT_TRUE(duty.lend());
+  FakeCupti::failing_kind = kCuptiActivityKindMemset;
+  EXPECT_FALSE(duty.take_back(2));
+  EXPECT_TRUE(FakeCupti::enabled.empty());
+  EXPECT_EQ(duty.failed_switches(), 1);
+  FakeCupti::failing_kind = -1;
+  ASSERT_TRUE(duty.lend());
+  EXPECT_TRUE(duty.take_back(3));
+  EXPECT_EQ(FakeCupti::enabled.size(), 5u);
+}
+
 // The whole hand-over as --profile-steps runs it: the capture lends CUPTI
 // before LibTorch's profiler starts (which registers Kineto's callbacks) and
 // takes it back after the profiler stopped (and finalized CUPTI).
@@ -1473,23 +1540,35 @@ struct FakeProfiler {
     Kineto::start();
     return nullptr;
   }
+  /// A stop that throws (LibTorch's disableProfiler failing): Kineto's kinds
+  /// and buffers may still be with CUPTI.
+  static inline bool stop_fails = false;
   static const char* stop(void** capture) noexcept {
-    Kineto::stop();
     *capture = nullptr;
+    if (stop_fails) return "profiler state mismatch";
+    Kineto::stop();
     return nullptr;
   }
   static void read(void*, ::traceml::detail::ProfiledOpSink, void*) noexcept {}
+  static void install() {
+    ::traceml::detail::ProfilerHooks hooks;
+    hooks.start = &start;
+    hooks.stop = &stop;
+    hooks.read = &read;
+    ::traceml::detail::set_profiler_hooks(hooks);
+  }
 };
+
+std::vector<std::string> g_lines;
+void keep_line(const std::string& line) {
+  g_lines.push_back(line);
+}
 
 TEST_F(FakeCuptiSource, AProfileCaptureLendsCuptiForItsStepsOnly) {
   runtime::CuptiStage stage(FakeCupti::api(true));
   ASSERT_EQ(stage.start_source(), std::nullopt);
   g_lender = stage.duty_cycle();
-  ::traceml::detail::ProfilerHooks hooks;
-  hooks.start = &FakeProfiler::start;
-  hooks.stop = &FakeProfiler::stop;
-  hooks.read = &FakeProfiler::read;
-  ::traceml::detail::set_profiler_hooks(hooks);
+  FakeProfiler::install();
   const CuptiBufferCompleted ours = FakeCupti::completed;
   timing::WallMapping wall;
   runtime::ProfileCapture capture(runtime::ProfileRange{3, 4}, 0, wall, nullptr, &lender);
@@ -1513,6 +1592,38 @@ TEST_F(FakeCuptiSource, AProfileCaptureLendsCuptiForItsStepsOnly) {
   EXPECT_EQ(chunk.first_step, 3);
   EXPECT_EQ(chunk.last_step, 4);
   EXPECT_TRUE(chunk.error.empty()) << chunk.error;
+}
+
+// A profiler that did not stop may still hold CUPTI: traceml stays lent
+// (its callbacks would get the profiler's buffers), and says so in a line.
+TEST_F(FakeCuptiSource, AProfilerThatDidNotStopKeepsCupti) {
+  runtime::CuptiStage stage(FakeCupti::api(true));
+  ASSERT_EQ(stage.start_source(), std::nullopt);
+  g_lender = stage.duty_cycle();
+  FakeProfiler::install();
+  FakeProfiler::stop_fails = true;
+  g_lines.clear();
+  timing::WallMapping wall;
+  runtime::ProfileCapture capture(runtime::ProfileRange{2, 2}, 0, wall, &keep_line, &lender);
+  for (std::int64_t s = 1; s <= 3; ++s) {
+    capture.at_step_begin(s);
+    (void)fake_step(stage, s);
+    capture.at_step_end(s);
+  }
+  FakeProfiler::stop_fails = false;
+  ::traceml::detail::set_profiler_hooks({});
+  g_lender = nullptr;
+  EXPECT_EQ(FakeCupti::requested, &Kineto::requested);
+  EXPECT_EQ(FakeCupti::enabled.size(), 3u);  // Kineto's, untouched
+  EXPECT_TRUE(stage.source().lent());
+  // CUPTI's line, and the failed profile's.
+  ASSERT_EQ(g_lines.size(), 2u) << ::testing::PrintToString(g_lines);
+  EXPECT_NE(g_lines[0].find("traceml's CUPTI records did not come back after LibTorch's profiler "
+                            "(steps 2 to 2, which did not stop)"),
+            std::string::npos)
+      << g_lines[0];
+  EXPECT_NE(g_lines[1].find("LibTorch's profiler did not stop"), std::string::npos);
+  Kineto::stop();
 }
 
 #endif  // TRACEML_HAVE_CUPTI
