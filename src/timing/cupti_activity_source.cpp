@@ -41,6 +41,16 @@ void free_buffer(std::uint8_t* buffer, std::size_t size) noexcept {
   g_lent_bytes.fetch_sub(size, std::memory_order_relaxed);
 }
 
+/// `m` locked, or not (a mutex that failed to lock): the caller checks.
+std::unique_lock<std::mutex> lock_or_not(std::mutex& m) noexcept {
+  std::unique_lock<std::mutex> hold(m, std::defer_lock);
+  try {
+    hold.lock();
+  } catch (...) {
+  }
+  return hold;
+}
+
 void bump(std::atomic<std::int64_t>& counter, std::int64_t by = 1) noexcept {
   counter.fetch_add(by, std::memory_order_relaxed);
 }
@@ -543,12 +553,8 @@ bool CuptiActivitySource::resume() noexcept {
 
 bool CuptiActivitySource::lend() noexcept {
 #if TRACEML_HAVE_CUPTI
-  std::unique_lock<std::mutex> hold(switch_mutex_, std::defer_lock);
-  try {
-    hold.lock();
-  } catch (...) {
-    return false;
-  }
+  const std::unique_lock<std::mutex> hold = lock_or_not(switch_mutex_);
+  if (!hold) return false;
   if (!running_) return false;
   if (lent_.load(std::memory_order_relaxed)) return true;
   if (!pause()) return false;
@@ -570,12 +576,8 @@ bool CuptiActivitySource::lend() noexcept {
 
 bool CuptiActivitySource::take_back(bool records) noexcept {
 #if TRACEML_HAVE_CUPTI
-  std::unique_lock<std::mutex> hold(switch_mutex_, std::defer_lock);
-  try {
-    hold.lock();
-  } catch (...) {
-    return false;
-  }
+  const std::unique_lock<std::mutex> hold = lock_or_not(switch_mutex_);
+  if (!hold) return false;
   if (!running_ || !lent_.load(std::memory_order_relaxed)) return running_;
   // As at start: the buffer setting and our clock before the callbacks and
   // any kind (the other user may have changed both). A CUPTI that no longer
@@ -644,12 +646,8 @@ std::size_t CuptiActivitySource::collect(std::vector<ApiLaunch>& launches,
   // Not while CUPTI is being lent or taken back, and no flush while it is
   // lent: the flush would hand the other user's buffers over half-done, and
   // take_back() may measure the clock's offset again.
-  std::unique_lock<std::mutex> hold(switch_mutex_, std::defer_lock);
-  try {
-    hold.lock();
-  } catch (...) {
-    return 0;
-  }
+  const std::unique_lock<std::mutex> hold = lock_or_not(switch_mutex_);
+  if (!hold) return 0;
   if (running_ && !lent_.load(std::memory_order_acquire)) {
     // Without the callbacks' mutex: CUPTI calls completed() inside the flush.
     api_.activity_flush_all(mode == FlushMode::Forced ? kCuptiFlushForced : 0);

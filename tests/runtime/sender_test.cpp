@@ -181,13 +181,23 @@ const char* stopped_profiler(void** capture) noexcept {
   return nullptr;
 }
 void read_nothing(void*, detail::ProfiledOpSink, void*) noexcept {}
+/// Profiler hooks that start and stop and capture nothing, installed for
+/// the life of the object.
+struct NullProfiler {
+  NullProfiler() {
+    detail::ProfilerHooks hooks;
+    hooks.start = &started_profiler;
+    hooks.stop = &stopped_profiler;
+    hooks.read = &read_nothing;
+    detail::set_profiler_hooks(hooks);
+  }
+  ~NullProfiler() { detail::set_profiler_hooks(detail::ProfilerHooks{}); }
+  NullProfiler(const NullProfiler&) = delete;
+  NullProfiler& operator=(const NullProfiler&) = delete;
+};
 
 TEST(Sender, ACaptureThatBeganIsToldAndItsLostProfileSaidSo) {
-  detail::ProfilerHooks hooks;
-  hooks.start = &started_profiler;
-  hooks.stop = &stopped_profiler;
-  hooks.read = &read_nothing;
-  detail::set_profiler_hooks(hooks);
+  const NullProfiler profiler;
   timing::WallMapping wall;
   ProfileCapture capture(ProfileRange{3, 40}, 0, wall, nullptr);
   Rig rig("sender-test", {}, {}, [&](SenderSettings& s) { s.profiles = &capture; });
@@ -201,7 +211,6 @@ TEST(Sender, ACaptureThatBeganIsToldAndItsLostProfileSaidSo) {
   // The rank ends inside the capture: its profile is never sent.
   rig.sender->stop(Clock::now() + 10s);
   rig.collector->finish(Clock::now() + 10s, 1);
-  detail::set_profiler_hooks(detail::ProfilerHooks{});
   const store::RunData run = rig.collector->take_run();
   ASSERT_EQ(run.telemetry.profiled_steps.size(), 1u);  // once
   EXPECT_EQ(run.telemetry.profiled_steps[0].global_rank, 0);
@@ -393,21 +402,51 @@ int listen_on_loopback(std::uint16_t& port) {
   return fd;
 }
 
+/// Reads connection `c`'s frames into `on_frame` until it returns false or
+/// the peer closes.
+void read_frames(int c, const std::function<bool(const transport::Frame&)>& on_frame) {
+  transport::FrameDecoder d;
+  std::uint8_t buf[65536];
+  for (;;) {
+    const ssize_t k = ::read(c, buf, sizeof buf);
+    if (k <= 0) return;
+    for (std::size_t at = 0; at < std::size_t(k);) {
+      at += d.feed(buf + at, std::size_t(k) - at);
+      while (auto f = d.next())
+        if (!on_frame(*f)) return;
+    }
+  }
+}
+
+/// A socket listening on loopback and the thread that serves it (`serve`,
+/// given the listening socket); closing the socket ends its accept().
+class Listener {
+ public:
+  explicit Listener(std::function<void(int)> serve) {
+    fd_ = listen_on_loopback(port_);
+    thread_ = std::thread([this, serve = std::move(serve)] { serve(fd_); });
+  }
+  ~Listener() {
+    ::shutdown(fd_, SHUT_RDWR);
+    ::close(fd_);
+    thread_.join();
+  }
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+  [[nodiscard]] std::uint16_t port() const { return port_; }
+
+ private:
+  int fd_ = -1;
+  std::uint16_t port_ = 0;
+  std::thread thread_;
+};
+
 /// A collector built before protocol 4, as it behaved: a Hello of a version
 /// it does not speak closes the connection without a word; one of 3 is
 /// taken, and its Step frames counted.
 class OldCollector {
  public:
-  OldCollector() {
-    fd_ = listen_on_loopback(port_);
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~OldCollector() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    thread_.join();
-  }
-  [[nodiscard]] std::uint16_t port() const { return port_; }
+  [[nodiscard]] std::uint16_t port() const { return listener_.port(); }
   std::vector<std::uint16_t> hellos() {
     const std::lock_guard<std::mutex> lock(mu_);
     return hellos_;
@@ -422,47 +461,32 @@ class OldCollector {
   }
 
  private:
-  void serve() {
+  void serve(int listening) {
     for (;;) {
-      const int c = ::accept(fd_, nullptr, nullptr);
+      const int c = ::accept(listening, nullptr, nullptr);
       if (c < 0) return;
-      transport::FrameDecoder d;
       bool hello = false;
-      bool open = true;
-      std::uint8_t buf[65536];
-      while (open) {
-        const ssize_t k = ::read(c, buf, sizeof buf);
-        if (k <= 0) break;
-        for (std::size_t at = 0; at < std::size_t(k);) {
-          at += d.feed(buf + at, std::size_t(k) - at);
-          while (auto f = d.next()) {
-            const std::lock_guard<std::mutex> lock(mu_);
-            if (!hello) {
-              const auto h = transport::decode_hello(f->payload);
-              hellos_.push_back(h ? h->protocol_version : 0);
-              hello = true;
-              if (!h || h->protocol_version > 3) open = false;  // "not supported": closed
-            } else if (f->type == transport::FrameType::Step) {
-              ++steps_;
-            } else if (f->type == transport::FrameType::Bye) {
-              bye_ = true;
-            }
-            if (!open) break;
-          }
-          if (!open) break;
+      read_frames(c, [&](const transport::Frame& f) {
+        const std::lock_guard<std::mutex> lock(mu_);
+        if (!hello) {
+          const auto h = transport::decode_hello(f.payload);
+          hellos_.push_back(h ? h->protocol_version : 0);
+          hello = true;
+          return h && h->protocol_version <= 3;  // "not supported": closed
         }
-      }
+        if (f.type == transport::FrameType::Step) ++steps_;
+        if (f.type == transport::FrameType::Bye) bye_ = true;
+        return true;
+      });
       ::close(c);
     }
   }
 
-  int fd_ = -1;
-  std::uint16_t port_ = 0;
-  std::thread thread_;
   std::mutex mu_;
   std::vector<std::uint16_t> hellos_;
   int steps_ = 0;
   bool bye_ = false;
+  Listener listener_{[this](int listening) { serve(listening); }};  // last: serves the above
 };
 
 /// A collector of protocol 7 (profiles and requests, no ProfiledSteps): it
@@ -470,64 +494,42 @@ class OldCollector {
 /// reads. One frame it does not know would make the real one close.
 class SevenCollector {
  public:
-  SevenCollector() {
-    fd_ = listen_on_loopback(port_);
-    thread_ = std::thread([this] { serve(); });
-  }
-  ~SevenCollector() {
-    ::shutdown(fd_, SHUT_RDWR);
-    ::close(fd_);
-    thread_.join();
-  }
-  [[nodiscard]] std::uint16_t port() const { return port_; }
+  [[nodiscard]] std::uint16_t port() const { return listener_.port(); }
   std::vector<int> types() {
     const std::lock_guard<std::mutex> lock(mu_);
     return types_;
   }
 
  private:
-  void serve() {
-    const int c = ::accept(fd_, nullptr, nullptr);
+  void serve(int listening) {
+    const int c = ::accept(listening, nullptr, nullptr);
     if (c < 0) return;
-    transport::FrameDecoder d;
-    std::uint8_t buf[65536];
-    for (bool hello = true, bye = false; !bye;) {
-      const ssize_t k = ::read(c, buf, sizeof buf);
-      if (k <= 0) break;
-      for (std::size_t at = 0; at < std::size_t(k);) {
-        at += d.feed(buf + at, std::size_t(k) - at);
-        while (auto f = d.next()) {
-          const std::lock_guard<std::mutex> lock(mu_);
-          types_.push_back(int(f->type));
-          bye = bye || f->type == transport::FrameType::Bye;  // then closed, as a collector does
-          if (!hello) continue;
-          hello = false;
-          transport::Verdict v;
-          v.protocol_version = 7;
-          const auto frame =
-              transport::encode_frame(transport::FrameType::Verdict, transport::encode_verdict(v));
-          if (frame) (void)!::write(c, frame->data(), frame->size());
-        }
+    bool hello = true;
+    read_frames(c, [&](const transport::Frame& f) {
+      const std::lock_guard<std::mutex> lock(mu_);
+      types_.push_back(int(f.type));
+      if (hello) {
+        hello = false;
+        transport::Verdict v;
+        v.protocol_version = 7;
+        const auto frame =
+            transport::encode_frame(transport::FrameType::Verdict, transport::encode_verdict(v));
+        if (frame) (void)!::write(c, frame->data(), frame->size());
       }
-    }
+      return f.type != transport::FrameType::Bye;  // then closed, as a collector does
+    });
     ::close(c);
   }
 
-  int fd_ = -1;
-  std::uint16_t port_ = 0;
-  std::thread thread_;
   std::mutex mu_;
   std::vector<int> types_;
+  Listener listener_{[this](int listening) { serve(listening); }};  // last: serves the above
 };
 
 // Protocol 8's ProfiledSteps goes only to a collector that names 8: one of
 // 7 gets the profile itself, and not a frame it would close the connection at.
 TEST(Sender, ACollectorOfSevenGetsTheProfileButNoCaptureSaidBegun) {
-  detail::ProfilerHooks hooks;
-  hooks.start = &started_profiler;
-  hooks.stop = &stopped_profiler;
-  hooks.read = &read_nothing;
-  detail::set_profiler_hooks(hooks);
+  const NullProfiler profiler;
   SevenCollector seven;
   RecorderRegistry recorders;
   SampleQueue samples;
@@ -545,7 +547,6 @@ TEST(Sender, ACollectorOfSevenGetsTheProfileButNoCaptureSaidBegun) {
   std::this_thread::sleep_for(300ms);  // the capture's start told at the next wake-up, if ever
   capture.at_step_end(4);
   sender.stop(Clock::now() + 10s);
-  detail::set_profiler_hooks(detail::ProfilerHooks{});
   const std::vector<int> types = seven.types();
   const auto has = [&](auto type) {
     return std::find(types.begin(), types.end(), int(type)) != types.end();
