@@ -62,6 +62,10 @@ struct ProfilerHooks {
   const char* (*stop)(void** capture) noexcept = nullptr;
   /// Hands each op of `capture` to `sink`, on any thread, then frees it.
   void (*read)(void* capture, ProfiledOpSink sink, void* context) noexcept = nullptr;
+  /// Optional: writes the profiler's own trace of `capture` (LibTorch's
+  /// Kineto trace, with the GPU's streams) to the file `path`, before
+  /// read(); a reason when it could not (a LibTorch without Kineto).
+  const char* (*save)(void* capture, const char* path) noexcept = nullptr;
 };
 /// Installs the profiler hooks (all three, or none is used). traceml/torch.hpp's
 /// enable_torch_cuda() does it, also on a CPU: `traceml run --profile-steps`

@@ -218,12 +218,25 @@ inline void read_torch_profile(void* capture, ProfiledOpSink sink, void* context
   }
 }
 
+/// ProfilerHooks::save: Kineto's own Chrome trace of the capture (a LibTorch
+/// built without Kineto, as Debian's 1.13, throws: its reason).
+inline const char* save_torch_profile(void* capture, const char* path) noexcept {
+  if (capture == nullptr || path == nullptr) return "no capture";
+  return torch_profiler_call(
+      [capture, path]() -> const char* {
+        static_cast<torch::autograd::profiler::ProfilerResult*>(capture)->save(path);
+        return nullptr;
+      },
+      "LibTorch's profiler could not save its trace");
+}
+
 /// Hands LibTorch's profiler to the runtime (for --profile-steps).
 inline void install_torch_profiler() noexcept {
   ProfilerHooks hooks;
   hooks.start = &start_torch_profiler;
   hooks.stop = &stop_torch_profiler;
   hooks.read = &read_torch_profile;
+  hooks.save = &save_torch_profile;
   set_profiler_hooks(hooks);
 }
 

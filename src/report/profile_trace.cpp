@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -37,6 +38,18 @@ std::string quoted(const std::string& s) {
 std::string profile_file_name(int rank, std::int64_t first, std::int64_t last) {
   return "rank" + std::to_string(rank) + "_steps" + std::to_string(first) + "-" +
          std::to_string(last) + ".json";
+}
+
+namespace {
+constexpr const char* kNativeSuffix = ".kineto.json";
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+}  // namespace
+
+std::string native_profile_file_name(int rank, std::int64_t first, std::int64_t last) {
+  std::string name = profile_file_name(rank, first, last);
+  return name.substr(0, name.size() - 5) + kNativeSuffix;
 }
 
 ProfileTraceWriter::ProfileTraceWriter(const std::string& run_dir, int rank, std::int64_t first,
@@ -120,24 +133,28 @@ ProfileFileInfo ProfileTraceWriter::finish(std::int64_t ops_cut_by_rank, const s
   buffer_ += "\n],\"displayTimeUnit\":\"ms\",\"otherData\":{\"traceml\":" +
              meta.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "}}\n";
   flush();
-  bool placeholder = false;
   if (!failed_ && !replace) {
-    // The name taken only where none is (O_EXCL never opens an existing
-    // file, on any file system): an empty file, which read_profile_infos
-    // leaves out, until the rename below puts this one in its place.
-    const int fd = ::open(final_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      const int err = errno;
+    // Named only where no file is, atomically (a rank keeping its profile
+    // under this name at the same moment wins): renameat2's NOREPLACE, or
+    // where the file system has none a second name (link() never replaces
+    // one) and the partial name dropped.
+    int err = 0;
+    if (::renameat2(AT_FDCWD, partial_.c_str(), AT_FDCWD, final_.c_str(), RENAME_NOREPLACE) != 0) {
+      err = errno;
+      if (err == EINVAL || err == ENOSYS || err == ENOTSUP) {
+        err = ::link(partial_.c_str(), final_.c_str()) == 0 ? 0 : errno;
+        if (err == 0) ::unlink(partial_.c_str());
+      }
+    }
+    if (err != 0)
       throw WriteError(final_ + (err == EEXIST
                                      ? ": kept already"
                                      : ": cannot write file: " + std::string(std::strerror(err))));
-    }
-    ::close(fd);
-    placeholder = true;
+    created_ = false;
+    return info_;
   }
   if (failed_ || std::rename(partial_.c_str(), final_.c_str()) != 0) {
     const int err = errno;
-    if (placeholder) ::unlink(final_.c_str());  // the empty name taken above
     throw WriteError(final_ + ": cannot write file: " + std::strerror(err));
   }
   created_ = false;  // it has its name now
@@ -215,13 +232,23 @@ std::vector<ProfileFileInfo> read_profile_infos(const std::string& run_dir) {
   fs::directory_iterator it(fs::path(run_dir) / "profiles", ec);
   for (; !ec && it != fs::directory_iterator(); it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.rfind("rank", 0) == 0 && it->path().extension() == ".json")
+    // The profilers' own traces are listed with their profile, not read.
+    if (name.rfind("rank", 0) == 0 && it->path().extension() == ".json" &&
+        !ends_with(name, kNativeSuffix))
       files.push_back(it->path());
     if (files.size() >= 64 * kMaxListedProfiles) break;  // a directory flooded on purpose
   }
   std::vector<ProfileFileInfo> out;
-  for (const fs::path& file : files)
-    if (auto info = read_profile_info(file)) out.push_back(std::move(*info));
+  for (const fs::path& file : files) {
+    auto info = read_profile_info(file);
+    if (!info) continue;
+    const std::string native =
+        native_profile_file_name(info->rank, info->first_step, info->last_step);
+    std::error_code native_ec;
+    if (fs::is_regular_file(fs::symlink_status(file.parent_path() / native, native_ec)))
+      info->native_path = "profiles/" + native;
+    out.push_back(std::move(*info));
+  }
   std::sort(out.begin(), out.end(), [](const ProfileFileInfo& a, const ProfileFileInfo& b) {
     return std::tie(a.rank, a.first_step, a.last_step) <
            std::tie(b.rank, b.first_step, b.last_step);
@@ -296,6 +323,7 @@ nlohmann::ordered_json profiles_json(const std::vector<ProfileFileInfo>& infos) 
     j["ops_cut"] = p.ops_cut;
     j["error"] = p.error.empty() ? Json() : Json(p.error);
     j["reason"] = p.reason.empty() ? Json() : Json(p.reason);
+    j["kineto_trace"] = p.native_path.empty() ? Json() : Json(p.native_path);
     list.push_back(std::move(j));
   }
   return list;

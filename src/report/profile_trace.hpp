@@ -17,6 +17,9 @@ namespace traceml::report {
 
 /// "rank<R>_steps<A>-<B>.json".
 std::string profile_file_name(int rank, std::int64_t first, std::int64_t last);
+/// "rank<R>_steps<A>-<B>.kineto.json": the profiler's own trace of the same
+/// capture, kept beside its rank (ProfilerHooks::save).
+std::string native_profile_file_name(int rank, std::int64_t first, std::int64_t last);
 
 /// What one profile file holds (its metadata, "otherData.traceml").
 struct ProfileFileInfo {
@@ -29,6 +32,9 @@ struct ProfileFileInfo {
   /// Why the collector asked for it (`--profile auto`); empty: the user chose its steps.
   std::string reason;
   std::string path;  ///< relative to the run directory: "profiles/<name>"
+  /// The profiler's own trace of the capture beside it, when its rank kept
+  /// one there: "profiles/<name>.kineto.json"; empty: none.
+  std::string native_path;
 };
 
 /// Writes one profile. Every op is drawn as a complete event ("ph":"X") on

@@ -180,7 +180,7 @@ void ProfileCapture::begin(std::int64_t next) noexcept {
   offset_us_ = traceml_us - realtime_us();
   if (const char* why = hooks.start()) {
     failed.error = std::string("LibTorch's profiler did not start: ") + why;
-    if (cupti != nullptr) cupti->take_back(next);
+    if (cupti != nullptr && !cupti->take_back(next)) say_cupti_not_back(first, last, "");
     finish(std::move(failed));
     return;
   }
@@ -229,17 +229,21 @@ void ProfileCapture::stop(std::int64_t last, std::string error) noexcept {
   // CUPTI back to traceml's records, from the next step on; not from a
   // profiler that may still hold it (its buffers would come back to
   // traceml's callbacks).
-  if (lent_from_ != nullptr && (stop_failed != nullptr || !lent_from_->take_back(f.last + 1))) {
-    try {
-      say("traceml's CUPTI records did not come back after LibTorch's profiler (steps " +
-          std::to_string(f.first) + " to " + std::to_string(f.last) +
-          (stop_failed != nullptr ? ", which did not stop" : "") +
-          "): no GPU activity records until a later capture ends; training continues");
-    } catch (...) {
-    }
-  }
+  if (lent_from_ != nullptr && (stop_failed != nullptr || !lent_from_->take_back(f.last + 1)))
+    say_cupti_not_back(f.first, f.last, stop_failed != nullptr ? ", which did not stop" : "");
   lent_from_ = nullptr;
   finish(std::move(f));
+}
+
+void ProfileCapture::say_cupti_not_back(std::int64_t first, std::int64_t last,
+                                        const char* why) const noexcept {
+  try {
+    say("traceml's CUPTI records did not come back after LibTorch's profiler (steps " +
+        std::to_string(first) + " to " + std::to_string(last) + why +
+        "): no GPU activity records until CUPTI takes them back (at a later capture's end, or "
+        "a duty cycle's next window); training continues");
+  } catch (...) {
+  }
 }
 
 void ProfileCapture::at_shutdown(std::int64_t steps_done, bool may_stop) noexcept {
@@ -322,7 +326,39 @@ void ProfileCapture::read_next() {
   ops_.clear();
   next_op_ = 0;
   next_chunk_ = 0;
+  save_native(*sending_, native_dir_);
   ops_cut_ = read_ops(*sending_, ops_);
+}
+
+void ProfileCapture::save_native(const Finished& f, const std::string& run_dir) {
+  if (f.capture == nullptr || f.hooks.save == nullptr || run_dir.empty() || native_failed_) return;
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::path(run_dir) / "profiles";
+  const bool made = fs::create_directories(dir, ec);
+  if (ec) return;
+  const fs::path file = dir / report::native_profile_file_name(rank_, f.first, f.last);
+  const fs::path partial = dir / ("." + file.filename().string() + ".partial");
+  // Written under a hidden name, then named: never half a trace under its
+  // name. A LibTorch without Kineto (Debian's 1.13) cannot save one: there
+  // is then no such file, and nothing is said (the profile itself is whole).
+  if (f.hooks.save(f.capture, partial.c_str()) != nullptr || !fs::is_regular_file(partial, ec)) {
+    fs::remove(partial, ec);
+    if (made) fs::remove(dir, ec);  // only when empty: no directory of nothing
+    native_failed_ = true;          // the same LibTorch will not save the next one either
+    return;
+  }
+  fs::rename(partial, file, ec);
+  if (ec) {
+    fs::remove(partial, ec);
+    return;
+  }
+  if (!native_said_) {
+    native_said_ = true;
+    say("LibTorch's own trace of steps " + std::to_string(f.first) + " to " +
+        std::to_string(f.last) +
+        " (with the GPU's streams) is kept beside this rank: " + file.string());
+  }
 }
 
 std::int64_t ProfileCapture::read_ops(Finished& f, std::vector<model::ProfileOp>& ops) {
@@ -349,6 +385,7 @@ std::vector<std::string> ProfileCapture::keep(const std::string& run_dir) {
         "profile of steps " + std::to_string(f.first) + " to " + std::to_string(f.last);
     try {
       std::vector<model::ProfileOp> ops;
+      save_native(f, run_dir);
       const std::int64_t cut = read_ops(f, ops);
       report::ProfileTraceWriter w(run_dir, rank_, f.first, f.last, kMaxKeptProfileBytes);
       for (const model::ProfileOp& op : ops)

@@ -117,6 +117,11 @@ class ProfileCapture {
   /// the collector's, which says it was cut short), and the rest freed.
   /// Returns one line per capture: where it went, or why it could not.
   std::vector<std::string> keep(const std::string& run_dir);
+  /// Where the profiler's own trace of each capture goes (sender thread,
+  /// before the first chunk): <run_dir>/profiles/rank<R>_steps<A>-<B>.kineto.json
+  /// beside the rank, when the hooks can save one (ProfilerHooks::save);
+  /// empty: none kept.
+  void keep_native_traces_in(std::string run_dir) { native_dir_ = std::move(run_dir); }
   /// The largest file keep() writes (the collector's bound on one profile).
   static constexpr std::int64_t kMaxKeptProfileBytes = std::int64_t{256} << 20;
   /// Prints one warning line, as the runtime does.
@@ -145,11 +150,21 @@ class ProfileCapture {
   /// the capture ends at step `last`, with `error` if any.
   void stop(std::int64_t last, std::string error) noexcept;
   void finish(Finished f) noexcept;
+  /// Says traceml's CUPTI records stay off after the capture of steps
+  /// first..last (`why`: ", which did not stop", or empty).
+  void say_cupti_not_back(std::int64_t first, std::int64_t last, const char* why) const noexcept;
   /// Reads the oldest finished capture into ops_ (sender thread).
   void read_next();
   /// Reads `f`'s ops (freeing its capture) into `ops`, sorted by start;
   /// returns the ops left out.
   static std::int64_t read_ops(Finished& f, std::vector<model::ProfileOp>& ops);
+  /// Writes the profiler's own trace of `f` into `run_dir`'s profiles/
+  /// (before read_ops frees it), when the hooks can; said once, where it
+  /// went, the first time.
+  void save_native(const Finished& f, const std::string& run_dir);
+  std::string native_dir_;      ///< the sender's: keep_native_traces_in()
+  bool native_said_ = false;    ///< the sender's: the first kept trace was said
+  bool native_failed_ = false;  ///< the sender's: the hooks could not save one
 
   /// Written by whoever arms the capture (the constructor, request() under
   /// arm_mu_) before kArmed is published; read only after it is seen.

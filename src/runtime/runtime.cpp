@@ -118,6 +118,45 @@ void* current_stream(int device) {
   return hook != nullptr ? hook(device) : nullptr;
 }
 
+/// The CUDA runtime the GPU clock found, for settle_gpu(); set once, before
+/// any capture can take CUPTI.
+std::optional<timing::CudaApi> g_cuda_api;
+
+/// Before a profile capture takes CUPTI from traceml's records (the training
+/// thread, at a step edge): the timed device finishes its work, so that the
+/// steps before the capture keep whole records. Never during a CUDA graph
+/// capture on this thread's stream (the sync would invalidate it; the
+/// capture is then refused), in relaxed capture mode (another thread's
+/// capture is not disturbed), on the timed device (the current one may
+/// differ), and without leaving an error for the program's next check.
+bool settle_gpu() noexcept {
+  const GpuClock* clock = g_gpu_clock.load(std::memory_order_acquire);
+  if (!g_cuda_api || clock == nullptr || !clock->device()) return true;  // nothing timed
+  const timing::CudaApi& api = *g_cuda_api;
+  if (api.device_synchronize == nullptr) return true;  // none to call: as before
+  const int device = *clock->device();
+  if (api.stream_is_capturing != nullptr) {
+    int status = 0;
+    if (api.stream_is_capturing(current_stream(device), &status) != timing::kCudaSuccess ||
+        status != 0) {
+      if (api.get_last_error != nullptr) api.get_last_error();
+      return false;
+    }
+  }
+  int mode = timing::kCudaStreamCaptureModeRelaxed;
+  const bool relaxed = api.thread_exchange_capture_mode != nullptr &&
+                       api.thread_exchange_capture_mode(&mode) == timing::kCudaSuccess;
+  int previous = device;
+  const bool switched = api.set_device != nullptr &&
+                        api.get_device(&previous) == timing::kCudaSuccess && previous != device &&
+                        api.set_device(device) == timing::kCudaSuccess;
+  const bool settled = api.device_synchronize() == timing::kCudaSuccess;
+  if (switched) api.set_device(previous);
+  if (relaxed) api.thread_exchange_capture_mode(&mode);  // the thread's own mode again
+  if (!settled && api.get_last_error != nullptr) api.get_last_error();
+  return settled;
+}
+
 /// The process's GPU memory now, as the framework's allocator sees it.
 std::optional<model::ProcessGpu> process_gpu_memory() noexcept {
   const detail::GpuMemoryReader reader = g_memory_reader.load(std::memory_order_acquire);
@@ -315,8 +354,9 @@ class Runtime {
     int count = 0;
     if (cuda.api && cuda.api->get_device_count(&count) == timing::kCudaSuccess && count > 0) {
       auto* clock = new GpuClock(*cuda.api, count, config_.identity.local_rank, current_stream);
+      g_cuda_api = *cuda.api;
       g_gpu_clock.store(clock, std::memory_order_release);
-      start_activity_records(cuda.api->device_synchronize);
+      start_activity_records();
       return clock;
     }
     gpu_why_ = cuda.api ? "no CUDA device" : cuda.reason;
@@ -334,9 +374,7 @@ class Runtime {
 
   /// CUPTI's activity records (copies, collectives, busy time), unless
   /// TRACEML_CUPTI=0; says once per node when they are unavailable.
-  /// `settle`: the device's synchronize (or null), which a profile capture
-  /// runs before it takes CUPTI from traceml's records.
-  void start_activity_records(int (*settle)()) {
+  void start_activity_records() {
     if (!config_.cupti) {
       cupti_why_ = "TRACEML_CUPTI=0";
       return;
@@ -346,7 +384,7 @@ class Runtime {
     cupti_why_ = why;
     if (cupti_ && cupti_->duty_cycle() != nullptr) {
       timing::CuptiDutyCycle* duty = cupti_->release_duty_cycle();
-      duty->settle_with(settle);
+      duty->settle_with(&settle_gpu);
       // The step scope switches only a real duty cycle's records.
       if (!duty->cycle().is_always()) g_cupti_duty.store(duty, std::memory_order_release);
       g_cupti_lender.store(duty, std::memory_order_release);

@@ -102,6 +102,9 @@ Sender::Sender(SenderSettings settings, RecorderRegistry& recorders, SampleQueue
       backoff_(settings_.backoff_min),
       protocol_(settings_.protocol_version),
       profiles_(settings_.profiles) {
+  // The profiler's own traces stay beside the rank, where a profile it
+  // cannot send would go (the run's directory on node 0).
+  if (profiles_ != nullptr) profiles_->keep_native_traces_in(settings_.profile_keep_dir);
   if (model::BlackBoxRegion* box = settings_.black_box) {
     box->header.stream.store(stream_, std::memory_order_relaxed);
     box->header.wall_offset_s.store(wall.to_unix(0), std::memory_order_relaxed);
@@ -479,7 +482,10 @@ void Sender::on_profile_request(const transport::Frame& frame) {
   if (!settings_.profile_requests) return;
   const auto r = transport::decode<model::ProfileRequest>(frame.payload);
   if (!r || r->global_rank != settings_.identity.global_rank || model::check(*r)) return;
-  if (profiles_ == nullptr) profiles_ = settings_.profile_requests();
+  if (profiles_ == nullptr) {
+    profiles_ = settings_.profile_requests();
+    if (profiles_ != nullptr) profiles_->keep_native_traces_in(settings_.profile_keep_dir);
+  }
   if (profiles_ != nullptr) profiles_->request(r->first_step, r->steps);
 }
 

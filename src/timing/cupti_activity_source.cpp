@@ -359,7 +359,7 @@ std::optional<std::string> CuptiActivitySource::start_or_why() {
   // One buffer stream for every thread (CUDA 13 defaults to one per thread):
   // set before the callbacks are registered and any kind enabled, as CUPTI
   // requires. A CUPTI that cannot is used with its default.
-  set_per_thread_buffers();
+  per_thread_ = set_per_thread_buffers();
   const int registered =
       api_.activity_register_callbacks(&Callbacks::requested, &Callbacks::completed);
   if (registered != kCuptiSuccess)
@@ -387,19 +387,16 @@ std::optional<std::string> CuptiActivitySource::start_or_why() {
 #endif
 }
 
-void CuptiActivitySource::set_per_thread_buffers() noexcept {
-  if (!settings_.per_thread_buffers) return;
-  if (api_.activity_set_attribute == nullptr) {
-    per_thread_ = PerThreadBuffers::Unsupported;
-    return;
-  }
+PerThreadBuffers CuptiActivitySource::set_per_thread_buffers() noexcept {
+  if (!settings_.per_thread_buffers) return PerThreadBuffers::CuptiDefault;
+  if (api_.activity_set_attribute == nullptr) return PerThreadBuffers::Unsupported;
   std::uint8_t value = *settings_.per_thread_buffers ? 1 : 0;
   std::size_t size = sizeof value;
   const int set =
       api_.activity_set_attribute(kCuptiActivityAttrPerThreadActivityBuffer, &size, &value);
-  per_thread_ = set != kCuptiSuccess ? PerThreadBuffers::Refused
-                : value != 0         ? PerThreadBuffers::SetOn
-                                     : PerThreadBuffers::SetOff;
+  return set != kCuptiSuccess ? PerThreadBuffers::Refused
+         : value != 0         ? PerThreadBuffers::SetOn
+                              : PerThreadBuffers::SetOff;
 }
 
 const char* to_string(PerThreadBuffers p) noexcept {
@@ -556,17 +553,26 @@ bool CuptiActivitySource::lend() noexcept {
   const std::unique_lock<std::mutex> hold = lock_or_not(switch_mutex_);
   if (!hold) return false;
   if (!running_) return false;
-  if (lent_.load(std::memory_order_relaxed)) return true;
+  // CUPTI's own clock for the other user's records (ours would stay
+  // registered otherwise, and LibTorch's profiler would place its records
+  // decades off); take_back() registers ours again.
+  const auto cuptis_clock = [this] {
+    return !timestamp_callback_ ||
+           api_.activity_register_timestamp_callback(&realtime_for_cupti) == kCuptiSuccess;
+  };
+  // Still lent (CUPTI refused it back): its clock is CUPTI's already, unless
+  // a half-done take_back() registered ours.
+  if (lent_.load(std::memory_order_relaxed)) return cuptis_clock();
   if (!pause()) return false;
+  if (!cuptis_clock()) {
+    resume();
+    return false;
+  }
   // No buffer of ours stays with CUPTI: once the other user's callbacks are
   // registered, a buffer of ours would come back to them. With the kinds
   // off, nothing asks for another after the flush.
   api_.activity_flush_all(kCuptiFlushForced);
   accepting_.store(false, std::memory_order_relaxed);
-  // CUPTI's own clock again for the other user's records (ours would stay
-  // registered otherwise, and LibTorch's profiler would place its records
-  // decades off); take_back() registers ours again.
-  if (timestamp_callback_) api_.activity_register_timestamp_callback(&realtime_for_cupti);
   lent_.store(true, std::memory_order_release);
   return true;
 #else
@@ -580,11 +586,12 @@ bool CuptiActivitySource::take_back(bool records) noexcept {
   if (!hold) return false;
   if (!running_ || !lent_.load(std::memory_order_relaxed)) return running_;
   // As at start: the buffer setting and our clock before the callbacks and
-  // any kind (the other user may have changed both). A CUPTI that no longer
-  // takes our clock would stamp records on its own: the source stays lent
-  // rather than put them at the wrong time. Without our clock the offset is
-  // measured again (the other user may have registered a clock of its own).
-  set_per_thread_buffers();
+  // any kind (the other user may have changed both; the setting's outcome
+  // reported is start's). A CUPTI that no longer takes our clock would stamp
+  // records on its own: the source stays lent rather than put them at the
+  // wrong time. Without our clock the offset is measured again (the other
+  // user may have registered a clock of its own).
+  (void)set_per_thread_buffers();
   if (timestamp_callback_) {
     if (api_.activity_register_timestamp_callback == nullptr ||
         api_.activity_register_timestamp_callback(&now_for_cupti) != kCuptiSuccess)
@@ -597,8 +604,11 @@ bool CuptiActivitySource::take_back(bool records) noexcept {
     }
   }
   if (api_.activity_register_callbacks(&Callbacks::requested, &Callbacks::completed) !=
-      kCuptiSuccess)
+      kCuptiSuccess) {
+    // Still lent: CUPTI's clock again for the next capture's records.
+    if (timestamp_callback_) api_.activity_register_timestamp_callback(&realtime_for_cupti);
     return false;
+  }
   accepting_.store(true, std::memory_order_relaxed);
   lent_.store(false, std::memory_order_release);
   // A refused resume leaves the kinds off, as a refused duty-cycle switch
@@ -646,7 +656,8 @@ std::size_t CuptiActivitySource::collect(std::vector<ApiLaunch>& launches,
   // Not while CUPTI is being lent or taken back, and no flush while it is
   // lent: the flush would hand the other user's buffers over half-done, and
   // take_back() may measure the clock's offset again.
-  const std::unique_lock<std::mutex> hold = lock_or_not(switch_mutex_);
+  // The records are parsed after: the lending thread never waits for that.
+  std::unique_lock<std::mutex> hold = lock_or_not(switch_mutex_);
   if (!hold) return 0;
   if (running_ && !lent_.load(std::memory_order_acquire)) {
     // Without the callbacks' mutex: CUPTI calls completed() inside the flush.
@@ -655,18 +666,20 @@ std::size_t CuptiActivitySource::collect(std::vector<ApiLaunch>& launches,
     if (api_.activity_get_num_dropped_records(nullptr, 0, &dropped) == kCuptiSuccess)
       bump(cupti_dropped_, static_cast<std::int64_t>(dropped));
   }
+  const TimestampMap map = map_;
   try {
     std::lock_guard<std::mutex> lock(callback_mutex());
     filled_.swap(reading_);  // same capacities: the callback still never allocates
   } catch (...) {
     return 0;
   }
+  hold.unlock();
   std::size_t appended = 0;
   for (const Filled& f : reading_) {
     void* record = nullptr;
     try {
       while (api_.activity_get_next_record(f.buffer, f.valid, &record) == kCuptiSuccess) {
-        switch (parse_activity_record(record, map_, launches, activities)) {
+        switch (parse_activity_record(record, map, launches, activities)) {
           case RecordUse::Launch:
           case RecordUse::Activity:
             ++appended;

@@ -11,8 +11,9 @@
 // Clocks: CUPTI stamps records with CLOCK_REALTIME unless told otherwise.
 // Where CUPTI has cuptiActivityRegisterTimestampCallback, it stamps them with
 // our now_ns() instead (GPU times are interpolated to it by CUPTI); elsewhere
-// the offset between the two clocks is measured once at start and added to
-// every timestamp (a wall-clock step later shifts the records by its size).
+// the offset between the two clocks is measured at start (and again when
+// CUPTI comes back from LibTorch's profiler, take_back) and added to every
+// timestamp (a wall-clock step later shifts the records by its size).
 //
 // Compiled against the CUPTI headers when the build finds them
 // (TRACEML_HAVE_CUPTI); without them start() says so and nothing is captured.
@@ -149,17 +150,21 @@ class CuptiActivitySource {
 
   /// Hands CUPTI to another user for a while (LibTorch's profiler, whose
   /// Kineto registers its own buffer callbacks, process-wide, and may
-  /// finalize CUPTI when it stops): the kinds go off (as pause()), every
+  /// finalize CUPTI when it stops): the kinds go off (as pause()), CUPTI's
+  /// own clock is registered again for the other user's records, every
   /// buffer comes back (a forced flush: their records still come through
   /// collect()), and no buffer is lent to CUPTI until take_back(). While
   /// lent, collect() never flushes and stop() touches none of CUPTI's
   /// switches (they are the other user's). Under the duty cycle's mutex, as
-  /// pause(). False when CUPTI refused to turn the kinds off (nothing lent).
+  /// pause(). False when CUPTI refused the kinds off or its clock (nothing
+  /// lent). Called again while still lent, it only registers CUPTI's clock.
   bool lend() noexcept;
-  /// The other user is done: the timestamp and buffer callbacks are
-  /// registered again (CUPTI may have been finalized in between) and, when
-  /// `records`, the kinds go on again (as resume()). False when CUPTI refused
-  /// the callbacks: the source stays lent, its records off for good.
+  /// The other user is done: the buffer setting, the clock (or the offset,
+  /// measured again) and the buffer callbacks are registered again (CUPTI
+  /// may have been finalized in between) and, when `records`, the kinds go
+  /// on again (as resume(); paused() says whether they did). False when
+  /// CUPTI refused the clock or the callbacks: the source stays lent, its
+  /// records off, CUPTI's clock registered, until a later take_back().
   bool take_back(bool records) noexcept;
   [[nodiscard]] bool lent() const noexcept { return lent_.load(std::memory_order_acquire); }
 
@@ -244,7 +249,8 @@ class CuptiActivitySource {
   /// The buffers lent to CUPTI and not yet handed back, guarded by the
   /// callbacks' mutex; reserved at start (the callbacks never allocate).
   std::vector<std::uint8_t*> ours_;
-  void set_per_thread_buffers() noexcept;
+  /// Applies CuptiSourceSettings::per_thread_buffers; what came of it.
+  PerThreadBuffers set_per_thread_buffers() noexcept;
   std::atomic<std::int64_t> cupti_dropped_{0};
   std::atomic<std::int64_t> buffers_refused_{0};
   std::atomic<std::int64_t> untimed_{0};

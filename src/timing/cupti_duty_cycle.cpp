@@ -89,7 +89,9 @@ bool CuptiDutyCycle::lend() noexcept {
   // The GPU finishes what the steps before launched: the forced flush below
   // then hands back their records whole (work still running would come back
   // without its end and be lost), and those steps stay covered rightly.
-  if (int (*settle)() = settle_.load(std::memory_order_acquire); settle != nullptr) settle();
+  if (bool (*settle)() noexcept = settle_.load(std::memory_order_acquire);
+      settle != nullptr && !settle())
+    return false;  // the GPU could not finish first: the capture is refused
   std::lock_guard<std::mutex> lock(mu_);
   if (source_ == nullptr) return false;
   if (lent_) return true;
@@ -136,7 +138,7 @@ bool CuptiDutyCycle::take_back(std::int64_t next) noexcept {
   return true;
 }
 
-void CuptiDutyCycle::settle_with(int (*settle)()) noexcept {
+void CuptiDutyCycle::settle_with(bool (*settle)() noexcept) noexcept {
   settle_.store(settle, std::memory_order_release);
 }
 

@@ -93,8 +93,9 @@ class CuptiDutyCycle {
   /// switch. True when the source has stopped meanwhile.
   bool take_back(std::int64_t next) noexcept;
   /// What lend() calls first, without a lock, on the lending thread: the
-  /// device's synchronize (cudaDeviceSynchronize), or null.
-  void settle_with(int (*settle)()) noexcept;
+  /// device finishes its work (runtime: cudaDeviceSynchronize, guarded);
+  /// false refuses the lend. Null: nothing to settle.
+  void settle_with(bool (*settle)() noexcept) noexcept;
   /// Lends so far.
   [[nodiscard]] std::int64_t lends() const noexcept;
 
@@ -130,7 +131,7 @@ class CuptiDutyCycle {
   CuptiActivitySource* source_;  // guarded by mu_; null once detached
   bool on_ = true;               // guarded by mu_
   bool lent_ = false;            // guarded by mu_: the source is lent
-  std::atomic<int (*)()> settle_{nullptr};
+  std::atomic<bool (*)() noexcept> settle_{nullptr};
   std::int64_t lends_ = 0;                  // guarded by mu_
   std::array<Window, kWindows> windows_{};  // ring, guarded by mu_
   std::int64_t opened_ = 0;                 // windows ever opened, guarded by mu_

@@ -114,6 +114,14 @@ TEST(ProfileE2E, ProfileStepsWritesTheOperatorsOfThoseSteps) {
       << summary["step_time"]["global"]["window"].dump();
   ASSERT_EQ(summary["profiles"].size(), 1u);
   EXPECT_EQ(summary["profiles"][0]["path"], "profiles/rank0_steps20-24.json");
+  // LibTorch's own trace beside it where LibTorch has Kineto (Debian's 1.13
+  // has none: then no file, and none listed).
+  const fs::path kineto = run_dir / "profiles" / "rank0_steps20-24.kineto.json";
+  if (fs::exists(kineto))
+    EXPECT_EQ(summary["profiles"][0]["kineto_trace"], "profiles/rank0_steps20-24.kineto.json");
+  else
+    EXPECT_TRUE(summary["profiles"][0]["kineto_trace"].is_null());
+  EXPECT_FALSE(fs::exists(run_dir / "profiles" / ".rank0_steps20-24.kineto.json.partial"));
   EXPECT_EQ(summary["profiles"][0]["ops"], ops.size());
   const std::string text = read_file(run_dir / "final_summary.txt");
   EXPECT_NE(text.find("Profiles: LibTorch's operators"), std::string::npos) << text;

@@ -669,6 +669,14 @@ inside = [e for e in gpu if cpu_ts and min(cpu_ts) - 1e6 <= e["ts"] <= max(cpu_t
 print(f"    gpu ops: {len(gpu)}, inside the capture's span: {len(inside)}")
 if not inside:
     sys.exit(f"{name}: expected the GPU's kernels inside the captured steps")
+# LibTorch's own (Kineto) trace beside it: LibTorch has Kineto where it
+# recorded the GPU's kernels.
+kineto = os.path.join(run, "profiles", "rank0_steps50-54.kineto.json")
+if not os.path.exists(kineto):
+    sys.exit(f"{name}: no LibTorch (Kineto) trace kept beside the profile")
+kt = json.load(open(kineto))
+print(f"    kineto trace: {os.path.getsize(kineto)} bytes, "
+      f"{len(kt.get('traceEvents', []))} events")
 if name == "profile_cupti_on":
     # traceml's own records came back after the capture: the steps after it
     # carry GPU activity from CUPTI again.
@@ -681,9 +689,14 @@ if name == "profile_cupti_on":
         r = json.loads(line)
         if r.get("type") == "step":
             steps[r["step"]] = r.get("gpu_activity")
-    after = [s for s in range(60, 150) if steps.get(s) and steps[s].get("busy_ms", 0) > 0]
-    during = [s for s in range(51, 55) if steps.get(s)]
-    print(f"    steps 60-149 with CUPTI activity: {len(after)}; steps 51-54 with it: {len(during)}")
+    busy = lambda s: bool(steps.get(s)) and steps[s].get("busy_ms", 0) > 0
+    before = [s for s in range(40, 50) if busy(s)]
+    after = [s for s in range(60, 150) if busy(s)]
+    during = [s for s in range(50, 55) if steps.get(s)]
+    print(f"    steps with CUPTI activity: 40-49 {len(before)}, 50-54 {len(during)}, "
+          f"60-149 {len(after)}")
+    if len(before) < 10:
+        sys.exit(f"{name}: the steps just before the capture lost their CUPTI records")
     if len(after) < 60:
         sys.exit(f"{name}: traceml's CUPTI records did not come back after the capture")
     if during:

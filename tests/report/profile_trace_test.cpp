@@ -99,6 +99,23 @@ TEST(ProfileTrace, AFileFinishedWithoutReplacingLeavesTheOneThereWhole) {
   EXPECT_EQ(std::distance(fs::directory_iterator(tmp.path() / "profiles"), {}), 2);
 }
 
+TEST(ProfileTrace, TheProfilersOwnTraceIsListedWithItsProfileNotAsOne) {
+  TempDir tmp;
+  for (const std::int64_t first : {5, 20}) {
+    ProfileTraceWriter w(tmp.path().string(), 1, first, first + 2, 1 << 20);
+    w.add(model::ProfileOp{"aten::mm", 1'000'000, 1, 1, std::nullopt, 0, ""});
+    w.finish(0, "");
+  }
+  std::ofstream(tmp.path() / "profiles" / native_profile_file_name(1, 5, 7)) << "{}";
+  const auto infos = read_profile_infos(tmp.path().string());
+  ASSERT_EQ(infos.size(), 2u);
+  EXPECT_EQ(infos[0].native_path, "profiles/rank1_steps5-7.kineto.json");
+  EXPECT_EQ(infos[1].native_path, "");
+  const auto list = profiles_json(infos);
+  EXPECT_EQ(list[0]["kineto_trace"], "profiles/rank1_steps5-7.kineto.json");
+  EXPECT_TRUE(list[1]["kineto_trace"].is_null());
+}
+
 TEST(ProfileTrace, FilesThatAreNotOursAreLeftOut) {
   TempDir tmp;
   const fs::path dir = tmp.path() / "profiles";

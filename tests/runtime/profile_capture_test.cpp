@@ -6,9 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "../support/subprocess.hpp"
 
 namespace traceml::runtime {
 namespace {
@@ -38,6 +42,16 @@ void fake_read(void* capture, detail::ProfiledOpSink sink, void* context) noexce
   for (const auto& op : *ops)
     sink(context, op);
   delete ops;
+}
+
+/// The profiler's own trace: the ops' count, as a file (what Kineto's save
+/// writes is its own business); a reason instead when `g_save_failure`.
+const char* g_save_failure = nullptr;
+const char* fake_save(void* capture, const char* path) noexcept {
+  if (g_save_failure != nullptr) return g_save_failure;
+  std::ofstream(path) << "{\"ops\":"
+                      << static_cast<std::vector<detail::ProfiledOp>*>(capture)->size() << "}";
+  return nullptr;
 }
 
 std::vector<std::string> g_warnings;
@@ -156,6 +170,41 @@ TEST_F(ProfileCaptureTest, AProfileTravelsInChunksOfAtMost256Ops) {
     EXPECT_EQ(got[i].chunk, std::int64_t(i));
     EXPECT_EQ(got[i].last, i == 2 ? 1 : 0);
   }
+}
+
+// Where the hooks can save the profiler's own trace (Kineto's), it is kept
+// beside the rank before the ops are read, said once; where they cannot
+// (Debian's 1.13 has no Kineto), nothing is kept and nothing said.
+TEST_F(ProfileCaptureTest, TheProfilersOwnTraceIsKeptBesideTheRankWhenItCanBeSaved) {
+  testing::TempDir dir;
+  detail::ProfilerHooks hooks = profiler_hooks();
+  hooks.save = &fake_save;
+  detail::set_profiler_hooks(hooks);
+  fake_.ops = {op("aten::mm", 1'000'000), op("aten::relu", 1'000'100)};
+  for (const char* failure : {static_cast<const char*>(nullptr), "requires Kineto"}) {
+    g_save_failure = failure;
+    g_warnings.clear();
+    ProfileCapture c(ProfileRange{3, 5}, 2, wall_, &keep_warning);
+    c.keep_native_traces_in(dir.path().string());
+    run_steps(c, 1, 6);
+    ASSERT_EQ(chunks(c).size(), 1u);  // the profile itself, whole either way
+    const std::filesystem::path kept = dir.path() / "profiles" / "rank2_steps3-5.kineto.json";
+    if (failure == nullptr) {
+      EXPECT_EQ(testing::read_file(kept), "{\"ops\":2}");
+      ASSERT_EQ(g_warnings.size(), 1u);
+      EXPECT_EQ(g_warnings[0],
+                "LibTorch's own trace of steps 3 to 5 (with the GPU's streams) is "
+                "kept beside this rank: " +
+                    kept.string());
+      std::filesystem::remove(kept);
+    } else {
+      EXPECT_TRUE(g_warnings.empty()) << g_warnings[0];
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir.path() / "profiles") &&
+                 !std::filesystem::is_empty(dir.path() / "profiles"))
+        << "a partial file left";
+  }
+  g_save_failure = nullptr;
 }
 
 TEST_F(ProfileCaptureTest, WithoutTheHooksOneWarningAndAChunkThatSaysWhy) {

@@ -1358,10 +1358,11 @@ struct Kineto {
 // and kinds are back and its records whole again.
 int g_settles = 0;
 std::size_t g_kinds_at_settle = 0;
-int settle_gpu() {
+bool g_settle_fails = false;
+bool settle_gpu() noexcept {
   ++g_settles;
   g_kinds_at_settle = FakeCupti::enabled.size();
-  return 0;
+  return !g_settle_fails;
 }
 
 TEST_F(FakeCuptiSource, ACaptureBorrowsCuptiAndGivesItBack) {
@@ -1413,6 +1414,24 @@ TEST_F(FakeCuptiSource, ACaptureBorrowsCuptiAndGivesItBack) {
             "switches refused 0");
 }
 
+// The GPU could not finish its work first (a CUDA graph being captured, an
+// error): nothing is lent, the records stay as they were.
+TEST_F(FakeCuptiSource, ALendWhoseGpuCannotSettleIsRefused) {
+  runtime::CuptiStage stage(FakeCupti::api(true));
+  ASSERT_EQ(stage.start_source(), std::nullopt);
+  stage.duty_cycle()->settle_with(&settle_gpu);
+  g_settle_fails = true;
+  const std::size_t flushes = FakeCupti::flushes.size();
+  EXPECT_FALSE(stage.duty_cycle()->lend());
+  g_settle_fails = false;
+  EXPECT_EQ(FakeCupti::enabled.size(), 5u);
+  EXPECT_EQ(FakeCupti::flushes.size(), flushes);
+  EXPECT_FALSE(stage.source().lent());
+  EXPECT_EQ(stage.duty_cycle()->lends(), 0);
+  const auto s1 = fake_step(stage, 1);
+  EXPECT_TRUE(stage.records_step(s1.first, s1.second));
+}
+
 // The run ends while the profiler holds CUPTI: stopping touches none of its
 // switches and flushes none of its buffers.
 TEST_F(FakeCuptiSource, StoppingWhileLentLeavesTheProfilersCupti) {
@@ -1434,11 +1453,15 @@ TEST_F(FakeCuptiSource, CuptiRefusedBackStaysLentUntilTheNextCaptureEnds) {
   runtime::CuptiStage stage(FakeCupti::api(true));
   ASSERT_EQ(stage.start_source(), std::nullopt);
   CuptiDutyCycle& duty = *stage.duty_cycle();
+  const CuptiTimestampSource our_clock = FakeCupti::timestamp_source;
   ASSERT_TRUE(duty.lend());
   Kineto::start();
   Kineto::stop(/*finalize=*/true);
   FakeCupti::register_result = kCuptiErrorUnknown;
   EXPECT_FALSE(duty.take_back(2));
+  // Still lent: CUPTI's clock, not traceml's, for the next capture's records.
+  ASSERT_NE(FakeCupti::timestamp_source, nullptr);
+  EXPECT_NE(FakeCupti::timestamp_source, our_clock);
   EXPECT_TRUE(FakeCupti::enabled.empty());
   const auto s2 = fake_step(stage, 2);
   EXPECT_FALSE(stage.records_step(s2.first, s2.second));
@@ -1487,26 +1510,30 @@ TEST_F(FakeCuptiSource, ALendOnADutyCycleHoldsItsSwitchesUntilTakenBack) {
 // A buffer of the profiler's that comes back to traceml's callbacks once
 // CUPTI is taken back is neither read nor freed (it is not traceml's).
 TEST_F(FakeCuptiSource, AnotherUsersBufferIsNeitherReadNorFreed) {
-  runtime::CuptiStage stage(FakeCupti::api(true));
-  ASSERT_EQ(stage.start_source(), std::nullopt);
-  ASSERT_TRUE(stage.duty_cycle()->lend());
+  CuptiActivitySource source(FakeCupti::api(true));
+  ASSERT_EQ(source.start(), std::nullopt);
+  ASSERT_TRUE(source.lend());
   Kineto::start();
   std::uint8_t* theirs = nullptr;
   std::size_t size = 0;
   std::size_t max_records = 0;
   FakeCupti::requested(&theirs, &size, &max_records);  // Kineto's buffer, still with CUPTI
-  FakeCupti::queue(memcpy_record(7, 10, 20, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
-                                 CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 64));
-  std::memcpy(theirs, FakeCupti::queued[0].data(), FakeCupti::queued[0].size());
-  FakeCupti::queued.clear();
+  const auto copy = memcpy_record(7, 10, 20, CUPTI_ACTIVITY_MEMCPY_KIND_HTOD,
+                                  CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE, 64);
+  std::memcpy(theirs, &copy, sizeof copy);
   Kineto::stop();
-  ASSERT_TRUE(stage.duty_cycle()->take_back(2));
-  FakeCupti::completed(nullptr, 0, theirs, size, 64);  // handed to traceml's callback
-  stage.collect(false);
-  EXPECT_EQ(stage.attributor().attributed(), 0);
-  EXPECT_EQ(stage.records_lost(), 0);
+  ASSERT_TRUE(source.take_back(true));
+  FakeCupti::completed(nullptr, 0, theirs, size, sizeof copy);  // to traceml's callback
+  std::vector<ApiLaunch> launches;
+  std::vector<GpuActivity> activities;
+  EXPECT_EQ(source.collect(launches, activities), 0u);
+  EXPECT_TRUE(activities.empty());
   theirs[0] = 1;  // still Kineto's memory: ASan would call a write after a free
   Kineto::completed(nullptr, 0, theirs, size, 0);
+  // The same record in a buffer of traceml's own is read.
+  FakeCupti::queue(copy);
+  EXPECT_EQ(source.collect(launches, activities), 1u);
+  EXPECT_EQ(activities.size(), 1u);
 }
 
 // CUPTI refuses traceml's kinds back (the callbacks it took): said (false),

@@ -272,6 +272,10 @@ std::vector<std::string> profile_lines(const SummaryView& run, const std::string
     if (const std::string reason = model::escape_for_terminal(text_or(child(&p, "reason")), true);
         !reason.empty())
       line += "; asked by --profile auto: " + reason;
+    if (const std::string kineto =
+            model::escape_for_terminal(text_or(child(&p, "kineto_trace")), true);
+        !kineto.empty())
+      line += "; LibTorch's own trace: " + dir + "/" + kineto;
     out.push_back(line + ")");
   }
   if (list->size() > kShown)
