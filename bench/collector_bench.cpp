@@ -98,8 +98,8 @@ void BM_CollectorIngest64Ranks(benchmark::State& state) {
     if (state.range(1) != 0) {
       viewer = std::thread([&] {
         while (sending.load()) {
-          benchmark::DoNotOptimize(
-              live::render_view(live::build_model(c.live(), "bench", kRanks, 1.0), 160, 50, true));
+          benchmark::DoNotOptimize(live::render_view(
+              live::build_model(*c.latest_snapshot(), "bench", kRanks, 1.0), 160, 50, true));
           std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
       });
@@ -170,7 +170,8 @@ void BM_LiveRefresh64Ranks(benchmark::State& state) {
   c.stop_ingest(std::chrono::steady_clock::now() + std::chrono::seconds(60), kRanks);
   std::size_t lines = 0;
   for (auto _ : state) {
-    const live::LiveModel m = live::build_model(c.live(), "bench", kRanks, 1.0);
+    const live::LiveModel m =
+        live::build_model(collector::snapshot_of(c.live()), "bench", kRanks, 1.0);
     if (m.verdict.empty() || m.ranks.size() != kRanks)
       state.SkipWithError("no verdict, or ranks lost");
     lines += live::render_view(m, 160, 80, true).size();

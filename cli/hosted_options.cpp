@@ -1,11 +1,13 @@
 #include "hosted_options.hpp"
 
 #include <cstdlib>
+#include <iostream>
 
 #include "model/env_contract.hpp"
 #include "model/env_values.hpp"
 #include "option_checks.hpp"
 #include "runtime/config.hpp"
+#include "traceml/version.hpp"
 
 namespace traceml::cli {
 
@@ -38,6 +40,16 @@ void add_profile_options(CLI::App* cmd, HostedArgs& a) {
                   "minutes, 16 a run (docs/profiling.md)");
 }
 
+void add_metrics_options(CLI::App* cmd, HostedArgs& a) {
+  cmd->add_option("--metrics-port", a.metrics_port,
+                  "Serve the run's live metrics for Prometheus on this port, GET /metrics (0: a "
+                  "free port, printed); docs/metrics.md");
+  cmd->add_option("--metrics-bind", a.metrics_bind,
+                  "Address the metrics endpoint listens on (0.0.0.0: every interface, for a "
+                  "Prometheus on another machine)")
+      ->capture_default_str();
+}
+
 std::optional<std::string> hosted_problem(const HostedArgs& a) {
   for (const auto& problem :
        {out_of_range("--interval", a.interval, runtime::kMinIntervalSec, runtime::kMaxIntervalSec,
@@ -53,7 +65,24 @@ std::optional<std::string> hosted_problem(const HostedArgs& a) {
     if (!model::parse_profile_ranks(a.profile_ranks, why)) return "--profile-ranks " + why;
   }
   if (!a.profile.empty() && !model::parse_profile_auto(a.profile, why)) return "--profile " + why;
+  if (a.metrics_port) {
+    if (auto p = out_of_range("--metrics-port", *a.metrics_port, 0, 65535)) return p;
+    if (auto p = metrics::bind_problem(a.metrics_bind)) return p;
+  } else if (a.metrics_bind != HostedArgs{}.metrics_bind) {
+    return "--metrics-bind needs --metrics-port P (0: a free port)";
+  }
   return std::nullopt;
+}
+
+std::unique_ptr<metrics::MetricsEndpoint> start_metrics(const HostedArgs& a,
+                                                        launcher::HostOptions& host) {
+  if (!a.metrics_port) return nullptr;
+  host.snapshots = std::make_shared<collector::SnapshotChannel>();
+  auto endpoint = std::make_unique<metrics::MetricsEndpoint>(
+      a.metrics_bind, std::uint16_t(*a.metrics_port), host.snapshots,
+      metrics::RunLabels{host.run_dir.filename().string(), traceml::version()});
+  std::cerr << "traceml: metrics for Prometheus at " << endpoint->url() << "\n";
+  return endpoint;
 }
 
 collector::ProfileAsking profile_asking_of(const HostedArgs& a, bool by_request) {

@@ -5,12 +5,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
 #include "launcher/hosted_run.hpp"
+#include "metrics/metrics_endpoint.hpp"
 #include "report/html/page_process.hpp"
 
 namespace traceml::cli {
@@ -24,9 +26,11 @@ struct HostedArgs {
   std::string mode = "summary";
   /// TRACEML_PAGE_TIMEOUT_S and TRACEML_PAGE_MEMORY_MB (cli/page_limits.hpp).
   report::PageLimits page_limits;
-  std::string profile_steps;  ///< "A:B"; empty: no profile
-  std::string profile_ranks;  ///< "all" or "0,3"; empty: all
-  std::string profile;        ///< "auto" or "auto:N"; empty: off
+  std::string profile_steps;               ///< "A:B"; empty: no profile
+  std::string profile_ranks;               ///< "all" or "0,3"; empty: all
+  std::string profile;                     ///< "auto" or "auto:N"; empty: off
+  std::optional<int> metrics_port;         ///< --metrics-port (0: a free one); none: no endpoint
+  std::string metrics_bind = "127.0.0.1";  ///< --metrics-bind
 };
 
 /// What each command says about the shared options: their help differs
@@ -49,6 +53,9 @@ void add_report_options(CLI::App* cmd, HostedArgs& a, const HostedHelp& help);
 /// --profile-steps, --profile-ranks and --profile.
 void add_profile_options(CLI::App* cmd, HostedArgs& a);
 
+/// --metrics-port and --metrics-bind.
+void add_metrics_options(CLI::App* cmd, HostedArgs& a);
+
 /// The checks of the shared options but the run directory's (a command
 /// checks that last, and `run --disable` writes none); a message, or none.
 std::optional<std::string> hosted_problem(const HostedArgs& a);
@@ -62,6 +69,13 @@ std::optional<std::string> run_token_from_environment(std::string& problem);
 /// --profile-ranks (when `by_request`: serve's; run's go to the ranks by
 /// their environment) and --profile; the options checked before.
 collector::ProfileAsking profile_asking_of(const HostedArgs& a, bool by_request);
+
+/// Starts the metrics endpoint when --metrics-port asks for one, before the
+/// run: a port in use throws metrics::MetricsError here, when nothing of the
+/// run exists yet. Says where it listens, and gives `host` the channel the
+/// collector publishes its snapshots to. Null when none was asked.
+std::unique_ptr<metrics::MetricsEndpoint> start_metrics(const HostedArgs& a,
+                                                        launcher::HostOptions& host);
 
 /// The host's options from the shared ones; the run directory, the address
 /// and the token are the command's.

@@ -177,7 +177,11 @@ int run(const RunArgs& a) {
     o.plan.master_port = *port;
   }
   try {
-    if (a.disable) return launcher::launch_untraced(o.plan);
+    if (a.disable) {
+      if (a.hosted.metrics_port)
+        std::cerr << "traceml: --metrics-port: nothing to serve with --disable (no collector)\n";
+      return launcher::launch_untraced(o.plan);
+    }
     // A typo in PROGRAM is reported before any run directory or collector exists.
     launcher::resolve_program(a.command.front());
     const std::string program = fs::path(a.command.front()).filename().string();
@@ -197,7 +201,17 @@ int run(const RunArgs& a) {
     // --profile-steps goes to the ranks by their environment; auto is the collector's.
     o.host.profile_asking = profile_asking_of(a.hosted, false);
     o.finalize_timeout_s = a.finalize_timeout_sec;
+    // Node 0 hosts the collector, and so the metrics; the others' traceml
+    // only launch their ranks (the same command line on every node is fine).
+    std::unique_ptr<metrics::MetricsEndpoint> endpoint;
+    if (a.node_rank == 0)
+      endpoint = start_metrics(a.hosted, o.host);
+    else if (a.hosted.metrics_port)
+      std::cerr << "traceml: --metrics-port: node 0's traceml serves the metrics (it hosts the "
+                   "collector); nothing here\n";
     return launcher::host_launched_run(std::move(o));
+  } catch (const metrics::MetricsError& e) {
+    return fail(e.what());
   } catch (const launcher::LaunchError& e) {
     return fail(e.what());
   } catch (const launcher::HostError& e) {
@@ -246,6 +260,7 @@ void add_run_command(CLI::App& app, Action& action) {
   cmd->add_option("--grace-period-sec", a->grace_sec, "After SIGTERM, seconds before SIGKILL")
       ->capture_default_str();
   add_report_options(cmd, a->hosted, kHostedHelp);
+  add_metrics_options(cmd, a->hosted);
   cmd->add_flag("--disable", a->disable, "Run untraced (no collector, tracing off in the ranks)");
   cmd->add_option("command", a->command, "-- PROGRAM [ARGS...]")->required();
   cmd->callback([a, cmd, &action] {

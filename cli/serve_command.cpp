@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -121,7 +123,10 @@ int serve(const ServeArgs& a) {
   o.env_file = a.env_file;
   o.token_file = a.token_file;
   try {
+    const std::unique_ptr<metrics::MetricsEndpoint> endpoint = start_metrics(a.hosted, o.host);
     return launcher::host_served_run(o);
+  } catch (const metrics::MetricsError& e) {
+    return fail(e.what());
   } catch (const launcher::HostError& e) {
     return fail(e.what());
   }
@@ -167,6 +172,7 @@ void add_serve_command(CLI::App& app, Action& action) {
   add_interval_option(cmd, a->hosted, kHostedHelp);
   add_report_options(cmd, a->hosted, kHostedHelp);
   add_profile_options(cmd, a->hosted);
+  add_metrics_options(cmd, a->hosted);
   cmd->callback([a, &action] {
     const PageLimitsRead page = read_page_limits();
     a->hosted.page_limits = page.limits;

@@ -20,6 +20,9 @@ packages=(
   python3-torch
   # mpirun (Open MPI), to test the same with ranks that mpirun starts.
   openmpi-bin
+  # --metrics-port: prometheus-cpp and its civetweb server; the Prometheus
+  # server and promtool, to test the endpoint as Prometheus scrapes it.
+  prometheus-cpp-dev libcivetweb-dev prometheus
 )
 
 missing=()

@@ -446,6 +446,7 @@ struct Collector::Impl final : transport::ServerHandler {
   template <typename Record>
   void accept(Connection& c, Record&& r) {
     ++c.records;
+    ++accepted;
     if (!c.touched) {
       c.touched = true;
       touched.push_back(&c);
@@ -490,6 +491,7 @@ struct Collector::Impl final : transport::ServerHandler {
       }
       touched.clear();
     }
+    records_received.store(accepted, std::memory_order_relaxed);
     if (pending.empty()) return;
     // The run in memory takes each record as it is accepted, also after the
     // database has failed: it is complete once the connections are, while
@@ -527,6 +529,25 @@ struct Collector::Impl final : transport::ServerHandler {
     store::RunData latest = state.latest(rows);
     board.set_median_steps(median_steps(latest));
     return latest;
+  }
+
+  /// Takes the live snapshot from the latest rows and the board, and
+  /// publishes it (writer thread).
+  void publish_snapshot(store::RunData latest, LiveBoard::Snapshot at) {
+    const auto began = std::chrono::steady_clock::now();
+    LiveStatus status;
+    status.latest = std::move(latest);
+    status.ranks = std::move(at.ranks);
+    status.stalls = std::move(at.stalls);
+    status.invalid_records = invalid_records.load(std::memory_order_relaxed);
+    status.rejected_connections = rejected.load(std::memory_order_relaxed);
+    auto snap = std::make_shared<LiveSnapshot>(snapshot_of(status));
+    snap->taken_unix = unix_now();
+    if (const int w = shared_world.load(); w > 0) snap->world_size = w;
+    snap->counts.records_received = records_received.load(std::memory_order_relaxed);
+    snap->counts.stalls_dropped = board.stalls_dropped();
+    snap->cost_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    snapshots->publish(std::move(snap));
   }
 
   // ---- finish ----
@@ -679,6 +700,10 @@ struct Collector::Impl final : transport::ServerHandler {
   std::unique_ptr<transport::TcpServer> server;
   RunState state;   // fed as records are accepted (push), next to the database
   LiveBoard board;  // where each rank is: the live view's rows, the run's stalls
+  /// The live snapshot's readers' channel, and when the writer last took one.
+  std::shared_ptr<SnapshotChannel> snapshots =
+      options.snapshots ? options.snapshots : std::make_shared<SnapshotChannel>();
+  std::chrono::steady_clock::time_point last_snapshot{};
   ProfileStore profiles{options.run_dir};            // the ranks' profiles, as files
   ProfileRequests requests{options.profile_asking};  // what the run asks of the ranks' profilers
   /// The database and its writer thread (null only while the constructor runs).
@@ -704,6 +729,8 @@ struct Collector::Impl final : transport::ServerHandler {
   std::int64_t rejected_rows = 0;       // refusals queued as rows
   std::vector<Refusal> first_refusals;  // the first of each kind
 
+  std::int64_t accepted = 0;  // I/O thread: records accepted, told in records_received
+  std::atomic<std::int64_t> records_received{0};
   std::atomic<std::int64_t> invalid_records{0};
   std::atomic<std::int64_t> strings_repaired{0};
   std::atomic<std::int64_t> rejected{0};
@@ -756,15 +783,19 @@ Collector::Collector(const CollectorOptions& options) : impl_(std::make_unique<I
     // Stalls are caught in every display mode, not only while a live view
     // looks: the writer classifies the board at least every board interval.
     m.queue = std::make_unique<WriteQueue>(std::move(writer), [&m](auto now) {
-      const store::RunData latest = m.refresh_medians();
-      m.board.update(now);
+      store::RunData latest = m.refresh_medians();
+      LiveBoard::Snapshot board = m.board.snapshot(now);
       // --profile auto: the ranks whose steps turned slow, or whose stall
       // resumed, are asked for their next steps.
       if (m.requests.automatic())
         for (const ProfileAsk& a :
-             m.requests.check(latest.telemetry, m.board.stalls(now),
+             m.requests.check(latest.telemetry, board.stalls,
                               std::chrono::duration<double>(now.time_since_epoch()).count()))
           m.send(a);
+      if (now - m.last_snapshot >= snapshot_period(m.options.interval_s)) {
+        m.last_snapshot = now;
+        m.publish_snapshot(std::move(latest), std::move(board));
+      }
     });
   } catch (const store::RunDbError& e) {
     throw CollectorError(e.what());
@@ -829,6 +860,10 @@ LiveStatus Collector::live(std::int64_t rows) {
   s.invalid_records = impl_->invalid_records.load(std::memory_order_relaxed);
   s.rejected_connections = impl_->rejected.load(std::memory_order_relaxed);
   return s;
+}
+
+std::shared_ptr<const LiveSnapshot> Collector::latest_snapshot() const {
+  return impl_->snapshots->latest();
 }
 
 Progress Collector::progress() {

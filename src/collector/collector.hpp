@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "collector/live_board.hpp"
+#include "collector/live_snapshot.hpp"
 #include "collector/profile_requests.hpp"
 #include "model/telemetry.hpp"
 #include "store/black_box.hpp"
@@ -52,18 +53,9 @@ struct CollectorOptions {
   /// What the run asks of its ranks' profilers (protocol 7): `traceml serve
   /// --profile-steps`, `--profile auto`. Default: nothing.
   ProfileAsking profile_asking;
-};
-
-/// Rows per rank the live view diagnoses (TraceML's live window).
-inline constexpr std::int64_t kLiveRows = 100;
-
-/// The run while it goes, for the live view.
-struct LiveStatus {
-  store::RunData latest;             ///< per rank its latest rows (RunState::latest)
-  std::vector<RankLive> ranks;       ///< every rank heard from, by global rank
-  std::vector<model::Stall> stalls;  ///< every stall so far
-  std::int64_t invalid_records = 0;
-  std::int64_t rejected_connections = 0;
+  /// Where the collector publishes the run's live snapshot (live_snapshot.hpp)
+  /// for readers that outlive it (the metrics endpoint); null: its own.
+  std::shared_ptr<SnapshotChannel> snapshots;
 };
 
 /// How the collection ended.
@@ -164,6 +156,10 @@ class Collector {
   /// any thread while the ranks send. Costs a copy of those rows under the
   /// run's lock (docs/performance.md "Live view").
   [[nodiscard]] LiveStatus live(std::int64_t rows = kLiveRows);
+  /// The latest live snapshot (taken once an interval on the writer
+  /// thread), from any thread: no copy, no lock but the channel's. Never
+  /// null; an empty one before the first.
+  [[nodiscard]] std::shared_ptr<const LiveSnapshot> latest_snapshot() const;
   /// Where the collection stands; from any thread.
   [[nodiscard]] Progress progress();
   /// Every stall the run has had, one still going counted up to now. Once

@@ -42,6 +42,7 @@ HostedRun::HostedRun(const HostOptions& options, std::optional<int> world_size)
   o.interval_s = options.interval_s;
   o.nnodes = options.nnodes;
   o.profile_asking = options.profile_asking;
+  o.snapshots = options.snapshots;
   try {
     collector_ = std::make_unique<collector::Collector>(o);
   } catch (const std::exception& e) {

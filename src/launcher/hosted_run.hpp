@@ -58,6 +58,9 @@ struct HostOptions {
   bool process_ends_with_run = false;
   /// What the collector asks of the ranks' profilers (protocol 7).
   collector::ProfileAsking profile_asking;
+  /// Where the collector publishes its live snapshot for a reader that
+  /// outlives it (the CLI's metrics endpoint); null: nowhere else.
+  std::shared_ptr<collector::SnapshotChannel> snapshots;
 };
 
 /// The collector of a run, its live view and its end. Both commands' flows

@@ -47,9 +47,10 @@ void LiveDisplay::tick() {
 void LiveDisplay::refresh() {
   const double elapsed =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  // A served run learns its world size from the ranks.
-  const int world = world_size_ > 0 ? world_size_ : collector_.progress().world_size.value_or(0);
-  const live::LiveModel m = live::build_model(collector_.live(), run_name_, world, elapsed);
+  // The collector's latest snapshot (a served run learns its world size
+  // from the ranks: the snapshot's, when world_size_ is 0).
+  const live::LiveModel m =
+      live::build_model(*collector_.latest_snapshot(), run_name_, world_size_, elapsed);
   if (!screen_) {
     std::cerr << live::progress_line(m) << "\n" << std::flush;
     return;

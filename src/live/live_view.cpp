@@ -2,14 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <utility>
 
 #include <fmt/format.h>
 
-#include "analysis/diagnosis_kind.hpp"
-#include "analysis/order_statistics.hpp"
-#include "analysis/summary.hpp"
 #include "live/screen.hpp"
 #include "model/text.hpp"
 
@@ -18,7 +14,6 @@ namespace traceml::live {
 namespace {
 
 using collector::RankCondition;
-using model::Event;
 
 /// A formatted cell, cut at 63 characters as the 64-byte buffer it was once
 /// printed into cut it: a rank's absurd 1e300 ms stays a short cell.
@@ -49,47 +44,6 @@ std::string where_text(std::int64_t step, std::optional<model::LoopPhase> phase)
   if (!phase) return "step " + std::to_string(step);
   if (*phase == model::LoopPhase::Outside) return "before step " + std::to_string(step);
   return "step " + std::to_string(step) + ", " + model::loop_phase_name(*phase);
-}
-
-/// The row of one rank from its steps in the live window.
-void fill_row(RankRow& row, const std::vector<model::StepRecord>& steps) {
-  row.rows = static_cast<std::int64_t>(steps.size());
-  if (steps.empty()) return;
-  // The diagnosis clock: the GPU's when every step of the window has it.
-  row.gpu_clock = std::all_of(steps.begin(), steps.end(), [](const model::StepRecord& r) {
-    return r.events.gpu_ms(Event::TracedStepTime).has_value();
-  });
-  const auto value = [&](const model::StepRecord& r, Event e) {
-    return (row.gpu_clock ? r.events.gpu_ms(e) : r.events.cpu_ms(e)).value_or(0.0);
-  };
-  std::vector<double> totals;
-  totals.reserve(steps.size());
-  double sums[5] = {0, 0, 0, 0, 0};
-  double residual = 0.0;
-  for (const model::StepRecord& r : steps) {
-    const double traced = value(r, Event::TracedStepTime);
-    // Input wait is on the CPU clock only: the GPU is idle meanwhile.
-    const double input = r.events.cpu_ms(Event::InputWait).value_or(0.0);
-    const double phases[4] = {value(r, Event::H2D), value(r, Event::Forward),
-                              value(r, Event::Backward), value(r, Event::OptimizerStep)};
-    sums[0] += input;
-    double timed = 0.0;
-    for (int i = 0; i < 4; ++i) {
-      sums[i + 1] += phases[i];
-      timed += phases[i];
-    }
-    residual += std::max(0.0, traced - timed);
-    totals.push_back(traced + input);
-  }
-  const double n = double(steps.size());
-  row.input_ms = sums[0] / n;
-  row.h2d_ms = sums[1] / n;
-  row.forward_ms = sums[2] / n;
-  row.backward_ms = sums[3] / n;
-  row.optimizer_ms = sums[4] / n;
-  row.residual_ms = residual / n;
-  row.last_ms = totals.back();
-  row.median_ms = analysis::median_of(std::move(totals));
 }
 
 // ---- drawing ----
@@ -153,10 +107,7 @@ std::string rank_line(const RankRow& r, const Paint& paint, int bar_width) {
   line += cell("step {:>7.0f}", double(l.steps_done()));
   line += r.last_ms ? cell("  last {:>8.1f} ms", *r.last_ms) : std::string("  last        - ms");
   line += r.median_ms ? cell("  med {:>8.1f} ms", *r.median_ms) : std::string("  med        - ms");
-  const double whole =
-      r.median_ms.value_or(0.0) > 0.0
-          ? r.input_ms + r.h2d_ms + r.forward_ms + r.backward_ms + r.optimizer_ms + r.residual_ms
-          : 0.0;
+  const double whole = r.median_ms.value_or(0.0) > 0.0 ? r.split_ms() : 0.0;
   line += "  [" + phase_bar(r, bar_width, paint) + "]";
   line += "  in " + pct(r.input_ms, whole) + "  h2d " + pct(r.h2d_ms, whole) + "  resid " +
           pct(r.residual_ms, whole);
@@ -225,45 +176,25 @@ std::string waiting_text(const LiveModel& m) {
 }
 
 std::string hang_text(const LiveModel& m) {
-  const model::Stall* hung = model::hung_stall(m.stalls);
-  if (hung == nullptr) return {};
+  const std::optional<int> hung = collector::hung_rank(m.stalls, m.ranks);
+  if (!hung) return {};
   std::string text;
   for (const RankRow& r : m.ranks)
-    if (r.live.global_rank == hung->global_rank &&
-        (r.live.condition == RankCondition::Silent || r.live.condition == RankCondition::Stalled))
-      text = condition_text(r.live);
-  // A rank that ended, or runs again, is no hang now.
-  if (text.empty()) return {};
+    if (r.live.global_rank == *hung) text = condition_text(r.live);
   if (const std::string waiting = waiting_text(m); !waiting.empty()) text += "; " + waiting;
   return text;
 }
 
-LiveModel build_model(const collector::LiveStatus& status, const std::string& run_name,
+LiveModel build_model(const collector::LiveSnapshot& snapshot, const std::string& run_name,
                       int world_size, double elapsed_s) {
   LiveModel m;
   m.run_name = run_name;
-  m.world_size = world_size;
+  m.world_size = world_size > 0 ? world_size : snapshot.world_size.value_or(0);
   m.elapsed_s = elapsed_s;
-  m.stalls = status.stalls;
-  std::map<int, std::vector<model::StepRecord>> steps;
-  for (const model::StepRecord& r : status.latest.telemetry.steps)
-    steps[r.global_rank].push_back(r);
-  for (const collector::RankLive& l : status.ranks) {
-    RankRow row;
-    row.live = l;
-    const auto it = steps.find(l.global_rank);
-    if (it != steps.end()) fill_row(row, it->second);
-    m.dropped += l.records_dropped;
-    m.ranks.push_back(std::move(row));
-  }
-  if (!status.latest.telemetry.steps.empty()) {
-    // The end of the run's engine, on the live window (TraceML's live view
-    // diagnoses its latest 100 steps the same way).
-    const analysis::Summary s =
-        analysis::summarize(status.latest.telemetry, {collector::kLiveRows});
-    if (!s.primary.status.empty())
-      m.verdict = s.primary.status + (s.primary.summary.empty() ? "" : ": " + s.primary.summary);
-  }
+  m.stalls = snapshot.stalls;
+  m.ranks = snapshot.ranks;
+  m.dropped = snapshot.records_dropped();
+  if (snapshot.verdict) m.verdict = snapshot.verdict->text();
   return m;
 }
 
@@ -350,14 +281,15 @@ std::string progress_line(const LiveModel& m) {
   const std::string verdict = m.verdict.empty() ? std::string("waiting for steps")
                                                 : model::escape_for_terminal(m.verdict, true);
   const std::string hang = hang_text(m);
-  const model::Stall* hung = hang.empty() ? nullptr : model::hung_stall(m.stalls);
-  if (hung != nullptr)
+  const std::optional<int> hung =
+      hang.empty() ? std::nullopt : collector::hung_rank(m.stalls, m.ranks);
+  if (hung)
     line += "  HANG: " + hang + "  before the hang: " + verdict;
   else
     line += "  verdict so far: " + verdict;
   std::vector<std::string> stopped;
   for (const RankRow& r : m.ranks) {
-    if (hung != nullptr && r.live.global_rank == hung->global_rank) continue;  // said first
+    if (hung && r.live.global_rank == *hung) continue;  // said first
     const std::string c = condition_text(r.live);
     if (r.live.condition == RankCondition::Silent || r.live.condition == RankCondition::Stalled)
       stopped.push_back(c);
@@ -368,7 +300,7 @@ std::string progress_line(const LiveModel& m) {
       line += " " + s + ";";
     line.pop_back();
   }
-  if (const std::string waiting = waiting_text(m); !waiting.empty() && hung == nullptr)
+  if (const std::string waiting = waiting_text(m); !waiting.empty() && !hung)
     line += "; " + waiting;
   if (m.dropped > 0) line += "  dropped " + std::to_string(m.dropped);
   return line;

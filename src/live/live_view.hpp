@@ -14,21 +14,9 @@
 
 namespace traceml::live {
 
-/// One rank's row: where it is and how its latest steps split.
-struct RankRow {
-  collector::RankLive live;
-  std::int64_t rows = 0;            ///< steps in the live window
-  std::optional<double> last_ms;    ///< its latest step, input wait included
-  std::optional<double> median_ms;  ///< median over the live window
-  bool gpu_clock = false;           ///< phases below on the GPU clock
-  /// Mean ms per step over the live window, on that clock.
-  double input_ms = 0.0;
-  double h2d_ms = 0.0;
-  double forward_ms = 0.0;
-  double backward_ms = 0.0;
-  double optimizer_ms = 0.0;
-  double residual_ms = 0.0;  ///< the traced step less its timed phases
-};
+/// One rank's row: where it is and how its latest steps split (the
+/// collector's snapshot computes it, for the metrics endpoint too).
+using RankRow = collector::RankRow;
 
 struct LiveModel {
   std::string run_name;
@@ -40,9 +28,10 @@ struct LiveModel {
   std::int64_t dropped = 0;  ///< the tracers' dropped records, all ranks
 };
 
-/// Builds the model: per rank its row from the latest window, and the
-/// verdict of the same engine as the end of the run, on that window.
-LiveModel build_model(const collector::LiveStatus& status, const std::string& run_name,
+/// The model of the collector's latest snapshot: per rank its row from the
+/// latest window, and the verdict of the same engine as the end of the run,
+/// on that window. `world_size` 0: the snapshot's.
+LiveModel build_model(const collector::LiveSnapshot& snapshot, const std::string& run_name,
                       int world_size, double elapsed_s);
 
 /// "R1 silent 12 s (last: step 812, backward)"; empty for a rank that runs.

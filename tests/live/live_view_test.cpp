@@ -55,7 +55,8 @@ std::string joined(const std::vector<std::string>& lines) {
 }
 
 TEST(LiveView, RowsSayEachRanksStepsStepTimeAndSplitAndTheVerdictSoFar) {
-  const LiveModel m = build_model(status_of(2, 100, 30.0, 50.0), "demo", 2, 83.0);
+  const LiveModel m =
+      build_model(collector::snapshot_of(status_of(2, 100, 30.0, 50.0)), "demo", 2, 83.0);
   ASSERT_EQ(m.ranks.size(), 2u);
   EXPECT_EQ(m.ranks[0].rows, 100);
   ASSERT_TRUE(m.ranks[0].median_ms);
@@ -89,7 +90,7 @@ TEST(LiveView, ASilentRankIsNamedWithWhereItWasAndWhoWaitsForIt) {
   stall.kind = "silent";
   stall.others_waiting = 2;
   s.stalls.push_back(stall);
-  const LiveModel m = build_model(s, "demo", 3, 10.0);
+  const LiveModel m = build_model(collector::snapshot_of(s), "demo", 3, 10.0);
   EXPECT_EQ(condition_text(m.ranks[1].live), "R1/N0 silent 12 s (last: step 812, backward)");
   EXPECT_EQ(waiting_text(m), "R0, R2 wait in backward, likely for R1");
   // The hang is the headline: the view's second line, the verdict after it
@@ -125,7 +126,7 @@ TEST(LiveView, ARankBetweenStepsThatNobodyWaitsForIsIdleNotStopped) {
   s.ranks[0].stuck_s = 9.4;
   s.ranks[0].max_step = 938;
   s.ranks[0].position = model::RankPosition{0, 0.0, 938, model::LoopPhase::Outside, true};
-  const LiveModel m = build_model(s, "demo", 1, 10.0);
+  const LiveModel m = build_model(collector::snapshot_of(s), "demo", 1, 10.0);
   EXPECT_EQ(condition_text(m.ranks[0].live), "R0/N0 idle 9 s after step 938, between steps");
   const std::string line = progress_line(m);
   EXPECT_EQ(line.find("stalled"), std::string::npos) << line;
@@ -138,7 +139,7 @@ TEST(LiveView, AShortTerminalShowsTheWorstRanksAndCountsTheRest) {
   collector::LiveStatus s = status_of(64, 10, 1.0, 10.0);
   s.ranks[37].condition = RankCondition::Silent;
   s.ranks[37].quiet_s = 5.0;
-  const LiveModel m = build_model(s, "big", 64, 1.0);
+  const LiveModel m = build_model(collector::snapshot_of(s), "big", 64, 1.0);
   const auto lines = render_view(m, 100, 12, false);
   EXPECT_LE(lines.size(), 12u);
   const std::string view = joined(lines);
@@ -147,7 +148,8 @@ TEST(LiveView, AShortTerminalShowsTheWorstRanksAndCountsTheRest) {
 }
 
 TEST(LiveView, LinesAreCutToTheWidthWithColoursKeptWhole) {
-  const LiveModel m = build_model(status_of(2, 10, 5.0, 10.0), "a-rather-long-run-name", 2, 1.0);
+  const LiveModel m = build_model(collector::snapshot_of(status_of(2, 10, 5.0, 10.0)),
+                                  "a-rather-long-run-name", 2, 1.0);
   for (const bool color : {false, true}) {
     for (const std::string& line : render_view(m, 40, 20, color)) {
       std::string visible = std::regex_replace(line, std::regex("\x1b\\[[0-9;]*m"), "");
@@ -164,7 +166,7 @@ TEST(LiveView, NoStepsYetSaysSo) {
   collector::RankLive l;
   l.condition = RankCondition::Waiting;
   s.ranks.push_back(l);
-  const LiveModel m = build_model(s, "r", 2, 0.0);
+  const LiveModel m = build_model(collector::snapshot_of(s), "r", 2, 0.0);
   EXPECT_TRUE(m.verdict.empty());
   EXPECT_NE(joined(render_view(m, 80, 10, false)).find("waiting for steps"), std::string::npos);
   EXPECT_NE(progress_line(m).find("1/2 ranks"), std::string::npos) << progress_line(m);
