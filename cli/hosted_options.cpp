@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <iostream>
 
+#include "launcher/run_end.hpp"
 #include "model/env_contract.hpp"
 #include "model/env_values.hpp"
 #include "option_checks.hpp"
@@ -104,6 +105,10 @@ std::optional<std::string> run_token_from_environment(std::string& problem) {
   if (const auto why = model::token_problem(env))
     problem = std::string(model::env::kRunToken) + " " + *why + "; fix or unset it";
   return std::string(env);
+}
+
+void keep_serving_until_exit(std::unique_ptr<metrics::MetricsEndpoint> endpoint) {
+  if (endpoint) launcher::keep_until_exit(std::shared_ptr<const void>(std::move(endpoint)));
 }
 
 launcher::HostOptions host_options_of(const HostedArgs& a) {

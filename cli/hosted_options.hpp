@@ -77,6 +77,11 @@ collector::ProfileAsking profile_asking_of(const HostedArgs& a, bool by_request)
 std::unique_ptr<metrics::MetricsEndpoint> start_metrics(const HostedArgs& a,
                                                         launcher::HostOptions& host);
 
+/// The run has ended: the endpoint answers (with the run's last snapshot)
+/// until the process exits, instead of stopping here (civetweb's stop
+/// costs 2 s once a client came: launcher::keep_until_exit).
+void keep_serving_until_exit(std::unique_ptr<metrics::MetricsEndpoint> endpoint);
+
 /// The host's options from the shared ones; the run directory, the address
 /// and the token are the command's.
 launcher::HostOptions host_options_of(const HostedArgs& a);

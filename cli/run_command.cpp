@@ -209,7 +209,9 @@ int run(const RunArgs& a) {
     else if (a.hosted.metrics_port)
       std::cerr << "traceml: --metrics-port: node 0's traceml serves the metrics (it hosts the "
                    "collector); nothing here\n";
-    return launcher::host_launched_run(std::move(o));
+    const int code = launcher::host_launched_run(std::move(o));
+    keep_serving_until_exit(std::move(endpoint));
+    return code;
   } catch (const metrics::MetricsError& e) {
     return fail(e.what());
   } catch (const launcher::LaunchError& e) {

@@ -123,8 +123,10 @@ int serve(const ServeArgs& a) {
   o.env_file = a.env_file;
   o.token_file = a.token_file;
   try {
-    const std::unique_ptr<metrics::MetricsEndpoint> endpoint = start_metrics(a.hosted, o.host);
-    return launcher::host_served_run(o);
+    std::unique_ptr<metrics::MetricsEndpoint> endpoint = start_metrics(a.hosted, o.host);
+    const int code = launcher::host_served_run(o);
+    keep_serving_until_exit(std::move(endpoint));
+    return code;
   } catch (const metrics::MetricsError& e) {
     return fail(e.what());
   } catch (const launcher::HostError& e) {

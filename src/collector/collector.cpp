@@ -609,6 +609,10 @@ struct Collector::Impl final : transport::ServerHandler {
     for (const model::ProfiledSteps& p : profiles.close_open())
       pending.emplace_back(p);
     hand_on();
+    // The run's last snapshot, every record in: the live view's and the
+    // metrics' final values, whenever the writer's next tick comes.
+    const auto now = LiveClock::now();
+    publish_snapshot(refresh_medians(), board.snapshot(now));
     std::lock_guard<std::mutex> lk(state_mu);
     for (const auto& [rank, r] : ranks)
       state.add(r.delivery(rank));

@@ -219,12 +219,11 @@ std::string exposition_text(const collector::LiveSnapshot& s, const RunLabels& r
 
 std::optional<std::string> bind_problem(const std::string& bind) {
   in_addr v4{};
-  in6_addr v6{};
-  if (::inet_pton(AF_INET, bind.c_str(), &v4) == 1 || ::inet_pton(AF_INET6, bind.c_str(), &v6) == 1)
-    return std::nullopt;
+  if (::inet_pton(AF_INET, bind.c_str(), &v4) == 1) return std::nullopt;
+  // Debian's civetweb (1.15) is built without IPv6 listening.
   return "--metrics-bind '" + bind +
-         "' is not an IPv4 or IPv6 address (127.0.0.1, the default, for this machine only; "
-         "0.0.0.0 for every interface)";
+         "' is not an IPv4 address (127.0.0.1, the default: this machine only; 0.0.0.0: every "
+         "interface)";
 }
 
 /// What the exposer collects on each scrape: the latest snapshot, copied by
@@ -241,10 +240,6 @@ class MetricsEndpoint::Source final : public prometheus::Collectable {
 };
 
 namespace {
-
-bool is_v6(const std::string& bind) {
-  return bind.find(':') != std::string::npos;
-}
 
 /// Only GET /metrics, exactly: civetweb would hand /metrics/anything to the
 /// handler too. Returns 1 (answered here) for anything else.
@@ -268,26 +263,15 @@ int quiet(const mg_connection*, const char*) {
 
 /// Binds a socket as civetweb will, to say why it cannot (errno), in words.
 std::optional<std::string> cannot_bind(const std::string& bind, std::uint16_t port) {
-  const bool v6 = is_v6(bind);
-  const int fd = ::socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return std::string(std::strerror(errno));
   const int one = 1;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  int rc = -1;
-  if (v6) {
-    sockaddr_in6 a{};
-    a.sin6_family = AF_INET6;
-    a.sin6_port = htons(port);
-    ::inet_pton(AF_INET6, bind.c_str(), &a.sin6_addr);
-    ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  } else {
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_port = htons(port);
-    ::inet_pton(AF_INET, bind.c_str(), &a.sin_addr);
-    rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  }
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  ::inet_pton(AF_INET, bind.c_str(), &a.sin_addr);
+  const int rc = ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
   const int err = errno;
   ::close(fd);
   if (rc == 0) return std::nullopt;
@@ -300,7 +284,7 @@ MetricsEndpoint::MetricsEndpoint(const std::string& bind, std::uint16_t port,
                                  std::shared_ptr<collector::SnapshotChannel> channel, RunLabels run)
     : bind_(bind), source_(std::make_shared<Source>(std::move(channel), std::move(run))) {
   if (const auto problem = bind_problem(bind)) throw MetricsError(*problem);
-  const std::string where = (is_v6(bind) ? "[" + bind + "]" : bind) + ":" + std::to_string(port);
+  const std::string where = bind + ":" + std::to_string(port);
   const auto fail = [&](const std::string& why) {
     return MetricsError("--metrics-port " + std::to_string(port) + ": cannot listen on " + where +
                         ": " + why + " (choose another --metrics-port, or 0 for a free one)");
@@ -335,8 +319,7 @@ MetricsEndpoint::MetricsEndpoint(const std::string& bind, std::uint16_t port,
 MetricsEndpoint::~MetricsEndpoint() = default;
 
 std::string MetricsEndpoint::url() const {
-  return "http://" + (is_v6(bind_) ? "[" + bind_ + "]" : bind_) + ":" + std::to_string(port_) +
-         "/metrics";
+  return "http://" + bind_ + ":" + std::to_string(port_) + "/metrics";
 }
 
 }  // namespace traceml::metrics

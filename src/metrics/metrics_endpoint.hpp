@@ -50,7 +50,7 @@ std::vector<prometheus::MetricFamily> families(const collector::LiveSnapshot& s,
 /// `families` in the text exposition format (prometheus-cpp's serializer).
 std::string exposition_text(const collector::LiveSnapshot& s, const RunLabels& run);
 
-/// A problem with --metrics-bind (not an IPv4 or IPv6 address), or none.
+/// A problem with --metrics-bind (not an IPv4 address), or none.
 std::optional<std::string> bind_problem(const std::string& bind);
 
 class MetricsEndpoint {
@@ -66,7 +66,7 @@ class MetricsEndpoint {
   MetricsEndpoint& operator=(const MetricsEndpoint&) = delete;
 
   [[nodiscard]] std::uint16_t port() const { return port_; }
-  /// "http://127.0.0.1:9400/metrics" ([::1] for IPv6).
+  /// "http://127.0.0.1:9400/metrics".
   [[nodiscard]] std::string url() const;
 
  private:
