@@ -109,6 +109,13 @@ std::optional<std::string> validate(const RunArgs& a) {
            " ranks (got " + std::to_string(a.nnodes) + " x " + std::to_string(a.nproc_per_node) +
            ")";
   if (a.node_rank >= a.nnodes) return "--node-rank must be less than --nnodes";
+  if (const int m = a.hosted.metrics_port.value_or(0); m != 0) {
+    for (const auto& [flag, port] : {std::pair<const char*, int>{"--master-port", a.master_port},
+                                     {"--aggregator-port", a.aggregator_port}})
+      if (m == port)
+        return "--metrics-port " + std::to_string(m) + " is the " + flag +
+               " too; give the metrics another port (0: a free one)";
+  }
   if (a.master_addr.empty()) return "--master-addr cannot be empty";
   if (a.nnodes > 1) {
     if (a.hosted.run_name.empty())

@@ -65,6 +65,9 @@ std::optional<std::string> validate(const ServeArgs& a) {
       return "--profile-ranks names rank " + std::to_string(ranks->back()) +
              ", outside --world-size " + std::to_string(*a.world_size);
   }
+  if (a.hosted.metrics_port.value_or(0) != 0 && *a.hosted.metrics_port == a.port)
+    return "--metrics-port " + std::to_string(a.port) +
+           " is the --port too; give the metrics another port (0: a free one)";
   if (a.bind_host.empty()) return "--bind-host cannot be empty";
   if (auto why = unwritable_file("--env-file", a.env_file, false)) return why;
   return unwritable_run_dir(a.hosted.logs_dir, a.hosted.run_name);

@@ -611,8 +611,13 @@ struct Collector::Impl final : transport::ServerHandler {
     hand_on();
     // The run's last snapshot, every record in: the live view's and the
     // metrics' final values, whenever the writer's next tick comes.
-    const auto now = LiveClock::now();
-    publish_snapshot(refresh_medians(), board.snapshot(now));
+    if (snapshots) {
+      try {
+        publish_snapshot(refresh_medians(), board.snapshot(LiveClock::now()));
+      } catch (const std::exception&) {
+        // The live values stay as the last tick left them.
+      }
+    }
     std::lock_guard<std::mutex> lk(state_mu);
     for (const auto& [rank, r] : ranks)
       state.add(r.delivery(rank));
@@ -704,9 +709,9 @@ struct Collector::Impl final : transport::ServerHandler {
   std::unique_ptr<transport::TcpServer> server;
   RunState state;   // fed as records are accepted (push), next to the database
   LiveBoard board;  // where each rank is: the live view's rows, the run's stalls
-  /// The live snapshot's readers' channel, and when the writer last took one.
-  std::shared_ptr<SnapshotChannel> snapshots =
-      options.snapshots ? options.snapshots : std::make_shared<SnapshotChannel>();
+  /// The live snapshot's readers' channel (null: no reader, no snapshot),
+  /// and when the writer last took one.
+  std::shared_ptr<SnapshotChannel> snapshots = options.snapshots;
   std::chrono::steady_clock::time_point last_snapshot{};
   ProfileStore profiles{options.run_dir};            // the ranks' profiles, as files
   ProfileRequests requests{options.profile_asking};  // what the run asks of the ranks' profilers
@@ -796,7 +801,7 @@ Collector::Collector(const CollectorOptions& options) : impl_(std::make_unique<I
              m.requests.check(latest.telemetry, board.stalls,
                               std::chrono::duration<double>(now.time_since_epoch()).count()))
           m.send(a);
-      if (now - m.last_snapshot >= snapshot_period(m.options.interval_s)) {
+      if (m.snapshots && now - m.last_snapshot >= snapshot_period(m.options.interval_s)) {
         m.last_snapshot = now;
         m.publish_snapshot(std::move(latest), std::move(board));
       }
@@ -867,7 +872,9 @@ LiveStatus Collector::live(std::int64_t rows) {
 }
 
 std::shared_ptr<const LiveSnapshot> Collector::latest_snapshot() const {
-  return impl_->snapshots->latest();
+  if (impl_->snapshots) return impl_->snapshots->latest();
+  static const auto none = std::make_shared<const LiveSnapshot>();
+  return none;
 }
 
 Progress Collector::progress() {

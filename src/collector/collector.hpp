@@ -54,7 +54,8 @@ struct CollectorOptions {
   /// --profile-steps`, `--profile auto`. Default: nothing.
   ProfileAsking profile_asking;
   /// Where the collector publishes the run's live snapshot (live_snapshot.hpp)
-  /// for readers that outlive it (the metrics endpoint); null: its own.
+  /// once an interval, for the live view and the metrics endpoint (which
+  /// may outlive the collector); null: no reader, and none is taken.
   std::shared_ptr<SnapshotChannel> snapshots;
 };
 
@@ -158,7 +159,7 @@ class Collector {
   [[nodiscard]] LiveStatus live(std::int64_t rows = kLiveRows);
   /// The latest live snapshot (taken once an interval on the writer
   /// thread), from any thread: no copy, no lock but the channel's. Never
-  /// null; an empty one before the first.
+  /// null; an empty one before the first, or without a channel.
   [[nodiscard]] std::shared_ptr<const LiveSnapshot> latest_snapshot() const;
   /// Where the collection stands; from any thread.
   [[nodiscard]] Progress progress();

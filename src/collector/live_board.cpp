@@ -128,7 +128,9 @@ void LiveBoard::settle(Rank& k, RankCondition next, LiveClock::time_point now) {
   if (stopped(next)) {
     if (!k.stall) {
       if (stalls_.size() >= kMaxStalls) {
-        ++stalls_dropped_;
+        // Counted once a stall, however often the rank is classified.
+        if (!k.stall_uncounted) ++stalls_dropped_;
+        k.stall_uncounted = true;
         return;
       }
       model::Stall s;
@@ -146,6 +148,8 @@ void LiveBoard::settle(Rank& k, RankCondition next, LiveClock::time_point now) {
     else if (s.kind.empty())
       s.kind = "stalled";
     s.duration_s = std::max(0.0, unix_at(now) - s.start);
+  } else if (k.stall_uncounted) {
+    k.stall_uncounted = false;
   } else if (k.stall) {
     model::Stall& s = stalls_[*k.stall];
     if (next == RankCondition::Ended) {

@@ -111,7 +111,12 @@ void WriteQueue::loop() {
     batch.clear();
     const auto now = std::chrono::steady_clock::now();
     if (now - last_tick >= kBoardInterval) {
-      if (tick_) tick_(now);
+      // The board and the live snapshot must never cost the run its
+      // writer: whatever they throw loses that tick, nothing more.
+      try {
+        if (tick_) tick_(now);
+      } catch (...) {
+      }
       last_tick = now;
     }
     if (now - last_commit >= kCommitInterval) {

@@ -42,7 +42,11 @@ HostedRun::HostedRun(const HostOptions& options, std::optional<int> world_size)
   o.interval_s = options.interval_s;
   o.nnodes = options.nnodes;
   o.profile_asking = options.profile_asking;
-  o.snapshots = options.snapshots;
+  // The live snapshot is taken only for a reader: the live view, or the
+  // metrics endpoint's channel.
+  o.snapshots = options.snapshots ? options.snapshots
+                : options.live    ? std::make_shared<collector::SnapshotChannel>()
+                                  : nullptr;
   try {
     collector_ = std::make_unique<collector::Collector>(o);
   } catch (const std::exception& e) {

@@ -49,8 +49,9 @@ void LiveDisplay::refresh() {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
   // The collector's latest snapshot (a served run learns its world size
   // from the ranks: the snapshot's, when world_size_ is 0).
-  const live::LiveModel m =
-      live::build_model(*collector_.latest_snapshot(), run_name_, world_size_, elapsed);
+  const live::LiveModel m = live::build_model(
+      *collector_.latest_snapshot(), run_name_, world_size_, elapsed,
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   if (!screen_) {
     std::cerr << live::progress_line(m) << "\n" << std::flush;
     return;

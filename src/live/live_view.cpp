@@ -186,7 +186,7 @@ std::string hang_text(const LiveModel& m) {
 }
 
 LiveModel build_model(const collector::LiveSnapshot& snapshot, const std::string& run_name,
-                      int world_size, double elapsed_s) {
+                      int world_size, double elapsed_s, double now_unix) {
   LiveModel m;
   m.run_name = run_name;
   m.world_size = world_size > 0 ? world_size : snapshot.world_size.value_or(0);
@@ -195,6 +195,8 @@ LiveModel build_model(const collector::LiveSnapshot& snapshot, const std::string
   m.ranks = snapshot.ranks;
   m.dropped = snapshot.records_dropped();
   if (snapshot.verdict) m.verdict = snapshot.verdict->text();
+  if (now_unix > 0.0 && snapshot.taken_unix > 0.0)
+    m.age_s = std::max(0.0, now_unix - snapshot.taken_unix);
   return m;
 }
 
@@ -202,10 +204,12 @@ std::vector<std::string> render_view(const LiveModel& m, int width, int height, 
   const Paint paint{color};
   const auto w = static_cast<std::size_t>(std::max(width, 20));
   std::vector<std::string> head;
-  head.push_back(paint("traceml live", "1") + "  " + model::escape_for_terminal(m.run_name, true) +
-                 "  " + std::to_string(m.ranks.size()) + "/" + std::to_string(m.world_size) +
-                 " ranks  " + clock_text(m.elapsed_s) +
-                 (m.dropped > 0 ? paint("  dropped " + std::to_string(m.dropped), "33") : ""));
+  head.push_back(
+      paint("traceml live", "1") + "  " + model::escape_for_terminal(m.run_name, true) + "  " +
+      std::to_string(m.ranks.size()) + "/" + std::to_string(m.world_size) + " ranks  " +
+      clock_text(m.elapsed_s) +
+      (m.dropped > 0 ? paint("  dropped " + std::to_string(m.dropped), "33") : "") +
+      (m.age_s > kStaleAfterS ? paint("  values " + duration_text(m.age_s) + " old", "33") : ""));
   const std::string verdict = m.verdict.empty() ? std::string("waiting for steps")
                                                 : model::escape_for_terminal(m.verdict, true);
   // A rank that hangs now is the headline (DECISIONS 15), whom the others
@@ -303,6 +307,7 @@ std::string progress_line(const LiveModel& m) {
   if (const std::string waiting = waiting_text(m); !waiting.empty() && !hung)
     line += "; " + waiting;
   if (m.dropped > 0) line += "  dropped " + std::to_string(m.dropped);
+  if (m.age_s > kStaleAfterS) line += "  values " + duration_text(m.age_s) + " old";
   return line;
 }
 

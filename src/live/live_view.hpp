@@ -26,13 +26,19 @@ struct LiveModel {
   std::string verdict;  ///< "INPUT-BOUND: input wait is ..."; empty before any step
   std::vector<model::Stall> stalls;
   std::int64_t dropped = 0;  ///< the tracers' dropped records, all ranks
+  /// How old the snapshot's values are, in seconds (said once over
+  /// kStaleAfterS: the collector's writer is behind, e.g. on a slow disk).
+  double age_s = 0.0;
 };
+
+inline constexpr double kStaleAfterS = 3.0;
 
 /// The model of the collector's latest snapshot: per rank its row from the
 /// latest window, and the verdict of the same engine as the end of the run,
-/// on that window. `world_size` 0: the snapshot's.
+/// on that window. `world_size` 0: the snapshot's. `now_unix`: the time now
+/// (the snapshot's age); 0: none said.
 LiveModel build_model(const collector::LiveSnapshot& snapshot, const std::string& run_name,
-                      int world_size, double elapsed_s);
+                      int world_size, double elapsed_s, double now_unix = 0.0);
 
 /// "R1 silent 12 s (last: step 812, backward)"; empty for a rank that runs.
 std::string condition_text(const collector::RankLive& r);

@@ -13,6 +13,7 @@
 #include <prometheus/text_serializer.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <optional>
 #include <utility>
@@ -156,8 +157,9 @@ std::vector<MetricFamily> families(const collector::LiveSnapshot& s, const RunLa
              "(forward, backward, optimizer) and residual (untimed); they add up to 1",
              MetricType::Gauge);
   for (const RankRow& r : s.ranks) {
+    // A rank's absurd values (near the largest double) make no shares.
     const double whole = r.split_ms();
-    if (r.rows == 0 || !(whole > 0.0)) continue;
+    if (r.rows == 0 || !(whole > 0.0) || !std::isfinite(whole)) continue;
     const std::pair<const char*, double> parts[] = {
         {"input_wait", r.input_ms},
         {"h2d", r.h2d_ms},
@@ -232,7 +234,14 @@ class MetricsEndpoint::Source final : public prometheus::Collectable {
  public:
   Source(std::shared_ptr<collector::SnapshotChannel> channel, RunLabels run)
       : channel_(std::move(channel)), run_(std::move(run)) {}
-  std::vector<MetricFamily> Collect() const override { return families(*channel_->latest(), run_); }
+  // On civetweb's worker thread: nothing may leave it (C frames above).
+  std::vector<MetricFamily> Collect() const override {
+    try {
+      return families(*channel_->latest(), run_);
+    } catch (...) {
+      return {};
+    }
+  }
 
  private:
   std::shared_ptr<collector::SnapshotChannel> channel_;
@@ -256,8 +265,18 @@ int only_metrics(mg_connection* conn) {
   return 0;
 }
 
-/// civetweb's own messages never reach the run's terminal.
-int quiet(const mg_connection*, const char*) {
+/// civetweb's last message on this thread: why mg_start failed, when it
+/// did (it runs on the constructor's thread).
+thread_local std::string t_last_message;
+
+/// civetweb's own messages never reach the run's terminal; the last one is
+/// kept for the error a failed start says.
+int quiet(const mg_connection*, const char* message) {
+  try {
+    t_last_message = message != nullptr ? message : "";
+  } catch (...) {
+    // A message lost: the error says less.
+  }
   return 1;
 }
 
@@ -309,7 +328,10 @@ MetricsEndpoint::MetricsEndpoint(const std::string& bind, std::uint16_t port,
   try {
     exposer_ = std::make_unique<prometheus::Exposer>(std::move(options), &callbacks);
   } catch (const std::exception&) {
-    throw fail("the server did not start");
+    std::string why = "the server did not start";
+    if (!t_last_message.empty()) why += " (civetweb: " + t_last_message + ")";
+    t_last_message.clear();
+    throw fail(why);
   }
   exposer_->RegisterCollectable(source_);
   const std::vector<int> ports = exposer_->GetListeningPorts();
@@ -319,7 +341,13 @@ MetricsEndpoint::MetricsEndpoint(const std::string& bind, std::uint16_t port,
 MetricsEndpoint::~MetricsEndpoint() = default;
 
 std::string MetricsEndpoint::url() const {
-  return "http://" + bind_ + ":" + std::to_string(port_) + "/metrics";
+  // Every interface: the address Prometheus would use is this machine's name.
+  std::string host = bind_;
+  if (host == "0.0.0.0") {
+    char name[256] = {};
+    host = ::gethostname(name, sizeof name - 1) == 0 && name[0] != '\0' ? name : "localhost";
+  }
+  return "http://" + host + ":" + std::to_string(port_) + "/metrics";
 }
 
 }  // namespace traceml::metrics

@@ -155,6 +155,18 @@ TEST(LiveBoard, StallsAreCappedAndTheRestCounted) {
   }
   EXPECT_EQ(b.stalls(t).size(), LiveBoard::kMaxStalls);
   EXPECT_EQ(b.stalls_dropped(), 10);
+  // One more stall past the cap, classified every half second for a minute
+  // (the writer's ticks, the live view's refreshes): counted once.
+  t += 5s;
+  for (int i = 0; i < 120; ++i)
+    b.update(t += 500ms);
+  EXPECT_EQ(b.stalls_dropped(), 11);
+  b.heard(0, 1000, t);
+  b.update(t);
+  t += 5s;
+  b.update(t);  // and the next one counts again
+  b.update(t += 1s);
+  EXPECT_EQ(b.stalls_dropped(), 12);
 }
 
 // DECISIONS 15: a rank between steps that no rank waits for is idle. The

@@ -161,6 +161,19 @@ TEST(LiveView, LinesAreCutToTheWidthWithColoursKeptWhole) {
   }
 }
 
+TEST(LiveView, OldValuesSayHowOld) {
+  collector::LiveSnapshot snap = collector::snapshot_of(status_of(2, 10, 5.0, 10.0));
+  snap.taken_unix = 1000.0;
+  const LiveModel fresh = build_model(snap, "r", 2, 1.0, 1002.0);
+  EXPECT_EQ(joined(render_view(fresh, 160, 20, false)).find(" old"), std::string::npos);
+  EXPECT_EQ(progress_line(fresh).find(" old"), std::string::npos);
+  // The writer behind (a slow disk): the view says its values' age.
+  const LiveModel stale = build_model(snap, "r", 2, 1.0, 1009.0);
+  EXPECT_NE(render_view(stale, 160, 20, false)[0].find("values 9 s old"), std::string::npos)
+      << render_view(stale, 160, 20, false)[0];
+  EXPECT_NE(progress_line(stale).find("values 9 s old"), std::string::npos);
+}
+
 TEST(LiveView, NoStepsYetSaysSo) {
   collector::LiveStatus s;
   collector::RankLive l;
