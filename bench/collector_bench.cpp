@@ -12,14 +12,17 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "../tests/support/http_client.hpp"
 #include "analysis/step_median.hpp"
 #include "collector/collector.hpp"
 #include "collector/profile_requests.hpp"
 #include "live/live_view.hpp"
+#include "metrics/metrics_endpoint.hpp"
 #include "transport/frame.hpp"
 #include "transport/hello.hpp"
 #include "transport/record_codec.hpp"
@@ -91,15 +94,32 @@ void BM_CollectorIngest64Ranks(benchmark::State& state) {
     o.token = "bench";
     o.run_dir = dir.string();
     o.run.world_size = kRanks;
+    // A reader of the live snapshot (the view, or the metrics) makes the
+    // collector take one each interval.
+    if (state.range(1) != 0) o.snapshots = std::make_shared<collector::SnapshotChannel>();
     const auto t0 = std::chrono::steady_clock::now();
     collector::Collector c(o);
     std::atomic<bool> sending{true};
     std::thread viewer;
-    if (state.range(1) != 0) {
+    std::unique_ptr<metrics::MetricsEndpoint> endpoint;
+    if (state.range(1) == 1) {
+      // The live view refreshing ten times a second.
       viewer = std::thread([&] {
         while (sending.load()) {
           benchmark::DoNotOptimize(live::render_view(
               live::build_model(*c.latest_snapshot(), "bench", kRanks, 1.0), 160, 50, true));
+          std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        }
+      });
+    } else if (state.range(1) == 2) {
+      // The metrics endpoint, scraped ten times a second (Prometheus: once
+      // every few seconds).
+      endpoint = std::make_unique<metrics::MetricsEndpoint>("127.0.0.1", 0, o.snapshots,
+                                                            metrics::RunLabels{"bench", "0"});
+      viewer = std::thread([&] {
+        while (sending.load()) {
+          if (testing::http_request(endpoint->port(), "/metrics").status != 200)
+            state.SkipWithError("a scrape failed");
           std::this_thread::sleep_for(std::chrono::milliseconds(100));
         }
       });
@@ -138,6 +158,7 @@ void BM_CollectorIngest64Ranks(benchmark::State& state) {
 BENCHMARK(BM_CollectorIngest64Ranks)
     ->Args({4000, 0})
     ->Args({4000, 1})
+    ->Args({4000, 2})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);
@@ -212,6 +233,48 @@ void BM_BoardMedians1024Ranks(benchmark::State& state) {
   benchmark::DoNotOptimize(n);
 }
 BENCHMARK(BM_BoardMedians1024Ranks)->Unit(benchmark::kMillisecond);
+
+/// The ranks of latest_rows(ranks) as the live board has them: running.
+collector::LiveStatus live_status(int ranks) {
+  collector::LiveStatus status;
+  status.latest.telemetry = latest_rows(ranks);
+  for (int r = 0; r < ranks; ++r) {
+    collector::RankLive l;
+    l.global_rank = r;
+    l.node_rank = r / 8;
+    l.condition = collector::RankCondition::Running;
+    l.max_step = collector::kLiveRows;
+    status.ranks.push_back(l);
+  }
+  return status;
+}
+
+/// The live snapshot the collector's writer takes once an interval when
+/// the live view or the metrics endpoint reads it (collector::snapshot_of:
+/// each rank's row and the verdict on its latest 100 steps), at 1,024 ranks.
+void BM_LiveSnapshot1024Ranks(benchmark::State& state) {
+  const collector::LiveStatus status = live_status(1024);
+  std::size_t rows = 0;
+  for (auto _ : state) {
+    const collector::LiveSnapshot snap = collector::snapshot_of(status);
+    if (!snap.verdict || snap.ranks.size() != 1024)
+      state.SkipWithError("no verdict, or ranks lost");
+    rows += snap.ranks.size();
+  }
+  benchmark::DoNotOptimize(rows);
+}
+BENCHMARK(BM_LiveSnapshot1024Ranks)->Unit(benchmark::kMillisecond);
+
+/// A scrape's work at 1,024 ranks: the snapshot's metrics as text (on the
+/// endpoint's worker thread; the collector does nothing).
+void BM_MetricsText1024Ranks(benchmark::State& state) {
+  const collector::LiveSnapshot snap = collector::snapshot_of(live_status(1024));
+  std::size_t bytes = 0;
+  for (auto _ : state)
+    bytes += metrics::exposition_text(snap, {"bench", "0"}).size();
+  state.counters["bytes"] = double(bytes) / double(state.iterations());
+}
+BENCHMARK(BM_MetricsText1024Ranks)->Unit(benchmark::kMillisecond);
 
 /// `--profile auto`'s check on the same rows, every board interval: each
 /// rank's slow turn (medians of its recent and earlier steps) and the
