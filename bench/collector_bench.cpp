@@ -97,6 +97,8 @@ void BM_CollectorIngest64Ranks(benchmark::State& state) {
     // A reader of the live snapshot (the view, or the metrics) makes the
     // collector take one each interval.
     if (state.range(1) != 0) o.snapshots = std::make_shared<collector::SnapshotChannel>();
+    // The shortest snapshot period (two a second), as a 0.5 s --interval gives.
+    o.interval_s = 0.5;
     const auto t0 = std::chrono::steady_clock::now();
     collector::Collector c(o);
     std::atomic<bool> sending{true};
@@ -159,6 +161,9 @@ BENCHMARK(BM_CollectorIngest64Ranks)
     ->Args({4000, 0})
     ->Args({4000, 1})
     ->Args({4000, 2})
+    // Seconds of ingest: several snapshots and dozens of scrapes each.
+    ->Args({40000, 0})
+    ->Args({40000, 2})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond)
     ->Iterations(3);

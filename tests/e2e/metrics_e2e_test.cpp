@@ -25,6 +25,7 @@
 #include "../support/subprocess.hpp"
 #include "../support/traceml_run.hpp"
 #include "launcher/free_port.hpp"
+#include "served.hpp"
 
 namespace traceml::testing {
 namespace {
@@ -228,6 +229,31 @@ TEST(MetricsE2E, LiveModeServesTheSameSnapshot) {
   const ProcessResult r = run.wait();
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(primary_kind(dir.path() / "logs" / "live"), "INPUT_STRAGGLER") << r.err;
+}
+
+TEST(MetricsE2E, ServeServesTheRanksAnotherLauncherStarted) {
+  TempDir dir;
+  Served serve(dir, {"--run-name", "served", "--world-size", "2", "--metrics-port", "0"});
+  const auto vars = serve.rank_env();
+  ASSERT_EQ(vars.size(), 2u) << serve.child.err_so_far();
+  const std::uint16_t port = metrics_port(serve.child, 10s);
+  ASSERT_GT(port, 0) << serve.child.err_so_far();
+  const auto master = launcher::pick_free_port();
+  ASSERT_TRUE(master);
+  ChildProcess r0(rank_argv(vars, 0, 2, *master, ddp(400)));
+  ChildProcess r1(rank_argv(vars, 1, 2, *master, ddp(400)));
+  const HttpReply r = scrape_once_steps(port, 90s);
+  ASSERT_EQ(r.status, 200) << serve.child.err_so_far();
+  EXPECT_EQ(promtool_problems(dir.path(), r.body), "");
+  EXPECT_NE(r.body.find("\ntraceml_run_info{run=\"served\",version=\""), std::string::npos)
+      << r.body;
+  EXPECT_EQ(sample(r.body, "traceml_world_size"), 2.0);
+  EXPECT_GT(sample(r.body, rank_series("traceml_steps_total", 0)), 0);
+  EXPECT_EQ(r0.wait().exit_code, 0);
+  EXPECT_EQ(r1.wait().exit_code, 0);
+  const ProcessResult s = serve.child.wait();
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_EQ(primary_kind(dir.path() / "logs" / "served"), "INPUT_STRAGGLER") << s.err;
 }
 
 /// How many lines `s` has.

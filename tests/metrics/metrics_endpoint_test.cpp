@@ -8,12 +8,15 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "../fuzz/metrics_invariants.hpp"
 #include "../support/http_client.hpp"
 #include "../support/subprocess.hpp"
 
@@ -308,6 +311,44 @@ TEST(MetricsEndpoint, ReadersThatNeverReadFreeTheirWorkers) {
   EXPECT_GT(r.body.size(), std::size_t(1) << 20);
   EXPECT_TRUE(has_line(r.body, "traceml_steps_total{node=\"0\",rank=\"1023\"} 2"));
   EXPECT_LE(took, 25.0);
+}
+
+// fuzz_metrics' promises (tests/fuzz/metrics_invariants.hpp) on its corpus
+// and on a fixed-seed loop of both halves, so that they hold without a fuzzer.
+TEST(MetricsFuzzInvariants, HoldOnTheCorpusAndOnRandomInputs) {
+  const std::filesystem::path corpus =
+      std::filesystem::path(TRACEML_TEST_DATA_DIR) / "fuzz" / "corpus" / "fuzz_metrics";
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(corpus)) {
+    const std::string bytes = testing::read_file(entry.path());
+    const auto why = fuzz::check_metrics_input(reinterpret_cast<const std::uint8_t*>(bytes.data()),
+                                               bytes.size());
+    EXPECT_FALSE(why) << entry.path() << ": " << *why;
+    ++files;
+  }
+  EXPECT_GE(files, 5);
+  // The checker itself can fail: a value that is no number, shares that do
+  // not add up, a bad label.
+  EXPECT_TRUE(fuzz::metrics_detail::check_text("traceml_x 1.5x\n"));
+  EXPECT_TRUE(fuzz::metrics_detail::check_text("traceml_x{rank=0} 1\n"));
+  EXPECT_TRUE(fuzz::metrics_detail::check_text(
+      "traceml_step_share_ratio{node=\"\",rank=\"0\",part=\"h2d\"} 0.5\n"));
+  EXPECT_FALSE(
+      fuzz::metrics_detail::check_text("# TYPE traceml_x gauge\ntraceml_x{a=\"q\\\"\"} NaN\n"));
+  // A real run's text, shares included, passes.
+  const std::string real =
+      exposition_text(collector::snapshot_of(status_of(3, 20, 4.0, 10.0)), kRun);
+  EXPECT_NE(real.find("part=\"residual\""), std::string::npos);
+  EXPECT_FALSE(fuzz::metrics_detail::check_text(real)) << real;
+  std::mt19937 rng(35);
+  for (int i = 0; i < 400; ++i) {
+    std::vector<std::uint8_t> input(std::size_t(rng() % 600));
+    for (auto& b : input)
+      b = std::uint8_t(rng());
+    if (!input.empty() && i % 10 != 0) input[0] &= 0xFE;  // mostly values: they are quick
+    const auto why = fuzz::check_metrics_input(input.data(), input.size());
+    EXPECT_FALSE(why) << "input " << i << ": " << *why;
+  }
 }
 
 }  // namespace
