@@ -124,6 +124,35 @@ class Prometheus {
   std::unique_ptr<ChildProcess> server_;
 };
 
+const fs::path kRepo = fs::path(TRACEML_TEST_DATA_DIR).parent_path();
+
+/// The PromQL of docs/metrics.md's Grafana table: every `...` of a row's
+/// query cell that names a traceml metric, a dashboard's $rank made rank 1.
+std::vector<std::string> documented_queries() {
+  std::ifstream in(kRepo / "docs" / "metrics.md");
+  std::vector<std::string> out;
+  bool table = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("## ", 0) == 0) table = line.find("Grafana") != std::string::npos;
+    if (!table || line.rfind("| ", 0) != 0 || line.rfind("| panel", 0) == 0) continue;
+    const auto first = line.find(" | ");
+    const auto second = line.find(" | ", first + 3);
+    const std::string cell = line.substr(first + 3, second - first - 3);
+    for (std::size_t at = cell.find('`'); at != std::string::npos;) {
+      const std::size_t end = cell.find('`', at + 1);
+      if (end == std::string::npos) break;
+      std::string q = cell.substr(at + 1, end - at - 1);
+      if (q.find("traceml_") != std::string::npos) {
+        for (std::size_t v; (v = q.find("$rank")) != std::string::npos;)
+          q.replace(v, 5, "1");
+        out.push_back(q);
+      }
+      at = cell.find('`', end + 1);
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> ddp(int steps) {
   return {kExamples + "/ddp", "--steps", std::to_string(steps), "--slow-rank", "1",
           "--slow-input-ms",  "20"};
@@ -203,6 +232,12 @@ TEST(MetricsE2E, PrometheusScrapesBothRanksOfARealRunWhileHostileClientsAreHeldO
   EXPECT_GT(steps["0"], 0);
   EXPECT_GT(steps["1"], 0);
   EXPECT_EQ(prometheus.query("traceml_step_share_ratio{part=\"input_wait\"}").size(), 2u);
+  // Every query docs/metrics.md gives for a Grafana panel returns series.
+  const std::vector<std::string> queries = documented_queries();
+  EXPECT_GE(queries.size(), 10u);
+  std::this_thread::sleep_for(2s);  // rate() needs two samples of each
+  for (const std::string& q : queries)
+    EXPECT_FALSE(prometheus.query(q).empty()) << "docs/metrics.md: " << q;
 
   // The run ends as it would have: its exit code and its verdict.
   const ProcessResult r = run.wait();

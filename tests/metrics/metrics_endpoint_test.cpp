@@ -313,6 +313,42 @@ TEST(MetricsEndpoint, ReadersThatNeverReadFreeTheirWorkers) {
   EXPECT_LE(took, 25.0);
 }
 
+/// The ```yaml blocks of docs/metrics.md, in order.
+std::vector<std::string> documented_yaml() {
+  std::ifstream in(std::filesystem::path(TRACEML_TEST_DATA_DIR).parent_path() / "docs" /
+                   "metrics.md");
+  std::vector<std::string> blocks;
+  bool inside = false;
+  for (std::string line; std::getline(in, line);) {
+    if (!inside && line == "```yaml") {
+      inside = true;
+      blocks.emplace_back();
+    } else if (inside && line == "```") {
+      inside = false;
+    } else if (inside) {
+      blocks.back() += line + "\n";
+    }
+  }
+  return blocks;
+}
+
+// The scrape config and the alerting rules docs/metrics.md gives are what
+// Prometheus takes (promtool).
+TEST(MetricsDocs, TheScrapeConfigAndTheAlertRulesAreValid) {
+  const std::vector<std::string> yaml = documented_yaml();
+  ASSERT_EQ(yaml.size(), 2u) << "docs/metrics.md: a scrape config, then alerting rules";
+  testing::TempDir dir;
+  std::ofstream(dir.path() / "prometheus.yml") << yaml[0];
+  std::ofstream(dir.path() / "rules.yml") << yaml[1];
+  const testing::ProcessResult config = testing::run_process(
+      {"/usr/bin/promtool", "check", "config", (dir.path() / "prometheus.yml").string()});
+  EXPECT_EQ(config.exit_code, 0) << config.out << config.err;
+  const testing::ProcessResult rules = testing::run_process(
+      {"/usr/bin/promtool", "check", "rules", (dir.path() / "rules.yml").string()});
+  EXPECT_EQ(rules.exit_code, 0) << rules.out << rules.err;
+  EXPECT_NE(rules.out.find("SUCCESS: 3 rules found"), std::string::npos) << rules.out;
+}
+
 // fuzz_metrics' promises (tests/fuzz/metrics_invariants.hpp) on its corpus
 // and on a fixed-seed loop of both halves, so that they hold without a fuzzer.
 TEST(MetricsFuzzInvariants, HoldOnTheCorpusAndOnRandomInputs) {
