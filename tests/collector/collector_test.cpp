@@ -526,6 +526,66 @@ TEST(Collector, TheRunInMemoryIsCompleteWhenTheIngestStops) {
   }
 }
 
+// The live snapshot (issue 35): taken only for a reader, read from another
+// thread while the ranks send, and complete once the ingest stops.
+TEST(Collector, TheLiveSnapshotIsTakenForAReaderAndCountsEveryRecord) {
+  {
+    TempDir dir;
+    Collector c(options(dir));
+    send_and_close(c.port(), rank_stream(0, 300).bytes);
+    std::this_thread::sleep_for(1500ms);  // past a tick of the writer
+    EXPECT_EQ(c.latest_snapshot()->taken_unix, 0.0) << "no reader: no snapshot taken";
+    EXPECT_TRUE(c.latest_snapshot()->ranks.empty());
+    c.finish(Clock::now() + kFinish);
+  }
+  TempDir dir;
+  std::vector<RankStream> streams;
+  for (int r = 0; r < 3; ++r)
+    streams.push_back(rank_stream(r, 1500 + 500 * r));
+  CollectorOptions o = options(dir);
+  o.interval_s = 0.5;
+  o.snapshots = std::make_shared<collector::SnapshotChannel>();
+  Collector c(o);
+  std::atomic<bool> sending{true};
+  std::int64_t seen = 0;
+  std::thread reader([&] {
+    // What the live view and a scrape do, as often as they can.
+    while (sending.load()) {
+      const auto snap = c.latest_snapshot();
+      seen = std::max(seen, snap->counts.records_received);
+      for (const collector::RankRow& r : snap->ranks)
+        EXPECT_LE(r.rows, collector::kLiveRows);
+    }
+  });
+  std::vector<std::thread> senders;
+  for (const auto& s : streams)
+    senders.emplace_back([&c, &s] { send_and_close(c.port(), s.bytes, 1024); });
+  for (auto& t : senders)
+    t.join();
+  c.stop_ingest(Clock::now() + kFinish, 3);
+  sending = false;
+  reader.join();
+  const auto snap = o.snapshots->latest();
+  ASSERT_EQ(snap->ranks.size(), 3u);
+  std::int64_t sent = 0;
+  for (int r = 0; r < 3; ++r) {
+    const collector::RankRow& row = snap->ranks[std::size_t(r)];
+    const RankStream& s = streams[std::size_t(r)];
+    sent += s.final_stats.records_sent;
+    EXPECT_EQ(row.live.max_step, std::int64_t(s.steps.size())) << r;
+    EXPECT_EQ(row.rows, collector::kLiveRows) << r;
+    EXPECT_TRUE(row.median_ms && row.p95_ms) << r;
+    EXPECT_EQ(row.live.condition, collector::RankCondition::Ended) << r;
+  }
+  EXPECT_EQ(snap->counts.records_received, sent) << "every accepted record, all ranks";
+  EXPECT_LE(seen, sent);
+  EXPECT_EQ(snap->world_size, 4);
+  EXPECT_EQ(snap->ranks_connected(), 0);
+  EXPECT_TRUE(snap->verdict.has_value());
+  EXPECT_GT(snap->taken_unix, 0.0);
+  c.finish(Clock::now() + kFinish, 3);
+}
+
 TEST(Collector, RankOutsideTheWorldIsRefused) {
   TempDir dir;
   Collector c(options(dir, 2));
