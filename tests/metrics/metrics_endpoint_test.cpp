@@ -18,49 +18,19 @@
 
 #include "../fuzz/metrics_invariants.hpp"
 #include "../support/http_client.hpp"
+#include "../support/live_status.hpp"
 #include "../support/subprocess.hpp"
 
 namespace traceml::metrics {
 namespace {
 
 using collector::RankCondition;
-using model::Event;
 using namespace std::chrono_literals;
 using testing::HttpReply;
 using testing::Socket;
 
-/// `ranks` ranks whose steps of `step_ms` spend `input_ms` waiting for input.
-collector::LiveStatus status_of(int ranks, int steps, double input_ms, double step_ms) {
-  collector::LiveStatus s;
-  for (int r = 0; r < ranks; ++r) {
-    model::RankIdentity id;
-    id.global_rank = r;
-    id.node_rank = 0;
-    id.world_size = ranks;
-    s.latest.telemetry.ranks.push_back(id);
-    for (int i = 1; i <= steps; ++i) {
-      model::StepRecord rec;
-      rec.global_rank = r;
-      rec.step = i;
-      rec.ts = 1000.0 + i;
-      const double body = step_ms - input_ms;
-      rec.events.set(Event::InputWait, {input_ms, {}});
-      rec.events.set(Event::Forward, {body * 0.3, {}});
-      rec.events.set(Event::Backward, {body * 0.5, {}});
-      rec.events.set(Event::OptimizerStep, {body * 0.1, {}});
-      rec.events.set(Event::TracedStepTime, {body, {}});
-      s.latest.telemetry.steps.push_back(rec);
-    }
-    collector::RankLive l;
-    l.global_rank = r;
-    l.node_rank = 0;
-    l.condition = RankCondition::Running;
-    l.max_step = steps;
-    s.ranks.push_back(l);
-  }
-  s.latest.telemetry.run.world_size = ranks;
-  return s;
-}
+/// A run whose ranks spend `input_ms` of each `step_ms` waiting for input.
+constexpr auto status_of = testing::live_status_of;
 
 const RunLabels kRun{"demo-run", "9.9.9"};
 
