@@ -350,6 +350,14 @@ TEST(MetricsE2E, BadMetricsOptionsAreOneLineAndExitTwo) {
     EXPECT_EQ(s.exit_code, 2) << s.err;
     EXPECT_NE(s.err.find(says), std::string::npos) << s.err;
   }
+  // A run directory that holds a run: one line, no word of metrics before it.
+  fs::create_directories(dir.path() / "logs" / "held");
+  std::ofstream(dir.path() / "logs" / "held" / "telemetry.db") << "a run";
+  const ProcessResult held = run_process(
+      traceml_run_argv(kCli, dir.path() / "logs", "held", 1, {"--metrics-port", "0"}, ddp(10)));
+  EXPECT_EQ(held.exit_code, 2);
+  EXPECT_NE(held.err.find("already holds a run"), std::string::npos) << held.err;
+  EXPECT_EQ(lines(held.err), 1) << held.err;
   // The metrics on a port the run needs for something else.
   const std::string logs = (dir.path() / "logs").string();
   for (const char* flag : {"--aggregator-port", "--master-port"}) {
