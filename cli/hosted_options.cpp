@@ -78,14 +78,14 @@ std::optional<std::string> hosted_problem(const HostedArgs& a) {
 std::unique_ptr<metrics::MetricsEndpoint> start_metrics(const HostedArgs& a,
                                                         launcher::HostOptions& host) {
   if (!a.metrics_port) return nullptr;
-  // A run directory that holds a run is refused in one line, with no word of
-  // metrics before it (the host refuses it again, as ever).
-  if (const auto taken = launcher::holds_a_run(host.run_dir)) throw launcher::HostError(*taken);
   host.snapshots = std::make_shared<collector::SnapshotChannel>();
   auto endpoint = std::make_unique<metrics::MetricsEndpoint>(
       a.metrics_bind, std::uint16_t(*a.metrics_port), host.snapshots,
       metrics::RunLabels{host.run_dir.filename().string(), traceml::version()});
-  std::cerr << "traceml: metrics for Prometheus at " << endpoint->url() << "\n";
+  // Said once the run has started: an error before it stays one line.
+  host.on_started = [url = endpoint->url()] {
+    std::cerr << "traceml: metrics for Prometheus at " << url << "\n";
+  };
   return endpoint;
 }
 

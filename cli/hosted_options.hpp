@@ -72,9 +72,10 @@ collector::ProfileAsking profile_asking_of(const HostedArgs& a, bool by_request)
 
 /// Starts the metrics endpoint when --metrics-port asks for one, before the
 /// run: a port in use throws metrics::MetricsError here, when nothing of the
-/// run exists yet (so is a run directory that holds a run: HostError). Says
-/// where it listens, and gives `host` the channel the
-/// collector publishes its snapshots to. Null when none was asked.
+/// run exists yet. Gives
+/// `host` the channel the collector publishes its snapshots to, and the
+/// line that says where the metrics are, once the run has started. Null
+/// when none was asked.
 std::unique_ptr<metrics::MetricsEndpoint> start_metrics(const HostedArgs& a,
                                                         launcher::HostOptions& host);
 

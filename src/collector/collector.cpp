@@ -612,11 +612,13 @@ struct Collector::Impl final : transport::ServerHandler {
     // The run's last snapshot, every record in: the live view's and the
     // metrics' final values, whenever the writer's next tick comes.
     if (snapshots) {
+      std::lock_guard<std::mutex> lk(snapshot_mu);
       try {
         publish_snapshot(refresh_medians(), board.snapshot(LiveClock::now()));
       } catch (const std::exception&) {
         // The live values stay as the last tick left them.
       }
+      snapshot_final = true;
     }
     std::lock_guard<std::mutex> lk(state_mu);
     for (const auto& [rank, r] : ranks)
@@ -712,8 +714,10 @@ struct Collector::Impl final : transport::ServerHandler {
   /// The live snapshot's readers' channel (null: no reader, no snapshot),
   /// and when the writer last took one.
   std::shared_ptr<SnapshotChannel> snapshots = options.snapshots;
-  std::chrono::steady_clock::time_point last_snapshot{};
-  ProfileStore profiles{options.run_dir};            // the ranks' profiles, as files
+  std::chrono::steady_clock::time_point last_snapshot{};  // writer thread
+  std::mutex snapshot_mu;                  // a tick's publish, and stop_ingest's last one
+  bool snapshot_final = false;             // guarded by snapshot_mu: the run's last is out
+  ProfileStore profiles{options.run_dir};  // the ranks' profiles, as files
   ProfileRequests requests{options.profile_asking};  // what the run asks of the ranks' profilers
   /// The database and its writer thread (null only while the constructor runs).
   std::unique_ptr<WriteQueue> queue;
@@ -803,7 +807,10 @@ Collector::Collector(const CollectorOptions& options) : impl_(std::make_unique<I
           m.send(a);
       if (m.snapshots && now - m.last_snapshot >= snapshot_period(m.options.interval_s)) {
         m.last_snapshot = now;
-        m.publish_snapshot(std::move(latest), std::move(board));
+        // Never after the run's last one (stop_ingest's, every record in):
+        // the run in memory may be taken (emptied) since.
+        std::lock_guard<std::mutex> lk(m.snapshot_mu);
+        if (!m.snapshot_final) m.publish_snapshot(std::move(latest), std::move(board));
       }
     });
   } catch (const store::RunDbError& e) {

@@ -53,6 +53,7 @@ HostedRun::HostedRun(const HostOptions& options, std::optional<int> world_size)
     throw HostError(e.what());
   }
   port_ = collector_->port();
+  if (options.on_started) options.on_started();
 }
 
 HostedRun::~HostedRun() = default;

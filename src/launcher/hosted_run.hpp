@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -61,6 +62,9 @@ struct HostOptions {
   /// Where the collector publishes its live snapshot for a reader that
   /// outlives it (the CLI's metrics endpoint); null: nowhere else.
   std::shared_ptr<collector::SnapshotChannel> snapshots;
+  /// Called once the collector listens (the run has started): what the
+  /// command says then (where its metrics are).
+  std::function<void()> on_started;
 };
 
 /// The collector of a run, its live view and its end. Both commands' flows

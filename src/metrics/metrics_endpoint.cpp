@@ -7,14 +7,15 @@
 
 #include <CivetServer.h>
 #include <civetweb.h>
-#include <prometheus/collectable.h>
-#include <prometheus/exposer.h>
 #include <prometheus/metric_family.h>
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -228,24 +229,60 @@ std::optional<std::string> bind_problem(const std::string& bind) {
          "interface)";
 }
 
-/// What the exposer collects on each scrape: the latest snapshot, copied by
-/// pointer; its text is made on the exposer's thread.
-class MetricsEndpoint::Source final : public prometheus::Collectable {
+/// GET /metrics: the latest snapshot's text, made once a snapshot however
+/// many scrape it, and written within kReplyTimeoutMs of its first byte.
+class MetricsEndpoint::Source final : public CivetHandler {
  public:
   Source(std::shared_ptr<collector::SnapshotChannel> channel, RunLabels run)
       : channel_(std::move(channel)), run_(std::move(run)) {}
+
   // On civetweb's worker thread: nothing may leave it (C frames above).
-  std::vector<MetricFamily> Collect() const override {
+  bool handleGet(CivetServer* /*server*/, mg_connection* conn) override {
+    std::shared_ptr<const std::string> text;
     try {
-      return families(*channel_->latest(), run_);
+      text = latest_text();
     } catch (...) {
-      return {};
+      mg_send_http_error(conn, 500, "%s", "traceml could not make the metrics\n");
+      return true;
     }
+    mg_printf(conn,
+              "HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+              "Content-Length: %zu\r\nConnection: close\r\n\r\n",
+              text->size());
+    // A reader too slow for the whole reply within the limit is cut (the
+    // connection closed, the reply short): civetweb's own wait restarts on
+    // each byte taken, so a reader that trickles would hold a worker for as
+    // long as it liked. Small writes keep each one within civetweb's wait.
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(kReplyTimeoutMs);
+    for (std::size_t at = 0; at < text->size();) {
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      const std::size_t n = std::min(kWriteBytes, text->size() - at);
+      if (mg_write(conn, text->data() + at, n) <= 0) break;
+      at += n;
+    }
+    return true;
   }
 
  private:
+  /// The text of the channel's latest snapshot; made on the first scrape
+  /// after a snapshot, by one worker while the others wait for it.
+  std::shared_ptr<const std::string> latest_text() {
+    std::shared_ptr<const collector::LiveSnapshot> snapshot = channel_->latest();
+    std::lock_guard<std::mutex> lk(mu_);
+    if (snapshot != made_from_) {
+      text_ = std::make_shared<const std::string>(exposition_text(*snapshot, run_));
+      made_from_ = std::move(snapshot);
+    }
+    return text_;
+  }
+
+  static constexpr std::size_t kWriteBytes = 1024;
   std::shared_ptr<collector::SnapshotChannel> channel_;
   RunLabels run_;
+  std::mutex mu_;
+  std::shared_ptr<const collector::LiveSnapshot> made_from_;
+  std::shared_ptr<const std::string> text_;
 };
 
 namespace {
@@ -301,7 +338,7 @@ std::optional<std::string> cannot_bind(const std::string& bind, std::uint16_t po
 
 MetricsEndpoint::MetricsEndpoint(const std::string& bind, std::uint16_t port,
                                  std::shared_ptr<collector::SnapshotChannel> channel, RunLabels run)
-    : bind_(bind), source_(std::make_shared<Source>(std::move(channel), std::move(run))) {
+    : bind_(bind), source_(std::make_unique<Source>(std::move(channel), std::move(run))) {
   if (const auto problem = bind_problem(bind)) throw MetricsError(*problem);
   const std::string where = bind + ":" + std::to_string(port);
   const auto fail = [&](const std::string& why) {
@@ -316,29 +353,39 @@ MetricsEndpoint::MetricsEndpoint(const std::string& bind, std::uint16_t port,
     return c;
   }();
   std::vector<std::string> options{
-      "listening_ports",       where,
-      "num_threads",           std::to_string(kMaxConnections),
-      "connection_queue",      std::to_string(kQueuedConnections),
-      "listen_backlog",        std::to_string(kListenBacklog),
-      "max_request_size",      std::to_string(kRequestBytes),
-      "request_timeout_ms",    std::to_string(kRequestTimeoutMs),
-      "enable_keep_alive",     "yes",
-      "keep_alive_timeout_ms", std::to_string(kKeepAliveTimeoutMs),
+      "listening_ports",
+      where,
+      "num_threads",
+      std::to_string(kMaxConnections),
+      "connection_queue",
+      std::to_string(kQueuedConnections),
+      "listen_backlog",
+      std::to_string(kListenBacklog),
+      "max_request_size",
+      std::to_string(kRequestBytes),
+      "request_timeout_ms",
+      std::to_string(kRequestTimeoutMs),
+      // One request a connection: no connection stays open between scrapes.
+      "enable_keep_alive",
+      "no",
   };
   try {
-    exposer_ = std::make_unique<prometheus::Exposer>(std::move(options), &callbacks);
+    server_ = std::make_unique<CivetServer>(options, &callbacks);
   } catch (const std::exception&) {
     std::string why = "the server did not start";
     if (!t_last_message.empty()) why += " (civetweb: " + t_last_message + ")";
     t_last_message.clear();
     throw fail(why);
   }
-  exposer_->RegisterCollectable(source_);
-  const std::vector<int> ports = exposer_->GetListeningPorts();
+  server_->addHandler("/metrics", source_.get());
+  const std::vector<int> ports = server_->getListeningPorts();
   port_ = ports.empty() ? port : static_cast<std::uint16_t>(ports.front());
 }
 
-MetricsEndpoint::~MetricsEndpoint() = default;
+MetricsEndpoint::~MetricsEndpoint() {
+  // The server first: its workers use the handler.
+  if (server_) server_->close();
+}
 
 std::string MetricsEndpoint::url() const {
   // Every interface: the address Prometheus would use is this machine's name.

@@ -1,10 +1,13 @@
 // The run's live metrics for Prometheus (`traceml run|serve --metrics-port`,
 // DECISIONS 19): GET /metrics answers in Prometheus' text exposition format
 // from the collector's latest live snapshot (collector/live_snapshot.hpp), so
-// a scrape never makes the collector work nor takes its locks. Served by the
-// field's own library, prometheus-cpp (its civetweb exposer), with bounded
-// clients. Linked into the CLI only, never into libtraceml.a: a rank's
-// program needs none of it. The metrics and the limits: docs/metrics.md.
+// a scrape never makes the collector work nor takes its locks. The text is
+// prometheus-cpp's (its MetricFamily and TextSerializer); the server is the
+// civetweb that prometheus-cpp's own exposer runs, with a handler of ours
+// rather than the exposer's: that one writes a reply with no deadline (a
+// reader that trickles holds a worker as long as it likes) and serializes it
+// again on every scrape. Linked into the CLI only, never into libtraceml.a: a
+// rank's program needs none of it. The metrics and the limits: docs/metrics.md.
 #pragma once
 
 #include <cstdint>
@@ -16,8 +19,9 @@
 
 #include "collector/live_snapshot.hpp"
 
+class CivetServer;
+
 namespace prometheus {
-class Exposer;
 struct MetricFamily;
 }  // namespace prometheus
 
@@ -30,13 +34,12 @@ class MetricsError : public std::runtime_error {
 };
 
 /// What one client may cost the run (docs/metrics.md "Limits").
-inline constexpr int kMaxConnections = 8;         ///< served at once (worker threads)
-inline constexpr int kRequestBytes = 8 * 1024;    ///< a request's line and headers
-inline constexpr int kRequestTimeoutMs = 5000;    ///< to send it; also each write
-inline constexpr int kKeepAliveTimeoutMs = 5000;  ///< an idle kept-alive connection
-inline constexpr int kQueuedConnections = 8;      ///< accepted, waiting for a worker
-inline constexpr int kListenBacklog = 16;         ///< the kernel's, beyond those
-
+inline constexpr int kMaxConnections = 8;       ///< served at once (worker threads)
+inline constexpr int kQueuedConnections = 8;    ///< accepted, waiting for a worker
+inline constexpr int kListenBacklog = 16;       ///< the kernel's, beyond those
+inline constexpr int kRequestBytes = 8 * 1024;  ///< a request's line and headers
+inline constexpr int kRequestTimeoutMs = 5000;  ///< to send the request
+inline constexpr int kReplyTimeoutMs = 5000;    ///< to take the whole reply
 /// What the run is, for traceml_run_info.
 struct RunLabels {
   std::string run;      ///< the run's name
@@ -73,8 +76,8 @@ class MetricsEndpoint {
   class Source;
   std::string bind_;
   std::uint16_t port_ = 0;
-  std::shared_ptr<Source> source_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<Source> source_;
+  std::unique_ptr<CivetServer> server_;
 };
 
 }  // namespace traceml::metrics

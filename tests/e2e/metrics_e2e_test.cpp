@@ -166,9 +166,12 @@ std::string primary_kind(const fs::path& run_dir) {
 TEST(MetricsE2E, PrometheusScrapesBothRanksOfARealRunWhileHostileClientsAreHeldOff) {
   TempDir dir;
   ChildProcess run(traceml_run_argv(kCli, dir.path() / "logs", "scraped", 2,
-                                    {"--metrics-port", "0"}, ddp(1500)));
+                                    {"--metrics-port", "0"}, ddp(2000)));
   const std::uint16_t port = metrics_port(run, 60s);
   ASSERT_GT(port, 0) << run.err_so_far();
+  // A real Prometheus server, scraping it every second from now on.
+  Prometheus prometheus(dir.path(), port);
+  ASSERT_GT(prometheus.port(), 0);
 
   // Two scrapes: Prometheus' format (promtool), and counters that grow.
   const HttpReply first = scrape_once_steps(port, 90s);
@@ -190,6 +193,30 @@ TEST(MetricsE2E, PrometheusScrapesBothRanksOfARealRunWhileHostileClientsAreHeldO
       sample(second.body, "traceml_step_share_ratio{node=\"0\",rank=\"1\",part=\"input_wait\"}"),
       0.4)
       << second.body;
+
+  // The Prometheus server has scraped it meanwhile: both ranks' series come back.
+  std::map<std::string, double> steps;
+  const auto until = std::chrono::steady_clock::now() + 60s;
+  while (steps.size() < 2 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(500ms);
+    steps.clear();
+    for (const Json& s : prometheus.query("traceml_steps_total{job=\"traceml\"}"))
+      steps[s.value("/metric/rank"_json_pointer, std::string())] =
+          std::stod(s.value("/value/1"_json_pointer, std::string("0")));
+  }
+  ASSERT_EQ(steps.size(), 2u) << prometheus.log();
+  EXPECT_GT(steps["0"], 0);
+  EXPECT_GT(steps["1"], 0);
+  EXPECT_EQ(prometheus.query("traceml_step_share_ratio{part=\"input_wait\"}").size(), 2u);
+  // Every query docs/metrics.md gives for a Grafana panel returns series.
+  const std::vector<std::string> queries = documented_queries();
+  EXPECT_GE(queries.size(), 10u);
+  std::this_thread::sleep_for(2s);  // rate() needs two samples of each
+  for (const std::string& q : queries)
+    EXPECT_FALSE(prometheus.query(q).empty()) << "docs/metrics.md: " << q;
+
+  EXPECT_EQ(sample(http_request(port, "/metrics").body, rank_series("traceml_rank_up", 1)), 1.0)
+      << "the run went on while Prometheus was asked";
 
   // Hostile clients while the run goes: a huge request, three times the
   // workers in idle connections, and readers that never read.
@@ -215,29 +242,6 @@ TEST(MetricsE2E, PrometheusScrapesBothRanksOfARealRunWhileHostileClientsAreHeldO
     EXPECT_EQ(sample(during.body, rank_series("traceml_rank_up", 1)), 1.0) << "the run goes on";
   }
   EXPECT_EQ(http_request(port, "/metrics", "GET", 20s).status, 200);
-
-  // A real Prometheus server scrapes it; both ranks' series come back.
-  Prometheus prometheus(dir.path(), port);
-  ASSERT_GT(prometheus.port(), 0);
-  std::map<std::string, double> steps;
-  const auto until = std::chrono::steady_clock::now() + 60s;
-  while (steps.size() < 2 && std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(500ms);
-    steps.clear();
-    for (const Json& s : prometheus.query("traceml_steps_total{job=\"traceml\"}"))
-      steps[s.value("/metric/rank"_json_pointer, std::string())] =
-          std::stod(s.value("/value/1"_json_pointer, std::string("0")));
-  }
-  ASSERT_EQ(steps.size(), 2u) << prometheus.log();
-  EXPECT_GT(steps["0"], 0);
-  EXPECT_GT(steps["1"], 0);
-  EXPECT_EQ(prometheus.query("traceml_step_share_ratio{part=\"input_wait\"}").size(), 2u);
-  // Every query docs/metrics.md gives for a Grafana panel returns series.
-  const std::vector<std::string> queries = documented_queries();
-  EXPECT_GE(queries.size(), 10u);
-  std::this_thread::sleep_for(2s);  // rate() needs two samples of each
-  for (const std::string& q : queries)
-    EXPECT_FALSE(prometheus.query(q).empty()) << "docs/metrics.md: " << q;
 
   // The run ends as it would have: its exit code and its verdict.
   const ProcessResult r = run.wait();

@@ -166,7 +166,7 @@ inline std::optional<std::string> check_request(const std::uint8_t* data, std::s
     peer.send(std::string(reinterpret_cast<const char*>(data), size));
     ::shutdown(peer.fd(), SHUT_WR);
     bool closed = false;
-    const std::string reply = peer.read(std::chrono::seconds(8), &closed);
+    const std::string reply = peer.read(std::chrono::seconds(4), &closed);
     if (!closed) return "the endpoint kept a finished peer's connection open";
     // A reply begins as HTTP's do. Not more: civetweb 1.15 answers a
     // malformed request line in the version it named, bytes and line breaks
@@ -177,7 +177,8 @@ inline std::optional<std::string> check_request(const std::uint8_t* data, std::s
              model::escape_for_terminal(reply.substr(0, 40));
   }
   static int count = 0;
-  if (++count % 64 == 0 && testing::http_request(port, "/metrics").status != 200)
+  if (++count % 64 == 0 &&
+      testing::http_request(port, "/metrics", "GET", std::chrono::seconds(4)).status != 200)
     return "the endpoint stopped answering GET /metrics";
   return std::nullopt;
 }

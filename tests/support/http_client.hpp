@@ -55,11 +55,12 @@ class Socket {
     const auto end = std::chrono::steady_clock::now() + timeout;
     if (closed != nullptr) *closed = false;
     while (out.size() < want) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          end - std::chrono::steady_clock::now());
+      const auto left = end - std::chrono::steady_clock::now();
       if (left.count() <= 0) break;
+      // At least a millisecond: a timeout under one still polls once.
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(left).count() + 1;
       pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, int(left.count())) <= 0) break;
+      if (::poll(&p, 1, int(ms)) <= 0) break;
       char buf[65536];
       const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
       if (n <= 0) {
