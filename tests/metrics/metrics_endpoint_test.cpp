@@ -216,7 +216,7 @@ TEST(MetricsEndpoint, AHugeOrSlowRequestIsCutAndScrapesGoOn) {
     EXPECT_LE(took, 12.0);
   }
   {
-    // A kept-alive connection left idle after its scrape is closed.
+    // A connection is closed after its reply: none stays open, idle.
     Socket idle(port);
     ASSERT_TRUE(idle.ok());
     idle.send("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
