@@ -179,8 +179,12 @@ int run(const RunArgs& a) {
   o.host = host_options_of(a.hosted);
   o.plan = plan_of(a);
   if (a.master_port == 0) {
-    const auto port = launcher::pick_free_port();
-    if (!port) return fail("could not find a free --master-port; give one");
+    // Free now, and not the one the metrics endpoint is about to take.
+    std::optional<std::uint16_t> port;
+    for (int tries = 0; tries < 8 && (!port || *port == a.hosted.metrics_port); ++tries)
+      port = launcher::pick_free_port();
+    if (!port || *port == a.hosted.metrics_port)
+      return fail("could not find a free --master-port; give one");
     o.plan.master_port = *port;
   }
   try {
