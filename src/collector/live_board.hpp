@@ -106,7 +106,7 @@ class LiveBoard {
     std::optional<double> median_step_s;
     int open = 0;
     std::optional<std::size_t> stall;  ///< index into stalls_ of the open stall
-    bool stall_uncounted = false;  ///< stopped past kMaxStalls: counted once, kept not
+    bool stall_uncounted = false;      ///< stopped past kMaxStalls: counted once, kept not
   };
   Rank& rank(int r);
   /// The rank's condition at `now` by its own rules alone (Idle: between
