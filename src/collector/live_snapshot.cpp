@@ -74,13 +74,6 @@ int LiveSnapshot::ranks_connected() const {
   }));
 }
 
-const RankRow* LiveSnapshot::hung_row() const {
-  if (!hung_rank) return nullptr;
-  for (const RankRow& r : ranks)
-    if (r.live.global_rank == *hung_rank) return &r;
-  return nullptr;
-}
-
 std::optional<int> hung_rank(const std::vector<model::Stall>& stalls,
                              const std::vector<RankRow>& ranks) {
   const model::Stall* hung = model::hung_stall(stalls);

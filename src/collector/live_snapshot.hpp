@@ -97,8 +97,6 @@ struct LiveSnapshot {
   [[nodiscard]] std::int64_t records_dropped() const;
   /// Ranks with a connection open now.
   [[nodiscard]] int ranks_connected() const;
-  /// The row of the hung rank, or null.
-  [[nodiscard]] const RankRow* hung_row() const;
 };
 
 /// The rank that hangs now: model::hung_stall's, while its rank is still
