@@ -49,7 +49,8 @@ bool whole_nanoseconds(double ms, std::int64_t& ns) {
   // every begin of every step. Exact or not, the check below decides.
   const double scaled = ms * 1e6;
   ns = static_cast<std::int64_t>(scaled < 0.0 ? scaled - 0.5 : scaled + 0.5);
-  return double(ns) * 1e-6 == ms;
+  // -0.0 == 0.0, but 0 nanoseconds read back as +0.0: a -0.0 goes as a real.
+  return double(ns) * 1e-6 == ms && !(ns == 0 && std::signbit(ms));
 }
 
 void put_varint(std::string& out, std::uint64_t v) {

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -157,6 +158,29 @@ TEST(StepBlock, BeginsTakeAVarintOfNanosecondsAndTheThreadOneMore) {
   e.add(r);
   EXPECT_EQ(e.bytes().size(), 1u + 59u + 2u + 5u * 8u + 1u);
   testing::expect_same(r, decode(e, 0)[0], "step");
+}
+
+TEST(StepBlock, ABeginOfMinusZeroKeepsItsSign) {
+  // -0.0 equals 0.0 but is not the same value: stored as nanoseconds it would
+  // read back as +0.0 (fuzz_step_block, CI of 03d1417). Such a begin goes as
+  // a real, with its sign.
+  model::StepRecord r;
+  r.step = 1;
+  r.ts = 1.7e9;
+  r.events.set(Event::Forward, {1.0, std::nullopt});
+  r.events.set_begin(Event::Forward, -0.0);
+  StepBlockEncoder e;
+  e.add(r);
+  const auto back = decode(e, 0);
+  ASSERT_EQ(back.size(), 1u);
+  ASSERT_TRUE(back[0].events.begin_ms(Event::Forward).has_value());
+  EXPECT_TRUE(std::signbit(*back[0].events.begin_ms(Event::Forward)));
+  // +0.0 still takes a one-byte varint.
+  r.events.set_begin(Event::Forward, 0.0);
+  StepBlockEncoder plus;
+  plus.add(r);
+  EXPECT_EQ(plus.bytes().size() + 7u, e.bytes().size());
+  EXPECT_FALSE(std::signbit(*decode(plus, 0)[0].events.begin_ms(Event::Forward)));
 }
 
 TEST(StepBlock, BlocksOfCodecOneStillReadAndMayNotUseTheNewFlags) {
