@@ -4,9 +4,12 @@
 // whose HTTP API gives both ranks' series back; hostile clients (a huge
 // request, more idle connections than workers, readers that never read)
 // while the run goes, which neither stops the endpoint nor changes the
-// run's verdict; the same in --mode live; a port in use and bad options
-// refused with one line before anything exists.
+// run's verdict; the same in --mode live; a rank stopped mid-run named hung
+// within seconds; a port in use and bad options refused with one line
+// before anything exists.
 #include <gtest/gtest.h>
+
+#include <signal.h>
 
 #include <nlohmann/json.hpp>
 
@@ -22,6 +25,7 @@
 
 #include "../support/http_client.hpp"
 #include "../support/json_file.hpp"
+#include "../support/rank_pid.hpp"
 #include "../support/subprocess.hpp"
 #include "../support/traceml_run.hpp"
 #include "launcher/free_port.hpp"
@@ -293,6 +297,67 @@ TEST(MetricsE2E, ServeServesTheRanksAnotherLauncherStarted) {
   const ProcessResult s = serve.child.wait();
   EXPECT_EQ(s.exit_code, 0) << s.err;
   EXPECT_EQ(primary_kind(dir.path() / "logs" / "served"), "INPUT_STRAGGLER") << s.err;
+}
+
+// A rank stopped (SIGSTOP) mid-run, as a dashboard sees it: within seconds
+// the endpoint names it (hung, silent) and its step count stops while the
+// other rank's is frozen too, waiting for it in the all-reduce; Ctrl-C then
+// ends the run with the hang as its headline, as without the endpoint.
+TEST(MetricsE2E, AStoppedRankIsNamedHungWithinSecondsAndItsStepsStop) {
+  TempDir dir;
+  const std::string name = "stopped";
+  ChildProcess run(traceml_run_argv(
+      kCli, dir.path() / "logs", name, 2,
+      {"--metrics-port", "0", "--interval", "0.5", "--grace-period-sec", "1"},
+      {kExamples + "/ddp", "--steps", "1000000", "--log-every", "200", "--timeout-s", "120"}));
+  const std::uint16_t port = metrics_port(run, 60s);
+  ASSERT_GT(port, 0) << run.err_so_far();
+  const HttpReply before = scrape_once_steps(port, 90s);
+  ASSERT_EQ(before.status, 200) << run.err_so_far();
+  EXPECT_EQ(sample(before.body, "traceml_hang"), 0.0) << before.body;
+  EXPECT_EQ(sample(before.body, rank_series("traceml_rank_hung", 1)), 0.0) << before.body;
+  const pid_t r1 = rank_pid(name, 1);
+  ASSERT_GT(r1, 0) << run.err_so_far();
+  ASSERT_EQ(::kill(r1, SIGSTOP), 0);
+  const auto stopped = std::chrono::steady_clock::now();
+
+  // Silent after 3 intervals (1.5 s), taken into the next snapshot (0.5 s):
+  // about 2 s; 15 s allowed for a loaded machine (named_after_s records it).
+  HttpReply hung;
+  while (std::chrono::steady_clock::now() - stopped < 15s) {
+    hung = http_request(port, "/metrics");
+    if (hung.status == 200 && sample(hung.body, "traceml_hang") == 1.0) break;
+    std::this_thread::sleep_for(200ms);
+  }
+  const double named_after =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped).count();
+  ::testing::Test::RecordProperty("named_after_s", std::to_string(named_after));
+  ASSERT_EQ(sample(hung.body, "traceml_hang"), 1.0) << hung.body;
+  EXPECT_EQ(promtool_problems(dir.path(), hung.body), "");
+  EXPECT_EQ(sample(hung.body, rank_series("traceml_rank_hung", 1)), 1.0) << hung.body;
+  EXPECT_EQ(sample(hung.body, rank_series("traceml_rank_hung", 0)), 0.0) << hung.body;
+  EXPECT_EQ(sample(hung.body, rank_series("traceml_rank_silent", 1)), 1.0) << hung.body;
+  EXPECT_EQ(sample(hung.body, rank_series("traceml_rank_silent", 0)), 0.0) << hung.body;
+  EXPECT_GE(sample(hung.body, rank_series("traceml_rank_last_heard_age_seconds", 1)), 1.5)
+      << hung.body;
+  // Neither rank advances now: rank 1 is stopped, rank 0 waits for it.
+  std::this_thread::sleep_for(1500ms);
+  const HttpReply later = http_request(port, "/metrics");
+  ASSERT_EQ(later.status, 200);
+  for (int rank : {0, 1})
+    EXPECT_EQ(sample(later.body, rank_series("traceml_steps_total", rank)),
+              sample(hung.body, rank_series("traceml_steps_total", rank)))
+        << "rank " << rank << "\n"
+        << later.body;
+  EXPECT_GT(sample(later.body, rank_series("traceml_rank_step_age_seconds", 1)), 1.5);
+  EXPECT_EQ(sample(later.body, "traceml_hang"), 1.0);
+  EXPECT_GE(sample(later.body, "traceml_stalls_total"), 1.0);
+
+  run.signal(SIGINT);
+  const ProcessResult r = run.wait();
+  EXPECT_EQ(r.exit_code, 130) << r.err;
+  const Json summary = load_json(dir.path() / "logs" / name / "final_summary.json");
+  EXPECT_EQ(summary.value("/run/hang/rank"_json_pointer, -1), 1) << summary["run"].dump();
 }
 
 /// How many lines `s` has.
