@@ -89,8 +89,9 @@ if [ "$seconds" -gt 0 ]; then
   for target in $targets; do
     log="$work/$target/log"
     rc=$(cat "$work/$target/rc" 2>/dev/null || echo 1)
-    execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
-    rate=$(grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+    # -fork=1 (keep going) prints no final stats: its last "#N: ... exec/s R" line.
+    execs=$( (grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" || grep -o '^#[0-9]*: cov' "$log" || true) | grep -o '[0-9]\+' | tail -1 || true)
+    rate=$( (grep -o 'stat::average_exec_per_sec: *[0-9]*' "$log" || grep -o 'exec/s [0-9]*' "$log" || true) | grep -o '[0-9]*$' | tail -1 || true)
     echo "fuzz.sh: $target: ${execs:-?} execs, ${rate:-?} exec/s, corpus $(ls "$work/$target/corpus" | wc -l) inputs, exit $rc"
     found=$(ls "$work/$target/artifacts")
     if [ "$rc" -ne 0 ] || { [ -n "$found" ] && [ "${TRACEML_FUZZ_KEEP_GOING:-0}" != 1 ]; }; then

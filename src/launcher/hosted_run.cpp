@@ -86,15 +86,27 @@ void HostedRun::abandon() {
   }
 }
 
+namespace {
+
+/// A rank's black box as it stands (empty without one); the steps the rank
+/// completed and the phase it was in are taken from it into `rank`.
+store::BlackBoxReading read_box(RankOutcome& rank) {
+  store::BlackBoxReading box;
+  if (rank.black_box) box = rank.black_box->read();
+  if (box.attached) {
+    rank.steps_completed = box.steps_completed();
+    rank.phase = box.phase;
+  }
+  return box;
+}
+
+}  // namespace
+
 void HostedRun::recover(LaunchOutcome& outcome) {
   for (RankOutcome& rank : outcome.ranks) {
     if (!rank.black_box) continue;
-    store::BlackBoxReading box = rank.black_box->read();
+    store::BlackBoxReading box = read_box(rank);
     box.exited_cleanly = rank.exit_code == 0 && !rank.signal;
-    if (box.attached) {
-      rank.steps_completed = box.steps_completed();
-      rank.phase = box.phase;
-    }
     collector_->recover(std::move(box));
   }
 }
@@ -208,12 +220,7 @@ void relay_black_boxes(LaunchOutcome& outcome, const LaunchedRunOptions& o) {
   target.node.world_size = plan.nnodes * plan.nproc_per_node;
   std::vector<collector::RelayedRank> ranks;
   for (RankOutcome& rank : outcome.ranks) {
-    store::BlackBoxReading box;
-    if (rank.black_box) box = rank.black_box->read();
-    if (box.attached) {
-      rank.steps_completed = box.steps_completed();
-      rank.phase = box.phase;
-    }
+    store::BlackBoxReading box = read_box(rank);
     model::RankEnd end = collector::rank_end_of(box, rank.global_rank, rank.exit_code, rank.signal,
                                                 rank.stopped_by_launcher);
     ranks.push_back({std::move(end), std::move(box)});
