@@ -29,8 +29,12 @@ if [ "${TRACEML_QUICK:-0}" != 1 ] && [ "${TRACEML_OVERLAP_BUILDS:-1}" = 1 ]; the
   background_log=$(mktemp "${TMPDIR:-/tmp}/traceml-sanitizer-builds.XXXXXX")
   asan_built="$background_log.asan-built"
   # A session of its own, so that one signal stops the compilers too when
-  # a stage fails or this script ends early.
-  setsid -w bash -c 'export TRACEML_FUZZ_SECONDS=0 TRACEML_SKIP_UNIT_TESTS=1
+  # a stage fails or this script ends early. Where the kernel groups each
+  # session's processes (autogroup, sched(7)), a nice value counts only
+  # within the group: the group's own is set to 19, or the builds would take
+  # half the cores from the suite and the fuzzers.
+  setsid -w bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true
+    export TRACEML_FUZZ_SECONDS=0 TRACEML_SKIP_UNIT_TESTS=1
     nice -n 19 bash scripts/fuzz.sh && touch "$0" && nice -n 19 bash scripts/sanitize-thread.sh' \
     "$asan_built" >"$background_log" 2>&1 &
   background=$!
