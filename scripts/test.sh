@@ -64,10 +64,10 @@ if [ "$background" != 0 ]; then
   if [ ! -e "$asan_built" ]; then background_done; fi
   echo "test.sh: ASan build done $((SECONDS - start)) s after the start"
 fi
-# The fuzzers run alone: a compiler beside them, even at nice 19 on an idle
-# core, cut the executions of those that write files (fuzz_profile 918 -> 284
-# a second, measured): the TSan build is stopped meanwhile, and goes on
-# beside the ASan unit tests.
+# The fuzzers run alone: work beside them, even at nice 19 with a core left
+# idle for it, slowed some of them (fuzz_profile 918 -> 284 executions a
+# second, measured; docs/performance.md): the TSan build is stopped
+# meanwhile, and goes on beside the ASan unit tests.
 if [ "$background" != 0 ]; then kill -STOP -- "-$background" 2>/dev/null || true; fi
 TRACEML_SKIP_UNIT_TESTS=1 bash scripts/fuzz.sh
 if [ "$background" != 0 ]; then kill -CONT -- "-$background" 2>/dev/null || true; fi
