@@ -156,6 +156,9 @@ launcher::LaunchPlan plan_of(const RunArgs& a) {
   p.master_port = a.master_port;
   p.command = a.command;
   p.grace = std::chrono::milliseconds(std::int64_t(a.grace_sec * 1000));
+  // A rank prints to a terminal where traceml does: its lines come as it
+  // prints them and none waits in its buffer when a Ctrl-C ends it.
+  p.terminal = launcher::terminal_like_launcher();
   return p;
 }
 

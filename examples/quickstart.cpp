@@ -21,6 +21,8 @@
 #include <cstdio>
 #include <exception>
 #include <fstream>
+#include <iomanip>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -141,10 +143,12 @@ int train(const Settings& settings, const torch::Device& device) {
         }
       }
       ++step;
-      if (step % settings.log_every == 0) {
-        std::printf("step %lld loss %.4f\n", static_cast<long long>(step), loss.item<double>());
-        std::fflush(stdout);
-      }
+      // As most programs print: no flush. Under `traceml run` in a terminal
+      // each line still shows as it is printed (the rank's stdout is a
+      // terminal too), and none is lost to a Ctrl-C.
+      if (step % settings.log_every == 0)
+        std::cout << "step " << step << " loss " << std::fixed << std::setprecision(4)
+                  << loss.item<double>() << "\n";
       if (time_steps) {
         const auto now = std::chrono::steady_clock::now();
         step_ms.push_back(std::chrono::duration<double, std::milli>(now - iteration_end).count());
@@ -176,7 +180,7 @@ int train(const Settings& settings, const torch::Device& device) {
   traceml::shutdown();
   if (time_steps && !write_lines(settings.step_times, step_ms)) return 1;
   if (time_cpu && !write_lines(settings.cpu_times, cpu_us)) return 1;
-  std::printf("done\n");
+  std::cout << "done\n";
   return 0;
 }
 

@@ -167,7 +167,13 @@ class Launch {
       }
       try {
         const std::vector<std::string> argv(plan_.command.begin(), plan_.command.end());
-        process = spawn_rank(path, argv, rank_environment(plan_, local), box ? box->fd() : -1);
+        std::string warning;
+        process = spawn_rank(path, argv, rank_environment(plan_, local), box ? box->fd() : -1,
+                             plan_.terminal, &warning);
+        if (!warning.empty() && !terminal_error_told_) {
+          terminal_error_told_ = true;
+          stderr_.write("[TraceML] WARNING: " + warning + "\n");
+        }
       } catch (...) {
         abandon_started();
         throw;
@@ -378,7 +384,8 @@ class Launch {
   OutputSink stderr_;
   InterruptSignals& interrupts_;
   bool box_error_told_ = false;
-  bool log_error_told_ = false;  ///< a rank log failed: said once
+  bool terminal_error_told_ = false;  ///< a rank's pseudo-terminal failed: said once
+  bool log_error_told_ = false;       ///< a rank log failed: said once
   std::vector<Rank> ranks_;
   /// Declared after ranks_, so destroyed first: stopped once the launcher no
   /// longer needs it, before the pipes it holds copies of are closed.

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "launcher/launch_error.hpp"
+#include "launcher/rank_process.hpp"
 #include "model/position.hpp"
 #include "store/black_box.hpp"
 
@@ -56,6 +57,10 @@ struct LaunchPlan {
   /// Give every rank a black box (store/black_box.hpp), read after it ends:
   /// `traceml run` does, for a traced run.
   bool black_boxes = false;
+  /// Which of each rank's output streams are a pseudo-terminal
+  /// (launcher/rank_process.hpp); `traceml run` asks for one where its own
+  /// stream is a terminal (terminal_like_launcher).
+  RankTerminal terminal;
 };
 
 /// The torchrun names for one local rank: RANK, WORLD_SIZE, LOCAL_RANK,

@@ -1,7 +1,9 @@
 #include "launcher/rank_process.hpp"
 
 #include <fcntl.h>
+#include <pty.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -10,6 +12,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <optional>
 
 #include "launcher/fork_child.hpp"
 #include "model/env_contract.hpp"
@@ -42,6 +45,52 @@ Pipe make_pipe() {
     throw LaunchError("cannot create a pipe for a rank's output (too many open files?)");
   }
   return p;
+}
+
+/// A pseudo-terminal for one output stream: `read_end` is its master,
+/// `write_end` the slave the child writes to. Output processing is off
+/// (OPOST): the program's bytes arrive as written, "\n" not turned into
+/// "\r\n", so the relay and the rank logs see what a pipe gave them.
+std::optional<Pipe> make_terminal(const RankTerminal& t, std::string& why) {
+  int master = -1;
+  int slave = -1;
+  winsize size{};
+  size.ws_row = t.rows;
+  size.ws_col = t.cols;
+  if (::openpty(&master, &slave, nullptr, nullptr, t.rows > 0 && t.cols > 0 ? &size : nullptr) !=
+      0) {
+    why = std::string("cannot open a pseudo-terminal for a rank's output (") +
+          std::strerror(errno) + ")";
+    return std::nullopt;
+  }
+  for (const int fd : {master, slave})
+    ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  termios mode{};
+  if (::tcgetattr(slave, &mode) == 0) {
+    mode.c_oflag &= ~static_cast<tcflag_t>(OPOST);
+    mode.c_lflag &= ~static_cast<tcflag_t>(ECHO | ICANON | ISIG | IEXTEN);
+    ::tcsetattr(slave, TCSANOW, &mode);
+  }
+  Pipe p{above_stdio(master), above_stdio(slave)};
+  if (!p.read_end.valid() || !p.write_end.valid()) {
+    why = "cannot open a pseudo-terminal for a rank's output (too many open files?)";
+    return std::nullopt;
+  }
+  return p;
+}
+
+/// The rank's stream: a pseudo-terminal when asked and one opens, else a pipe.
+Pipe output_channel(bool terminal, const RankTerminal& t, bool& is_terminal, std::string* warning) {
+  is_terminal = false;
+  if (terminal) {
+    std::string why;
+    if (auto p = make_terminal(t, why)) {
+      is_terminal = true;
+      return std::move(*p);
+    }
+    if (warning != nullptr && warning->empty()) *warning = why + ": its output is a pipe";
+  }
+  return make_pipe();
 }
 
 unsigned long long inode_of(int fd) {
@@ -97,10 +146,30 @@ unsigned long long inode_of(int fd) {
 
 }  // namespace
 
+RankTerminal terminal_like_launcher() {
+  RankTerminal t;
+  t.out = ::isatty(STDOUT_FILENO) == 1;
+  t.err = ::isatty(STDERR_FILENO) == 1;
+  winsize size{};
+  for (const int fd : {STDOUT_FILENO, STDERR_FILENO}) {
+    if (::isatty(fd) == 1 && ::ioctl(fd, TIOCGWINSZ, &size) == 0 && size.ws_row > 0 &&
+        size.ws_col > 0) {
+      t.rows = size.ws_row;
+      t.cols = size.ws_col;
+      break;
+    }
+  }
+  return t;
+}
+
 RankProcess spawn_rank(const std::string& path, const std::vector<std::string>& argv,
-                       const std::vector<std::string>& env, int black_box_fd) {
-  Pipe out = make_pipe();
-  Pipe err = make_pipe();
+                       const std::vector<std::string>& env, int black_box_fd,
+                       const RankTerminal& terminal, std::string* warning) {
+  if (warning != nullptr) warning->clear();
+  bool out_terminal = false;
+  bool err_terminal = false;
+  Pipe out = output_channel(terminal.out, terminal, out_terminal, warning);
+  Pipe err = output_channel(terminal.err, terminal, err_terminal, warning);
 
   // Everything the child needs is built before fork (see exec_child).
   std::vector<std::string> argv_copy = argv;
@@ -115,9 +184,11 @@ RankProcess spawn_rank(const std::string& path, const std::vector<std::string>& 
   };
   // The rank's runtime guards exactly these pipes: if the launcher dies, it
   // points them at /dev/null before the program's next write raises SIGPIPE
-  // (runtime/pipe_safety.hpp).
-  set(model::env::kLauncherPipes, std::to_string(inode_of(out.write_end.get())) + "," +
-                                      std::to_string(inode_of(err.write_end.get())));
+  // (runtime/pipe_safety.hpp). A terminal needs no guard (a write to one
+  // whose master is gone fails with EIO, no signal): 0 names no pipe.
+  set(model::env::kLauncherPipes,
+      std::to_string(out_terminal ? 0 : inode_of(out.write_end.get())) + "," +
+          std::to_string(err_terminal ? 0 : inode_of(err.write_end.get())));
   set(model::env::kBlackBoxFd, black_box_fd >= 0 ? std::to_string(kBlackBoxChildFd) : "");
   std::vector<char*> argv_ptrs;
   argv_ptrs.reserve(argv_copy.size() + 1);
@@ -150,6 +221,8 @@ RankProcess spawn_rank(const std::string& path, const std::vector<std::string>& 
   rank.pid = pid;
   rank.stdout_read = std::move(out.read_end);
   rank.stderr_read = std::move(err.read_end);
+  rank.stdout_terminal = out_terminal;
+  rank.stderr_terminal = err_terminal;
   for (const UniqueFd* fd : {&rank.stdout_read, &rank.stderr_read}) {
     ::fcntl(fd->get(), F_SETFL, ::fcntl(fd->get(), F_GETFL) | O_NONBLOCK);
   }

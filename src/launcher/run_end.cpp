@@ -158,7 +158,7 @@ RunEnd end_run(collector::Collector& collector, const std::filesystem::path& run
     timer.lap("summary");
     end.summary_written = true;
     if (f.html_error) warn(*f.html_error);
-    std::cout << f.text << "\n" << std::flush;
+    std::cout << report::terminal_text(f) << "\n" << std::flush;
     const auto& total = f.json["tracer"]["records_dropped"];
     if (total.is_number_integer()) end.records_dropped = total.get<std::int64_t>();
     end.artifacts.push_back("final_summary.json");

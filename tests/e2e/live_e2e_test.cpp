@@ -22,6 +22,7 @@
 
 #include "../support/rank_pid.hpp"
 #include "../support/subprocess.hpp"
+#include "../support/tmux.hpp"
 #include "../support/traceml_run.hpp"
 
 namespace traceml::testing {
@@ -33,64 +34,6 @@ using Json = nlohmann::json;
 
 const std::string kCli = TRACEML_CLI_PATH;
 const std::string kExamples = TRACEML_EXAMPLES_DIR;
-
-std::string quoted(const std::string& s) {
-  std::string out = "'";
-  for (char c : s)
-    out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-/// A tmux server of its own (its own socket), with one window of a fixed size.
-class Tmux {
- public:
-  Tmux(const std::string& command, int width, int height)
-      : socket_("traceml-live-" + std::to_string(::getpid()) + "-" + std::to_string(++count_)) {
-    const ProcessResult r =
-        run_process({"/usr/bin/env", "tmux", "-L", socket_, "new-session", "-d", "-s", "t", "-x",
-                     std::to_string(width), "-y", std::to_string(height), command});
-    started_ = r.exit_code == 0;
-    error_ = r.err;
-  }
-  ~Tmux() { run_process({"/usr/bin/env", "tmux", "-L", socket_, "kill-server"}); }
-  [[nodiscard]] bool started() const { return started_; }
-  [[nodiscard]] const std::string& error() const { return error_; }
-  /// What the window shows now.
-  [[nodiscard]] std::string screen() const {
-    return run_process({"/usr/bin/env", "tmux", "-L", socket_, "capture-pane", "-p", "-t", "t"})
-        .out;
-  }
-  /// The window and its history.
-  [[nodiscard]] std::string history() const {
-    return run_process(
-               {"/usr/bin/env", "tmux", "-L", socket_, "capture-pane", "-p", "-S", "-", "-t", "t"})
-        .out;
-  }
-  void resize(int width, int height) const {
-    run_process({"/usr/bin/env", "tmux", "-L", socket_, "resize-window", "-t", "t", "-x",
-                 std::to_string(width), "-y", std::to_string(height)});
-  }
-  void keys(const std::string& k) const {
-    run_process({"/usr/bin/env", "tmux", "-L", socket_, "send-keys", "-t", "t", k});
-  }
-  /// Waits until the window shows a match of `re`; the screen then.
-  std::string wait_for(const std::regex& re, std::chrono::seconds limit) const {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    std::string s;
-    do {
-      s = screen();
-      if (std::regex_search(s, re)) return s;
-      std::this_thread::sleep_for(200ms);
-    } while (std::chrono::steady_clock::now() < end);
-    return "(timed out) " + s;
-  }
-
- private:
-  static inline int count_ = 0;
-  std::string socket_;
-  bool started_ = false;
-  std::string error_;
-};
 
 /// Each "R<r>/N0 ... step <n>" row's step count.
 std::map<int, long> steps_shown(const std::string& screen) {
@@ -106,10 +49,10 @@ TEST(LiveE2e, ATerminalShowsRanksThatAdvanceAndAStoppedRankAsSilent) {
   TempDir logs;
   const std::string run = "live_tmux";
   const std::string cmd =
-      quoted(kCli) + " run --mode live --logs-dir " + quoted(logs.path().string()) +
+      shell_quoted(kCli) + " run --mode live --logs-dir " + shell_quoted(logs.path().string()) +
       " --run-name " + run +
       " --aggregator-port 0 --master-port 0 --nproc-per-node 2 --interval 0.5 -- " +
-      quoted(kExamples + "/ddp") +
+      shell_quoted(kExamples + "/ddp") +
       " --steps 1000000 --log-every 200 --timeout-s 120 --slow-rank 1 --slow-input-ms 2; echo "
       "TRACEML_EXIT=$?; "
       "sleep 60";
