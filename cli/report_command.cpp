@@ -55,7 +55,7 @@ int report_run_dir(const std::string& run_dir, std::int64_t window,
     const report::FinalSummary f = collector::finalize_run(run_dir, window, page_limits);
     created.keep();
     if (f.html_error) warn(*f.html_error);
-    std::cout << f.text << "\n";
+    std::cout << report::terminal_text(f) << "\n";
   } catch (const store::RunDbError& e) {
     return fail(e.what());
   } catch (const report::WriteError& e) {
@@ -129,7 +129,7 @@ int run_report(const ReportArgs& a) {
     return fail(std::string(e.what()) + " (choose a writable --out directory)");
   }
   if (f.html_error) warn(*f.html_error);
-  std::cout << f.text << "\n";
+  std::cout << report::terminal_text(f) << "\n";
   return kExitOk;
 }
 

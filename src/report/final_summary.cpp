@@ -95,20 +95,52 @@ void write_run_report(FinalSummary& f, const std::string& dir, const model::Tele
   }
 }
 
+std::string absolute_path(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  if (ec || p.empty()) {
+    ec.clear();
+    p = fs::absolute(path, ec).lexically_normal();
+    if (ec) p = fs::path(path).lexically_normal();
+  }
+  // "dir/" and "dir" are one directory: no trailing separator.
+  if (p.filename().empty() && p.has_parent_path() && p != p.root_path()) p = p.parent_path();
+  return p.string();
+}
+
+std::string path_for_terminal(const std::string& path) {
+  std::error_code ec;
+  const fs::path cwd = fs::current_path(ec);
+  if (ec || cwd.empty() || !fs::path(path).is_absolute()) return path;
+  const fs::path rel = fs::path(path).lexically_relative(absolute_path(cwd.string()));
+  if (rel.empty() || *rel.begin() == "..") return path;
+  return rel.string();
+}
+
 std::string html_hint_for(const std::string& dir) {
-  return (fs::path(evidence_hint_for(dir)).parent_path() / "final_summary.html").string();
+  return (fs::path(absolute_path(dir)) / "final_summary.html").string();
 }
 
 std::string evidence_hint_for(const std::string& dir) {
-  fs::path p = fs::path(dir).lexically_normal();
-  if (p.filename().empty()) p = p.parent_path();
-  const fs::path parent = p.parent_path().filename();
-  fs::path hint = parent.empty() || parent == "." ? p.filename() : parent / p.filename();
-  return (hint / "final_summary.json").string();
+  return (fs::path(absolute_path(dir)) / "final_summary.json").string();
 }
 
 std::string run_dir_hint_for(const std::string& dir) {
-  return fs::path(evidence_hint_for(dir)).parent_path().string();
+  return absolute_path(dir);
+}
+
+std::string terminal_text(const FinalSummary& f) {
+  TextOptions o = f.text_options;
+  const auto local = [](std::string& p) {
+    if (!p.empty()) p = path_for_terminal(p);
+  };
+  local(o.evidence_hint);
+  local(o.html_hint);
+  local(o.run_dir);
+  if (o.evidence_hint == f.text_options.evidence_hint && o.html_hint == f.text_options.html_hint &&
+      o.run_dir == f.text_options.run_dir)
+    return f.text;
+  return render_text(f.json, o);
 }
 
 }  // namespace traceml::report

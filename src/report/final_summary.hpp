@@ -64,11 +64,24 @@ void write_final_summary(const FinalSummary& f, const std::string& dir);
 void write_run_report(FinalSummary& f, const std::string& dir, const model::Telemetry* telemetry,
                       const PageLimits& page_limits);
 
-/// "<parent>/<dir>/final_summary.json" for a run directory (as the report names it).
+/// The paths a summary names (decided for issue 47, docs/quickstart.md "Paths
+/// in the report"): the files name the run directory by its absolute path
+/// (symbolic links resolved), so that every path and command in them works
+/// wherever it is pasted, and `traceml report RUN_DIR` writes the same bytes
+/// from any working directory; what is printed on the terminal names it
+/// relative to the working directory when it lies below it (terminal_text).
+std::string absolute_path(const std::string& path);
+/// `path` (absolute) relative to the working directory when it lies below it
+/// ("logs/run/final_summary.json"), else unchanged.
+std::string path_for_terminal(const std::string& path);
+/// The absolute "<run dir>/final_summary.json", as the summary names it.
 std::string evidence_hint_for(const std::string& dir);
-/// "<parent>/<dir>/final_summary.html", as the report names it.
+/// The absolute "<run dir>/final_summary.html", as the summary names it.
 std::string html_hint_for(const std::string& dir);
-/// "<parent>/<dir>": a run directory as the report names it.
+/// The run directory as the summary's commands name it: its absolute path.
 std::string run_dir_hint_for(const std::string& dir);
+/// The text report as printed on the terminal: `f.text` with its paths
+/// relative to the working directory where they lie below it.
+std::string terminal_text(const FinalSummary& f);
 
 }  // namespace traceml::report

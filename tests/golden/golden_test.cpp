@@ -22,6 +22,15 @@ const fs::path kGolden = fs::path(TRACEML_TEST_DATA_DIR) / "golden";
 
 class Golden : public ::testing::TestWithParam<std::string> {};
 
+/// `text` with every `prefix` taken out: the files name the run directory by
+/// its absolute path (a temporary directory here), the checked-in ones by
+/// its path below the working directory, as the terminal shows it.
+std::string without(std::string text, const std::string& prefix) {
+  for (auto at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at))
+    text.erase(at, prefix.size());
+  return text;
+}
+
 TEST_P(Golden, ReportMatchesCheckedInArtifacts) {
   const std::string name = GetParam();
   TempDir cwd;
@@ -32,10 +41,18 @@ TEST_P(Golden, ReportMatchesCheckedInArtifacts) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.err, "");
   const fs::path out = cwd.path() / "logs" / name;
-  const std::string json = read_file(out / "final_summary.json");
-  const std::string txt = read_file(out / "final_summary.txt");
+  const std::string here = fs::weakly_canonical(cwd.path()).string() + "/";
+  const std::string json_named = read_file(out / "final_summary.json");
+  const std::string txt_named = read_file(out / "final_summary.txt");
   const std::string html = read_file(out / "final_summary.html");
-  EXPECT_EQ(r.out, txt) << "stdout must be the text report";
+  // The files name the run directory absolutely; the terminal, below the
+  // working directory: the same text once the working directory is taken out.
+  EXPECT_NE(txt_named.find("Full evidence: " + here + "logs/" + name + "/final_summary.json"),
+            std::string::npos)
+      << txt_named;
+  const std::string json = without(json_named, here);
+  const std::string txt = without(txt_named, here);
+  EXPECT_EQ(r.out, txt) << "stdout must be the text report, its paths below the working directory";
 
   const fs::path expected = kGolden / "expected" / name;
   if (std::getenv("TRACEML_UPDATE_GOLDEN") != nullptr) {
@@ -54,7 +71,7 @@ TEST_P(Golden, ReportMatchesCheckedInArtifacts) {
       {TRACEML_CLI_PATH, "report", "--telemetry", telemetry.string(), "--out", "logs/" + name},
       cwd.path().string());
   ASSERT_EQ(again.exit_code, 0);
-  EXPECT_EQ(read_file(out / "final_summary.json"), json);
+  EXPECT_EQ(read_file(out / "final_summary.json"), json_named);
   // So is the HTML report beside them (not checked in: docs/html-report.md).
   EXPECT_FALSE(html.empty());
   EXPECT_EQ(read_file(out / "final_summary.html"), html);
@@ -62,7 +79,7 @@ TEST_P(Golden, ReportMatchesCheckedInArtifacts) {
   // `traceml view` prints the same report from the JSON.
   const auto view = run_process({TRACEML_CLI_PATH, "view", (out / "final_summary.json").string()});
   EXPECT_EQ(view.exit_code, 0);
-  EXPECT_EQ(view.out, txt);
+  EXPECT_EQ(view.out, txt_named);
 }
 
 INSTANTIATE_TEST_SUITE_P(Samples, Golden,
