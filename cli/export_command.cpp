@@ -11,6 +11,7 @@
 #include "report/atomic_file.hpp"
 #include "report/chrome_trace.hpp"
 #include "report/profile_trace.hpp"
+#include "report/run_timeline.hpp"
 #include "store/jsonl_writer.hpp"
 #include "store/run_db.hpp"
 #include "traceml/version.hpp"
@@ -32,8 +33,6 @@ struct ExportArgs {
 /// 1,000 steps is about 60 MB of JSON; the whole window of a long run
 /// would be gigabytes (docs/timeline.md).
 constexpr std::int64_t kDefaultTimelineSteps = 1000;
-/// The most profiled operators a timeline draws (about 200 bytes each).
-constexpr std::size_t kMaxTimelineProfileOps = std::size_t{1} << 21;
 
 std::string with_commas(std::int64_t v) {
   std::string s = std::to_string(v);
@@ -57,17 +56,7 @@ int write_timeline(const ExportArgs& a, std::optional<report::StepRange> range,
            " steps of the analysed window; --steps A:B for others)";
   }
   // The profiles (--profile-steps) whose steps meet the range, drawn under them.
-  std::vector<report::RankProfile> profiles;
-  std::size_t budget = kMaxTimelineProfileOps;
-  for (const report::ProfileFileInfo& p : report::read_profile_infos(a.run_dir)) {
-    if (p.last_step < range->first || p.first_step > range->last || p.ops == 0 || budget == 0)
-      continue;
-    report::RankProfile rp;
-    rp.rank = p.rank;
-    rp.ops = report::read_profile_ops((std::filesystem::path(a.run_dir) / p.path).string(), budget);
-    budget -= rp.ops.size();
-    profiles.push_back(std::move(rp));
-  }
+  const std::vector<report::RankProfile> profiles = report::profiles_meeting(a.run_dir, {*range});
   const report::TimelineStats s = report::write_chrome_trace(
       data.telemetry, *range, std::string("traceml ") + traceml::version(), text, profiles);
   if (s.steps == 0)

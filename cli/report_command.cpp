@@ -35,7 +35,7 @@ struct ReportArgs {
 
 /// The files a report writes into its directory.
 constexpr const char* kReportFiles[] = {"final_summary.json", "final_summary.txt",
-                                        "final_summary.html"};
+                                        "final_summary.html", "timeline.json"};
 
 /// Notes the report's files in `dir` that are about to be written.
 void before_report(CreatedOutputs& created, const std::string& dir) {
@@ -55,6 +55,7 @@ int report_run_dir(const std::string& run_dir, std::int64_t window,
     const report::FinalSummary f = collector::finalize_run(run_dir, window, page_limits);
     created.keep();
     if (f.html_error) warn(*f.html_error);
+    if (f.timeline_error) warn(*f.timeline_error);
     std::cout << report::terminal_text(f) << "\n";
   } catch (const store::RunDbError& e) {
     return fail(e.what());

@@ -158,12 +158,14 @@ RunEnd end_run(collector::Collector& collector, const std::filesystem::path& run
     timer.lap("summary");
     end.summary_written = true;
     if (f.html_error) warn(*f.html_error);
+    if (f.timeline_error) warn(*f.timeline_error);
     std::cout << report::terminal_text(f) << "\n" << std::flush;
     const auto& total = f.json["tracer"]["records_dropped"];
     if (total.is_number_integer()) end.records_dropped = total.get<std::int64_t>();
     end.artifacts.push_back("final_summary.json");
     end.artifacts.push_back("final_summary.txt");
     if (!f.html_error) end.artifacts.push_back("final_summary.html");
+    if (f.json.contains("timeline")) end.artifacts.push_back("timeline.json");
   } catch (const std::exception& e) {
     // A summary thread still running must end before run_data goes.
     if (summary.valid()) {

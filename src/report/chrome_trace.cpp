@@ -231,10 +231,18 @@ int profile_track(int thread) {
   return 1000000 + thread;
 }
 
-/// The operators of each drawn rank's profiles inside [first_s, last_s].
+/// The time spans (unix seconds) of the drawn ranges' steps, one a range.
+using Spans = std::vector<std::pair<double, double>>;
+
+bool within(const Spans& spans, double begin_s, double end_s) {
+  return std::any_of(spans.begin(), spans.end(),
+                     [&](const auto& s) { return begin_s >= s.first && end_s <= s.second; });
+}
+
+/// The operators of each drawn rank's profiles inside one of the drawn spans.
 template <class Rows>
 void draw_profiles(TraceWriter& w, const std::vector<RankProfile>& profiles, const Rows& rows,
-                   double first_s, double last_s, TimelineStats& stats) {
+                   const Spans& spans, TimelineStats& stats) {
   for (const RankProfile& p : profiles) {
     if (rows.count(p.rank) == 0) continue;
     std::map<int, bool> named;
@@ -246,7 +254,7 @@ void draw_profiles(TraceWriter& w, const std::vector<RankProfile>& profiles, con
         continue;
       const double begin_s = double(op.start_us) * 1e-6;
       const double end_s = double(op.start_us + op.duration_us) * 1e-6;
-      if (begin_s < first_s || end_s > last_s) continue;
+      if (!within(spans, begin_s, end_s)) continue;
       const int track = profile_track(op.thread);
       if (!named[op.thread]) {
         named[op.thread] = true;
@@ -351,20 +359,42 @@ std::optional<StepRange> default_timeline_steps(const model::Telemetry& t, std::
 TimelineStats write_chrome_trace(const model::Telemetry& t, StepRange range,
                                  const std::string& producer, std::ostream& out,
                                  const std::vector<RankProfile>& profiles) {
-  // Each rank's rows in the range, the later of two rows of one step winning.
+  return write_chrome_trace(t, std::vector<StepRange>{range}, producer, out, profiles);
+}
+
+std::string ranges_text(const std::vector<StepRange>& ranges) {
+  std::string s;
+  for (const StepRange& r : ranges)
+    s += (s.empty() ? "" : ",") + std::to_string(r.first) + ":" + std::to_string(r.last);
+  return s;
+}
+
+TimelineStats write_chrome_trace(const model::Telemetry& t, const std::vector<StepRange>& ranges,
+                                 const std::string& producer, std::ostream& out,
+                                 const std::vector<RankProfile>& profiles) {
+  // The range a step falls in; ranges.size() when none.
+  const auto range_of = [&ranges](std::int64_t step) {
+    std::size_t k = 0;
+    while (k < ranges.size() && (step < ranges[k].first || step > ranges[k].last))
+      ++k;
+    return k;
+  };
+  // Each rank's rows in the ranges, the later of two rows of one step winning.
   std::map<int, std::map<std::int64_t, std::size_t>> rows;
   {
     std::size_t i = 0;
     for (const model::StepRecord r : t.steps) {
-      if (r.step >= range.first && r.step <= range.last && r.events.event_mask() != 0)
+      if (r.events.event_mask() != 0 && range_of(r.step) < ranges.size())
         rows[r.global_rank][r.step] = i;
       ++i;
     }
   }
   TimelineStats stats;
   // The origin: a whole second before the first step begins.
-  double first_s = 0.0, last_s = 0.0;
+  double first_s = 0.0;
   bool any = false;
+  Spans spans(ranges.size());
+  std::vector<bool> spanned(ranges.size(), false);
   for (const auto& [rank, steps] : rows) {
     for (const auto& [step, i] : steps) {
       const model::StepRecord r = t.steps[i];
@@ -373,8 +403,12 @@ TimelineStats write_chrome_trace(const model::Telemetry& t, StepRange range,
         longest = std::max(longest, step_ms(durations(r, gpu)).value_or(0.0));
       const double begin = r.ts - longest / 1e3;
       first_s = any ? std::min(first_s, begin) : begin;
-      last_s = any ? std::max(last_s, r.ts) : r.ts;
       any = true;
+      const std::size_t k = range_of(step);
+      auto& [from, to] = spans[k];
+      from = spanned[k] ? std::min(from, begin) : begin;
+      to = spanned[k] ? std::max(to, r.ts) : r.ts;
+      spanned[k] = true;
       stats.gpu = stats.gpu || r.events.gpu_mask() != 0;
       (r.events.begin_mask() != 0 ? stats.recorded_steps : stats.inferred_steps) += 1;
     }
@@ -386,8 +420,8 @@ TimelineStats write_chrome_trace(const model::Telemetry& t, StepRange range,
   TraceWriter w(out, origin);
 
   out << R"({"displayTimeUnit":"ms","otherData":{"producer":)" << json_text(producer)
-      << R"(,"run_name":)" << json_text(t.run.run_name) << R"(,"steps":")" << range.first << ":"
-      << range.last << R"(","time_origin_unix_s":)" << number(origin) << R"(,"phase_positions":)"
+      << R"(,"run_name":)" << json_text(t.run.run_name) << R"(,"steps":")" << ranges_text(ranges)
+      << R"(","time_origin_unix_s":)" << number(origin) << R"(,"phase_positions":)"
       << json_text(placement) << R"(},"traceEvents":[)";
 
   std::map<int, std::optional<int>> node_of;
@@ -437,7 +471,10 @@ TimelineStats write_chrome_trace(const model::Telemetry& t, StepRange range,
     }
   }
 
-  if (any) draw_profiles(w, profiles, rows, first_s, last_s, stats);
+  // A range no rank drew a step of has no span.
+  for (std::size_t k = ranges.size(); k-- > 0;)
+    if (!spanned[k]) spans.erase(spans.begin() + std::ptrdiff_t(k));
+  if (any) draw_profiles(w, profiles, rows, spans, stats);
 
   if (any) {
     // Counters within the drawn steps' span.
@@ -448,7 +485,7 @@ TimelineStats write_chrome_trace(const model::Telemetry& t, StepRange range,
                 {{"allocated", m.peak_allocated_bytes.value_or(NAN) / kMB},
                  {"reserved", m.peak_reserved_bytes.value_or(NAN) / kMB}});
     }
-    const auto in_span = [&](double ts) { return ts >= first_s && ts <= last_s; };
+    const auto in_span = [&](double ts) { return within(spans, ts, ts); };
     for (const auto& p : t.process) {
       if (rows.count(p.global_rank) == 0 || !in_span(p.ts)) continue;
       w.counter(p.global_rank, "process", w.at(p.ts),

@@ -62,5 +62,13 @@ struct RankProfile {
 TimelineStats write_chrome_trace(const model::Telemetry& t, StepRange range,
                                  const std::string& producer, std::ostream& out,
                                  const std::vector<RankProfile>& profiles = {});
+/// The same over several ranges of steps (ascending, not overlapping): the
+/// latest steps and the slow window, say. Counters are drawn within each
+/// range's time span; the metadata's `steps` reads "A:B,C:D".
+TimelineStats write_chrome_trace(const model::Telemetry& t, const std::vector<StepRange>& ranges,
+                                 const std::string& producer, std::ostream& out,
+                                 const std::vector<RankProfile>& profiles = {});
+/// "A:B" or "A:B,C:D": ranges as the trace's metadata and the report write them.
+std::string ranges_text(const std::vector<StepRange>& ranges);
 
 }  // namespace traceml::report

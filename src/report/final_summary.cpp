@@ -17,13 +17,15 @@ FinalSummary build_final_summary(const analysis::Summary& s, const std::string& 
                                  const std::optional<Json>& tracer, const std::optional<Json>& run,
                                  const std::string& run_dir, const std::string& html_hint,
                                  const std::optional<Json>& partial,
-                                 const std::optional<Json>& profiles) {
+                                 const std::optional<Json>& profiles,
+                                 const std::optional<Json>& timeline) {
   FinalSummary f;
   f.json = summary_json(s, generated_at, tracer);
   f.step_window = s.step_window;
   if (run) f.json["run"] = *run;
   if (partial) f.json["partial"] = *partial;
   if (profiles && !profiles->empty()) f.json["profiles"] = *profiles;
+  if (timeline) f.json["timeline"] = *timeline;
   f.text_options.evidence_hint = evidence_hint;
   f.text_options.run_dir = run_dir;
   f.text_options.html_hint = html_hint;

@@ -22,6 +22,9 @@ struct FinalSummary {
   /// Why final_summary.html was not written (one line), for a warning;
   /// absent when it was, or when none was asked for.
   std::optional<std::string> html_error;
+  /// Why timeline.json was not written (one line), for a warning; absent
+  /// when it was, or when none was asked for (report/run_timeline.hpp).
+  std::optional<std::string> timeline_error;
   /// The diagnosis's aligned steps (analysis::Summary::step_window), which
   /// the page's plots draw from.
   std::shared_ptr<const analysis::StepWindow> step_window;
@@ -38,13 +41,16 @@ struct FinalSummary {
 /// (collector::partial_block); the text then says so before the verdict.
 /// `profiles`: the run's profiles (profiles_json, an added key), which the
 /// text and the page name after the verdict's Next line.
+/// `timeline`: the run's timeline.json (timeline_json, an added key), which
+/// the text names before its last line.
 FinalSummary build_final_summary(const analysis::Summary& s, const std::string& generated_at,
                                  const std::string& evidence_hint,
                                  const std::optional<Json>& tracer = std::nullopt,
                                  const std::optional<Json>& run = std::nullopt,
                                  const std::string& run_dir = {}, const std::string& html_hint = {},
                                  const std::optional<Json>& partial = std::nullopt,
-                                 const std::optional<Json>& profiles = std::nullopt);
+                                 const std::optional<Json>& profiles = std::nullopt,
+                                 const std::optional<Json>& timeline = std::nullopt);
 
 /// Writes DIR/final_summary.json and DIR/final_summary.txt (creating DIR).
 /// Throws WriteError; an existing good file is never left half-written.

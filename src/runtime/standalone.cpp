@@ -91,6 +91,7 @@ void Standalone::finish(std::chrono::steady_clock::time_point deadline) {
                         partial["merge_command"].get<std::string>());
     write_stderr_line("traceml: summary written to " + run_dir_ + "/final_summary.txt");
     if (f.html_error) write_stderr_line("traceml: warning: " + *f.html_error);
+    if (f.timeline_error) write_stderr_line("traceml: warning: " + *f.timeline_error);
   } catch (const std::exception& e) {
     write_stderr_line(std::string("traceml: warning: no summary written: ") + e.what());
   }

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <map>
+#include <regex>
 #include <string>
 
 #include "../support/subprocess.hpp"
@@ -70,10 +71,11 @@ std::vector<store::RankDelivery> deliveries_for(const model::Telemetry& t) {
   return out;
 }
 
-/// The summary JSON without the keys a run database adds (`tracer`) or
-/// that are rendered from the rest (`text`).
+/// The summary JSON without the keys a run database adds (`tracer`, and
+/// `timeline`: a run directory's) or that are rendered from the rest (`text`).
 Json without_tracer_and_text(Json j) {
   j.erase("tracer");
+  j.erase("timeline");
   j.erase("text");
   return j;
 }
@@ -110,13 +112,29 @@ TEST_P(FinalizeGolden, SameDiagnosisAsReportOnTheSameRecords) {
   // The differences from a summary of the JSONL: the slow window's command
   // names the run directory, where the JSONL's says RUN_DIR; the files name
   // it by its absolute path, the checked-in ones below their working directory.
+  // And a run directory has its timeline (report/run_timeline.hpp): the
+  // summary names it, on two or three lines before the last.
+  EXPECT_TRUE(fs::exists(run_dir / "timeline.json"));
   std::string text = without_tracer_line(f.text);
-  const std::string named =
-      "traceml export " + fs::weakly_canonical(run_dir).string() + " --format";
-  if (const auto at = text.find(named); at != std::string::npos)
-    text.replace(at, named.size(), "traceml export RUN_DIR --format");
-  else
-    EXPECT_EQ(expected_txt.find("traceml export RUN_DIR"), std::string::npos);
+  if (const auto at = text.find("\nTimeline: "); at != std::string::npos) {
+    const auto end = text.find("\nFull evidence: ", at);
+    ASSERT_NE(end, std::string::npos);
+    text.erase(at, end - at);
+  } else {
+    ADD_FAILURE() << "no Timeline line:\n" << text;
+  }
+  // A slow window worth a look: the JSONL's report gives the command that
+  // draws it; a run directory's names its timeline, which draws it already.
+  std::smatch slow;
+  if (std::regex_search(expected_txt, slow,
+                        std::regex("draw them:\n( +)traceml export RUN_DIR [^\n]+"))) {
+    const std::string named = "the run's timeline draws them:\n" + slow[1].str() +
+                              fs::weakly_canonical(run_dir).string() +
+                              "/timeline.json (open it in ui.perfetto.dev)";
+    const auto at = text.find(named);
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at, named.size(), slow[0].str());
+  }
   const std::string here = fs::weakly_canonical(tmp.path()).string() + "/";
   for (auto at = text.find(here); at != std::string::npos; at = text.find(here, at))
     text.erase(at, here.size());

@@ -125,8 +125,9 @@ TEST(ProfileE2E, ProfileStepsWritesTheOperatorsOfThoseSteps) {
   EXPECT_EQ(summary["profiles"][0]["ops"], ops.size());
   const std::string text = read_file(run_dir / "final_summary.txt");
   EXPECT_NE(text.find("Profiles: LibTorch's operators"), std::string::npos) << text;
-  // The run directory as the report names it (its parent and itself).
-  EXPECT_NE(text.find("R0 steps 20-24: logs/prof/profiles/rank0_steps20-24.json ("),
+  // The run directory as the report names it: absolutely, in the file.
+  EXPECT_NE(text.find("R0 steps 20-24: " + fs::weakly_canonical(run_dir).string() +
+                      "/profiles/rank0_steps20-24.json ("),
             std::string::npos)
       << text;
   EXPECT_NE(read_file(run_dir / "final_summary.html").find("id=\"profiles\""), std::string::npos);

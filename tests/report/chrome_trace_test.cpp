@@ -309,6 +309,37 @@ TEST(ChromeTrace, OnlyTheRangeAndCountersWithinItsSpan) {
     }
 }
 
+// Two ranges (the run's latest steps and its slow window): only their steps,
+// and counters only within each range's own span, not in the gap between.
+TEST(ChromeTrace, SeveralRangesDrawTheirStepsAndCountersInTheirSpansOnly) {
+  model::Telemetry t;
+  for (int i = 1; i <= 20; ++i)
+    t.steps.push_back(step(0, i, 1.0 * i));
+  model::ProcessSample in_first, in_gap, in_second;
+  in_first.global_rank = 0;
+  in_first.ts = kT0 + 2.99;  // inside step 3
+  in_first.rss_bytes = 5e8;
+  in_gap = in_first;
+  in_gap.ts = kT0 + 10.5;  // between the ranges
+  in_second = in_first;
+  in_second.ts = kT0 + 17.99;  // inside step 18
+  t.process = {in_first, in_gap, in_second};
+  std::ostringstream out;
+  const TimelineStats stats = write_chrome_trace(t, {{2, 4}, {17, 19}}, "traceml test", out);
+  const json trace = json::parse(out.str());
+  EXPECT_EQ(stats.steps, 6);
+  EXPECT_EQ(trace["otherData"]["steps"], "2:4,17:19");
+  std::vector<std::int64_t> drawn;
+  for (const auto& e : slices(trace, 0, 1))
+    if (e["cat"] == "step") drawn.push_back(e["args"]["step"].get<std::int64_t>());
+  EXPECT_EQ(drawn, (std::vector<std::int64_t>{2, 3, 4, 17, 18, 19}));
+  int process_counters = 0;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "C" && e["name"] == "process") ++process_counters;
+  EXPECT_EQ(process_counters, 2);
+  EXPECT_EQ(ranges_text({{2, 4}, {17, 19}}), "2:4,17:19");
+}
+
 TEST(ChromeTrace, StepRangesAreParsedStrictly) {
   std::string error;
   const auto r = parse_step_range("100:200", error);

@@ -94,6 +94,7 @@
 #include "report/text/text_metric_tables.hpp"
 #include "report/text/text_run_context.hpp"
 #include "report/text/text_step_timing.hpp"
+#include "report/text/text_timeline.hpp"
 #include "report/text/text_verdict.hpp"
 
 namespace traceml::report {
@@ -206,6 +207,8 @@ std::string render_text(const nlohmann::ordered_json& untrusted, const TextOptio
       out.push_back(p.paint(line, ansi::kDim));
     out.emplace_back();
   }
+  for (const auto& line : timeline_lines(run, opts.run_dir, kProseWidth))
+    out.push_back(p.paint(line, ansi::kDim));
   const std::string hint = opts.evidence_hint.empty() ? "final_summary.json" : opts.evidence_hint;
   const std::string html = opts.html_hint.empty() ? "" : " · " + opts.html_hint;
   out.push_back(p.paint("Full evidence: " + hint + html, ansi::kDim));

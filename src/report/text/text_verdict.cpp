@@ -10,6 +10,7 @@
 #include "model/text.hpp"
 #include "report/text/text_format.hpp"
 #include "report/text/text_layout.hpp"
+#include "report/text/text_timeline.hpp"
 
 namespace traceml::report {
 
@@ -341,6 +342,13 @@ std::optional<SlowWindowNext> slow_window_next(const SummaryView& run, const std
                "% slower than its median step; draw them:";
   n.command = "traceml export " + (run_dir.empty() ? std::string("RUN_DIR") : run_dir) +
               " --format chrome-trace --steps " + first + ":" + last + " --out slow_steps.json";
+  // The run's own timeline draws them already (every run writes one).
+  if (const auto t = timeline_shown(run, run_dir);
+      t && timeline_draws(*t, sw->first_step, sw->last_step)) {
+    n.sentence = n.sentence.substr(0, n.sentence.size() - std::string("draw them:").size()) +
+                 "the run's timeline draws them:";
+    n.command = t->file + " (open it in ui.perfetto.dev)";
+  }
   // A profile of the rank that meets the window already shows its operators.
   if (const Json* list = array_child(run.root, "profiles"))
     for (const Json& p : *list)
