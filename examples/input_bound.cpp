@@ -10,6 +10,12 @@
 //
 // Expect INPUT-BOUND (critical: input wait is well over 20% of the step).
 // Lower --transform-us, or add loader workers in your own code, and compare.
+//
+//   build/bin/traceml run -- build/bin/examples/input_bound --transform-us 0
+//       --steps 300 --stall-at-step 52 --stall-ms 6000     (one command line)
+//
+// One 6 s input stall (a storage hiccup) in steps of a few milliseconds: the
+// mean step is input-bound, the typical step is not, and the report says so.
 #include <torch/torch.h>
 
 #include <chrono>
@@ -17,6 +23,7 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <thread>
 
 #include <traceml/torch.hpp>
 
@@ -33,14 +40,20 @@ constexpr std::int64_t kClasses = 10;
 // each sample on the fly, as image or audio pipelines do.
 class TransformedDataset : public torch::data::datasets::Dataset<TransformedDataset> {
  public:
-  TransformedDataset(std::int64_t samples, std::chrono::microseconds transform_cost)
+  /// `stall_at_call` (>= 0): the get() call, counted from 0, that first
+  /// waits `stall` (the first sample of one batch).
+  TransformedDataset(std::int64_t samples, std::chrono::microseconds transform_cost,
+                     std::int64_t stall_at_call, std::chrono::milliseconds stall)
       : raw_(torch::randn({samples, kFeatures})),
         targets_(raw_.matmul(torch::randn({kFeatures, kClasses})).argmax(1)),
         smoothing_(torch::full({1, 1, 5}, 0.2)),
-        transform_cost_(transform_cost) {}
+        transform_cost_(transform_cost),
+        stall_at_call_(stall_at_call),
+        stall_(stall) {}
 
   torch::data::Example<> get(std::size_t index) override {
     const auto i = static_cast<std::int64_t>(index);
+    if (calls_++ == stall_at_call_) std::this_thread::sleep_for(stall_);
     const auto start = std::chrono::steady_clock::now();
     torch::Tensor sample = transform(raw_[i]);
     // The transform is deterministic, so repeating it until the per-sample
@@ -65,6 +78,9 @@ class TransformedDataset : public torch::data::datasets::Dataset<TransformedData
   torch::Tensor targets_;
   torch::Tensor smoothing_;
   std::chrono::microseconds transform_cost_;
+  std::int64_t stall_at_call_;
+  std::chrono::milliseconds stall_;
+  std::int64_t calls_ = 0;
 };
 
 struct Settings {
@@ -77,11 +93,16 @@ struct Settings {
   std::int64_t threads = 1;
   std::int64_t log_every = 50;
   std::string device = "cpu";
+  std::int64_t stall_at_step = 0;  // 0: no stall
+  std::int64_t stall_ms = 0;
 };
 
 int train(const Settings& settings, const torch::Device& device) {
   auto dataset =
-      TransformedDataset(settings.samples, std::chrono::microseconds(settings.transform_us))
+      TransformedDataset(
+          settings.samples, std::chrono::microseconds(settings.transform_us),
+          settings.stall_at_step > 0 ? (settings.stall_at_step - 1) * settings.batch_size : -1,
+          std::chrono::milliseconds(settings.stall_ms))
           .map(torch::data::transforms::Stack<>());
   auto loader = torch::data::make_data_loader<torch::data::samplers::RandomSampler>(
       std::move(dataset), torch::data::DataLoaderOptions()
@@ -151,12 +172,16 @@ int main(int argc, char** argv) {
   flags.add("threads", &settings.threads, "intra-op threads of LibTorch");
   flags.add("log-every", &settings.log_every, "print the loss every N steps");
   flags.add("device", &settings.device, "cpu or cuda[:N]");
+  flags.add("stall-at-step", &settings.stall_at_step,
+            "one input stall: step N's batch waits --stall-ms first (0: none)");
+  flags.add("stall-ms", &settings.stall_ms, "how long the --stall-at-step stall lasts");
   flags.parse(argc, argv);
   if (settings.steps < 0 || settings.batch_size < 1 || settings.samples < 1 ||
-      settings.transform_us < 0 || settings.threads < 1 || settings.log_every < 1) {
+      settings.transform_us < 0 || settings.threads < 1 || settings.log_every < 1 ||
+      settings.stall_at_step < 0 || settings.stall_ms < 0) {
     flags.fail(
-        "--steps, --transform-us must be >= 0; --batch-size, --samples, --threads, "
-        "--log-every >= 1");
+        "--steps, --transform-us, --stall-at-step, --stall-ms must be >= 0; --batch-size, "
+        "--samples, --threads, --log-every >= 1");
   }
   const torch::Device device = examples::parse_device(flags, settings.device);
 

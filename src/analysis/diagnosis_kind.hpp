@@ -142,6 +142,8 @@ inline constexpr const char* kSignalCoverage = "signal_coverage";
 inline constexpr const char* kStepsUsed = "steps_used";
 inline constexpr const char* kWorstRank = "worst_rank";
 inline constexpr const char* kTrend = "trend";
+// A phase share that a few stalls hold (DECISIONS 23; an added key).
+inline constexpr const char* kStalls = "stalls";
 // The primary diagnosis (spec §4.5).
 inline constexpr const char* kType = "type";
 inline constexpr const char* kBasis = "basis";

@@ -10,6 +10,7 @@
 #include "analysis/step_time_context.hpp"
 #include "analysis/step_time_missing.hpp"
 #include "analysis/step_time_rules.hpp"
+#include "analysis/step_time_stalls.hpp"
 #include "analysis/step_time_straggler.hpp"
 #include "analysis/thresholds.hpp"
 #include "analysis/trend.hpp"
@@ -133,6 +134,9 @@ std::vector<Issue> diagnose(const StepWindow& w, SeriesCache& series) {
   }
   if (auto note = trend_note(w, c, issues.front(), series))
     issues.front().evidence[ev::kTrend] = *note;
+  // DECISIONS 23: a share that a few stalls hold says so.
+  for (Issue& i : issues)
+    add_stalls(w, i);
   return issues;
 }
 

@@ -3,6 +3,7 @@
 // the comments say what each one guards against.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace traceml::analysis::thresholds {
@@ -27,6 +28,17 @@ inline constexpr std::int64_t kMinStepsForWarningDiag = 2;
 inline constexpr std::int64_t kMinStepsForConfidentDiag = 20;
 /// Summary window: the latest this many aligned steps are analysed.
 inline constexpr std::int64_t kSummaryWindowRows = 10000;
+
+// ---- One-off stalls (ours, DECISIONS 23; not in TraceML) --------------------
+/// A phase share is "held by stalls" when leaving out at most this many
+/// steps of each rank (its largest values of the phase) takes away at least
+/// kStallsHoldShare of it: the verdict's kind stays TraceML's (a mean), but
+/// the text names those steps instead of calling the mean "the typical step".
+inline constexpr std::size_t kStallStepsMax = 3;
+inline constexpr double kStallsHoldShare = 0.50;
+/// A step named as a stall takes at least this many times its rank's median
+/// step: an ordinary slow step is not one.
+inline constexpr double kStallStepFactor = 10.0;
 
 // ---- GPU activity (ours, issue 5: CUPTI records; not in TraceML) -----------
 /// H2D copies "come from pageable memory" once at least this share of their

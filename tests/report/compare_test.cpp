@@ -11,8 +11,11 @@
 #include "report/compare/compare.hpp"
 #include "report/compare/compare_gate.hpp"
 
+#include "../support/compare_fixtures.hpp"
+
 namespace {
 
+using namespace traceml::testing;
 using traceml::report::compare_labels;
 using traceml::report::compare_summaries;
 using traceml::report::CompareInputs;
@@ -24,57 +27,6 @@ using traceml::report::junit_xml;
 using traceml::report::render_compare_text;
 using traceml::report::sanitize_label;
 using traceml::report::xml_escape;
-
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
-/// A minimal schema-1.7 summary: CPU step time `step_ms`, peak reserved
-/// `peak` bytes (median = worst, so skew 0), the given diagnoses.
-Json summary(double step_ms, double peak, const std::string& step_status = "BALANCED",
-             const std::string& mem_status = "BALANCED") {
-  Json s;
-  s["schema_version"] = 1.7;
-  s["generated_at"] = "2026-08-05T12:00:00.000000+00:00";
-  s["duration_s"] = 60.0;
-  s["primary_diagnosis"] = Json{{"status", step_status}};
-  s["system"] = Json{{"diagnosis", Json{{"status", "NORMAL"}}},
-                     {"global", Json{{"average", Json{{"cpu_percent", 25.0}}}}}};
-  s["process"] = Json{{"diagnosis", Json{{"status", "NORMAL"}}},
-                      {"global", Json{{"average", Json{{"cpu_percent", 80.0}}}}}};
-  s["step_time"] = Json{{"diagnosis", Json{{"status", step_status}}},
-                        {"global", Json{{"window", Json{{"diagnosis_clock", "cpu"}}},
-                                        {"average", Json{{"input_wait_ms", 1.0},
-                                                         {"step_time_ms", step_ms},
-                                                         {"step_time_cpu_ms", step_ms},
-                                                         {"step_time_gpu_ms", nullptr},
-                                                         {"h2d_ms", 0.5},
-                                                         {"compute_ms", step_ms - 2.5},
-                                                         {"residual_ms", 1.0},
-                                                         {"forward_ms", 10.0},
-                                                         {"backward_ms", 20.0},
-                                                         {"optimizer_ms", 5.0}}}}}};
-  const Json point = Json{{"value", peak}, {"idx", "0"}};
-  s["step_memory"] = Json{{"diagnosis", Json{{"status", mem_status}}},
-                          {"global", Json{{"median", Json{{"peak_reserved_bytes", point}}},
-                                          {"worst", Json{{"peak_reserved_bytes", point}}}}}};
-  return s;
-}
-
-CompareInputs inputs() {
-  return CompareInputs{traceml::report::compare_side("/runs/run_a/final_summary.json", "run_a"),
-                       traceml::report::compare_side("/runs/run_b/final_summary.json", "run_b")};
-}
-
-Json compare(const Json& a, const Json& b) {
-  return compare_summaries(a, b, inputs()).json;
-}
-
-std::string status(const Json& a, const Json& b) {
-  return compare(a, b)["verdict"]["status"].get<std::string>();
-}
-
-std::string why(const Json& a, const Json& b) {
-  return compare(a, b)["verdict"]["why"].get<std::string>();
-}
 
 std::vector<int> priorities(const Json& c) {
   std::vector<int> p;
@@ -347,11 +299,13 @@ TEST(CompareText, ReproducesTheSpecExample) {
       "|  Step Time (CPU comparison clock)                                                    |",
       "|  Metric                       A                 B                 Delta              |",
       "|  Step time diagnosis          COMPUTE-BOUND     COMPUTE-BOUND     same               |",
-      "|  CPU Step Time                621.1 ms          735.2 ms          +114.1 ms (+18.4%) |",
-      "|  DataLoader Fetch (CPU)       1.3 ms            1.9 ms            +0.6 ms (+46.2%)   |",
-      "|  H2D                          2.0 ms            2.4 ms            +0.4 ms (+20.0%)   |",
-      "|  Compute                      610.8 ms          720.0 ms          +109.2 ms (+17.9%) |",
-      "|  Residual                     7.0 ms            10.9 ms           +3.9 ms (+55.7%)   |",
+      // Ours (issue 47): the rows say they are means (a few stalls move a mean,
+      // not the median step, which a summary with a spread adds as a row).
+      "|  CPU Step Time, mean          621.1 ms          735.2 ms          +114.1 ms (+18.4%) |",
+      "|  DataLoader Fetch (CPU), mean 1.3 ms            1.9 ms            +0.6 ms (+46.2%)   |",
+      "|  H2D, mean                    2.0 ms            2.4 ms            +0.4 ms (+20.0%)   |",
+      "|  Compute, mean                610.8 ms          720.0 ms          +109.2 ms (+17.9%) |",
+      "|  Residual, mean               7.0 ms            10.9 ms           +3.9 ms (+55.7%)   |",
       "|                                                                                      |",
       "|  Step Memory                                                                         |",
       "|  Metric                       A                 B                 Delta              |",
@@ -438,11 +392,6 @@ TEST(CompareText, BoxIsAlignedWithNonAsciiStatuses) {
 
 // ---- noise ----------------------------------------------------------------
 
-Json with_spread(Json s, double p25, double p75) {
-  s["step_time"]["global"]["spread"] = Json{{"step_time_ms", Json{{"p25", p25}, {"p75", p75}}}};
-  return s;
-}
-
 TEST(CompareNoise, BeyondOrWithinTheLargerIqr) {
   // Delta 10 ms; IQRs 4 and 12 ms: 10 <= 12 is within noise.
   const Json within =
@@ -455,14 +404,14 @@ TEST(CompareNoise, BeyondOrWithinTheLargerIqr) {
                       R"x(summary has no per-step distribution (TraceML's or an older one)",)x"
                       R"("direction":"none"})");
   EXPECT_NE(within["text"].get<std::string>().find(
-                "|  Noise: +10.0 ms is within run-to-run noise (mean shift +10.0 ms is inside the"),
+                "|  Noise: the mean's +10.0 ms is within run-to-run noise (mean shift +10.0 ms is"),
             std::string::npos)
       << within["text"].get<std::string>();
   // +10 % inside the noise band: not a regression (DECISIONS 12) ...
   EXPECT_EQ(within["verdict"]["status"], "EQUIVALENT");
   EXPECT_EQ(within["verdict"]["primary_metric"], "step_time_ms");
   EXPECT_EQ(within["verdict"]["why"].get<std::string>().rfind(
-                "CPU Step Time changed by +10.0%, within run-to-run noise (mean shift", 0),
+                "CPU Step Time mean changed by +10.0%, within run-to-run noise (mean shift", 0),
             0u);
   // ... unless the verdict is strict, TraceML's raw rule.
   traceml::report::CompareOptions strict;
@@ -510,13 +459,6 @@ TEST(CompareNoise, StdBasisAndUnavailableCases) {
 }
 
 // ---- CPU runs: no step memory on either side (DECISIONS 11) ---------------
-
-/// A summary of a CPU run: no step memory numbers, as every CPU run has.
-Json cpu_summary(double step_ms, const std::string& step_status = "INPUT-BOUND") {
-  Json s = summary(step_ms, 0, step_status);
-  s["step_memory"] = Json{{"diagnosis", Json{{"status", "NO GPU"}}}};
-  return s;
-}
 
 TEST(CompareCpuRuns, DecideOnStepTimeAndDiagnoses) {
   EXPECT_EQ(status(cpu_summary(8.7), cpu_summary(49.1)), "REGRESSION");
@@ -578,7 +520,7 @@ TEST(CompareEquivalentWhy, WithinNoiseNamesAChangedDiagnosis) {
                          with_spread(summary(110, 1000, "COMPUTE-BOUND"), 104, 116));
   EXPECT_EQ(c["verdict"]["status"], "EQUIVALENT");
   const std::string w = c["verdict"]["why"].get<std::string>();
-  EXPECT_EQ(w.rfind("CPU Step Time changed by +10.0%, within run-to-run noise (", 0), 0u) << w;
+  EXPECT_EQ(w.rfind("CPU Step Time mean changed by +10.0%, within run-to-run noise (", 0), 0u) << w;
   EXPECT_NE(w.find("), but the primary and step time diagnoses changed from INPUT-BOUND to "
                    "COMPUTE-BOUND."),
             std::string::npos)

@@ -163,6 +163,36 @@ std::optional<std::string> dominant_phase(const Json* sec) {
   return best;
 }
 
+/// The stalls a step_time section's findings name (the first that names
+/// some), read defensively: anything malformed is no stall.
+std::optional<StallsSeen> stalls_of(const Json* sec) {
+  const Json* issues = array_child(sec, "issues");
+  if (issues == nullptr) return std::nullopt;
+  for (const Json& issue : *issues) {
+    const Json* st = object_child(object_child(&issue, "evidence"), analysis::evidence::kStalls);
+    const Json* steps = array_child(st, "steps");
+    const auto share = number(child(st, "share"));
+    const auto without = number(child(st, "share_without"));
+    const auto kind = text(child(&issue, "kind"));
+    const auto metric = text(child(st, "metric"));
+    if (steps == nullptr || steps->empty() || !share || !without || !kind || !metric) continue;
+    StallsSeen s;
+    s.kind = *kind;
+    s.metric = *metric;
+    s.share = *share;
+    s.share_without = *without;
+    for (const Json& step : *steps) {
+      const auto id = integer(child(&step, "step"));
+      const auto ms = number(child(&step, "value_ms"));
+      if (!id || !ms) return std::nullopt;
+      if (!s.rank) s.rank = integer(child(&step, "rank"));
+      s.steps.emplace_back(*id, *ms);
+    }
+    return s;
+  }
+  return std::nullopt;
+}
+
 StepTimeCompare step_time_section(const Json& lhs_sum, const Json& rhs_sum) {
   const Json* lhs = section(lhs_sum, key::kStepTime);
   const Json* rhs = section(rhs_sum, key::kStepTime);
@@ -186,6 +216,11 @@ StepTimeCompare step_time_section(const Json& lhs_sum, const Json& rhs_sum) {
                                                    : "CPU Step Time";
   metrics.push_back(
       numeric_metric(key::kStepTimeMs, step_label, "ms", step, "ms", "higher_is_worse"));
+  // Ours: the median step beside the mean, which a few stalls move alone.
+  metrics.push_back(numeric_metric(
+      "step_time_median_ms", step_label + " median", "ms",
+      clock ? Pair{median_step_ms(lhs, *clock), median_step_ms(rhs, *clock)} : Pair{}, "ms",
+      "higher_is_worse"));
 
   // Phases are per-clock averages: comparing a GPU-clock phase with a
   // CPU-clock one would report the clock change as a phase shift.
@@ -237,6 +272,8 @@ StepTimeCompare step_time_section(const Json& lhs_sum, const Json& rhs_sum) {
   }
   s.noise = step_time_noise(lhs, rhs, clock, s.metric(key::kStepTimeMs));
   s.comparison_clock = clock;
+  s.stalls_lhs = stalls_of(lhs);
+  s.stalls_rhs = stalls_of(rhs);
   return s;
 }
 

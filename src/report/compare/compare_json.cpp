@@ -7,6 +7,7 @@
 
 #include "report/compare/compare.hpp"
 #include "report/compare/compare_noise.hpp"
+#include "report/compare/compare_stalls.hpp"
 #include "report/json_read.hpp"
 #include "report/text/text_format.hpp"
 #include "report/text/text_layout.hpp"
@@ -60,6 +61,7 @@ Json step_time_json(const StepTimeCompare& s) {
   Json j = section_json(s);
   j["comparison_clock"] = opt_json(s.comparison_clock);
   j["noise"] = noise_json(s.noise);
+  j["stalls"] = stalls_json(s);
   return j;
 }
 

@@ -90,6 +90,10 @@ std::optional<double> finite(const std::optional<double>& v) {
 
 }  // namespace
 
+std::optional<double> median_step_ms(const Json* sec, const std::string& clock) {
+  return finite(number(child(spread_entry(sec, clock), "median")));
+}
+
 NoiseDecision step_time_noise(const Json* lhs, const Json* rhs,
                               const std::optional<std::string>& clock,
                               const MetricDelta& step_metric) {

@@ -29,6 +29,9 @@ NoiseDecision step_time_noise(const Json* lhs, const Json* rhs,
                               const std::optional<std::string>& clock,
                               const MetricDelta& step_metric);
 
+/// The median step on `clock` of a step_time section (its spread), if given.
+std::optional<double> median_step_ms(const Json* sec, const std::string& clock);
+
 /// Whether the noise decision lets a change in this direction count: true
 /// when it says the shift is beyond noise that way, or when it is
 /// unavailable (then the raw threshold decides alone, as in TraceML).

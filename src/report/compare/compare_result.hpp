@@ -105,10 +105,25 @@ struct CompareSection {
   [[nodiscard]] const MetricDelta& metric(const char* key) const;
 };
 
+/// A run's stalls: the few steps that hold most of its step-time finding's
+/// share (the finding's `stalls` evidence, DECISIONS 23).
+struct StallsSeen {
+  std::string kind;    ///< the finding they hold, e.g. INPUT_BOUND
+  std::string metric;  ///< input_wait_ms, h2d_ms or residual_ms
+  std::optional<std::int64_t> rank;
+  std::vector<std::pair<std::int64_t, double>>
+      steps;                   ///< step id and its value (ms), largest first
+  double share = 0.0;          ///< the finding's share with them
+  double share_without = 0.0;  ///< and without them
+};
+
 /// The step-time section adds the comparison clock and the noise decision.
 struct StepTimeCompare : CompareSection {
   std::optional<std::string> comparison_clock;  ///< "gpu" or "cpu"
   NoiseDecision noise;
+  /// Each run's stalls, when its summary names some (ours; TraceML's never).
+  std::optional<StallsSeen> stalls_lhs;
+  std::optional<StallsSeen> stalls_rhs;
 };
 
 /// In the order of the name tables in compare_verdict.cpp and compare_json.cpp.

@@ -1,6 +1,7 @@
 // The compare text (spec §6.4): an 88-column box printed from the typed
 // compare result, which compare_json.cpp writes as JSON beside it.
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <vector>
 
@@ -9,6 +10,7 @@
 #include "model/text.hpp"
 #include "report/compare/compare.hpp"
 #include "report/compare/compare_noise.hpp"
+#include "report/compare/compare_stalls.hpp"
 #include "report/json_read.hpp"
 #include "report/text/text_format.hpp"
 #include "report/text/text_layout.hpp"
@@ -52,6 +54,20 @@ std::string row(const std::string& metric, const std::string& a, const std::stri
                 pad_right(delta, 17));
 }
 
+/// A row that never overruns the box: when its cells are too wide for one
+/// line (a delta of "+101.3 ms (+8576%)", a long diagnosis), the delta goes
+/// on a line of its own, at the box's right edge.
+void add_row(std::vector<std::string>& lines, const std::string& metric, const std::string& a,
+             const std::string& b, const std::string& delta) {
+  const std::string one = row(metric, a, b, delta);
+  if (display_width(one) <= kContent) {
+    lines.push_back(one);
+    return;
+  }
+  lines.push_back(row(metric, a, b, ""));
+  lines.push_back(pad_left(delta, kContent));
+}
+
 std::string value_text(const std::optional<double>& n, const std::string& unit) {
   if (!n) return "n/a";
   if (unit == "ms") return fixed(*n, 1) + " ms";
@@ -88,8 +104,14 @@ std::string delta_text(const MetricDelta& m) {
     else
       s = signed_v;
   }
-  if (m.pct_change && unit != "percent") {
-    s += " (" + signed_fixed(*m.pct_change) + "%)";
+  // A percentage of a base that shows as zero ("0.0 ms -> 0.0 ms, +78.9%")
+  // says nothing; one of thousands reads in whole percents.
+  const bool zero_base = m.lhs && value_text(m.lhs, unit) == value_text(0.0, unit);
+  if (m.pct_change && unit != "percent" && !zero_base) {
+    const double pct = *m.pct_change;
+    s += " (" +
+         (std::fabs(pct) >= 1000.0 ? (pct > 0 ? "+" : "") + fixed(pct, 0) : signed_fixed(pct)) +
+         "%)";
   }
   return s;
 }
@@ -115,7 +137,7 @@ std::string section_title(const CompareReport& r, const CompareSection* sec) {
 /// with the evidence, and whether the verdict used it.
 std::optional<std::string> noise_line(const NoiseDecision& n, bool noise_aware) {
   if (!n.available) return std::nullopt;
-  std::string line = "Noise: " + signed_fixed(n.delta_ms) + " ms is " +
+  std::string line = "Noise: the mean's " + signed_fixed(n.delta_ms) + " ms is " +
                      (n.beyond_noise ? "beyond" : "within") + " run-to-run noise (" +
                      noise_evidence(n) + ").";
   if (!noise_aware) line += " The verdict ignores noise (--strict).";
@@ -146,8 +168,8 @@ std::string render_compare_text(const CompareReport& r) {
   const SectionSpec kSections[] = {
       {&r.step_time,
        "Step time diagnosis",
-       {key::kStepTimeMs, "input_ms", key::kDataloaderFetchCpuMs, key::kH2dMs, key::kComputeMs,
-        key::kResidualMs}},
+       {key::kStepTimeMs, "step_time_median_ms", "input_ms", key::kDataloaderFetchCpuMs,
+        key::kH2dMs, key::kComputeMs, key::kResidualMs}},
       {&r.step_memory, "Step memory diagnosis", {key::kPeakReservedBytes, "memory_skew_pct"}},
       {&r.process, "Process diagnosis", {"cpu_avg_percent", "cpu_capacity_percent", "rss_avg_gb"}},
       {&r.system,
@@ -161,8 +183,8 @@ std::string render_compare_text(const CompareReport& r) {
     lines.push_back(row("Metric", "A", "B", "Delta"));
     const auto da = shown(sec.diagnosis.lhs);
     const auto db = shown(sec.diagnosis.rhs);
-    lines.push_back(row(spec.diagnosis_label, da.value_or("n/a"), db.value_or("n/a"),
-                        da != db ? "changed" : "same"));
+    add_row(lines, spec.diagnosis_label, da.value_or("n/a"), db.value_or("n/a"),
+            da != db ? "changed" : "same");
     for (const char* metric : spec.rows) {
       const MetricDelta& m = sec.metric(metric);
       const std::string unit = m.unit;
@@ -180,8 +202,15 @@ std::string render_compare_text(const CompareReport& r) {
       // TraceML's label "Process CPU avg" hides that 100% is one core; the
       // summary's text shows CPU capacity (100% = every core) instead.
       const bool per_core = &sec == &r.process && std::string(metric) == "cpu_avg_percent";
-      lines.push_back(row(per_core ? "Process CPU (1 core = 100%)" : shown_or(m.label, metric), a,
-                          b, delta_text(m)));
+      std::string label = per_core ? "Process CPU (1 core = 100%)" : shown_or(m.label, metric);
+      // Step times are means over the steps but for the median step's row:
+      // a few stalls move the one and not the other (DECISIONS 23).
+      if (&sec == &r.step_time && !m.is_text())
+        label = std::string(metric) == "step_time_median_ms"
+                    ? shown_or(r.step_time.metric(key::kStepTimeMs).label, "Step Time") +
+                          ", median step"
+                    : label + ", mean";
+      add_row(lines, label, a, b, delta_text(m));
     }
     if (&sec == &r.step_time) {
       if (const auto n = noise_line(r.step_time.noise, verdict.noise_aware))
@@ -196,6 +225,14 @@ std::string render_compare_text(const CompareReport& r) {
   for (const SectionSpec& spec : kSections) {
     for (const std::string& n : spec.section->notes)
       notes.push_back(model::escape_for_terminal(n));
+  }
+  // And the runs' stalls (DECISIONS 23), which move a mean and not a median.
+  for (const auto& [side, st] :
+       {std::pair<const char*, const std::optional<StallsSeen>*>{"A", &r.step_time.stalls_lhs},
+        std::pair<const char*, const std::optional<StallsSeen>*>{"B", &r.step_time.stalls_rhs}}) {
+    if (*st)
+      notes.push_back(std::string("Run ") + side + ": " + stalls_text(**st) +
+                      "; the means above include it, the median step does not.");
   }
   if (verdict.overall == Comparability::Partial || verdict.overall == Comparability::Insufficient)
     notes.push_back(shown_or(verdict.overall_reason, "Some primary compare signals are missing."));

@@ -12,6 +12,7 @@
 #include "analysis/thresholds.hpp"
 #include "report/compare/compare.hpp"
 #include "report/compare/compare_noise.hpp"
+#include "report/compare/compare_stalls.hpp"
 #include "report/text/text_format.hpp"
 
 namespace traceml::report {
@@ -22,6 +23,11 @@ namespace th = analysis::thresholds;
 namespace key = analysis::summary_keys;
 using analysis::fixed;
 using VS = VerdictStatus;
+
+/// A mean step time that moved this much (percent) while the median step
+/// held was moved by a few steps, and the verdict says so rather than call
+/// it noise alone.
+constexpr double kOutlierMovedPct = 50.0;
 
 int status_rank(const std::optional<std::string>& s) {
   return s ? analysis::status_rank(*s) : 0;
@@ -181,12 +187,16 @@ CompareVerdict decide_verdict(const CompareReport& report, const CompareOptions&
       add(VS::Mixed, 4, "compare", kNull, "warning",
           "Step memory improved, but " + label + " worsened.");
   }
+  // DECISIONS 23: stalls one run has and the other has not are named
+  // wherever the step time's change is told.
+  const std::string stalls = stalls_difference(step_sec);
+  const std::string with_stalls = stalls.empty() ? "" : " The runs differ by " + stalls + ".";
   if (step_slower)
     add(VS::Regression, 5, "step_time", key::kStepTimeMs, "warning",
-        label + " increased by " + fixed(*step_pct, 1) + "%.");
+        label + " increased by " + fixed(*step_pct, 1) + "%." + with_stalls);
   if (step_faster)
     add(VS::Improvement, 6, "step_time", key::kStepTimeMs, "info",
-        label + " decreased by " + fixed(std::fabs(*step_pct), 1) + "%.");
+        label + " decreased by " + fixed(std::fabs(*step_pct), 1) + "%." + with_stalls);
   if (mem_pct && *mem_pct >= mem_gate)
     add(VS::Regression, 7, "step_memory", key::kPeakReservedBytes, "warning",
         "Step memory increased by " + fixed(*mem_pct, 1) + "%.");
@@ -213,12 +223,27 @@ CompareVerdict decide_verdict(const CompareReport& report, const CompareOptions&
   // stable.") is kept for the case where it is true.
   const std::vector<std::string> diag_changes =
       diagnosis_changes(report.primary_diagnosis, step_sec.diagnosis, mem_sec.diagnosis);
-  const std::string but = diag_changes.empty() ? "" : ", but " + joined(diag_changes);
+  const std::string but =
+      diag_changes.empty()
+          ? ""
+          : ", but " + joined(diag_changes) + stalls_decide(step_sec, step_sec.diagnosis.rhs);
   const bool memory_note = mem_unmeasured && availability == Comparability::Comparable;
   if (step_in_noise) {
-    add(VS::Equivalent, 11, "step_time", key::kStepTimeMs, "info",
-        label + " changed by " + signed_fixed(*step_pct) + "%, within run-to-run noise (" +
-            noise_evidence(noise) + ")" + but + ".");
+    // The change is of the mean; the noise test is of the typical step. A
+    // mean that moved far while the median step did not is said to be so,
+    // with what moved it.
+    const bool median_held = noise.median_delta_ms.has_value() && !noise.beyond_band;
+    std::string why = label + " mean changed by " + signed_fixed(*step_pct) + "%";
+    if (!stalls.empty())
+      why += ", moved by " + stalls + "; the median step " +
+             (median_held ? "did not change" : "changed within run-to-run noise") + " (" +
+             noise_evidence(noise) + ")";
+    else if (median_held && std::fabs(*step_pct) >= kOutlierMovedPct)
+      why += ", moved by a few outlying steps: the median step did not change (" +
+             noise_evidence(noise) + ")";
+    else
+      why += ", within run-to-run noise (" + noise_evidence(noise) + ")";
+    add(VS::Equivalent, 11, "step_time", key::kStepTimeMs, "info", why + but + ".");
   } else if (availability != Comparability::Insufficient) {
     const bool mem_moved = mem_pct && std::fabs(*mem_pct) >= mem_gate;
     std::vector<std::string> stable;

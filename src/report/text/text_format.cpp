@@ -24,6 +24,12 @@ std::string fmt_ms(double v) {
   return fixed(v, 1) + " ms";
 }
 
+std::string fmt_duration_ms(double v) {
+  if (std::fabs(v) < 1000.0) return fmt_ms(v);
+  if (std::fabs(v) < 120000.0) return fixed(v / 1000.0, 1) + " s";
+  return fixed(v / 60000.0, 1) + " min";
+}
+
 std::string fmt_pct(double v) {
   return fixed(v, 0) + "%";
 }

@@ -12,6 +12,8 @@ namespace traceml::report {
 
 /// "12.3 ms".
 std::string fmt_ms(double v);
+/// A duration in milliseconds as people read it: "2.6 ms", "6.0 s", "2.1 min".
+std::string fmt_duration_ms(double v);
 /// "42%" (whole percent).
 std::string fmt_pct(double v);
 /// Decimal units: "512.0 MB" under 0.1 GB (it would read "0.0 GB"), else "16.0 GB".

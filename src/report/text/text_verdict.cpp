@@ -7,6 +7,7 @@
 #include "analysis/h2d_advice.hpp"
 #include "analysis/number_format.hpp"
 #include "analysis/slow_window.hpp"
+#include "analysis/thresholds.hpp"
 #include "model/text.hpp"
 #include "report/text/text_format.hpp"
 #include "report/text/text_layout.hpp"
@@ -135,6 +136,72 @@ void straggler_verdict(const SummaryView& run, Kind kind, Verdict& v) {
   }
 }
 
+/// DECISIONS 23: the words for a phase share that a few stalls hold (the
+/// finding's `stalls` evidence, analysis/step_time_stalls.hpp).
+struct StallWords {
+  std::string why;           ///< ", but one stall holds most of it: ... Without it, ..."
+  std::string what;          ///< "step 52" / "steps 52 and 180", for Next
+  bool still_bound = false;  ///< the share stays a finding without them
+  bool one = true;           ///< one stall, not several
+};
+
+std::optional<StallWords> stall_words(const SummaryView& run, Kind k) {
+  const Json* st = child(issue_evidence(run, run.kind), ev::kStalls);
+  const Json* steps = child(st, "steps");
+  const auto without = number(child(st, "share_without"));
+  const auto median_value = number(child(st, "median_value_ms"));
+  const auto median_step = number(child(st, "median_step_time_ms"));
+  if (steps == nullptr || !steps->is_array() || steps->empty() || !without || !median_value ||
+      !median_step)
+    return std::nullopt;
+  std::vector<std::string> ids, lengths;
+  std::optional<long long> rank;
+  for (const Json& s : *steps) {
+    const auto id = integer(child(&s, "step"));
+    const auto ms = number(child(&s, ev::kValueMs));
+    if (!id || !ms) return std::nullopt;
+    if (!rank) rank = integer(child(&s, ev::kRank));
+    ids.push_back(std::to_string(*id));
+    lengths.push_back(fmt_duration_ms(*ms));
+  }
+  const bool one = ids.size() == 1;
+  StallWords w;
+  const std::string whose = run.multi && rank ? "R" + std::to_string(*rank) + "'s " : "";
+  w.what = whose + (one ? "step " + ids[0] : "steps " + join(ids, ", "));
+  w.one = one;
+  const bool input = k == Kind::InputBound;
+  const char* where = input                 ? "for input"
+                      : k == Kind::H2dBound ? "in host-to-device copies"
+                                            : "outside the traced phases";
+  std::string held;
+  if (one) {
+    held = w.what + (input ? " waited " : " spent ") + lengths[0] + " " + where;
+  } else {
+    std::string each;
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      each += (i == 0                ? ""
+               : i + 1 == ids.size() ? " and "
+                                     : ", ") +
+              ids[i] + " (" + lengths[i] + ")";
+    held = whose + "steps " + each + (input ? " waited " : " spent that long ") + where;
+  }
+  const char* phase = k == Kind::InputBound ? "waits " : k == Kind::H2dBound ? "copies for " : "";
+  std::string median = "the median step takes " + fmt_ms(*median_step);
+  if (k != Kind::ResidualHeavy)
+    median += " and " + std::string(phase) + fmt_ms(*median_value);
+  else
+    median += ", " + fmt_ms(*median_value) + " of it outside the phases";
+  const std::string name = k == Kind::InputBound ? "input wait"
+                           : k == Kind::H2dBound ? "host-to-device copying"
+                                                 : "time outside the traced phases";
+  w.still_bound = *without >= analysis::thresholds::kOverheadShareWarn;
+  w.why = std::string(one ? ", but one stall holds most of it: "
+                          : ", but " + std::to_string(ids.size()) + " stalls hold most of it: ") +
+          held + "; " + median + ". Without " + (one ? "it" : "them") + ", " + name + " is " +
+          fixed(*without * 100.0, 0) + "% of the step.";
+  return w;
+}
+
 }  // namespace
 
 Verdict read_verdict(const SummaryView& run) {
@@ -169,6 +236,15 @@ Verdict read_verdict(const SummaryView& run) {
                                  "(max_jobs), or check storage read throughput."
                                : "add loader workers (DataLoaderOptions().workers(N)), pin batches "
                                  "(tensor.pin_memory()), or check storage reads.";
+        if (const auto st = stall_words(run, k)) {
+          v.why = "input wait is " + s + " of the mean step (" + (clock == "cpu" ? "CPU" : "GPU") +
+                  " clock)" + st->why;
+          v.next = "find what held " + st->what +
+                   " (storage or network, a checkpoint, another process on the node): more "
+                   "loader workers do not fix " +
+                   (st->one ? "a one-off stall" : "one-off stalls") +
+                   (st->still_bound ? "; for the rest, " + v.next : ".");
+        }
       } else if (k == Kind::H2dBound) {
         v.why = "host-to-device copies take " + s + " of the typical step.";
         v.next =
@@ -176,9 +252,22 @@ Verdict read_verdict(const SummaryView& run) {
             "/*non_blocking=*/true), or batch transfers.";
         if (const auto advice = evidence_pageable_advice(issue_evidence(run, run.kind)))
           v.next = *advice;
+        if (const auto st = stall_words(run, k)) {
+          v.why = "host-to-device copies take " + s + " of the mean step" + st->why;
+          v.next = "find what held " + st->what +
+                   "'s copies (another process on the GPU, host memory pressure, an unusually "
+                   "large batch)" +
+                   (st->still_bound ? "; for the rest, " + v.next : ".");
+        }
       } else if (k == Kind::ResidualHeavy) {
         v.why = s + " of the typical step is time outside the traced phases.";
         v.next = "look for untraced work between steps -- validation, checkpointing, logging.";
+        if (const auto st = stall_words(run, k)) {
+          v.why = s + " of the mean step is time outside the traced phases" + st->why;
+          v.next = "find what ran outside the phases in " + st->what +
+                   " (a checkpoint, validation, logging, a collection pause)" +
+                   (st->still_bound ? "; for the rest, " + v.next : ".");
+        }
         const Json* ev = issue_evidence(run, run.kind);
         const auto share = number(child(ev, "collective_share_of_residual"));
         const auto coll = number(child(ev, "collective_ms"));
@@ -337,9 +426,13 @@ std::optional<SlowWindowNext> slow_window_next(const SummaryView& run, const std
   const std::string first = std::to_string(sw->first_step);
   const std::string last = std::to_string(sw->last_step);
   SlowWindowNext n;
+  // Twice as slow and more reads better as a multiple than as a percentage.
+  const std::string slower =
+      sw->slower_pct >= 100.0
+          ? "take " + fixed(1.0 + sw->slower_pct / 100.0, 0) + "x its median step"
+          : "are " + fixed(sw->slower_pct, 0) + "% slower than its median step";
   n.sentence = "The slowest " + std::to_string(sw->steps) + " steps of " + who + ", " + first +
-               "-" + last + ", are " + fixed(sw->slower_pct, 0) +
-               "% slower than its median step; draw them:";
+               "-" + last + ", " + slower + "; draw them:";
   n.command = "traceml export " + (run_dir.empty() ? std::string("RUN_DIR") : run_dir) +
               " --format chrome-trace --steps " + first + ":" + last + " --out slow_steps.json";
   // The run's own timeline draws them already (every run writes one).
