@@ -1,6 +1,7 @@
 #include "runtime/sender.hpp"
 
 #include <pthread.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,15 +10,25 @@
 #include <variant>
 
 #include "runtime/pipe_safety.hpp"
+#include "runtime/sender_internal.hpp"
 #include "transport/frame.hpp"
 #include "transport/hello.hpp"
 #include "transport/record_codec.hpp"
 
 namespace traceml::runtime {
+
+namespace sender_detail {
+
+WakeSignal& wake_signal() {
+  static auto* w = new WakeSignal;
+  return *w;
+}
+
+}  // namespace sender_detail
+
 namespace {
 
-using Clock = std::chrono::steady_clock;
-using std::chrono::milliseconds;
+using namespace sender_detail;
 
 /// Connections a collector closes without a Verdict, none ever having come,
 /// before the sender speaks protocol 3 to it. A collector of 4 closes
@@ -37,45 +48,12 @@ constexpr milliseconds kWriteBeforeVerdictAfter{2000};
 /// so that a request the collector sends at once is read within one.
 constexpr milliseconds kProfileReadyWatch{2000};
 
-/// How long the final flush waits for the GPU to pass the last steps' events.
-constexpr std::chrono::seconds kGpuGrace{2};
-
-/// What the sender sleeps on: process-wide and never freed, since a training
-/// thread may signal it while the runtime shuts down (one sender a process).
-struct WakeSignal {
-  std::mutex mu;
-  std::condition_variable cv;
-  std::atomic<bool> requested{false};
-};
-WakeSignal& wake_signal() {
-  static auto* w = new WakeSignal;
-  return *w;
-}
-
-/// The whole length (header and payload) of the frame that starts at `h`.
-std::size_t frame_bytes_at(const std::uint8_t* h) {
-  return transport::kHeaderBytes + (std::size_t(h[0]) | std::size_t(h[1]) << 8 |
-                                    std::size_t(h[2]) << 16 | std::size_t(h[3]) << 24);
-}
-
-/// Whether the frame that starts at `h` holds a record (counted sent and
-/// dropped, numbered along the stream), not the rank's own state or Bye:
-/// what add_record queues, not add_control.
-bool holds_record(const std::uint8_t* h) {
-  return model::frame_holds_record(h[4]);
-}
-
 std::uint64_t new_stream() {
   std::random_device rd;
   std::uint64_t s = 0;
   while (s == 0)
     s = std::uint64_t(rd()) << 32 | std::uint64_t(rd());
   return s;
-}
-
-milliseconds remaining(Clock::time_point deadline) {
-  const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-  return std::max(left, milliseconds(0));
 }
 
 }  // namespace
@@ -174,11 +152,6 @@ void Sender::add_frame(transport::FrameType type, const std::vector<std::uint8_t
   const auto frame = transport::encode_frame(type, payload);
   if (!frame) return;  // cannot happen: each is far below the frame limit
   pending_.insert(pending_.end(), frame->begin(), frame->end());
-}
-
-template <typename R>
-void Sender::add_control(const R& r) {
-  add_frame(transport::frame_type_of<R>(), transport::encode(r));
 }
 
 template <typename R>
@@ -558,16 +531,6 @@ void Sender::write_before_verdict() {
   pending_.insert(pending_.end() - std::ptrdiff_t(last_bytes_), stats.begin(), stats.end());
 }
 
-void Sender::await_close() {
-  if (!client_.connected() || protocol_ < transport::kVerdictProtocolVersion) return;
-  std::uint8_t buf[512];
-  while (remaining(deadline_).count() > 0) {
-    const auto k =
-        client_.receive_some(buf, sizeof buf, std::min(milliseconds(100), remaining(deadline_)));
-    if (!k) return;  // it read the Bye and ended the connection
-  }
-}
-
 bool Sender::flush(milliseconds budget) {
   if (pending_.empty()) {
     last_progress_ = Clock::now();  // nothing waits: the connection is not stalled
@@ -660,132 +623,7 @@ void Sender::loop() {
       interval = std::min(interval, settings_.flush_interval);
     last = now;
   }
-  // Final: everything recorded, the rank's own counters, how the program
-  // ended (when the runtime knows it), then Bye. Steps still waiting for the
-  // GPU get a short grace (a wedged GPU must not hold up the exit), then go
-  // out with CPU times only.
-  collect();
-  const auto gpu_grace = std::min(deadline_, Clock::now() + kGpuGrace);
-  while (pipeline_.waiting_for_gpu() > 0 && Clock::now() < gpu_grace) {
-    std::this_thread::sleep_for(milliseconds(5));
-    pipeline_.poll(Clock::now(), emit_step_);
-  }
-  pipeline_.abandon(emit_step_);
-  send_last_profiles();
-  add_control(full_stats());
-  bool lingering = false;
-  {
-    std::lock_guard<std::mutex> lock(wake_signal().mu);
-    lingering = lingering_ && !final_;
-  }
-  if (lingering) {
-    // An explicit shutdown: what was recorded goes now, and a goodbye
-    // without a status says it all went (protocol 4: a close without Bye
-    // after it lost nothing). How the program ends is said at its exit, on
-    // this connection; a collector that does not speak 4 gets its Bye now.
-    if (protocol_ >= transport::kVerdictProtocolVersion)
-      add_last(transport::frame_type_of<model::RankGoodbye>(),
-               transport::encode(model::RankGoodbye{settings_.identity.global_rank, std::nullopt}));
-    const bool delivered = deliver();
-    if (delivered && !refused_ && client_.connected() &&
-        protocol_ >= transport::kVerdictProtocolVersion) {
-      signal_drained();
-      linger();  // until stop(), whose deadline and status it then reads
-    } else if (!delivered) {
-      give_up();
-    }
-  }
-  std::optional<int> status;
-  {
-    std::lock_guard<std::mutex> lock(wake_signal().mu);
-    status = exit_status_;
-  }
-  // A collector that speaks protocol 3 or older would refuse the goodbye.
-  if (status && protocol_ >= transport::kVerdictProtocolVersion)
-    add_last(transport::frame_type_of<model::RankGoodbye>(),
-             transport::encode(model::RankGoodbye{settings_.identity.global_rank, status}));
-  add_last(transport::FrameType::Bye, {});
-  if (!deliver()) give_up();
-  await_close();
-  pending_.clear();
-  pending_records_ = 0;
-  last_bytes_ = 0;
-  client_.close();
-  // Last: drain() returns only once the thread touches nothing stop() sets.
-  signal_drained();
-}
-
-void Sender::signal_drained() {
-  {
-    std::lock_guard<std::mutex> lock(wake_signal().mu);
-    drained_ = true;
-  }
-  drained_cv_.notify_all();
-}
-
-void Sender::give_up() {
-  client_.close();
-  written_ = 0;
-  dropped_.fetch_add(pending_records_);
-  pending_.clear();
-  pending_records_ = 0;
-  last_bytes_ = 0;
-}
-
-void Sender::add_last(transport::FrameType type, const std::vector<std::uint8_t>& payload) {
-  const std::size_t before = pending_.size();
-  add_frame(type, payload);
-  last_bytes_ += pending_.size() - before;
-}
-
-void Sender::drop_goodbyes() {
-  const auto goodbye = static_cast<std::uint8_t>(transport::frame_type_of<model::RankGoodbye>());
-  for (std::size_t at = written_; at + transport::kHeaderBytes <= pending_.size();) {
-    const std::size_t length = frame_bytes_at(pending_.data() + at);
-    if (pending_[at + 4] != goodbye) {
-      at += length;
-      continue;
-    }
-    pending_.erase(pending_.begin() + std::ptrdiff_t(at),
-                   pending_.begin() + std::ptrdiff_t(at + length));
-    last_bytes_ -= std::min(last_bytes_, length);
-  }
-}
-
-bool Sender::deliver() {
-  bool delivered = pending_.empty() && client_.connected() && may_write();
-  while (!delivered && remaining(deadline_).count() > 0) {
-    if (!ensure_connected(Clock::now(), true)) break;
-    // Records go once the collector accepted this connection, or (the end
-    // is near) a stream's first connection did not hear in time.
-    if (!read_collector(awaiting_verdict_ ? std::min(milliseconds(100), remaining(deadline_))
-                                          : milliseconds(0)))
-      continue;
-    if (awaiting_verdict_) write_before_verdict();
-    if (!may_write()) continue;
-    delivered = flush(std::min(settings_.send_timeout, remaining(deadline_)));
-  }
-  return delivered;
-}
-
-void Sender::linger() {
-  for (;;) {
-    {
-      std::unique_lock<std::mutex> lock(wake_signal().mu);
-      if (wake_signal().cv.wait_for(lock, settings_.heartbeat_interval, [this] { return final_; }))
-        return;
-    }
-    if (settings_.on_tick) settings_.on_tick();
-    // The collector sees the rank alive and no longer recording: neither
-    // silent nor stalled while the program does what it does after its
-    // shutdown. A connection that ends is made again (nothing is pending but
-    // these heartbeats).
-    if (!ensure_connected(Clock::now(), false) || !read_collector(milliseconds(0)) ||
-        awaiting_verdict_)
-      continue;
-    if (settings_.position) add_control(settings_.position());
-    flush(std::min(settings_.send_timeout, settings_.heartbeat_interval));
-  }
+  finish_stream();
 }
 
 }  // namespace traceml::runtime

@@ -155,6 +155,8 @@ class Sender {
   /// Writes the tick clock and the loop's position into the black box.
   void mirror_to_black_box();
   void loop();
+  /// The end of the stream, after the loop (sender_end.cpp).
+  void finish_stream();
   /// Writes pending_ until it is empty or deadline_ passes (connecting if
   /// need be). Returns whether it all went.
   bool deliver();
