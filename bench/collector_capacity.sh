@@ -47,13 +47,22 @@ made=$(cat "$work"/rank*.out | awk '/^tiny_rank:/ { s += $2 } END { print s + 0 
 stored=$(sqlite3 "$work/logs/cap/telemetry.db" 'SELECT SUM(rows) FROM step_blocks')
 grep -c 'without a goodbye' "$work/serve.err" | sed 's/^/serve lines "closed its connection without a goodbye": /' || true
 cat "$work"/rank*.err | grep -c 'lost the connection' | sed 's/^/rank lines "lost the connection": /' || true
+# What the ranks themselves said they dropped (their last stderr line), and
+# how many exited 0: the run must not be called failed when all did.
+said_dropped=$(cat "$work"/rank*.err | awk '/telemetry records? (was|were) dropped on this rank/ { for (i = 1; i <= NF; ++i) if ($i ~ /^[0-9]+$/) { s += $i; break } } END { print s + 0 }')
 python3 - "$work/logs/cap/final_summary.json" "$work/time" "$made" "$stored" "$ranks" "$step_us" \
-  "$seconds" "${STEPS:-}" <<'EOF'
+  "$seconds" "${STEPS:-}" "$said_dropped" <<'EOF'
 import json, sys
-summary, time_file, made, stored, ranks, step_us, seconds, steps = sys.argv[1:]
-tracer = json.load(open(summary))["tracer"]["ranks"]
+summary, time_file, made, stored, ranks, step_us, seconds, steps, said_dropped = sys.argv[1:]
+doc = json.load(open(summary))
+tracer = doc["tracer"]["ranks"]
 received = sum(r["records_received"] for r in tracer)
 dropped = sum(r["records_dropped"] for r in tracer)
+run = doc.get("run") or {}
+partial = sum(1 for r in tracer if r.get("counters_partial"))
+print(f"run status {run.get('status')}, failed rank {run.get('failed_rank')}; ranks whose "
+      f"counters are partial {partial}; records the ranks said they dropped {int(said_dropped):,}, "
+      f"the summary's {dropped:,}")
 user, system, wall = (float(x) for x in open(time_file).read().split()[-3:])
 cpu = user + system
 if steps:

@@ -232,9 +232,11 @@ void Sender::send_last_profiles() {
   }
   // A short run ends before its collector has answered: what it speaks
   // decides whether a profile may go, so hear it first.
-  if (collector_protocol_ == 0) deliver();
-  while (add_profile_chunks(settings_.max_pending_bytes / 2) && Clock::now() < deadline_)
-    if (!deliver()) break;
+  // Within what the rank's last word leaves (deliver_last_word).
+  const auto until = last_word_starts();
+  if (collector_protocol_ == 0) deliver(until);
+  while (add_profile_chunks(settings_.max_pending_bytes / 2) && Clock::now() < until)
+    if (!deliver(until)) break;
   if (!profiles->waiting()) return;
   keep_profiles(refused_ ? "the collector refused this rank"
                 : collector_protocol_ == 0

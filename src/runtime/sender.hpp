@@ -157,9 +157,20 @@ class Sender {
   void loop();
   /// The end of the stream, after the loop (sender_end.cpp).
   void finish_stream();
-  /// Writes pending_ until it is empty or deadline_ passes (connecting if
+  /// Writes pending_ until it is empty or `until` passes (connecting if
   /// need be). Returns whether it all went.
-  bool deliver();
+  bool deliver(std::chrono::steady_clock::time_point until);
+  /// deliver() to deadline_, but what remains when most of the budget is
+  /// spent is cut to the rank's last word (cut_to_last_word), which then
+  /// has the rest: a starved collector still hears how the rank ended and
+  /// what it dropped. Returns whether it all went.
+  bool deliver_last_word();
+  /// When the part of deadline_'s budget kept for the last word begins.
+  [[nodiscard]] std::chrono::steady_clock::time_point last_word_starts() const;
+  /// Drops the records still waiting (counted), and the rank's earlier
+  /// state, leaving a frame partly written, the counters as they now stand
+  /// and the frames that must stay last (goodbye, Bye).
+  void cut_to_last_word();
   /// After drain(): heartbeats on the open connection until stop().
   void linger();
   /// drain() may return: the thread no longer reads what stop() sets.

@@ -18,6 +18,14 @@ using namespace sender_detail;
 /// How long the final flush waits for the GPU to pass the last steps' events.
 constexpr std::chrono::seconds kGpuGrace{2};
 
+/// Of an end's budget (drain()'s or stop()'s deadline), the part kept for
+/// the rank's last word: its counters, goodbye and Bye, which a starved
+/// collector would otherwise never get behind megabytes of records
+/// (issue 47). At least kLastWordMin: a collector that reads this
+/// connection at all within it makes room for the few bytes they take.
+constexpr double kLastWordShare = 0.3;
+constexpr milliseconds kLastWordMin{1000};
+
 }  // namespace
 
 void Sender::finish_stream() {
@@ -47,9 +55,10 @@ void Sender::finish_stream() {
     if (protocol_ >= transport::kVerdictProtocolVersion)
       add_last(transport::frame_type_of<model::RankGoodbye>(),
                transport::encode(model::RankGoodbye{settings_.identity.global_rank, std::nullopt}));
-    const bool delivered = deliver();
-    if (delivered && !refused_ && client_.connected() &&
-        protocol_ >= transport::kVerdictProtocolVersion) {
+    const bool delivered = deliver_last_word();
+    if (!refused_ && client_.connected() && protocol_ >= transport::kVerdictProtocolVersion) {
+      // What did not go yet (the last word, behind a starved collector's
+      // backlog) keeps going while the program runs on.
       signal_drained();
       linger();  // until stop(), whose deadline and status it then reads
     } else if (!delivered) {
@@ -66,7 +75,7 @@ void Sender::finish_stream() {
     add_last(transport::frame_type_of<model::RankGoodbye>(),
              transport::encode(model::RankGoodbye{settings_.identity.global_rank, status}));
   add_last(transport::FrameType::Bye, {});
-  if (!deliver()) give_up();
+  if (!deliver_last_word()) give_up();
   await_close();
   pending_.clear();
   pending_records_ = 0;
@@ -123,20 +132,55 @@ void Sender::drop_goodbyes() {
   }
 }
 
-bool Sender::deliver() {
+bool Sender::deliver(Clock::time_point until) {
   bool delivered = pending_.empty() && client_.connected() && may_write();
-  while (!delivered && remaining(deadline_).count() > 0) {
+  while (!delivered && remaining(until).count() > 0) {
     if (!ensure_connected(Clock::now(), true)) break;
     // Records go once the collector accepted this connection, or (the end
     // is near) a stream's first connection did not hear in time.
-    if (!read_collector(awaiting_verdict_ ? std::min(milliseconds(100), remaining(deadline_))
+    if (!read_collector(awaiting_verdict_ ? std::min(milliseconds(100), remaining(until))
                                           : milliseconds(0)))
       continue;
     if (awaiting_verdict_) write_before_verdict();
     if (!may_write()) continue;
-    delivered = flush(std::min(settings_.send_timeout, remaining(deadline_)));
+    delivered = flush(std::min(settings_.send_timeout, remaining(until)));
   }
   return delivered;
+}
+
+Clock::time_point Sender::last_word_starts() const {
+  const auto budget = remaining(deadline_);
+  const auto reserve = std::min(
+      budget,
+      std::max(kLastWordMin, std::chrono::duration_cast<milliseconds>(budget * kLastWordShare)));
+  return deadline_ - reserve;
+}
+
+bool Sender::deliver_last_word() {
+  if (deliver(last_word_starts())) return true;
+  cut_to_last_word();
+  return deliver(deadline_);
+}
+
+void Sender::cut_to_last_word() {
+  // pending_: [a frame partly written][the rest][the last word: last_bytes_].
+  const std::size_t last_from = pending_.size() - std::min(last_bytes_, pending_.size());
+  // A frame partly written goes whole: the stream must stay whole frames.
+  const std::size_t from =
+      written_ > 0 ? std::min(frame_bytes_at(pending_.data()), last_from) : std::size_t{0};
+  std::int64_t records = 0;
+  for (std::size_t at = from; at < last_from; at += frame_bytes_at(pending_.data() + at))
+    if (holds_record(pending_.data() + at)) ++records;
+  // Records are dropped and counted; the rank's own state (heartbeats, the
+  // counters said before) is said again below, as it now stands.
+  pending_.erase(pending_.begin() + std::ptrdiff_t(from),
+                 pending_.begin() + std::ptrdiff_t(last_from));
+  pending_records_ -= records;
+  dropped_.fetch_add(records);
+  const auto stats = transport::encode_frame(transport::frame_type_of<model::TracerStats>(),
+                                             transport::encode(full_stats()));
+  if (stats)
+    pending_.insert(pending_.end() - std::ptrdiff_t(last_bytes_), stats->begin(), stats->end());
 }
 
 void Sender::linger() {
@@ -154,7 +198,8 @@ void Sender::linger() {
     if (!ensure_connected(Clock::now(), false) || !read_collector(milliseconds(0)) ||
         awaiting_verdict_)
       continue;
-    if (settings_.position) add_control(settings_.position());
+    // Behind a last word still going out, a heartbeat would come after it.
+    if (settings_.position && pending_.empty()) add_control(settings_.position());
     flush(std::min(settings_.send_timeout, settings_.heartbeat_interval));
   }
 }
