@@ -24,6 +24,60 @@ void warn(const std::string& message) {
   std::cerr << "traceml: warning: " << model::escape_for_terminal(message, true) << "\n";
 }
 
+namespace {
+
+/// Each command's one-line usage, said when it is given nothing, or
+/// something it does not take: `traceml <command> --help` has the rest.
+struct ShortUsage {
+  const char* command;
+  const char* usage;
+};
+constexpr ShortUsage kShortUsage[] = {
+    {"run", "traceml run [options] -- PROGRAM [ARGS...]"},
+    {"serve", "traceml serve [--port N] [--world-size N] [options]"},
+    {"report",
+     "traceml report RUN_DIR | traceml report DIR... --out DIR | traceml report --telemetry "
+     "FILE.jsonl --out DIR"},
+    {"export", "traceml export RUN_DIR --out FILE [--format jsonl|chrome-trace] [--steps A:B]"},
+    {"view", "traceml view SUMMARY.json|RUN_DIR [--html [OUT]]"},
+    {"compare", "traceml compare A B [--output BASE] [gates]"},
+};
+
+std::string short_usage(const std::string& command) {
+  for (const ShortUsage& u : kShortUsage)
+    if (command == u.command)
+      return std::string("usage: ") + u.usage + "\n       run 'traceml " + command +
+             " --help' for the options\n";
+  return "usage: traceml COMMAND ...; run 'traceml --help' for the commands\n";
+}
+
+/// CLI11's "The following arguments were not expected: -- --bogus" as the
+/// words the user typed: "unknown option --bogus", "unexpected argument x".
+std::string not_expected(const std::string& what) {
+  const auto colon = what.find(": ");
+  std::istringstream words(colon == std::string::npos ? what : what.substr(colon + 2));
+  std::vector<std::string> options, others;
+  for (std::string w; words >> w;) {
+    if (w == "--") continue;
+    (w.size() > 1 && w[0] == '-' ? options : others).push_back(w);
+  }
+  const auto listed = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const std::string& w : v)
+      s += (s.empty() ? "" : " ") + w;
+    return s;
+  };
+  if (!options.empty())
+    return std::string(options.size() == 1 ? "unknown option " : "unknown options ") +
+           listed(options);
+  if (!others.empty())
+    return std::string(others.size() == 1 ? "unexpected argument " : "unexpected arguments ") +
+           listed(others);
+  return what;
+}
+
+}  // namespace
+
 CommandLine read_command_line(const std::vector<std::string>& args) {
   CommandLine out;
   const auto usage_error = [&](std::string message) {
@@ -59,8 +113,8 @@ CommandLine read_command_line(const std::vector<std::string>& args) {
       if (!sub->check_name(first)) continue;
       const auto opts = sub->get_options([](const CLI::Option* o) { return o->get_required(); });
       if (opts.empty()) break;
-      out.usage = sub->help();
-      return usage_error("'" + first + "' needs arguments (usage above)");
+      out.usage = short_usage(sub->get_name());
+      return usage_error("'" + sub->get_name() + "' needs arguments (usage above)");
     }
   }
   std::vector<const char*> argv;
@@ -75,7 +129,15 @@ CommandLine read_command_line(const std::vector<std::string>& args) {
     out.usage = err.str();
     return out;
   } catch (const CLI::ParseError& e) {
-    return usage_error(std::string(e.what()) + " (run 'traceml --help' for usage)");
+    // Where the options are: the command's own help when one was named.
+    const bool command = std::any_of(subs.begin(), subs.end(),
+                                     [&](const CLI::App* sub) { return sub->check_name(first); });
+    const std::string help =
+        " (run 'traceml " + (command ? first + " " : std::string()) + "--help' for the options)";
+    // Not CLI11's "-- --bogus-flag": the word the user typed.
+    if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr)
+      return usage_error(not_expected(e.what()) + help);
+    return usage_error(std::string(e.what()) + help);
   }
   if (action.check)
     if (auto problem = action.check()) return usage_error(std::move(*problem));

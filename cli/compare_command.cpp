@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "option_checks.hpp"
 #include "output_paths.hpp"
 #include "report/atomic_file.hpp"
 #include "report/compare/compare.hpp"
@@ -228,10 +229,10 @@ void add_compare_command(CLI::App& app, Action& action) {
       cmd->add_option(
              "--max-step-time-regression", args->max_step_pct,
              "Exit 1 when step time grew by more than PCT percent, beyond run-to-run noise")
-          ->check(CLI::NonNegativeNumber);
+          ->check(percentage_limit());
   CLI::Option* memory = cmd->add_option("--max-memory-regression", args->max_memory_pct,
                                         "Exit 1 when peak reserved memory grew by more than PCT %")
-                            ->check(CLI::NonNegativeNumber);
+                            ->check(percentage_limit());
   cmd->add_flag("--fail-on-diagnosis-change", args->gates.fail_on_diagnosis_change,
                 "Exit 1 when the primary, Step Time or Step Memory diagnosis changed");
   cmd->add_flag("--strict", args->compare.strict,

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include <fmt/format.h>
+#include <CLI/CLI.hpp>
 
 #include "model/env_values.hpp"
 
@@ -24,6 +25,29 @@ inline std::optional<std::string> out_of_range(const char* flag, double v, doubl
   if (v >= lo && v <= hi) return std::nullopt;  // false for NaN
   return std::string(flag) + " must be in [" + number_text(lo) + ", " + number_text(hi) + "]" +
          unit + " (got " + number_text(v) + ")";
+}
+
+/// CLI11's check for a percentage limit, said in words: "must be a
+/// percentage of 0 or more, e.g. 5 for 5% (got -5)" (CLI11's own range check
+/// prints the largest double in 309 digits).
+inline CLI::Validator percentage_limit() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        double v = 0.0;
+        try {
+          std::size_t used = 0;
+          v = std::stod(value, &used);
+          if (used != value.size()) throw std::invalid_argument(value);
+        } catch (const std::exception&) {
+          return "must be a number of percent, e.g. 5 for 5% (got '" + model::quote_value(value) +
+                 "')";
+        }
+        if (!(v >= 0.0) || v > 1e6)
+          return "must be a percentage from 0 to 1,000,000, e.g. 5 for 5% (got " +
+                 model::quote_value(value) + ")";
+        return std::string();
+      },
+      "PCT");
 }
 
 /// "invalid mode 'm' ..." unless `mode` is one that run and serve take.

@@ -236,10 +236,12 @@ void relay_black_boxes(LaunchOutcome& outcome, const LaunchedRunOptions& o) {
          "): what its ranks had not sent is lost");
 }
 
-void say_failed_rank(const LaunchOutcome& outcome, const fs::path& run_dir) {
+void say_failed_rank(const LaunchOutcome& outcome, const fs::path& run_dir, int nnodes) {
   if (!outcome.first_failed_rank) return;
   std::cerr << "traceml: rank " << *outcome.first_failed_rank << " failed (exit code "
-            << outcome.exit_code << "); the other ranks were stopped";
+            << outcome.exit_code << ")";
+  // Only where there were others to stop (this node's, or other nodes').
+  if (outcome.ranks.size() > 1 || nnodes > 1) std::cerr << "; the other ranks were stopped";
   for (const auto& rank : outcome.ranks)
     if (rank.global_rank == *outcome.first_failed_rank && !rank.log.empty())
       std::cerr << "; its output: " << (run_dir / rank.log).string();
@@ -319,7 +321,7 @@ int host_launched_run(LaunchedRunOptions o) {
   }
   const double ended = unix_now();
   if (host) host->recover(outcome);
-  say_failed_rank(outcome, run_dir);
+  say_failed_rank(outcome, run_dir, plan.nnodes);
   if (!owner) {
     relay_black_boxes(outcome, o);
     return outcome.exit_code;

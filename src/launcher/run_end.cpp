@@ -295,8 +295,11 @@ void say_where(const std::filesystem::path& run_dir, const RunEnd& end) {
          "'s traceml did not hand over its ranks' black boxes by the end of the run: what they "
          "had not sent is lost (is traceml run still going there, or was it killed?)");
   for (const auto& [rank, steps] : end.collected.steps_recovered)
-    std::cerr << "traceml: rank " << rank << "'s last " << steps << " step"
-              << (steps == 1 ? "" : "s") << " came from its black box: it had not sent them\n";
+    std::cerr << "traceml: rank " << rank << "'s last "
+              << (steps == 1 ? std::string("step came from its black box: it had not sent it")
+                             : std::to_string(steps) +
+                                   " steps came from its black box: it had not sent them")
+              << "\n";
   if (end.summary_written)
     std::cerr << "traceml: summary: " << (run_dir / "final_summary.txt").string() << "\n";
 }

@@ -85,6 +85,15 @@ inline std::string text_or(const Json* j, const std::string& fallback = {}) {
   return text(j).value_or(fallback);
 }
 
+/// A summary's schema_version as text: "1.7", "1", a string as stored, or
+/// "n/a" when absent.
+inline std::string schema_version_text(const Json* summary) {
+  const Json* v = child(summary, "schema_version");
+  if (v == nullptr || v->is_null()) return "n/a";
+  if (v->is_string()) return v->get<std::string>();
+  return v->dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 /// A boolean, or nothing (never a conversion from a number or a string).
 inline std::optional<bool> flag(const Json* j) {
   if (j == nullptr || !j->is_boolean()) return std::nullopt;

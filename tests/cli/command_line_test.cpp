@@ -55,7 +55,34 @@ TEST(CommandLine, TheChecksOfRunAndServeComeBeforeAnythingRuns) {
   EXPECT_EQ(port.error.rfind("--port must be in [0, 65535]", 0), 0u) << port.error;
   const CommandLine bad_option = read({"serve", "--portt", "1"});
   ASSERT_EQ(bad_option.exit_code, kExitBadInput);
-  EXPECT_NE(bad_option.error.find("(run 'traceml --help' for usage)"), std::string::npos);
+  EXPECT_EQ(bad_option.error,
+            "unknown option --portt (run 'traceml serve --help' for the options)");
+}
+
+// Issue 47: what a new user typed wrong is said in the words they typed,
+// with where the options are; a command given nothing gets its one-line
+// usage, not its whole help.
+TEST(CommandLine, MistakesAreSaidInTheUsersWordsInOneLine) {
+  const CommandLine bogus = read({"run", "--bogus-flag", "--", "prog"});
+  ASSERT_EQ(bogus.exit_code, kExitBadInput);
+  EXPECT_EQ(bogus.error, "unknown option --bogus-flag (run 'traceml run --help' for the options)");
+  const CommandLine extra = read({"view", "a.json", "b.json"});
+  ASSERT_EQ(extra.exit_code, kExitBadInput);
+  EXPECT_EQ(extra.error, "unexpected argument b.json (run 'traceml view --help' for the options)");
+  const CommandLine nothing = read({"run"});
+  ASSERT_EQ(nothing.exit_code, kExitBadInput);
+  EXPECT_EQ(nothing.usage,
+            "usage: traceml run [options] -- PROGRAM [ARGS...]\n"
+            "       run 'traceml run --help' for the options\n");
+  EXPECT_EQ(nothing.error, "'run' needs arguments (usage above)");
+  for (const char* pct : {"-5", "1e400", "nan", "five"}) {
+    const CommandLine limit = read({"compare", "a", "b", "--max-step-time-regression", pct});
+    ASSERT_EQ(limit.exit_code, kExitBadInput) << pct;
+    EXPECT_LT(limit.error.size(), 160u) << limit.error;
+    EXPECT_EQ(limit.error.rfind("--max-step-time-regression: must be a ", 0), 0u) << limit.error;
+    EXPECT_NE(limit.error.find("e.g. 5 for 5%"), std::string::npos) << limit.error;
+  }
+  EXPECT_FALSE(read({"compare", "a", "b", "--max-memory-regression", "2.5"}).exit_code);
 }
 
 TEST(CommandLine, ALineThatPassesItsCheckHasAnActionAndRunsNothingYet) {

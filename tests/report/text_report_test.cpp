@@ -691,9 +691,9 @@ Scope: N = node · R = global rank · G = GPU index
 
 STEP TIMING (R0/N0), CPU Clock                     || STEP MEMORY: NO GPU
 Step Time              1.4 ms  100%                ||
-├─ Input Wait          0.2 ms   14%  ◀ cause       || No GPU detected. Step memory uses torch-based GPU
-├─ Compute             1.0 ms   75%                || memory telemetry.
-│  ├─ Forward          0.3 ms   22%                ||
+├─ Input Wait          0.2 ms   14%  ◀ cause       || No GPU: step memory is the GPU allocator's per-step
+├─ Compute             1.0 ms   75%                || peaks. On the CPU, the process's RSS is under
+│  ├─ Forward          0.3 ms   22%                || PROCESS METRICS.
 │  ├─ Backward         0.6 ms   44%                ||
 │  └─ Optimizer        0.1 ms    9%                ||
 └─ Residual            0.1 ms   11%                ||

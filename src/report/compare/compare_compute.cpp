@@ -55,10 +55,7 @@ bool per_clock_schema(const Json& summary) {
 
 /// The schema_version as text for messages: "1.7", "1", or the stored string.
 std::string schema_text(const Json& summary) {
-  const Json* v = child(&summary, key::kSchemaVersion);
-  if (v == nullptr || v->is_null()) return "n/a";
-  if (v->is_string()) return v->get<std::string>();
-  return v->dump(-1, ' ', false, Json::error_handler_t::replace);
+  return schema_version_text(&summary);
 }
 
 const Json* section(const Json& summary, const char* name) {

@@ -155,7 +155,7 @@ std::string render_html(const Json& summary, const model::Telemetry* data,
           escape_html(
               json_read::text_or(json_read::path(run.root, {"producer", "name"}), "traceml") + " " +
               json_read::text_or(json_read::path(run.root, {"producer", "version"})) +
-              " \u00B7 schema " + json_read::text_or(json_read::child(run.root, "schema_version")) +
+              " \u00B7 schema " + json_read::schema_version_text(run.root) +
               " \u00B7 " + json_read::text_or(json_read::child(run.root, "generated_at"))) +
           "</footer>\n</main>\n</body>\n</html>\n";
   return html;

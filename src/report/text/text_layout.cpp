@@ -75,21 +75,40 @@ std::vector<std::string> wrap(const std::string& prefix, const std::string& body
       ++i;
     if (i > start) words.emplace_back(gap, flat.substr(start, i - start));
   }
-  std::vector<std::string> lines;
-  std::string line = prefix;
-  bool has_word = false;
-  for (const auto& [gap, word] : words) {
-    if (!has_word) {
-      line += word;
-      has_word = true;
-    } else if (display_width(line) + gap + display_width(word) <= width) {
-      line += std::string(gap, ' ') + word;
+  // Greedy, then one fix: a last line of one short word ("N0.") takes the
+  // word before it along, when that fits.
+  std::vector<std::size_t> starts;  // index of each line's first word
+  std::size_t line_width = display_width(prefix);
+  for (std::size_t k = 0; k < words.size(); ++k) {
+    const std::size_t w = display_width(words[k].second);
+    if (k == 0) {
+      starts.push_back(0);
+      line_width += w;
+    } else if (line_width + words[k].first + w <= width) {
+      line_width += words[k].first + w;
     } else {
-      lines.push_back(rstrip(line));
-      line = std::string(indent, ' ') + word;
+      starts.push_back(k);
+      line_width = indent + w;
     }
   }
-  if (has_word) lines.push_back(rstrip(line));
+  constexpr std::size_t kWidowMax = 4;
+  if (starts.size() >= 2 && starts.back() + 1 == words.size() &&
+      display_width(words.back().second) <= kWidowMax &&
+      starts.back() - 1 > starts[starts.size() - 2]) {
+    const auto& [gap, moved] = words[words.size() - 2];
+    (void)gap;
+    if (indent + display_width(moved) + words.back().first + display_width(words.back().second) <=
+        width)
+      --starts.back();
+  }
+  std::vector<std::string> lines;
+  for (std::size_t l = 0; l < starts.size(); ++l) {
+    std::string line = l == 0 ? prefix : std::string(indent, ' ');
+    const std::size_t end = l + 1 < starts.size() ? starts[l + 1] : words.size();
+    for (std::size_t k = starts[l]; k < end; ++k)
+      line += (k == starts[l] ? std::string() : std::string(words[k].first, ' ')) + words[k].second;
+    lines.push_back(rstrip(line));
+  }
   return lines;
 }
 

@@ -148,6 +148,13 @@ std::vector<std::string> step_memory_block(const SummaryView& run, const Painter
   out.emplace_back();
   if (!table.empty()) {
     append(out, table);
+  } else if (kind == analysis::DiagnosisKind::NoGpu) {
+    // TraceML's summary ("Step memory uses torch-based GPU memory
+    // telemetry.") tells a CPU user nothing; the JSON keeps it.
+    append(out, wrap("",
+                     "No GPU: step memory is the GPU allocator's per-step peaks. On the CPU, "
+                     "the process's RSS is under PROCESS METRICS.",
+                     wrap_width, 0));
   } else {
     append(out, wrap("", diagnosis_field(sm, "summary"), wrap_width, 0));
   }

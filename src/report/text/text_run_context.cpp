@@ -290,15 +290,29 @@ std::vector<std::string> run_lines(const SummaryView& run) {
       if (share) c += " (" + percent_of_step(*share) + " of a step)";
       parts.push_back(c);
     }
-    if (received && dropped)
-      parts.push_back((cut_short.empty() ? "" : "at least ") + std::to_string(*dropped) + " of " +
+    // Ranks whose counts stopped before their end: a drop count of theirs
+    // is at least what they said, and none said is no count at all.
+    if (received && dropped && cut_short.empty())
+      parts.push_back(std::to_string(*dropped) + " of " + std::to_string(*received + *dropped) +
+                      " records dropped");
+    else if (received && dropped && *dropped > 0)
+      parts.push_back("at least " + std::to_string(*dropped) + " of " +
                       std::to_string(*received + *dropped) + " records dropped");
+    else if (received)
+      parts.push_back(std::to_string(*received) + " records received");
     // Their last report came before their end: the rest of their counts
     // never reached the collector, so no count of theirs is exact.
-    if (!cut_short.empty())
-      parts.push_back(join(cut_short, ", ") + (cut_short.size() == 1 ? " ended" : " each ended") +
+    if (!cut_short.empty()) {
+      constexpr std::size_t kNamed = 8;
+      std::vector<std::string> named(
+          cut_short.begin(),
+          cut_short.begin() + std::ptrdiff_t(std::min(kNamed, cut_short.size())));
+      if (cut_short.size() > kNamed)
+        named.push_back("and " + std::to_string(cut_short.size() - kNamed) + " more");
+      parts.push_back(join(named, ", ") + (cut_short.size() == 1 ? " ended" : " each ended") +
                       " without a goodbye: " + (cut_short.size() == 1 ? "its" : "their") +
                       " counters are as of the last report");
+    }
     if (gpu_ranks > 0) {
       // Why a window can read the CPU clock on a GPU run: a rank without GPU
       // times (spec §4.1.3 takes the GPU clock only when every row has one).
@@ -313,7 +327,7 @@ std::vector<std::string> run_lines(const SummaryView& run) {
     if (const auto repaired = integer(child(t, "strings_repaired")); repaired && *repaired > 0)
       parts.push_back(std::to_string(*repaired) +
                       " strings repaired (invalid UTF-8 or over 1024 bytes)");
-    if (!parts.empty()) out.push_back("Tracer: " + join(parts, " · "));
+    if (!parts.empty()) append(out, wrap("Tracer: ", join(parts, " · "), kProseWidth, 8));
   }
   return out;
 }
