@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <csignal>
+#include <iostream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -95,6 +97,29 @@ TEST(MissingTelemetry, RanksThatSteppedOrEndedWellSayNothing) {
   end.ranks_without_steps = {1};
   end.exits = {exited(0, 0), exited(1, 0)};
   EXPECT_EQ(missing_telemetry_lines(end), Lines{});
+}
+
+}  // namespace
+}  // namespace traceml::launcher
+
+namespace traceml::launcher {
+namespace {
+
+/// What say_where writes on stderr.
+std::string said(const RunEnd& end) {
+  std::ostringstream err;
+  std::streambuf* const old = std::cerr.rdbuf(err.rdbuf());
+  say_where("logs/run", end);
+  std::cerr.rdbuf(old);
+  return err.str();
+}
+
+TEST(SayWhere, StepsFromABlackBoxAreCountedInWords) {
+  RunEnd end;
+  end.collected.steps_recovered = {{0, 1}, {3, 12}};
+  EXPECT_EQ(said(end),
+            "traceml: rank 0's last step came from its black box: it had not sent it\n"
+            "traceml: rank 3's last 12 steps came from its black box: it had not sent them\n");
 }
 
 }  // namespace

@@ -108,9 +108,9 @@ TEST(Serve, RanksThatEndWhileTheirCollectorIsStoppedStillSayGoodbyeAndCountWhatT
   ASSERT_EQ(vars.size(), 2u) << serve.child.err_so_far();
   std::vector<std::unique_ptr<ChildProcess>> ranks;
   for (int r = 0; r < kWorld; ++r)
-    ranks.push_back(std::make_unique<ChildProcess>(rank_argv(
-        vars, r, kWorld, 1,
-        {kTinyRank, "--steps", "20000000", "--step-us", "0", "--for-ms", "2000"})));
+    ranks.push_back(std::make_unique<ChildProcess>(
+        rank_argv(vars, r, kWorld, 1,
+                  {kTinyRank, "--steps", "20000000", "--step-us", "0", "--for-ms", "2000"})));
   ASSERT_TRUE(serve.said("connected (4 of 4)")) << serve.child.err_so_far();
   // Stopped until the ranks have ended their steps (2 s) and their
   // shutdown's 5 s, and are in their exit's: back before that ends.

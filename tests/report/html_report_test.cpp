@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "traceml/version.hpp"
+
 #include <cstdint>
 #include <filesystem>
 #include <iostream>
@@ -102,6 +104,12 @@ TEST(HtmlReport, AStragglerRunHasTheVerdictAndEveryPlot) {
   // The text report closes the page, the page it names included.
   EXPECT_NE(page.find("Full evidence: logs/run/final_summary.json · logs/run/final_summary.html"),
             std::string::npos);
+  // The footer names the producer, the schema version and when (issue 47:
+  // the schema, a number, was left out).
+  EXPECT_NE(page.find(std::string("<footer>traceml-cpp ") + traceml::version() +
+                      " \u00B7 schema 1.7 \u00B7 "),
+            std::string::npos)
+      << page.substr(page.rfind("<footer>"));
   // A pure function of its input.
   EXPECT_EQ(render_html(f.json, &t, {"logs/run"}), page);
   // Drawn from the diagnosis's own alignment of the steps (as at the end of

@@ -150,14 +150,14 @@ std::string render_html(const Json& summary, const model::Telemetry* data,
         "<code>traceml report RUN_DIR</code> writes RUN_DIR/final_summary.html with them.</p>\n"
         "</section>\n";
   }
-  html += "<section id=\"report\">\n<h2>Report</h2>\n<pre>" + escape_html(summary_text(summary)) +
-          "</pre>\n</section>\n<footer>" +
-          escape_html(
-              json_read::text_or(json_read::path(run.root, {"producer", "name"}), "traceml") + " " +
-              json_read::text_or(json_read::path(run.root, {"producer", "version"})) +
-              " \u00B7 schema " + json_read::schema_version_text(run.root) +
-              " \u00B7 " + json_read::text_or(json_read::child(run.root, "generated_at"))) +
-          "</footer>\n</main>\n</body>\n</html>\n";
+  html +=
+      "<section id=\"report\">\n<h2>Report</h2>\n<pre>" + escape_html(summary_text(summary)) +
+      "</pre>\n</section>\n<footer>" +
+      escape_html(json_read::text_or(json_read::path(run.root, {"producer", "name"}), "traceml") +
+                  " " + json_read::text_or(json_read::path(run.root, {"producer", "version"})) +
+                  " \u00B7 schema " + json_read::schema_version_text(run.root) + " \u00B7 " +
+                  json_read::text_or(json_read::child(run.root, "generated_at"))) +
+      "</footer>\n</main>\n</body>\n</html>\n";
   return html;
 }
 

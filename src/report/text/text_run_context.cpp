@@ -308,7 +308,7 @@ std::vector<std::string> run_lines(const SummaryView& run) {
           cut_short.begin(),
           cut_short.begin() + std::ptrdiff_t(std::min(kNamed, cut_short.size())));
       if (cut_short.size() > kNamed)
-        named.push_back("and " + std::to_string(cut_short.size() - kNamed) + " more");
+        named.back() += " and " + std::to_string(cut_short.size() - kNamed) + " more";
       parts.push_back(join(named, ", ") + (cut_short.size() == 1 ? " ended" : " each ended") +
                       " without a goodbye: " + (cut_short.size() == 1 ? "its" : "their") +
                       " counters are as of the last report");
