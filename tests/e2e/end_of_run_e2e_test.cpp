@@ -147,5 +147,18 @@ TEST(EndOfRun, AStandaloneRankWhosePageNeverEndsExitsAsItWouldHave) {
   EXPECT_FALSE(fs::exists(runs[0] / "final_summary.html"));
 }
 
+// A lone rank that fails has no others to stop: the launcher's line does
+// not say it stopped them (issue 47).
+TEST(EndOfRun, ALoneRankThatFailsIsNotSaidToHaveStoppedOthers) {
+  TempDir logs;
+  const auto r =
+      run_process(traceml_run_argv(kCli, logs.path(), "alone", 1, {"--mode", "summary"},
+                                   {TRACEML_TINY_RANK_PATH, "--steps", "20", "--exit", "3"}));
+  EXPECT_EQ(r.exit_code, 3) << r.err;
+  EXPECT_NE(r.err.find("traceml: rank 0 failed (exit code 3); its output: "), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.err.find("the other ranks were stopped"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace traceml::testing
