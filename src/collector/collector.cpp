@@ -626,6 +626,15 @@ struct Collector::Impl final : transport::ServerHandler {
     ingest_stopped = true;  // last: finish() must redo what did not complete
   }
 
+  /// Whether everything `rank` recorded reached this collector: its latest
+  /// connection ended with a goodbye and its last counters dropped nothing.
+  bool all_arrived(int rank) {
+    std::lock_guard<std::mutex> lk(state_mu);
+    const auto it = ranks.find(rank);
+    return it != ranks.end() && it->second.clean_end && it->second.tracer &&
+           it->second.tracer->records_dropped == 0;
+  }
+
   /// The black boxes' steps the connections did not bring, handed on like
   /// received records. The I/O thread has stopped: this thread owns its state.
   void take_recovered(CollectionReport& rep) {
@@ -649,11 +658,19 @@ struct Collector::Impl final : transport::ServerHandler {
       if (const auto it = seen_stream.find(rank);
           it != seen_stream.end() && it->second != 0 && box.stream != it->second)
         continue;
+      // Its steps, read now that they may be needed: not for a rank that
+      // said goodbye having dropped nothing (all it recorded arrived).
+      if (box.source) {
+        if (all_arrived(rank)) continue;
+        const bool cleanly = box.exited_cleanly;
+        box = box.source->read();
+        box.exited_cleanly = cleanly;
+      }
       SeenSteps& have = seen[rank];
       std::int64_t taken = 0;
       std::set<std::int64_t> steps;
       for (model::StepRecord& s : box.steps) {
-        if (model::check(s) || have.has(s.step)) continue;
+        if (have.has(s.step) || model::check(s)) continue;
         have.mark(s.step);
         steps.insert(s.step);
         pending.emplace_back(std::move(s));

@@ -26,14 +26,18 @@ namespace traceml::collector {
 
 namespace {
 
-/// The distinct steps of `rank` the telemetry holds.
-std::int64_t steps_held(const model::Telemetry& t, int rank) {
-  std::vector<std::int64_t> ids;
+/// The distinct steps the telemetry holds of each of `ranks`, in one pass.
+std::map<int, std::int64_t> steps_held(const model::Telemetry& t, const std::set<int>& ranks) {
+  std::map<int, std::vector<std::int64_t>> ids;
   for (const auto& c : t.steps.chunks())
     for (std::size_t i = 0; i < c->size(); ++i)
-      if (c->rank(i) == rank) ids.push_back(c->step(i));
-  std::sort(ids.begin(), ids.end());
-  return std::unique(ids.begin(), ids.end()) - ids.begin();
+      if (ranks.count(c->rank(i)) != 0) ids[c->rank(i)].push_back(c->step(i));
+  std::map<int, std::int64_t> held;
+  for (auto& [rank, v] : ids) {
+    std::sort(v.begin(), v.end());
+    held[rank] = std::unique(v.begin(), v.end()) - v.begin();
+  }
+  return held;
 }
 
 /// `record`'s value fields under their schema names, in the schema's order:
@@ -51,6 +55,23 @@ report::Json opt_json(const std::optional<double>& v) {
 }
 
 }  // namespace
+
+std::set<int> ranks_with_steps(const model::StepLog& steps) {
+  std::set<int> out;
+  for (const auto& c : steps.chunks()) {
+    bool any = false;
+    int last = 0;
+    // A rank's rows come in runs (a step block each): one insert a run.
+    for (std::size_t i = 0; i < c->size(); ++i) {
+      const int r = c->rank(i);
+      if (any && r == last) continue;
+      out.insert(r);
+      any = true;
+      last = r;
+    }
+  }
+  return out;
+}
 
 double end_of_run(const model::Telemetry& t) {
   double end = 0.0;
@@ -113,6 +134,13 @@ report::Json run_block(const store::RunOutcome& o) {
 report::Json tracer_block(const store::RunData& data,
                           const std::optional<store::RejectionCounts>& rejections) {
   const std::map<int, double> step_ms = analysis::median_step_ms(data.telemetry);
+  // The ranks whose counters are partial, and what the run holds of them.
+  std::set<int> partial_ranks;
+  for (const store::RankDelivery& d : data.deliveries)
+    if (d.tracer && !d.clean_end) partial_ranks.insert(d.global_rank);
+  const std::map<int, std::int64_t> held = partial_ranks.empty()
+                                               ? std::map<int, std::int64_t>{}
+                                               : steps_held(data.telemetry, partial_ranks);
   report::Json ranks = report::Json::array();
   std::int64_t received = 0;
   std::int64_t dropped = 0;
@@ -133,7 +161,8 @@ report::Json tracer_block(const store::RunData& data,
       sent = t->records_sent;
     }
     if (partial) {
-      steps = std::max(*steps, steps_held(data.telemetry, d.global_rank));
+      const auto h = held.find(d.global_rank);
+      steps = std::max(*steps, h != held.end() ? h->second : std::int64_t{0});
       sent = std::max(*sent, d.records_received);
     }
     r["steps_recorded"] = steps ? report::Json(*steps) : report::Json();
@@ -188,9 +217,8 @@ std::optional<report::Json> partial_block(const store::RunData& data, const std:
     seen.insert(id.global_rank);
   for (const model::ProcessSample& s : t.process)
     seen.insert(s.global_rank);
-  for (const auto& c : t.steps.chunks())
-    for (std::size_t i = 0; i < c->size(); ++i)
-      seen.insert(c->rank(i));
+  for (const int r : ranks_with_steps(t.steps))
+    seen.insert(r);
   if (seen.empty() || std::int64_t(seen.size()) >= *world) return std::nullopt;
   report::Json j = report::Json::object();
   j["world_size"] = *world;

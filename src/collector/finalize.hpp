@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "analysis/summary.hpp"
@@ -25,6 +26,9 @@ namespace traceml::collector {
 /// `rejected_by_kind`, when some were refused), else the detailed rows.
 report::Json tracer_block(const store::RunData& data,
                           const std::optional<store::RejectionCounts>& rejections = std::nullopt);
+
+/// The ranks that have step rows, in one pass over them.
+std::set<int> ranks_with_steps(const model::StepLog& steps);
 
 /// The end of the run as recorded: the latest timestamp of any record. The
 /// summaries' `generated_at` uses it, not the wall clock, so that artifacts

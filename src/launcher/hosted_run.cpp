@@ -90,9 +90,15 @@ namespace {
 
 /// A rank's black box as it stands (empty without one); the steps the rank
 /// completed and the phase it was in are taken from it into `rank`.
-store::BlackBoxReading read_box(RankOutcome& rank) {
+/// `whole`: with its steps; else its header, and the box to read them from
+/// once the collector knows it needs them (a rank whose telemetry all
+/// arrived does not: the end of a run no longer reads 64 boxes of 768 KiB).
+store::BlackBoxReading read_box(RankOutcome& rank, bool whole) {
   store::BlackBoxReading box;
-  if (rank.black_box) box = rank.black_box->read();
+  if (rank.black_box) {
+    box = whole ? rank.black_box->read() : rank.black_box->read_header();
+    if (!whole) box.source = rank.black_box;
+  }
   if (box.attached) {
     rank.steps_completed = box.steps_completed();
     rank.phase = box.phase;
@@ -105,7 +111,7 @@ store::BlackBoxReading read_box(RankOutcome& rank) {
 void HostedRun::recover(LaunchOutcome& outcome) {
   for (RankOutcome& rank : outcome.ranks) {
     if (!rank.black_box) continue;
-    store::BlackBoxReading box = read_box(rank);
+    store::BlackBoxReading box = read_box(rank, false);
     box.exited_cleanly = rank.exit_code == 0 && !rank.signal;
     collector_->recover(std::move(box));
   }
@@ -220,7 +226,7 @@ void relay_black_boxes(LaunchOutcome& outcome, const LaunchedRunOptions& o) {
   target.node.world_size = plan.nnodes * plan.nproc_per_node;
   std::vector<collector::RelayedRank> ranks;
   for (RankOutcome& rank : outcome.ranks) {
-    store::BlackBoxReading box = read_box(rank);
+    store::BlackBoxReading box = read_box(rank, true);
     model::RankEnd end = collector::rank_end_of(box, rank.global_rank, rank.exit_code, rank.signal,
                                                 rank.stopped_by_launcher);
     ranks.push_back({std::move(end), std::move(box)});

@@ -111,6 +111,15 @@ RunEnd end_run(collector::Collector& collector, const std::filesystem::path& run
   // on a thread of its own while the writer stores the rest.
   const auto held = std::make_shared<const store::RunData>(collector.take_run());
   const store::RunData& run_data = *held;
+  // The diagnosis starts first: what follows only reads the run beside it.
+  std::future<analysis::Summary> summary;
+  try {
+    summary = std::async(std::launch::async, [&run_data, window] {
+      return collector::summarize_run(run_data, window);
+    });
+  } catch (const std::exception&) {
+    // No thread to be had: diagnosed below, after the writer.
+  }
   // Each rank's resident memory at its last process sample: what it held
   // when it ended (a rank the OOM killer took shows how close it came).
   for (store::RankExit& e : outcome.ranks) {
@@ -122,23 +131,12 @@ RunEnd end_run(collector::Collector& collector, const std::filesystem::path& run
   }
   end.exits = outcome.ranks;
   {
-    std::set<int> stepped;
-    for (const auto& chunk : run_data.telemetry.steps.chunks())
-      for (std::size_t i = 0; i < chunk->size(); ++i)
-        stepped.insert(chunk->rank(i));
+    const std::set<int> stepped = collector::ranks_with_steps(run_data.telemetry.steps);
     for (const auto& id : run_data.telemetry.ranks)
       if (stepped.count(id.global_rank) == 0) end.ranks_without_steps.push_back(id.global_rank);
     std::sort(end.ranks_without_steps.begin(), end.ranks_without_steps.end());
     for (const auto& d : run_data.deliveries)
       if (d.clean_end) end.said_goodbye.push_back(d.global_rank);
-  }
-  std::future<analysis::Summary> summary;
-  try {
-    summary = std::async(std::launch::async, [&run_data, window] {
-      return collector::summarize_run(run_data, window);
-    });
-  } catch (const std::exception&) {
-    // No thread to be had: diagnosed below, after the writer.
   }
   try {
     end.collected = collector.finish(deadline, expected_ranks);

@@ -70,13 +70,13 @@ model::StepRecord to_record(const model::BlackBoxStep& s, int rank, const TickCl
 
 std::int64_t BlackBoxReading::steps_completed() const {
   constexpr std::int64_t kMost = std::int64_t{1} << 62;
-  std::int64_t done = steps_done;
+  std::int64_t done = std::max(steps_done, last_step);
   for (const model::StepRecord& s : steps)
     done = std::max(done, s.step);
   return std::clamp<std::int64_t>(done, 0, kMost);
 }
 
-BlackBoxReading read_black_box(const model::BlackBoxRegion& region) {
+BlackBoxReading read_black_box(const model::BlackBoxRegion& region, bool with_steps) {
   const model::BlackBoxHeader& h = region.header;
   BlackBoxReading out;
   out.global_rank = h.global_rank;
@@ -92,6 +92,16 @@ BlackBoxReading read_black_box(const model::BlackBoxRegion& region) {
   const TickClock clock = read_clock(h);
   const std::uint64_t next = h.next.load(std::memory_order_acquire);
   out.journaled = next;
+  if (next > 0) {
+    // The last journaled step alone (for steps_completed): one slot.
+    const model::BlackBoxSlot& last = region.slots[(next - 1) % model::kBlackBoxSlots];
+    if (last.sequence.load(std::memory_order_acquire) == next) {
+      const std::int64_t step = last.step.step;
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (last.sequence.load(std::memory_order_relaxed) == next) out.last_step = step;
+    }
+  }
+  if (!with_steps) return out;
   const std::uint64_t first = next > model::kBlackBoxSlots ? next - model::kBlackBoxSlots : 0;
   out.steps.reserve(next - first);
   for (std::uint64_t i = first; i < next; ++i) {
@@ -159,8 +169,14 @@ BlackBox::~BlackBox() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+BlackBoxReading BlackBox::read_header() const {
+  BlackBoxReading r = read_black_box(*region_, false);
+  r.global_rank = global_rank_;
+  return r;
+}
+
 BlackBoxReading BlackBox::read() const {
-  BlackBoxReading r = read_black_box(*region_);
+  BlackBoxReading r = read_black_box(*region_, true);
   // Whatever the header says now: the steps are this rank's.
   r.global_rank = global_rank_;
   for (model::StepRecord& s : r.steps)

@@ -17,6 +17,8 @@
 namespace traceml::store {
 
 /// What a black box held when it was read.
+class BlackBox;
+
 struct BlackBoxReading {
   int global_rank = 0;
   bool attached = false;  ///< the rank mapped it (a rank that never did holds nothing)
@@ -29,6 +31,12 @@ struct BlackBoxReading {
   std::vector<model::StepMemoryRecord> memory;
   /// Steps journaled in all (the journal keeps the last kBlackBoxSlots).
   std::uint64_t journaled = 0;
+  /// The last journaled step (0: none), read also when the steps are not.
+  std::int64_t last_step = 0;
+  /// Read without its steps (BlackBox::read_header): the box to read them
+  /// from, when they turn out to be needed; null once read, or for a box
+  /// that came whole (another node's relay).
+  std::shared_ptr<const BlackBox> source;
   /// Where the loop was when the sender last looked, and when (unix seconds;
   /// 0: never): a hung rank's position, read from outside.
   model::LoopPhase phase = model::LoopPhase::Outside;
@@ -61,6 +69,11 @@ class BlackBox {
   /// What it holds now. Safe while the rank runs (a step written meanwhile
   /// is skipped or read whole), exact once it has ended.
   [[nodiscard]] BlackBoxReading read() const;
+  /// The header and the last journaled step only: where the rank was, its
+  /// steps completed, its stream. Touches two pages of the region where
+  /// read() touches all of it (768 KiB): a rank whose telemetry all arrived
+  /// needs no more (docs/launchers.md "The black box").
+  [[nodiscard]] BlackBoxReading read_header() const;
 
  private:
   BlackBox(int fd, model::BlackBoxRegion* region, int global_rank)
@@ -89,7 +102,9 @@ class BlackBoxMapping {
   model::BlackBoxRegion* region_ = nullptr;
 };
 
-/// Reads a region (its layout checked by the caller). Exposed for tests.
-BlackBoxReading read_black_box(const model::BlackBoxRegion& region);
+/// Reads a region (its layout checked by the caller); without its steps
+/// (`with_steps` false) the header and the last journaled step only.
+/// Exposed for tests.
+BlackBoxReading read_black_box(const model::BlackBoxRegion& region, bool with_steps = true);
 
 }  // namespace traceml::store

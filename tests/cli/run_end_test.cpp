@@ -117,9 +117,15 @@ std::string said(const RunEnd& end) {
 TEST(SayWhere, StepsFromABlackBoxAreCountedInWords) {
   RunEnd end;
   end.collected.steps_recovered = {{0, 1}, {3, 12}};
-  EXPECT_EQ(said(end),
-            "traceml: rank 0's last step came from its black box: it had not sent it\n"
-            "traceml: rank 3's last 12 steps came from its black box: it had not sent them\n");
+  const std::string err = said(end);
+  EXPECT_NE(err.find("traceml: rank 0's last step came from its black box: it had not sent it\n"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(
+      err.find("traceml: rank 3's last 12 steps came from its black box: it had not sent them\n"),
+      std::string::npos)
+      << err;
+  EXPECT_EQ(err.find("last 1 step"), std::string::npos) << err;
 }
 
 }  // namespace
