@@ -19,9 +19,9 @@
 // CUDA caching allocator's statistics (per-step peak allocated and reserved
 // memory, for the STEP MEMORY section).
 //
-// It also installs a third: LibTorch's operator profiler, which `traceml run
-// --profile-steps A:B` switches on for steps A to B of the training thread
-// (docs/profiling.md). This one is installed on a CPU too.
+// LibTorch's operator profiler, which `traceml run --profile-steps A:B`
+// switches on for steps A to B of the training thread (docs/profiling.md),
+// needs no call: a program that includes this header has it, on any device.
 //
 // traceml::wrap_dataloader (traceml.hpp) already times fetches from
 // torch::data loaders; no LibTorch-specific loader wrapper is needed.
@@ -239,6 +239,12 @@ inline void install_torch_profiler() noexcept {
   hooks.save = &save_torch_profile;
   set_profiler_hooks(hooks);
 }
+
+/// Including this header installs the profiler's hooks, before main():
+/// `--profile-steps` works on a CPU without any call (issue 47). The
+/// runtime's hook table is constant-initialized, so the order of static
+/// initializers does not matter; enable_torch_cuda() installs them again.
+inline const bool torch_profiler_installed = (install_torch_profiler(), true);
 
 #if TRACEML_TORCH_CUDA
 /// The device whose allocator the memory hook reads (-1: none yet) and its

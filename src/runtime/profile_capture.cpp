@@ -161,8 +161,8 @@ void ProfileCapture::begin(std::int64_t next) noexcept {
     failed.error = refusal;
   } else if (hooks.start == nullptr || hooks.stop == nullptr || hooks.read == nullptr) {
     failed.error =
-        "the program never installed LibTorch's profiler hooks (call "
-        "traceml::enable_torch_cuda(device) after traceml::init(); it does so on a CPU too)";
+        "the program never installed LibTorch's profiler hooks (include <traceml/torch.hpp> "
+        "in the program and link traceml::torch)";
   }
   // traceml's own CUPTI records go off for the capture: LibTorch's profiler
   // takes CUPTI's process-wide callbacks (with a GPU).

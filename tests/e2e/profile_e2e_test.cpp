@@ -207,6 +207,22 @@ TEST(ProfileE2E, TwoNodesGetEveryRanksProfileIntoTheRunDirectory) {
   EXPECT_EQ(load_json(run_dir / "final_summary.json")["profiles"].size(), 4u);
 }
 
+// Issue 47: including <traceml/torch.hpp> is enough, on a CPU: the
+// quickstart without its enable_torch_cuda() call (--no-gpu-clock) still
+// gets its operators profiled.
+TEST(ProfileE2E, IncludingTheTorchHeaderIsEnoughForTheProfiler) {
+  TempDir tmp;
+  const ProcessResult r = run_process(
+      traceml_run_argv(kCli, tmp.path() / "logs", "included", 1, {"--profile-steps", "20:24"},
+                       {kQuickstart, "--steps", "60", "--no-gpu-clock"}));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err.find("never installed"), std::string::npos) << r.err;
+  const Json summary = load_json(tmp.path() / "logs" / "included" / "final_summary.json");
+  ASSERT_TRUE(summary.contains("profiles")) << r.err;
+  EXPECT_GT(summary["profiles"][0]["ops"].get<std::int64_t>(), 0) << summary["profiles"].dump();
+  EXPECT_TRUE(summary["profiles"][0]["error"].is_null()) << summary["profiles"].dump();
+}
+
 TEST(ProfileE2E, AProgramWithoutTheProfilerHooksTrainsOnAndIsToldWhy) {
   // tiny_rank links no LibTorch and installs no hooks.
   TempDir tmp;
