@@ -17,16 +17,22 @@ namespace ev = evidence;
 using SM = StepMetric;
 using K = DiagnosisKind;
 
-/// One rank's series of the share's phase and of the step time, and its
-/// steps ordered by the phase, largest first (ties: the earlier step).
+/// What one rank's steps say about its share: its sums, its median step,
+/// and its few largest steps of the phase (values kept, not the series: a
+/// run of 64 ranks x 10,000 steps would hold 10 MB of series for this).
 struct RankSeries {
   std::size_t index = 0;  ///< into the window's facts
-  std::vector<double> value;
-  std::vector<double> step;
-  std::vector<std::size_t> largest;
   double value_sum = 0.0;
   double step_sum = 0.0;
   double median_step = 0.0;
+  /// The largest steps of the phase, largest first (ties: the earlier step):
+  /// their index into the window's steps, value and step time.
+  struct Top {
+    std::size_t at = 0;
+    double value = 0.0;
+    double step = 0.0;
+  };
+  std::vector<Top> largest;
 };
 
 /// The rank's share without its `k` largest steps of the phase.
@@ -34,8 +40,8 @@ double share_without(const RankSeries& r, std::size_t k) {
   double value = r.value_sum;
   double step = r.step_sum;
   for (std::size_t i = 0; i < k && i < r.largest.size(); ++i) {
-    value -= r.value[r.largest[i]];
-    step -= r.step[r.largest[i]];
+    value -= r.largest[i].value;
+    step -= r.largest[i].step;
   }
   return step > 0.0 ? std::max(0.0, value) / step : 0.0;
 }
@@ -44,7 +50,7 @@ double share_without(const RankSeries& r, std::size_t k) {
 bool all_stalls(const RankSeries& r, std::size_t k) {
   if (r.largest.size() < k) return false;
   for (std::size_t i = 0; i < k; ++i)
-    if (r.value[r.largest[i]] < th::kStallStepFactor * r.median_step) return false;
+    if (r.largest[i].value < th::kStallStepFactor * r.median_step) return false;
   return true;
 }
 
@@ -65,23 +71,24 @@ void add_stalls(const StepWindow& w, Issue& issue) {
   for (std::size_t i = 0; i < w.facts.size(); ++i) {
     const auto& f = w.facts[i];
     if (!f[metric] || !f[SM::StepTime] || *f[SM::StepTime] <= 0) continue;
+    const std::vector<double> value = rank_step_series(w, i, metric);
+    std::vector<double> step = rank_step_series(w, i, SM::StepTime);
+    if (value.size() < std::size_t(th::kMinStepsForConfidentDiag)) continue;
     RankSeries r;
     r.index = i;
-    r.value = rank_step_series(w, i, metric);
-    r.step = rank_step_series(w, i, SM::StepTime);
-    r.value_sum = std::accumulate(r.value.begin(), r.value.end(), 0.0);
-    r.step_sum = std::accumulate(r.step.begin(), r.step.end(), 0.0);
-    if (r.step_sum <= 0.0 || r.value.size() < std::size_t(th::kMinStepsForConfidentDiag)) continue;
-    r.median_step = median_of(r.step);
-    std::vector<std::size_t> order(r.value.size());
+    r.value_sum = std::accumulate(value.begin(), value.end(), 0.0);
+    r.step_sum = std::accumulate(step.begin(), step.end(), 0.0);
+    if (r.step_sum <= 0.0) continue;
+    std::vector<std::size_t> order(value.size());
     std::iota(order.begin(), order.end(), std::size_t{0});
     const std::size_t keep = std::min(th::kStallStepsMax, order.size());
     std::partial_sort(order.begin(), order.begin() + std::ptrdiff_t(keep), order.end(),
-                      [&r](std::size_t a, std::size_t b) {
-                        return r.value[a] > r.value[b] || (r.value[a] == r.value[b] && a < b);
+                      [&value](std::size_t a, std::size_t b) {
+                        return value[a] > value[b] || (value[a] == value[b] && a < b);
                       });
-    order.resize(keep);
-    r.largest = std::move(order);
+    for (std::size_t k = 0; k < keep; ++k)
+      r.largest.push_back({order[k], value[order[k]], step[order[k]]});
+    r.median_step = median_of(std::move(step));
     ranks.push_back(std::move(r));
   }
   if (ranks.empty()) return;
@@ -102,7 +109,7 @@ void add_stalls(const StepWindow& w, Issue& issue) {
     for (const RankSeries& r : ranks) {
       double sum = 0.0;
       for (std::size_t i = 0; i < k && i < r.largest.size(); ++i)
-        sum += r.value[r.largest[i]];
+        sum += r.largest[i].value;
       if (named == nullptr || sum > most) {
         named = &r;
         most = sum;
@@ -112,18 +119,19 @@ void add_stalls(const StepWindow& w, Issue& issue) {
     if (without > share * (1.0 - th::kStallsHoldShare) || !all_stalls(*named, k)) continue;
     Json steps = Json::array();
     for (std::size_t i = 0; i < k; ++i) {
-      const std::size_t s = named->largest[i];
+      const RankSeries::Top& t = named->largest[i];
       steps.push_back(Json{{ev::kRank, w.facts[named->index].rank},
-                           {"step", w.steps[s]},
-                           {ev::kValueMs, named->value[s]},
-                           {ev::kStepTimeMs, named->step[s]}});
+                           {"step", w.steps[t.at]},
+                           {ev::kValueMs, t.value},
+                           {ev::kStepTimeMs, t.step}});
     }
-    issue.evidence[ev::kStalls] = Json{{ev::kMetric, culprit_metric(*kind)},
-                                       {"share", share},
-                                       {"share_without", without},
-                                       {"steps", std::move(steps)},
-                                       {"median_value_ms", median_of(named->value)},
-                                       {"median_step_time_ms", named->median_step}};
+    issue.evidence[ev::kStalls] =
+        Json{{ev::kMetric, culprit_metric(*kind)},
+             {"share", share},
+             {"share_without", without},
+             {"steps", std::move(steps)},
+             {"median_value_ms", median_of(rank_step_series(w, named->index, metric))},
+             {"median_step_time_ms", named->median_step}};
     return;
   }
 }

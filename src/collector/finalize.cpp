@@ -274,18 +274,13 @@ report::FinalSummary finalize_run(const std::string& run_dir, const store::RunDa
   const std::string db = (std::filesystem::path(run_dir) / store::kRunDbFileName).string();
   const std::optional<store::RunOutcome> outcome = store::read_run_outcome(db);
   const std::optional<store::RejectionCounts> rejections = store::read_rejection_counts(db);
-  // The timeline first: the summary names it only once it exists.
+  // The timeline is written while the page draws (write_run_report); the
+  // summary names it once it exists.
   std::optional<report::TimelinePlan> timeline;
-  std::optional<std::string> timeline_error;
   if (s.step_window) {
     const auto slow = s.step_time.global_extra.find("slow_window");
     timeline = report::plan_run_timeline(*s.step_window,
                                          slow != s.step_time.global_extra.end() ? &*slow : nullptr);
-  }
-  if (timeline) {
-    timeline_error = report::write_run_timeline(run_dir, data.telemetry, *timeline,
-                                                std::string("traceml ") + traceml::version());
-    if (timeline_error) timeline.reset();
   }
   report::FinalSummary f = report::build_final_summary(
       s, report::iso8601_utc(end_of_run(data.telemetry)), report::evidence_hint_for(run_dir),
@@ -297,8 +292,13 @@ report::FinalSummary finalize_run(const std::string& run_dir, const store::RunDa
                                : static_cast<std::int64_t>(data.rejected.size())),
       report::profiles_json(report::read_profile_infos(run_dir)),
       timeline ? std::optional<report::Json>(report::timeline_json(*timeline)) : std::nullopt);
-  f.timeline_error = timeline_error;
-  report::write_run_report(f, run_dir, &data.telemetry, page_limits);
+  report::ExtraWriter write_timeline;
+  if (timeline)
+    write_timeline = [&] {
+      return report::write_run_timeline(run_dir, data.telemetry, *timeline,
+                                        std::string("traceml ") + traceml::version());
+    };
+  report::write_run_report(f, run_dir, &data.telemetry, page_limits, write_timeline);
   return f;
 }
 

@@ -60,6 +60,12 @@ constexpr const char* kMixedNote =
     "step runs them (args.positions \"inferred\"): durations exact, positions not.";
 
 std::string json_text(const std::string& s) {
+  // Most names are ours ("step 812", "backward"): printable ASCII without a
+  // quote or a backslash goes as it is, without a JSON value built and
+  // dumped for each of a timeline's million slices.
+  const bool plain = std::all_of(
+      s.begin(), s.end(), [](char c) { return c >= 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+  if (plain) return '"' + s + '"';
   return nlohmann::json(s).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
@@ -102,9 +108,30 @@ std::int64_t to_ns(double ms) {
   return saturated_ns(ms * 1e6);
 }
 
+/// `v` in decimal at the end of `s`.
+void append_int(std::string& s, std::int64_t v) {
+  char buf[24];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  s.append(buf, r.ptr);
+}
+
+/// The events, written through a buffer of their own: a timeline holds a
+/// million slices, and an ostream's formatting of each number cost more
+/// than the rest of the writing together (the end of a run writes one).
 class TraceWriter {
  public:
-  TraceWriter(std::ostream& out, double origin_s) : out_(out), origin_s_(origin_s) {}
+  TraceWriter(std::ostream& out, double origin_s) : out_(out), origin_s_(origin_s) {
+    buf_.reserve(kFlushBytes + 4096);
+  }
+  ~TraceWriter() { flush(); }
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  /// Writes what the buffer holds to the stream.
+  void flush() {
+    out_.write(buf_.data(), std::streamsize(buf_.size()));
+    buf_.clear();
+  }
 
   /// Nanoseconds since the origin of a unix time in seconds.
   [[nodiscard]] std::int64_t at(double unix_s) const {
@@ -114,20 +141,44 @@ class TraceWriter {
   void metadata(std::int64_t pid, std::optional<int> tid, const char* what, const char* key,
                 const std::string& value_json) {
     open();
-    out_ << R"({"name":")" << what << R"(","ph":"M","pid":)" << pid;
-    if (tid) out_ << R"(,"tid":)" << *tid;
-    out_ << R"(,"args":{")" << key << R"(":)" << value_json << "}}";
+    buf_ += R"({"name":")";
+    buf_ += what;
+    buf_ += R"(","ph":"M","pid":)";
+    append_int(buf_, pid);
+    if (tid) {
+      buf_ += R"(,"tid":)";
+      append_int(buf_, *tid);
+    }
+    buf_ += R"(,"args":{")";
+    buf_ += key;
+    buf_ += R"(":)";
+    buf_ += value_json;
+    buf_ += "}}";
+    spill();
   }
 
   /// A complete slice [begin, end] on a rank's track.
   void slice(std::int64_t pid, int tid, const std::string& name, const char* category,
              std::int64_t begin, std::int64_t end, const std::string& args_json) {
     open();
-    out_ << R"({"name":)" << json_text(name) << R"(,"cat":")" << category << R"(","ph":"X","pid":)"
-         << pid << R"(,"tid":)" << tid << R"(,"ts":)" << micros(begin) << R"(,"dur":)"
-         << micros(std::max<std::int64_t>(0, end - begin));
-    if (!args_json.empty()) out_ << R"(,"args":)" << args_json;
-    out_ << "}";
+    buf_ += R"({"name":)";
+    buf_ += json_text(name);
+    buf_ += R"(,"cat":")";
+    buf_ += category;
+    buf_ += R"(","ph":"X","pid":)";
+    append_int(buf_, pid);
+    buf_ += R"(,"tid":)";
+    append_int(buf_, tid);
+    buf_ += R"(,"ts":)";
+    buf_ += micros(begin);
+    buf_ += R"(,"dur":)";
+    buf_ += micros(std::max<std::int64_t>(0, end - begin));
+    if (!args_json.empty()) {
+      buf_ += R"(,"args":)";
+      buf_ += args_json;
+    }
+    buf_ += "}";
+    spill();
   }
 
   /// A counter sample: one value per named series.
@@ -140,19 +191,33 @@ class TraceWriter {
     }
     if (args.empty()) return;
     open();
-    out_ << R"({"name":)" << json_text(name) << R"(,"ph":"C","pid":)" << pid << R"(,"ts":)"
-         << micros(ts) << R"(,"args":{)" << args << "}}";
+    buf_ += R"({"name":)";
+    buf_ += json_text(name);
+    buf_ += R"(,"ph":"C","pid":)";
+    append_int(buf_, pid);
+    buf_ += R"(,"ts":)";
+    buf_ += micros(ts);
+    buf_ += R"(,"args":{)";
+    buf_ += args;
+    buf_ += "}}";
+    spill();
   }
 
   [[nodiscard]] std::int64_t events() const { return events_; }
 
  private:
+  static constexpr std::size_t kFlushBytes = std::size_t{1} << 16;
+
   void open() {
-    out_ << (events_ == 0 ? "\n" : ",\n");
+    buf_ += events_ == 0 ? "\n" : ",\n";
     ++events_;
+  }
+  void spill() {
+    if (buf_.size() >= kFlushBytes) flush();
   }
 
   std::ostream& out_;
+  std::string buf_;
   double origin_s_;
   std::int64_t events_ = 0;
 };
@@ -380,14 +445,14 @@ TimelineStats write_chrome_trace(const model::Telemetry& t, const std::vector<St
     return k;
   };
   // Each rank's rows in the ranges, the later of two rows of one step winning.
+  // Read in place: a long run holds millions of rows, a few of them drawn.
   std::map<int, std::map<std::int64_t, std::size_t>> rows;
   {
     std::size_t i = 0;
-    for (const model::StepRecord r : t.steps) {
-      if (r.events.event_mask() != 0 && range_of(r.step) < ranges.size())
-        rows[r.global_rank][r.step] = i;
-      ++i;
-    }
+    for (const auto& c : t.steps.chunks())
+      for (std::size_t k = 0; k < c->size(); ++k, ++i)
+        if (c->event_mask(k) != 0 && range_of(c->step(k)) < ranges.size())
+          rows[c->rank(k)][c->step(k)] = i;
   }
   TimelineStats stats;
   // The origin: a whole second before the first step begins.
@@ -516,6 +581,7 @@ TimelineStats write_chrome_trace(const model::Telemetry& t, const std::vector<St
                    {"mem_used_GB", g.mem_used_bytes.value_or(NAN) / 1e9}});
     }
   }
+  w.flush();
   out << "\n]}\n";
   stats.events = w.events();
   return stats;

@@ -45,28 +45,54 @@ void write_final_summary(const FinalSummary& f, const std::string& dir) {
   write_file_atomic((fs::path(dir) / "final_summary.txt").string(), text);
 }
 
+namespace {
+
+void rerender(FinalSummary& s) {
+  s.text = render_text(s.json, s.text_options);
+  s.json["text"] = s.text;
+}
+
+/// `s` naming no timeline (its key gone, its text again).
+void drop_timeline(FinalSummary& s) {
+  if (s.json.erase("timeline") > 0) rerender(s);
+}
+
+}  // namespace
+
 void write_run_report(FinalSummary& f, const std::string& dir, const model::Telemetry* telemetry,
-                      const PageLimits& page_limits) {
+                      const PageLimits& page_limits, const ExtraWriter& timeline) {
+  const bool has_timeline = timeline && f.json.contains("timeline");
   const std::string html_hint = f.text_options.html_hint;
   if (html_hint.empty()) {
+    if (has_timeline)
+      if (auto error = timeline()) {
+        f.timeline_error = *error;
+        drop_timeline(f);
+      }
     write_final_summary(f, dir);
     return;
   }
-  // The summary as it reads once the page exists: the page shows this text.
+  // The summary as it reads once the page and the timeline exist: the page
+  // shows this text.
   FinalSummary named = f;
   // The page's child starts first and draws while this process writes the
-  // JSON and the text, naming no page: whatever drawing the page does (a
-  // loop that never ends, memory without bound, a crash), they are on disk
-  // before the page is waited for. (A child killed on the way out if writing
-  // them throws.)
+  // JSON and the text, naming neither the page nor the timeline, then the
+  // timeline (the two take about as long, on two cores): whatever drawing
+  // the page does (a loop that never ends, memory without bound, a crash),
+  // the summary is on disk before the page is waited for. (A child killed
+  // on the way out if writing them throws.)
   HtmlOptions opts;
   opts.run_dir = named.text_options.run_dir;
   opts.step_window = named.step_window.get();
   PageChild child(named.json, telemetry, opts, page_limits);
-  f.text_options.html_hint.clear();
-  f.text = render_text(f.json, f.text_options);
-  f.json["text"] = f.text;
-  write_final_summary(f, dir);
+  FinalSummary bare = f;
+  bare.text_options.html_hint.clear();
+  if (has_timeline) bare.json.erase("timeline");
+  rerender(bare);
+  write_final_summary(bare, dir);
+  std::optional<std::string> timeline_error;
+  if (has_timeline) timeline_error = timeline();
+  if (timeline_error) drop_timeline(named);
 
   const fs::path page_path = fs::path(dir) / "final_summary.html";
   const DrawnPage drawn = child.finish();
@@ -80,21 +106,31 @@ void write_run_report(FinalSummary& f, const std::string& dir, const model::Tele
   } else {
     error = drawn.error;
   }
+  // What the files say last, and what the caller prints: the page and the
+  // timeline that exist, and none that does not.
+  FinalSummary last = std::move(named);
   if (error) {
-    f.html_error = "final_summary.html not written: " + *error;
     // A page left from an earlier report would be another summary's.
     std::error_code ec;
     if (fs::is_regular_file(page_path, ec)) fs::remove(page_path, ec);
-    return;
+    last.text_options.html_hint.clear();
+    rerender(last);
   }
-  // The page exists: the text names it now.
-  try {
-    write_final_summary(named, dir);
-    f = std::move(named);
-  } catch (const WriteError&) {
-    // The JSON and text on disk are whole and agree; they just do not name
-    // the page, and neither does what the caller prints.
+  if (error && (!has_timeline || timeline_error)) {
+    last = std::move(bare);  // on disk already
+  } else {
+    try {
+      write_final_summary(last, dir);
+    } catch (const WriteError&) {
+      // The JSON and text on disk are whole and agree; they just name
+      // neither the page nor the timeline, and neither does what the
+      // caller prints.
+      last = std::move(bare);
+    }
   }
+  if (error) last.html_error = "final_summary.html not written: " + *error;
+  if (timeline_error) last.timeline_error = timeline_error;
+  f = std::move(last);
 }
 
 std::string absolute_path(const std::string& path) {

@@ -3,6 +3,7 @@
 // directory, the page last.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,8 +68,15 @@ void write_final_summary(const FinalSummary& f, const std::string& dir);
 /// that does not name it, the reason goes to f.html_error (one line), and no
 /// page is left (not even an earlier report's). Throws WriteError only for
 /// the JSON and the text.
+/// Writes an extra artifact while the page draws; the one-line reason when
+/// it could not (report/run_timeline.hpp's write_run_timeline).
+using ExtraWriter = std::function<std::optional<std::string>()>;
+
+/// `timeline`: when `f` names a timeline (its `timeline` key), writes it,
+/// while the page's child draws; the summary names it only once it exists,
+/// and not at all when it could not be written (f.timeline_error says why).
 void write_run_report(FinalSummary& f, const std::string& dir, const model::Telemetry* telemetry,
-                      const PageLimits& page_limits);
+                      const PageLimits& page_limits, const ExtraWriter& timeline = {});
 
 /// The paths a summary names (decided for issue 47, docs/quickstart.md "Paths
 /// in the report"): the files name the run directory by its absolute path

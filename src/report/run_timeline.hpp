@@ -21,10 +21,11 @@ namespace traceml::report {
 
 /// The file's name in the run directory.
 inline constexpr const char* kTimelineFileName = "timeline.json";
-/// Rank-steps the run's timeline draws at most (about 0.9 KB each): the
-/// latest 1,000 steps of up to 16 ranks, fewer of more ranks (64 ranks:
-/// 250), so that the file stays near 15 MB and takes a fraction of a second.
-inline constexpr std::int64_t kTimelineRankSteps = 16000;
+/// Rank-steps the run's timeline draws at most (about 0.8 KB each): the
+/// latest 1,000 steps of up to 8 ranks, fewer of more ranks (64 ranks: 125),
+/// so that the file stays near 7 MB and is written while the page draws
+/// (0.1 s for 64 ranks on 2 cores: docs/performance.md "The end of a run").
+inline constexpr std::int64_t kTimelineRankSteps = 8000;
 /// The latest steps it draws of any number of ranks, at least, and at most.
 inline constexpr std::int64_t kTimelineMinSteps = 50;
 inline constexpr std::int64_t kTimelineMaxSteps = 1000;

@@ -32,7 +32,7 @@ TEST(RunTimeline, TheLatestThousandStepsOfFewRanksFewerOfMany) {
   EXPECT_EQ(one->aligned_steps, 20000);
   const auto many = plan_run_timeline(window(1, 20000, 64), nullptr);
   ASSERT_TRUE(many);
-  EXPECT_EQ(ranges_text(many->ranges), "19751:20000");  // 16,000 rank-steps
+  EXPECT_EQ(ranges_text(many->ranges), "19876:20000");  // 8,000 rank-steps
   const auto huge = plan_run_timeline(window(1, 20000, 4096), nullptr);
   ASSERT_TRUE(huge);
   EXPECT_EQ(huge->latest_steps, kTimelineMinSteps);
