@@ -5,6 +5,13 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "../analysis/step_time_test_support.hpp"
+#include "../support/subprocess.hpp"
+#include "analysis/summary.hpp"
+#include "report/final_summary.hpp"
+
 namespace traceml::report {
 namespace {
 
@@ -57,6 +64,50 @@ TEST(RunTimeline, TheSlowWindowIsDrawnTooWhereverItLies) {
   const auto ignored = plan_run_timeline(window(1, 20000, 1), &nonsense);
   EXPECT_EQ(ranges_text(ignored->ranges), "19001:20000");
   EXPECT_TRUE(timeline_json(*ignored)["slow_window"].is_null());
+}
+
+/// A run of 100 steps, its summary naming its timeline.
+FinalSummary summary_with_timeline(const model::Telemetry& t, const std::string& dir) {
+  const analysis::Summary s = analysis::summarize(t, analysis::Options{});
+  const auto plan = plan_run_timeline(*s.step_window, nullptr);
+  return build_final_summary(s, "2026-12-07T00:00:00Z", evidence_hint_for(dir), std::nullopt,
+                             std::nullopt, run_dir_hint_for(dir), html_hint_for(dir), std::nullopt,
+                             std::nullopt, timeline_json(*plan));
+}
+
+// The summary names the timeline only once it exists: written while the
+// page draws, and left out of the summary (and said) when it cannot be.
+TEST(RunTimeline, TheSummaryNamesItOnlyWhenItWasWritten) {
+  model::Telemetry t;
+  traceml::testing::add_steps(t, 0, 1, 100, {1.0, 0.0, 2.0, 3.0, 1.0, 7.0});
+  traceml::testing::TempDir tmp;
+  const std::string dir = (tmp.path() / "run").string();
+  FinalSummary ok = summary_with_timeline(t, dir);
+  bool written = false;
+  write_run_report(ok, dir, &t, PageLimits{}, [&]() -> std::optional<std::string> {
+    written = true;
+    return std::nullopt;
+  });
+  EXPECT_TRUE(written);
+  EXPECT_FALSE(ok.timeline_error);
+  EXPECT_TRUE(ok.json.contains("timeline"));
+  EXPECT_NE(ok.text.find("\nTimeline: "), std::string::npos) << ok.text;
+  EXPECT_NE(
+      traceml::testing::read_file(tmp.path() / "run" / "final_summary.txt").find("\nTimeline: "),
+      std::string::npos);
+
+  FinalSummary failed = summary_with_timeline(t, dir);
+  write_run_report(failed, dir, &t, PageLimits{}, []() -> std::optional<std::string> {
+    return "timeline.json not written: full";
+  });
+  ASSERT_TRUE(failed.timeline_error);
+  EXPECT_EQ(*failed.timeline_error, "timeline.json not written: full");
+  EXPECT_FALSE(failed.json.contains("timeline"));
+  EXPECT_EQ(failed.text.find("Timeline:"), std::string::npos) << failed.text;
+  const std::string on_disk =
+      traceml::testing::read_file(tmp.path() / "run" / "final_summary.json");
+  EXPECT_EQ(on_disk.find("\"timeline\""), std::string::npos);
+  EXPECT_NE(on_disk.find("final_summary.html"), std::string::npos);  // the page still is
 }
 
 }  // namespace
