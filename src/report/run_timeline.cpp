@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <ostream>
-#include <streambuf>
 #include <system_error>
 
 #include "report/atomic_file.hpp"
@@ -16,27 +14,6 @@ namespace {
 
 /// The most profiled operators a timeline draws (about 200 bytes each).
 constexpr std::size_t kMaxTimelineProfileOps = std::size_t{1} << 21;
-
-/// An ostream's bytes appended to a string, which is then written as it is:
-/// an ostringstream's str() would copy the whole timeline once more.
-class StringSink : public std::streambuf {
- public:
-  explicit StringSink(std::string& s) : s_(s) {}
-
- protected:
-  int_type overflow(int_type c) override {
-    if (!traits_type::eq_int_type(c, traits_type::eof()))
-      s_.push_back(traits_type::to_char_type(c));
-    return traits_type::not_eof(c);
-  }
-  std::streamsize xsputn(const char* p, std::streamsize n) override {
-    s_.append(p, std::size_t(n));
-    return n;
-  }
-
- private:
-  std::string& s_;
-};
 
 std::string range_text(const StepRange& r) {
   return std::to_string(r.first) + ":" + std::to_string(r.last);
@@ -106,11 +83,11 @@ std::optional<std::string> write_run_timeline(const std::string& run_dir, const 
                                               const std::string& producer) {
   const std::string path = (std::filesystem::path(run_dir) / kTimelineFileName).string();
   try {
-    std::string text;
-    StringSink sink(text);
-    std::ostream out(&sink);
-    write_chrome_trace(t, plan.ranges, producer, out, profiles_meeting(run_dir, plan.ranges));
-    write_file_atomic(path, text);
+    const std::vector<RankProfile> profiles = profiles_meeting(run_dir, plan.ranges);
+    // Straight to the file: the timeline is never held whole in memory.
+    write_file_atomic(path, [&](std::ostream& out) {
+      write_chrome_trace(t, plan.ranges, producer, out, profiles);
+    });
     return std::nullopt;
   } catch (const std::exception& e) {
     std::error_code ec;
