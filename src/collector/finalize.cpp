@@ -293,6 +293,12 @@ report::FinalSummary finalize_run(const std::string& run_dir, const store::RunDa
       report::profiles_json(report::read_profile_infos(run_dir)),
       timeline ? std::optional<report::Json>(report::timeline_json(*timeline)) : std::nullopt);
   report::ExtraWriter write_timeline;
+  if (!timeline) {
+    // A run without an aligned step draws none: an older report's would be
+    // another run's.
+    std::error_code ec;
+    std::filesystem::remove(std::filesystem::path(run_dir) / report::kTimelineFileName, ec);
+  }
   if (timeline)
     write_timeline = [&] {
       return report::write_run_timeline(run_dir, data.telemetry, *timeline,

@@ -83,6 +83,20 @@ void Collector::Impl::take_recovered(CollectionReport& rep) {
   }
   for (store::BlackBoxReading& box : readings) {
     const int rank = box.global_rank;
+    // The box of another process than the one the collector heard last
+    // (a rank started again) is not compared with it: not taken.
+    const auto stream = seen_stream.find(rank);
+    const bool other_process =
+        stream != seen_stream.end() && stream->second != 0 && box.stream != stream->second;
+    // Its steps, read now that they may be needed: for a rank that did not
+    // exit cleanly (its position is taken from every step it journaled),
+    // and for one whose telemetry may be missing; not for a rank that said
+    // goodbye having dropped nothing (all it recorded arrived).
+    if (box.source && (!box.exited_cleanly || (!other_process && !all_arrived(rank)))) {
+      const bool cleanly = box.exited_cleanly;
+      box = box.source->read();
+      box.exited_cleanly = cleanly;
+    }
     if (box.attached && !box.exited_cleanly) {
       // Where the rank was when it ended: the step after its last
       // completed one, in the phase its training thread last entered. A
@@ -91,19 +105,7 @@ void Collector::Impl::take_recovered(CollectionReport& rep) {
       std::lock_guard<std::mutex> lk(state_mu);
       box_positions[rank] = {box.steps_completed() + 1, box.phase};
     }
-    // The box of another process than the one the collector heard last
-    // (a rank started again) is not compared with it: not taken.
-    if (const auto it = seen_stream.find(rank);
-        it != seen_stream.end() && it->second != 0 && box.stream != it->second)
-      continue;
-    // Its steps, read now that they may be needed: not for a rank that
-    // said goodbye having dropped nothing (all it recorded arrived).
-    if (box.source) {
-      if (all_arrived(rank)) continue;
-      const bool cleanly = box.exited_cleanly;
-      box = box.source->read();
-      box.exited_cleanly = cleanly;
-    }
+    if (other_process || box.source) continue;
     SeenSteps& have = seen[rank];
     std::int64_t taken = 0;
     std::set<std::int64_t> steps;

@@ -95,7 +95,13 @@ void write_run_report(FinalSummary& f, const std::string& dir, const model::Tele
   if (timeline_error) drop_timeline(named);
 
   const fs::path page_path = fs::path(dir) / "final_summary.html";
-  const DrawnPage drawn = child.finish();
+  DrawnPage drawn = child.finish();
+  if (timeline_error && drawn.page) {
+    // It was drawn naming the timeline that could not be written: drawn
+    // again (a rare path: the disk that refused the timeline).
+    PageChild again(named.json, telemetry, opts, page_limits);
+    drawn = again.finish();
+  }
   std::optional<std::string> error;
   if (drawn.page) {
     try {

@@ -434,7 +434,8 @@ void Sender::on_verdict(const transport::Verdict& v) {
       transport::append_record_frame(stats, model::ProfileReady{settings_.identity.global_rank});
       profile_ready_at_ = Clock::now();
     }
-    pending_.insert(pending_.end() - std::ptrdiff_t(last_bytes_), stats.begin(), stats.end());
+    pending_.insert(pending_.begin() + std::ptrdiff_t(before_last_word()), stats.begin(),
+                    stats.end());
     return;
   }
   client_.close();
@@ -530,7 +531,16 @@ void Sender::write_before_verdict() {
   writing_before_verdict_ = true;
   std::vector<std::uint8_t> stats;
   transport::append_record_frame(stats, full_stats());
-  pending_.insert(pending_.end() - std::ptrdiff_t(last_bytes_), stats.begin(), stats.end());
+  pending_.insert(pending_.begin() + std::ptrdiff_t(before_last_word()), stats.begin(),
+                  stats.end());
+}
+
+std::size_t Sender::before_last_word() const {
+  // Before the frames that must stay last, but never inside or before a
+  // frame partly written (which may be one of them): its rest goes first.
+  const std::size_t last = pending_.size() - std::min(last_bytes_, pending_.size());
+  const std::size_t partial = written_ > 0 ? frame_bytes_at(pending_.data()) : 0;
+  return std::min(std::max(last, partial), pending_.size());
 }
 
 bool Sender::flush(milliseconds budget) {

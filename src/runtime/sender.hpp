@@ -171,6 +171,9 @@ class Sender {
   /// state, leaving a frame partly written, the counters as they now stand
   /// and the frames that must stay last (goodbye, Bye).
   void cut_to_last_word();
+  /// Where a frame goes that must precede the last word: before the frames
+  /// that stay last, after a frame partly written.
+  [[nodiscard]] std::size_t before_last_word() const;
   /// After drain(): heartbeats on the open connection until stop().
   void linger();
   /// drain() may return: the thread no longer reads what stop() sets.

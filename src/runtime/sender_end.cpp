@@ -24,6 +24,9 @@ constexpr std::chrono::seconds kGpuGrace{2};
 /// (issue 47). At least kLastWordMin: a collector that reads this
 /// connection at all within it makes room for the few bytes they take.
 constexpr double kLastWordShare = 0.3;
+/// While a last word waits for a starved collector, how long each of
+/// linger()'s writes may wait: stop() waits for the one in progress.
+constexpr milliseconds kLingerFlush{100};
 constexpr milliseconds kLastWordMin{1000};
 
 }  // namespace
@@ -166,8 +169,10 @@ void Sender::cut_to_last_word() {
   // pending_: [a frame partly written][the rest][the last word: last_bytes_].
   const std::size_t last_from = pending_.size() - std::min(last_bytes_, pending_.size());
   // A frame partly written goes whole: the stream must stay whole frames.
-  const std::size_t from =
-      written_ > 0 ? std::min(frame_bytes_at(pending_.data()), last_from) : std::size_t{0};
+  const std::size_t from = written_ > 0 ? frame_bytes_at(pending_.data()) : std::size_t{0};
+  // Nothing but the last word (or the frame partly written inside it) is
+  // left: nothing to cut, and the counters said before went out already.
+  if (from >= last_from) return;
   std::int64_t records = 0;
   for (std::size_t at = from; at < last_from; at += frame_bytes_at(pending_.data() + at))
     if (holds_record(pending_.data() + at)) ++records;
@@ -180,7 +185,8 @@ void Sender::cut_to_last_word() {
   const auto stats = transport::encode_frame(transport::frame_type_of<model::TracerStats>(),
                                              transport::encode(full_stats()));
   if (stats)
-    pending_.insert(pending_.end() - std::ptrdiff_t(last_bytes_), stats->begin(), stats->end());
+    pending_.insert(pending_.begin() + std::ptrdiff_t(before_last_word()), stats->begin(),
+                    stats->end());
 }
 
 void Sender::linger() {
@@ -198,9 +204,11 @@ void Sender::linger() {
     if (!ensure_connected(Clock::now(), false) || !read_collector(milliseconds(0)) ||
         awaiting_verdict_)
       continue;
-    // Behind a last word still going out, a heartbeat would come after it.
+    // Behind a last word still going out, a heartbeat would come after it;
+    // and stop() must not wait long for a flush to a starved collector.
     if (settings_.position && pending_.empty()) add_control(settings_.position());
-    flush(std::min(settings_.send_timeout, settings_.heartbeat_interval));
+    flush(pending_.empty() ? std::min(settings_.send_timeout, settings_.heartbeat_interval)
+                           : std::min(settings_.send_timeout, kLingerFlush));
   }
 }
 

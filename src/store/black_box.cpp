@@ -92,14 +92,15 @@ BlackBoxReading read_black_box(const model::BlackBoxRegion& region, bool with_st
   const TickClock clock = read_clock(h);
   const std::uint64_t next = h.next.load(std::memory_order_acquire);
   out.journaled = next;
-  if (next > 0) {
-    // The last journaled step alone (for steps_completed): one slot.
-    const model::BlackBoxSlot& last = region.slots[(next - 1) % model::kBlackBoxSlots];
-    if (last.sequence.load(std::memory_order_acquire) == next) {
-      const std::int64_t step = last.step.step;
-      std::atomic_thread_fence(std::memory_order_acquire);
-      if (last.sequence.load(std::memory_order_relaxed) == next) out.last_step = step;
-    }
+  // The last journaled steps' ids alone (for steps_completed): the last
+  // slot, or the one before when a death tore the last (a few slots, not
+  // the journal).
+  for (std::uint64_t i = next; i > 0 && next - i < 2 && out.last_step == 0; --i) {
+    const model::BlackBoxSlot& slot = region.slots[(i - 1) % model::kBlackBoxSlots];
+    if (slot.sequence.load(std::memory_order_acquire) != i) continue;
+    const std::int64_t step = slot.step.step;
+    std::atomic_thread_fence(std::memory_order_acquire);
+    if (slot.sequence.load(std::memory_order_relaxed) == i) out.last_step = step;
   }
   if (!with_steps) return out;
   const std::uint64_t first = next > model::kBlackBoxSlots ? next - model::kBlackBoxSlots : 0;

@@ -108,6 +108,10 @@ TEST(RunTimeline, TheSummaryNamesItOnlyWhenItWasWritten) {
       traceml::testing::read_file(tmp.path() / "run" / "final_summary.json");
   EXPECT_EQ(on_disk.find("\"timeline\""), std::string::npos);
   EXPECT_NE(on_disk.find("final_summary.html"), std::string::npos);  // the page still is
+  // and it names no timeline either (it was drawn again without it).
+  EXPECT_EQ(
+      traceml::testing::read_file(tmp.path() / "run" / "final_summary.html").find("timeline.json"),
+      std::string::npos);
 }
 
 }  // namespace

@@ -235,8 +235,8 @@ CompareVerdict decide_verdict(const CompareReport& report, const CompareOptions&
     const bool median_held = noise.median_delta_ms.has_value() && !noise.beyond_band;
     std::string why = label + " mean changed by " + signed_fixed(*step_pct) + "%";
     if (!stalls.empty())
-      why += ", moved by " + stalls + "; the median step " +
-             (median_held ? "did not change" : "changed within run-to-run noise") + " (" +
+      why += ", moved by " + stalls + "; " +
+             (median_held ? "the median step did not change" : "within run-to-run noise") + " (" +
              noise_evidence(noise) + ")";
     else if (median_held && std::fabs(*step_pct) >= kOutlierMovedPct)
       why += ", moved by a few outlying steps: the median step did not change (" +
