@@ -27,7 +27,9 @@ elseif(TRACEML_WITH_TORCH)
 endif()
 unset(_traceml_with_torch)
 
+include(TracemlTorchCheck)
 if(TRACEML_TORCH_FOUND)
+  traceml_check_torch_libraries()
   message(STATUS "traceml: LibTorch ${Torch_VERSION} found; building traceml::torch")
   # Header-only: traceml/torch.hpp lives beside traceml.hpp, so the include
   # directory comes with traceml::traceml. LibTorch is linked by its imported

@@ -88,6 +88,7 @@ struct Settings {
   std::int64_t batch_size = 32;
   std::int64_t samples = 4096;
   std::int64_t transform_us = 100;
+  std::int64_t hidden = kHidden;
   double lr = 0.05;
   std::int64_t seed = 0;
   std::int64_t threads = 1;
@@ -109,9 +110,10 @@ int train(const Settings& settings, const torch::Device& device) {
                               .batch_size(static_cast<std::size_t>(settings.batch_size))
                               .workers(0));
 
-  torch::nn::Sequential model(torch::nn::Linear(kFeatures, kHidden), torch::nn::ReLU(),
-                              torch::nn::Linear(kHidden, kHidden), torch::nn::ReLU(),
-                              torch::nn::Linear(kHidden, kClasses));
+  const std::int64_t hidden = settings.hidden;
+  torch::nn::Sequential model(torch::nn::Linear(kFeatures, hidden), torch::nn::ReLU(),
+                              torch::nn::Linear(hidden, hidden), torch::nn::ReLU(),
+                              torch::nn::Linear(hidden, kClasses));
   model->to(device);
   torch::optim::SGD optimizer(model->parameters(),
                               torch::optim::SGDOptions(settings.lr).momentum(0.9));
@@ -167,6 +169,8 @@ int main(int argc, char** argv) {
   flags.add("batch-size", &settings.batch_size, "samples per batch");
   flags.add("samples", &settings.samples, "samples in the synthetic dataset");
   flags.add("transform-us", &settings.transform_us, "microseconds of transform work per sample");
+  flags.add("hidden", &settings.hidden,
+            "width of the MLP's two hidden layers (the compute beside the input)");
   flags.add("lr", &settings.lr, "SGD learning rate");
   flags.add("seed", &settings.seed, "random seed (same seed, same output)");
   flags.add("threads", &settings.threads, "intra-op threads of LibTorch");
@@ -177,11 +181,11 @@ int main(int argc, char** argv) {
   flags.add("stall-ms", &settings.stall_ms, "how long the --stall-at-step stall lasts");
   flags.parse(argc, argv);
   if (settings.steps < 0 || settings.batch_size < 1 || settings.samples < 1 ||
-      settings.transform_us < 0 || settings.threads < 1 || settings.log_every < 1 ||
-      settings.stall_at_step < 0 || settings.stall_ms < 0) {
+      settings.transform_us < 0 || settings.hidden < 1 || settings.threads < 1 ||
+      settings.log_every < 1 || settings.stall_at_step < 0 || settings.stall_ms < 0) {
     flags.fail(
         "--steps, --transform-us, --stall-at-step, --stall-ms must be >= 0; --batch-size, "
-        "--samples, --threads, --log-every >= 1");
+        "--hidden, --samples, --threads, --log-every >= 1");
   }
   const torch::Device device = examples::parse_device(flags, settings.device);
 

@@ -356,8 +356,8 @@ void ProfileCapture::save_native(const Finished& f, const std::string& run_dir) 
   if (!native_said_) {
     native_said_ = true;
     say("LibTorch's own trace of steps " + std::to_string(f.first) + " to " +
-        std::to_string(f.last) +
-        " (with the GPU's streams) is kept beside this rank: " + file.string());
+        std::to_string(f.last) + " is kept beside this rank: " + file.string() +
+        " (its GPU streams too, where it ran on a GPU; ui.perfetto.dev opens it)");
   }
 }
 

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/examples.hpp"
 #include "../support/rank_pid.hpp"
 #include "../support/subprocess.hpp"
 #include "../support/traceml_run.hpp"
@@ -291,7 +292,7 @@ TEST_P(CollectiveHang, TheReportOpensWithTheHungRankWhereItReallyIs) {
                     "--grace-period-sec",
                     "2",
                     "--",
-                    std::string(TRACEML_EXAMPLES_DIR) + "/ddp",
+                    examples_dir() + "/ddp",
                     "--steps",
                     "1000000",
                     "--log-every",

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "../support/cli_expect.hpp"
+#include "../support/examples.hpp"
 #include "../support/subprocess.hpp"
 
 namespace traceml::testing {
@@ -24,7 +25,7 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 const std::string kCli = TRACEML_CLI_PATH;
-const std::string kInputBound = std::string(TRACEML_EXAMPLES_DIR) + "/input_bound";
+const std::string kInputBound = examples_dir() + "/input_bound";
 
 class CompareE2e : public ::testing::Test {
  protected:

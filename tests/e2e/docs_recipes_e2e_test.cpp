@@ -21,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/examples.hpp"
 #include "../support/json_file.hpp"
 #include "../support/subprocess.hpp"
 
@@ -32,8 +33,8 @@ using Json = nlohmann::json;
 using namespace std::chrono_literals;
 
 const fs::path kRepo = fs::path(TRACEML_TEST_DATA_DIR).parent_path();
-// TRACEML_EXAMPLES_DIR is <build>/bin/examples.
-const fs::path kBuild = fs::path(TRACEML_EXAMPLES_DIR).parent_path().parent_path();
+// examples_dir() is <build>/bin/examples.
+const fs::path kBuild = fs::path(examples_dir()).parent_path().parent_path();
 
 /// The body of the fenced block that follows `<!-- recipe NAME:` in `doc`,
 /// or empty when the marker or its block is missing.

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/examples.hpp"
 #include "../support/json_file.hpp"
 #include "../support/subprocess.hpp"
 #include "../support/traceml_run.hpp"
@@ -25,7 +26,7 @@ using Json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 const std::string kCli = TRACEML_CLI_PATH;
-const std::string kExamples = TRACEML_EXAMPLES_DIR;
+const std::string kExamples = examples_dir();
 
 std::size_t lines_with(const std::string& text, const std::string& needle) {
   std::size_t n = 0;

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/examples.hpp"
 #include "../support/subprocess.hpp"
 #include "collector/collector.hpp"
 #include "launcher/free_port.hpp"
@@ -33,7 +34,7 @@ using Json = nlohmann::json;
 using namespace std::chrono_literals;
 
 const std::string kCli = TRACEML_CLI_PATH;
-const std::string kExamples = TRACEML_EXAMPLES_DIR;
+const std::string kExamples = examples_dir();
 
 /// The quickstart's output with tracing off: what every traced run must print too.
 std::string untraced_output(const std::vector<std::string>& args) {

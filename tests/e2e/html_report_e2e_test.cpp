@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "../support/chromium.hpp"
+#include "../support/examples.hpp"
 #include "../support/subprocess.hpp"
 #include "../support/traceml_run.hpp"
 
@@ -18,7 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kCli = TRACEML_CLI_PATH;
-const std::string kExamples = TRACEML_EXAMPLES_DIR;
+const std::string kExamples = examples_dir();
 
 std::size_t count(const std::string& s, const std::string& what) {
   std::size_t n = 0;

@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/examples.hpp"
 #include "../support/json_file.hpp"
 #include "../support/subprocess.hpp"
 
@@ -24,7 +25,7 @@ using Json = nlohmann::json;
 using namespace std::chrono_literals;
 
 const std::string kCli = TRACEML_CLI_PATH;
-const std::string kQuickstart = std::string(TRACEML_EXAMPLES_DIR) + "/quickstart";
+const std::string kQuickstart = examples_dir() + "/quickstart";
 
 std::size_t count_of(const std::string& text, const std::string& needle) {
   std::size_t n = 0;

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/examples.hpp"
 #include "../support/rank_pid.hpp"
 #include "../support/subprocess.hpp"
 #include "../support/tmux.hpp"
@@ -33,7 +34,7 @@ using namespace std::chrono_literals;
 using Json = nlohmann::json;
 
 const std::string kCli = TRACEML_CLI_PATH;
-const std::string kExamples = TRACEML_EXAMPLES_DIR;
+const std::string kExamples = examples_dir();
 
 /// Each "R<r>/N0 ... step <n>" row's step count.
 std::map<int, long> steps_shown(const std::string& screen) {

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "../support/examples.hpp"
 #include "../support/http_client.hpp"
 #include "../support/json_file.hpp"
 #include "../support/rank_pid.hpp"
@@ -39,7 +40,7 @@ using namespace std::chrono_literals;
 using Json = nlohmann::json;
 
 const std::string kCli = TRACEML_CLI_PATH;
-const std::string kExamples = TRACEML_EXAMPLES_DIR;
+const std::string kExamples = examples_dir();
 
 /// The endpoint's port, from the line `traceml run` prints; 0 when it did
 /// not say within `timeout`.

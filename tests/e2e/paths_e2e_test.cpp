@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/examples.hpp"
 #include "../support/subprocess.hpp"
 #include "../support/traceml_run.hpp"
 
@@ -19,7 +20,7 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kCli = TRACEML_CLI_PATH;
-const std::string kExamples = TRACEML_EXAMPLES_DIR;
+const std::string kExamples = examples_dir();
 const fs::path kGolden = fs::path(TRACEML_TEST_DATA_DIR) / "golden";
 
 /// The path after "Full evidence: " and before " · " or the line's end.

@@ -9,12 +9,15 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "../support/examples.hpp"
 #include "../support/json_file.hpp"
 #include "../support/subprocess.hpp"
 #include "../support/traceml_run.hpp"
@@ -28,9 +31,9 @@ namespace fs = std::filesystem;
 using Json = nlohmann::json;
 
 const std::string kCli = TRACEML_CLI_PATH;
-const std::string kQuickstart = TRACEML_EXAMPLES_DIR "/quickstart";
+const std::string kQuickstart = examples_dir() + "/quickstart";
 const std::string kTinyRank = TRACEML_TINY_RANK_PATH;
-const std::string kDdp = TRACEML_EXAMPLES_DIR "/ddp";
+const std::string kDdp = examples_dir() + "/ddp";
 
 /// A step's span on the unix clock in microseconds, as the run stored it:
 /// from the earliest begin of any of its events (the input wait begins
@@ -58,6 +61,51 @@ std::map<std::int64_t, Span> step_spans(const fs::path& run_dir, const fs::path&
     spans[j["step"].get<std::int64_t>()] = {end_us - (traced_ms - earliest_ms) * 1e3, end_us};
   }
   return spans;
+}
+
+std::vector<Json> ops_of(const Json& trace);
+
+/// Whether the examples' LibTorch has Kineto, so that a capture must also
+/// leave LibTorch's own trace: scripts/torch2.sh says so of pip's LibTorch
+/// 2.x (TRACEML_TEST_EXPECT_KINETO=1); Debian's 1.13 was built without it.
+bool expect_kineto() {
+  const char* v = std::getenv("TRACEML_TEST_EXPECT_KINETO");
+  return v != nullptr && std::string(v) == "1";
+}
+
+/// LibTorch's own trace of a capture (Kineto's Chrome trace) checked as
+/// Perfetto's JSON importer reads it, and against traceml's profile of the
+/// same capture: the same operators (each aten::addmm of the steps), on the
+/// same clock (Kineto's ts plus its baseTimeNanoseconds are unix
+/// microseconds), inside the steps asked.
+void expect_kineto_trace_of(const fs::path& kineto, const Json& traceml_profile,
+                            const std::map<std::int64_t, Span>& spans, std::int64_t first,
+                            std::int64_t last) {
+  const Json k = load_json(kineto);
+  ASSERT_TRUE(k.is_object()) << kineto;
+  ASSERT_TRUE(k["traceEvents"].is_array()) << kineto;
+  ASSERT_TRUE(k["baseTimeNanoseconds"].is_number_unsigned()) << kineto;
+  const double base_us = double(k["baseTimeNanoseconds"].get<std::uint64_t>()) / 1e3;
+  ASSERT_TRUE(spans.count(first) && spans.count(last));
+  std::size_t cpu_ops = 0, addmm = 0;
+  for (const Json& e : k["traceEvents"]) {
+    ASSERT_TRUE(e.is_object() && e["ph"].is_string()) << e.dump();
+    if (e["ph"] != "X" || e.value("cat", "") != "cpu_op") continue;
+    ASSERT_TRUE(e["name"].is_string() && e["ts"].is_number() && e["dur"].is_number() &&
+                e["pid"].is_number() && e["tid"].is_number())
+        << e.dump();
+    ++cpu_ops;
+    if (e["name"] == "aten::addmm") ++addmm;
+    const double ts = e["ts"].get<double>() + base_us;
+    EXPECT_GE(ts, spans.at(first).begin_us - 1000.0) << e.dump();
+    EXPECT_LE(ts + e["dur"].get<double>(), spans.at(last).end_us + 1000.0) << e.dump();
+  }
+  std::size_t traceml_addmm = 0;
+  for (const Json& op : ops_of(traceml_profile))
+    if (op["name"] == "aten::addmm") ++traceml_addmm;
+  EXPECT_GT(cpu_ops, 0u);
+  EXPECT_EQ(addmm, traceml_addmm) << "the same capture's Linear layers";
+  EXPECT_GE(addmm, std::size_t(3 * (last - first + 1)));
 }
 
 std::vector<Json> ops_of(const Json& trace) {
@@ -117,10 +165,17 @@ TEST(ProfileE2E, ProfileStepsWritesTheOperatorsOfThoseSteps) {
   // LibTorch's own trace beside it where LibTorch has Kineto (Debian's 1.13
   // has none: then no file, and none listed).
   const fs::path kineto = run_dir / "profiles" / "rank0_steps20-24.kineto.json";
-  if (fs::exists(kineto))
+  if (expect_kineto()) {
+    ASSERT_TRUE(fs::exists(kineto)) << r.err;
     EXPECT_EQ(summary["profiles"][0]["kineto_trace"], "profiles/rank0_steps20-24.kineto.json");
-  else
+    expect_kineto_trace_of(kineto, trace, spans, 20, 24);
+    EXPECT_NE(r.err.find("LibTorch's own trace of steps 20 to 24 is kept beside this rank: "),
+              std::string::npos)
+        << r.err;
+  } else {
+    EXPECT_FALSE(fs::exists(kineto));
     EXPECT_TRUE(summary["profiles"][0]["kineto_trace"].is_null());
+  }
   EXPECT_FALSE(fs::exists(run_dir / "profiles" / ".rank0_steps20-24.kineto.json.partial"));
   EXPECT_EQ(summary["profiles"][0]["ops"], ops.size());
   const std::string text = read_file(run_dir / "final_summary.txt");
@@ -203,7 +258,20 @@ TEST(ProfileE2E, TwoNodesGetEveryRanksProfileIntoTheRunDirectory) {
     ASSERT_TRUE(trace.is_object()) << "rank " << rank << "\n" << r0.err;
     EXPECT_GT(trace["otherData"]["traceml"]["ops"].get<int>(), 0);
   }
-  EXPECT_FALSE(fs::exists(dir.path() / "logs1" / "two_nodes" / "profiles"));
+  // Node 1 keeps no profile of traceml's: only LibTorch's own traces, where
+  // LibTorch has Kineto, stay beside the ranks that made them (each is
+  // megabytes: never sent).
+  const fs::path node1_profiles = dir.path() / "logs1" / "two_nodes" / "profiles";
+  if (expect_kineto()) {
+    for (int rank = 0; rank < 4; ++rank)
+      EXPECT_TRUE(fs::exists((rank < 2 ? run_dir / "profiles" : node1_profiles) /
+                             ("rank" + std::to_string(rank) + "_steps5-6.kineto.json")))
+          << "rank " << rank;
+    for (const auto& f : fs::directory_iterator(node1_profiles))
+      EXPECT_NE(f.path().string().find(".kineto.json"), std::string::npos) << f.path();
+  } else {
+    EXPECT_FALSE(fs::exists(node1_profiles));
+  }
   EXPECT_EQ(load_json(run_dir / "final_summary.json")["profiles"].size(), 4u);
 }
 
@@ -290,6 +358,13 @@ TEST(ProfileE2E, ProfileAutoCapturesTheRankWhoseForwardSlowsInsideItsSlowWindow)
     EXPECT_LE(op["ts"].get<double>() + op["dur"].get<double>(), spans.at(last).end_us + 1000.0);
   }
   EXPECT_GT(ops, 1000u);
+  if (expect_kineto()) {
+    ASSERT_TRUE(p["kineto_trace"].is_string()) << p.dump();
+    expect_kineto_trace_of(run_dir / p["kineto_trace"].get<std::string>(), trace, spans, first,
+                           last);
+  } else {
+    EXPECT_TRUE(p["kineto_trace"].is_null()) << p.dump();
+  }
   const std::string text = read_file(run_dir / "final_summary.txt");
   EXPECT_NE(text.find("R1 steps " + std::to_string(first) + "-" + std::to_string(last) + ": "),
             std::string::npos)

@@ -10,6 +10,7 @@
 #include <regex>
 #include <string>
 
+#include "../support/examples.hpp"
 #include "../support/subprocess.hpp"
 #include "../support/tmux.hpp"
 
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 const std::string kCli = TRACEML_CLI_PATH;
-const std::string kExamples = TRACEML_EXAMPLES_DIR;
+const std::string kExamples = examples_dir();
 
 // Three progress lines, then a long evaluation pass that prints nothing:
 // on a pipe the three lines would wait in the program's buffer all along,

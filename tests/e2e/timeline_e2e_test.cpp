@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../support/examples.hpp"
 #include "../support/json_file.hpp"
 #include "../support/subprocess.hpp"
 #include "../support/traceml_run.hpp"
@@ -21,7 +22,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const std::string kCli = TRACEML_CLI_PATH;
-const std::string kExamples = TRACEML_EXAMPLES_DIR;
+const std::string kExamples = examples_dir();
 
 /// The step ids of rank `pid`'s CPU-clock step slices.
 std::set<std::int64_t> steps_drawn(const json& trace, int pid) {

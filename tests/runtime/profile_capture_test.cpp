@@ -193,9 +193,8 @@ TEST_F(ProfileCaptureTest, TheProfilersOwnTraceIsKeptBesideTheRankWhenItCanBeSav
       EXPECT_EQ(testing::read_file(kept), "{\"ops\":2}");
       ASSERT_EQ(g_warnings.size(), 1u);
       EXPECT_EQ(g_warnings[0],
-                "LibTorch's own trace of steps 3 to 5 (with the GPU's streams) is "
-                "kept beside this rank: " +
-                    kept.string());
+                "LibTorch's own trace of steps 3 to 5 is kept beside this rank: " + kept.string() +
+                    " (its GPU streams too, where it ran on a GPU; ui.perfetto.dev opens it)");
       std::filesystem::remove(kept);
     } else {
       EXPECT_TRUE(g_warnings.empty()) << g_warnings[0];

@@ -1,0 +1,51 @@
+# Checks on the LibTorch that find_package(Torch) found, shared by traceml's
+# own build (TracemlTorch.cmake) and the examples built on their own against
+# an installed traceml (examples/CMakeLists.txt, scripts/torch2.sh).
+
+# traceml_check_torch_libraries(): LibTorch's CMake package looks for its
+# libraries in the default places before its own lib/ folder, so with a
+# CMAKE_PREFIX_PATH that names only the pip wheel's torch/share/cmake, a
+# machine that also has Debian's libtorch-dev links Debian's libtorch.so and
+# libc10.so with the wheel's headers and libtorch_cuda.so: it may build, then
+# crash. Stops the configure with the fix instead.
+function(traceml_check_torch_libraries)
+  if(NOT TORCH_INSTALL_PREFIX)
+    return()
+  endif()
+  foreach(var IN ITEMS TORCH_LIBRARY c10_LIBRARY C10_CUDA_LIBRARY)
+    if(NOT ${var})
+      continue()
+    endif()
+    get_filename_component(name "${${var}}" NAME)
+    set(own "${TORCH_INSTALL_PREFIX}/lib/${name}")
+    if(EXISTS "${own}")
+      get_filename_component(found_real "${${var}}" REALPATH)
+      get_filename_component(own_real "${own}" REALPATH)
+      if(NOT found_real STREQUAL own_real)
+        message(FATAL_ERROR
+          "traceml: LibTorch ${Torch_VERSION} (${TORCH_INSTALL_PREFIX}) would link another LibTorch's "
+          "${name} (${${var}}): put LibTorch's root, ${TORCH_INSTALL_PREFIX}, in CMAKE_PREFIX_PATH "
+          "(not only its share/cmake), in a fresh build folder")
+      endif()
+    endif()
+  endforeach()
+endfunction()
+
+# traceml_torch_wheel_link(target): a LibTorch from PyTorch's pip wheel finds
+# NVIDIA's libraries (NCCL, cuDNN, ...) in the wheels beside it at run time
+# (its RUNPATH); the linker, which checks libtorch_cuda.so's dependencies,
+# looks first where the CUDA toolkit's folders point, and a toolkit older than
+# the wheel's NCCL fails the link ("undefined reference to ncclSignal"). The
+# wheels' folders are handed to the linker first. Nothing for other LibTorches.
+function(traceml_torch_wheel_link target)
+  if(NOT TORCH_INSTALL_PREFIX)
+    return()
+  endif()
+  file(GLOB wheel_libs LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/lib")
+  foreach(dir IN LISTS wheel_libs)
+    if(IS_DIRECTORY "${dir}")
+      get_filename_component(dir "${dir}" REALPATH)
+      target_link_options(${target} PRIVATE "LINKER:-rpath-link,${dir}")
+    endif()
+  endforeach()
+endfunction()
