@@ -341,7 +341,7 @@ int train(const Settings& settings, const Rendezvous& rendezvous, Backend backen
   torch::optim::SGD optimizer(parameters, torch::optim::SGDOptions(settings.lr).momentum(0.9));
 
   traceml::init();
-  traceml::enable_torch_cuda(device);  // GPU clock and memory; nothing on CPU
+  traceml::use_device(device);  // the rank's device: on a GPU, its clock and memory
 
   std::int64_t step = 0;
   while (step < settings.steps) {  // one pass of the loader per epoch

@@ -124,7 +124,9 @@ int train(const Settings& settings, const torch::Device& device) {
   Transfer transfer(device, settings.pinned);
 
   traceml::init();
-  traceml::enable_torch_cuda(device);  // GPU clock and memory; nothing on CPU
+  // traceml::use_device(device) by its former name, which programs written
+  // before it keep calling: the same call.
+  traceml::enable_torch_cuda(device);
 
   std::int64_t step = 0;
   while (step < settings.steps) {  // one pass over the host batches per epoch

@@ -67,7 +67,7 @@ struct Settings {
   std::string device = "cpu";
   std::string step_times;         // empty: not written
   std::string cpu_times;          // empty: not written
-  bool no_gpu_clock = false;      // true: no traceml::enable_torch_cuda (CPU clock only)
+  bool no_gpu_clock = false;      // true: no traceml::use_device (CPU clock only)
   double after_training_s = 0.0;  // evaluation after the last step, outside any step
 };
 
@@ -104,7 +104,7 @@ int train(const Settings& settings, const torch::Device& device) {
                               torch::optim::SGDOptions(settings.lr).momentum(0.9));
 
   traceml::init();
-  if (!settings.no_gpu_clock) traceml::enable_torch_cuda(device);  // GPU clock and memory
+  if (!settings.no_gpu_clock) traceml::use_device(device);  // on a GPU, its clock and memory
 
   // --step-times: every step's wall time as the program itself sees it, from
   // the end of one iteration to the end of the next (the fetch included),

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 # The first run compiles the library, the CLI and the example: say so, and
 # show the build's progress (scripts/build-progress.sh) instead of minutes of
 # silence. README.md says how the time was measured.
-echo "demo: building traceml and the input_bound example; a first build takes about 9 minutes on 2 cores, later runs a few seconds"
+echo "demo: building traceml and the input_bound example; a first build takes about 9 minutes on 2 cores (after installing its dependencies, LibTorch 2.x from pip among them: 5.4 GB, a minute or more), later runs a few seconds"
 NINJA_STATUS='[%f/%t] ' bash scripts/build.sh traceml_cli traceml_example_input_bound |
   bash scripts/build-progress.sh demo
 build_dir="${TRACEML_BUILD_DIR:-build}"

@@ -4,7 +4,8 @@
 # under AddressSanitizer + UndefinedBehaviorSanitizer with every libFuzzer
 # target run for TRACEML_FUZZ_SECONDS (default 60) each (scripts/fuzz.sh), and
 # the runtime, transport and collector tests under ThreadSanitizer
-# (scripts/sanitize-thread.sh). The two sanitizer builds compile at nice 19
+# (scripts/sanitize-thread.sh); the suite that trains with LibTorch runs again
+# against LibTorch 2.x (scripts/torch2.sh). The two sanitizer builds compile at nice 19
 # while the suite runs (TRACEML_OVERLAP_BUILDS=0: after it). TRACEML_QUICK=1
 # skips the sanitizer stages.
 set -euo pipefail
@@ -58,6 +59,15 @@ background_done() {
 
 ctest --test-dir "$build_dir" --output-on-failure -j "$(nproc)"
 echo "test.sh: build and test suite took $((SECONDS - start)) s"
+# The LibTorch-facing suite again against LibTorch 2.x (the examples rebuilt
+# against it; nothing of traceml compiled twice). TRACEML_TORCH2=0 skips it
+# (as install-deps.sh then skips installing 2.x).
+if [ "${TRACEML_TORCH2:-1}" != 0 ]; then
+  bash scripts/torch2.sh
+  echo "test.sh: LibTorch 2.x suite done $((SECONDS - start)) s after the start"
+else
+  echo "test.sh: LibTorch 2.x suite skipped (TRACEML_TORCH2=0)"
+fi
 if [ "${TRACEML_QUICK:-0}" = 1 ]; then exit 0; fi
 if [ "$background" != 0 ]; then
   while [ ! -e "$asan_built" ] && kill -0 "$background" 2>/dev/null; do sleep 1; done

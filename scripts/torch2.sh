@@ -41,6 +41,6 @@ echo "torch2.sh: examples built against LibTorch $version in $((SECONDS - start)
 # PyTorch's wheels are built with Kineto: each capture leaves LibTorch's own
 # trace too, which the profile tests then require.
 PATH="$venv/bin:$PATH" TRACEML_TEST_EXAMPLES_DIR="$(cd "$out/bin/examples" && pwd)" \
-  TRACEML_TEST_EXPECT_KINETO=1 \
+  TRACEML_TEST_EXPECT_KINETO=1 TRACEML_TEST_TORCHRUN_2X=1 \
   ctest --test-dir "$build_dir" -L libtorch --output-on-failure -j "$(nproc)" "$@"
 echo "torch2.sh: LibTorch $version suite took $((SECONDS - start)) s"

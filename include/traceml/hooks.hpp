@@ -2,7 +2,7 @@
 // framework: its GPU side and its operator profiler. traceml/torch.hpp
 // implements it for LibTorch; another framework's adapter would implement the
 // same hooks. A training program does not need this header:
-// enable_torch_cuda() installs the hooks.
+// use_device() installs the hooks.
 //
 // No torch and no CUDA header: the core links no framework, and a CUDA stream
 // crosses this interface as an opaque pointer.
@@ -35,7 +35,7 @@ using GpuMemoryReader = bool (*)(GpuMemoryReading* out, bool reset_peaks) noexce
 /// never throws.
 using CurrentCudaStream = void* (*)(int device) noexcept;
 /// Installs the framework hooks (either may be null: that part is not used).
-/// Call after init(); traceml/torch.hpp's enable_torch_cuda() does it.
+/// Call after init(); traceml/torch.hpp's use_device() does it.
 void set_gpu_hooks(GpuMemoryReader memory, CurrentCudaStream stream) noexcept;
 
 /// One operator (or GPU kernel) the framework's profiler recorded. The views
@@ -67,8 +67,8 @@ struct ProfilerHooks {
   /// read(); a reason when it could not (a LibTorch without Kineto).
   const char* (*save)(void* capture, const char* path) noexcept = nullptr;
 };
-/// Installs the profiler hooks (all three, or none is used). traceml/torch.hpp's
-/// enable_torch_cuda() does it, also on a CPU: `traceml run --profile-steps`
+/// Installs the profiler hooks (all three, or none is used):
+/// including traceml/torch.hpp does it, also on a CPU: `traceml run --profile-steps`
 /// captures only ranks that installed them.
 void set_profiler_hooks(const ProfilerHooks& hooks) noexcept;
 

@@ -6,14 +6,14 @@
 //
 //   #include <traceml/torch.hpp>
 //   traceml::init();
-//   traceml::enable_torch_cuda(device);  // GPU clock and GPU memory; no-op on CPU
+//   traceml::use_device(device);  // the rank's device: on a GPU, its clock and memory
 //   for (auto& batch : traceml::wrap_dataloader(*loader)) {
 //     traceml::StepScope step;
 //     auto on_device = traceml::to_device(batch, device, /*non_blocking=*/true);
 //     ...
 //   }
 //
-// enable_torch_cuda() hands the runtime two hooks into LibTorch: the CUDA stream
+// use_device() on a CUDA device hands the runtime two hooks into LibTorch: the CUDA stream
 // that the calling thread's work goes to (the GPU clock records its events
 // there, so it never synchronises the training stream), and a reader of the
 // CUDA caching allocator's statistics (per-step peak allocated and reserved
@@ -136,7 +136,7 @@ const char* torch_profiler_call(F&& f, const char* otherwise) noexcept {
 }
 
 /// Whether a capture asks for the GPU's kernels and copies too: set by
-/// enable_torch_cuda() once the program's CUDA device is known (traceml's own
+/// use_device() once the program's CUDA device is known (traceml's own
 /// CUPTI records lend CUPTI to the profiler for the captured steps).
 inline std::atomic<bool>& torch_profile_gpu() noexcept {
   static std::atomic<bool> on{false};
@@ -243,12 +243,12 @@ inline void install_torch_profiler() noexcept {
 /// Including this header installs the profiler's hooks, before main():
 /// `--profile-steps` works on a CPU without any call (issue 47). The
 /// runtime's hook table is constant-initialized, so the order of static
-/// initializers does not matter; enable_torch_cuda() installs them again.
+/// initializers does not matter; use_device() installs them again.
 inline const bool torch_profiler_installed = (install_torch_profiler(), true);
 
 #if TRACEML_TORCH_CUDA
 /// The device whose allocator the memory hook reads (-1: none yet) and its
-/// memory in bytes (0: unknown). Set once by enable_torch_cuda(); read by the
+/// memory in bytes (0: unknown). Set once by use_device(); read by the
 /// hooks from the training and the sampler threads.
 struct TorchCudaTarget {
   std::atomic<int> device{-1};
@@ -314,7 +314,8 @@ inline void* current_torch_cuda_stream(int device) noexcept {
 /// statistics at every step end, so the program's own
 /// max_memory_allocated()-style readings then cover one step too.
 ///
-/// Lets traceml see LibTorch's CUDA side for `device`: the GPU clock records its
+/// Tells traceml the device this rank trains on. On a CUDA device, traceml
+/// then sees LibTorch's CUDA side for it: the GPU clock records its
 /// events on LibTorch's current CUDA stream of the calling thread, and each
 /// step reports the peak memory allocated and reserved by the CUDA caching
 /// allocator of `device` (STEP MEMORY). Call once after traceml::init(), on the
@@ -328,9 +329,10 @@ inline void* current_torch_cuda_stream(int device) noexcept {
 /// legacy default stream, which is LibTorch's current stream unless the
 /// program switches streams. Never throws.
 ///
-/// On any device, it lets traceml switch LibTorch's profiler on for the steps
-/// `traceml run --profile-steps` asks for (docs/profiling.md).
-inline void enable_torch_cuda(const torch::Device& device) noexcept {
+/// Call it with the rank's device whatever it is: on a CPU it does nothing
+/// more than the CPU clock already does (LibTorch's profiler hooks come with
+/// this header), so one line serves a program that runs on either.
+inline void use_device(const torch::Device& device) noexcept {
   detail::install_torch_profiler();
 #if TRACEML_TORCH_CUDA
   try {
@@ -361,6 +363,12 @@ inline void enable_torch_cuda(const torch::Device& device) noexcept {
 #endif
 }
 
+/// The former name of use_device() (kept: it was public, and programs call it
+/// on CPU and GPU alike).
+inline void enable_torch_cuda(const torch::Device& device) noexcept {
+  use_device(device);
+}
+
 /// enable_torch_cuda() for the current CUDA device, when LibTorch has CUDA and
 /// a GPU is usable; otherwise only the profiler's hooks.
 inline void enable_torch_cuda() noexcept {
@@ -368,7 +376,7 @@ inline void enable_torch_cuda() noexcept {
 #if TRACEML_TORCH_CUDA
   try {
     if (!torch::cuda::is_available()) return;
-    enable_torch_cuda(torch::Device(torch::kCUDA, c10::cuda::current_device()));
+    use_device(torch::Device(torch::kCUDA, c10::cuda::current_device()));
   } catch (...) {
     // No GPU hooks: traceml keeps the CPU clock.
   }

@@ -124,13 +124,20 @@ void expect_the_jobs_straggler_verdict(const fs::path& run, const ProcessResult&
   EXPECT_EQ(summary.value("/run/status"_json_pointer, std::string()), "completed");
 }
 
-TEST(DocsRecipes, LaunchersTorchrunRecipeRunsAsWrittenOnDebiansTorchrun) {
+/// Whether the torchrun on PATH is PyTorch 2.x's: only 2.x spells its flags
+/// with dashes too (`--nproc-per-node`); 1.x rejects them.
+bool torchrun_is_2x(const std::string& torchrun) {
+  const ProcessResult help = run_process({torchrun, "--help"});
+  return help.exit_code == 0 && help.out.find("--nproc-per-node") != std::string::npos;
+}
+
+/// docs/launchers.md's serve recipe, then its ranks' recipe `ranks` (run by
+/// the torchrun on PATH) in the same directory: the job's verdict.
+void run_torchrun_recipes(const std::string& ranks_recipe) {
   const std::string serve_text = recipe(kRepo / "docs" / "launchers.md", "torchrun-serve");
-  const std::string ranks_text = recipe(kRepo / "docs" / "launchers.md", "torchrun-ranks");
+  const std::string ranks_text = recipe(kRepo / "docs" / "launchers.md", ranks_recipe);
   ASSERT_FALSE(serve_text.empty()) << "docs/launchers.md lost its torchrun-serve recipe";
-  ASSERT_FALSE(ranks_text.empty()) << "docs/launchers.md lost its torchrun-ranks recipe";
-  if (find_on_path("torchrun").empty())
-    GTEST_SKIP() << "no torchrun on PATH (apt-get install python3-torch)";
+  ASSERT_FALSE(ranks_text.empty()) << "docs/launchers.md lost its " << ranks_recipe << " recipe";
   BuiltTree tree;
   // The first terminal, then the second once serve listens.
   Script serve(serve_text, tree.root());
@@ -140,6 +147,28 @@ TEST(DocsRecipes, LaunchersTorchrunRecipeRunsAsWrittenOnDebiansTorchrun) {
   const ProcessResult s = serve.child.wait();
   EXPECT_EQ(s.exit_code, 0) << s.err;
   expect_the_jobs_straggler_verdict(tree.dir.path() / "logs" / "job", s);
+}
+
+// 1.x's spelling runs on both (scripts/torch2.sh runs this again with 2.x's).
+TEST(DocsRecipes, LaunchersTorchrunRecipeRunsAsWrittenOnDebiansTorchrun) {
+  if (find_on_path("torchrun").empty())
+    GTEST_SKIP() << "no torchrun on PATH (apt-get install python3-torch)";
+  run_torchrun_recipes("torchrun-ranks");
+}
+
+TEST(DocsRecipes, LaunchersTorchrunRecipeFor2xRunsAsWrittenOnItsTorchrun) {
+  const std::string torchrun = find_on_path("torchrun");
+  const bool is_2x = !torchrun.empty() && torchrun_is_2x(torchrun);
+  // scripts/torch2.sh puts 2.x's torchrun on PATH and says so: then a
+  // torchrun that is not 2.x's is a failure, not a skip.
+  const char* required = std::getenv("TRACEML_TEST_TORCHRUN_2X");
+  if (required != nullptr && std::string(required) == "1") {
+    ASSERT_TRUE(is_2x) << "the torchrun on PATH (" << torchrun << ") is not PyTorch 2.x's";
+  }
+  if (!is_2x)
+    GTEST_SKIP() << "the torchrun on PATH is not PyTorch 2.x's (scripts/torch2.sh runs this test "
+                    "with it)";
+  run_torchrun_recipes("torchrun-ranks-2x");
 }
 
 TEST(DocsRecipes, LaunchersMpirunRecipeRunsAsWritten) {

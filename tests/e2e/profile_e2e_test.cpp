@@ -276,7 +276,7 @@ TEST(ProfileE2E, TwoNodesGetEveryRanksProfileIntoTheRunDirectory) {
 }
 
 // Issue 47: including <traceml/torch.hpp> is enough, on a CPU: the
-// quickstart without its enable_torch_cuda() call (--no-gpu-clock) still
+// quickstart without its use_device() call (--no-gpu-clock) still
 // gets its operators profiled.
 TEST(ProfileE2E, IncludingTheTorchHeaderIsEnoughForTheProfiler) {
   TempDir tmp;
