@@ -17,6 +17,7 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/tracemlConfig.cmake.in
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/tracemlConfigVersion.cmake
                                  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/tracemlConfig.cmake ${PROJECT_BINARY_DIR}/tracemlConfigVersion.cmake
+              ${PROJECT_SOURCE_DIR}/cmake/TracemlTorchCheck.cmake
         DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/traceml)
 
 # traceml::torch, when LibTorch was found, joins the same export set. It names

@@ -49,4 +49,10 @@ if(TRACEML_TORCH_FOUND)
   # target is used, so an installed traceml::torch asks the consumer's LibTorch.
   target_compile_definitions(traceml_torch INTERFACE
     TRACEML_TORCH_CUDA=$<BOOL:$<TARGET_EXISTS:c10_cuda>>)
+  # A pip wheel's NVIDIA folders for the linker (TracemlTorchCheck.cmake): in
+  # this build only; the installed package adds the consumer's own.
+  traceml_torch_wheel_link_options(wheel_link)
+  if(wheel_link)
+    target_link_options(traceml_torch INTERFACE "$<BUILD_INTERFACE:${wheel_link}>")
+  endif()
 endif()

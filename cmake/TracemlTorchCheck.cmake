@@ -31,21 +31,25 @@ function(traceml_check_torch_libraries)
   endforeach()
 endfunction()
 
-# traceml_torch_wheel_link(target): a LibTorch from PyTorch's pip wheel finds
-# NVIDIA's libraries (NCCL, cuDNN, ...) in the wheels beside it at run time
-# (its RUNPATH); the linker, which checks libtorch_cuda.so's dependencies,
-# looks first where the CUDA toolkit's folders point, and a toolkit older than
-# the wheel's NCCL fails the link ("undefined reference to ncclSignal"). The
-# wheels' folders are handed to the linker first. Nothing for other LibTorches.
-function(traceml_torch_wheel_link target)
-  if(NOT TORCH_INSTALL_PREFIX)
-    return()
+# traceml_torch_wheel_link_options(out_var): a LibTorch from PyTorch's pip
+# wheel finds NVIDIA's libraries (NCCL, cuDNN, ...) in the wheels beside it at
+# run time (its RUNPATH); the linker, which checks libtorch_cuda.so's
+# dependencies, looks first where the CUDA toolkit's folders point, and a
+# toolkit older than the wheel's NCCL fails the link of any LibTorch program
+# ("undefined reference to ncclSignal"). The options hand the wheels' folders
+# to the linker first; empty for other LibTorches. traceml::torch carries
+# them: in traceml's build (TracemlTorch.cmake) and, installed, for the
+# consumer's own LibTorch (tracemlConfig.cmake).
+function(traceml_torch_wheel_link_options out_var)
+  set(options)
+  if(TORCH_INSTALL_PREFIX)
+    file(GLOB wheel_libs LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/lib")
+    foreach(dir IN LISTS wheel_libs)
+      if(IS_DIRECTORY "${dir}")
+        get_filename_component(dir "${dir}" REALPATH)
+        list(APPEND options "-Wl,-rpath-link,${dir}")
+      endif()
+    endforeach()
   endif()
-  file(GLOB wheel_libs LIST_DIRECTORIES true "${TORCH_INSTALL_PREFIX}/../nvidia/*/lib")
-  foreach(dir IN LISTS wheel_libs)
-    if(IS_DIRECTORY "${dir}")
-      get_filename_component(dir "${dir}" REALPATH)
-      target_link_options(${target} PRIVATE "LINKER:-rpath-link,${dir}")
-    endif()
-  endforeach()
+  set(${out_var} "${options}" PARENT_SCOPE)
 endfunction()

@@ -23,6 +23,21 @@ cmake -S examples -B "$out" -G Ninja -DTRACEML_WARNINGS_AS_ERRORS=ON \
   -DCMAKE_PREFIX_PATH="$prefix;$root" >"$out/configure.log" 2>&1 ||
   { cat "$out/configure.log"; exit 1; }
 grep -E "^-- traceml:" "$out/configure.log" | sed 's/^/torch2.sh: /'
+# The package stops a consumer whose CMAKE_PREFIX_PATH names only the wheel's
+# share/cmake while Debian's libtorch-dev is installed (LibTorch's package
+# would then link Debian's libtorch.so): with the fix, before anything builds.
+if [ -e /usr/lib/x86_64-linux-gnu/libtorch.so ]; then
+  mixed="$out/mixed"
+  rm -rf "$mixed"
+  if cmake -S examples -B "$mixed" -G Ninja -DCMAKE_PREFIX_PATH="$prefix;$root/share/cmake" \
+    >"$mixed.log" 2>&1 || ! grep -q "would link another LibTorch's libtorch.so" "$mixed.log"; then
+    cat "$mixed.log"
+    echo "torch2.sh: a consumer mixing LibTorch 2.x's headers with Debian's libtorch.so was not stopped" >&2
+    exit 1
+  fi
+  rm -rf "$mixed" "$mixed.log"
+  echo "torch2.sh: a consumer that would mix two LibTorches is stopped at its configure"
+fi
 cmake --build "$out"
 # The docs' recipes run build/bin/traceml beside build/bin/examples.
 ln -sfn "$(cd "$build_dir/bin" && pwd)/traceml" "$out/bin/traceml"

@@ -12,6 +12,7 @@
 #include "model/text.hpp"
 #include "report/atomic_file.hpp"
 #include "report/profile_trace.hpp"
+#include "runtime/pipe_safety.hpp"
 #include "timing/cupti_duty_cycle.hpp"
 
 namespace traceml {
@@ -354,10 +355,17 @@ void ProfileCapture::save_native(const Finished& f, const std::string& run_dir) 
     return;
   }
   if (!native_said_) {
+    // A note, not a warning: nothing went wrong. Said once a rank, since on
+    // a node other than the collector's only the rank can say where it is.
     native_said_ = true;
-    say("LibTorch's own trace of steps " + std::to_string(f.first) + " to " +
-        std::to_string(f.last) + " is kept beside this rank: " + file.string() +
-        " (its GPU streams too, where it ran on a GPU; ui.perfetto.dev opens it)");
+    const std::string line = "LibTorch's own trace of steps " + std::to_string(f.first) + " to " +
+                             std::to_string(f.last) + ": " + file.string() +
+                             " (open it in ui.perfetto.dev; it has the GPU's streams where the "
+                             "rank ran on a GPU)";
+    if (note_ != nullptr)
+      note_(line);
+    else
+      write_stderr_line("traceml: " + line);
   }
 }
 

@@ -128,6 +128,9 @@ class ProfileCapture {
   void say(const std::string& line) const noexcept {
     if (warn_ != nullptr) warn_(line);
   }
+  /// Where notes go (what went right, worth a line: where LibTorch's own
+  /// trace was kept): "traceml: <line>" on stderr unless set (tests).
+  void note_with(void (*note)(const std::string&)) noexcept { note_ = note; }
 
  private:
   /// kStarting and kStopping: the thread that moved the capture there owns
@@ -182,6 +185,7 @@ class ProfileCapture {
   int rank_;
   timing::WallMapping wall_;
   void (*warn_)(const std::string&);
+  void (*note_)(const std::string&) = nullptr;  ///< note_with(); null: stderr
   CuptiLender cupti_;
   std::atomic<int> state_{kArmed};
   std::atomic<bool> stop_asked_{false};

@@ -58,6 +58,10 @@ std::vector<std::string> g_warnings;
 void keep_warning(const std::string& line) {
   g_warnings.push_back(line);
 }
+std::vector<std::string> g_notes;
+void keep_note(const std::string& line) {
+  g_notes.push_back(line);
+}
 
 class ProfileCaptureTest : public ::testing::Test {
  protected:
@@ -173,8 +177,9 @@ TEST_F(ProfileCaptureTest, AProfileTravelsInChunksOfAtMost256Ops) {
 }
 
 // Where the hooks can save the profiler's own trace (Kineto's), it is kept
-// beside the rank before the ops are read, said once; where they cannot
-// (Debian's 1.13 has no Kineto), nothing is kept and nothing said.
+// beside the rank before the ops are read, said once as a note (not a
+// warning); where they cannot (Debian's 1.13 has no Kineto), nothing is kept
+// and nothing said.
 TEST_F(ProfileCaptureTest, TheProfilersOwnTraceIsKeptBesideTheRankWhenItCanBeSaved) {
   testing::TempDir dir;
   detail::ProfilerHooks hooks = profiler_hooks();
@@ -184,20 +189,24 @@ TEST_F(ProfileCaptureTest, TheProfilersOwnTraceIsKeptBesideTheRankWhenItCanBeSav
   for (const char* failure : {static_cast<const char*>(nullptr), "requires Kineto"}) {
     g_save_failure = failure;
     g_warnings.clear();
+    g_notes.clear();
     ProfileCapture c(ProfileRange{3, 5}, 2, wall_, &keep_warning);
+    c.note_with(&keep_note);
     c.keep_native_traces_in(dir.path().string());
     run_steps(c, 1, 6);
     ASSERT_EQ(chunks(c).size(), 1u);  // the profile itself, whole either way
     const std::filesystem::path kept = dir.path() / "profiles" / "rank2_steps3-5.kineto.json";
     if (failure == nullptr) {
       EXPECT_EQ(testing::read_file(kept), "{\"ops\":2}");
-      ASSERT_EQ(g_warnings.size(), 1u);
-      EXPECT_EQ(g_warnings[0],
-                "LibTorch's own trace of steps 3 to 5 is kept beside this rank: " + kept.string() +
-                    " (its GPU streams too, where it ran on a GPU; ui.perfetto.dev opens it)");
+      EXPECT_TRUE(g_warnings.empty()) << g_warnings[0];
+      ASSERT_EQ(g_notes.size(), 1u);
+      EXPECT_EQ(g_notes[0], "LibTorch's own trace of steps 3 to 5: " + kept.string() +
+                                " (open it in ui.perfetto.dev; it has the GPU's streams where "
+                                "the rank ran on a GPU)");
       std::filesystem::remove(kept);
     } else {
       EXPECT_TRUE(g_warnings.empty()) << g_warnings[0];
+      EXPECT_TRUE(g_notes.empty()) << g_notes[0];
     }
     EXPECT_FALSE(std::filesystem::exists(dir.path() / "profiles") &&
                  !std::filesystem::is_empty(dir.path() / "profiles"))
