@@ -60,9 +60,14 @@ TEST(LauncherFaults, LauncherKilledTheRankFinishesWithItsOwnExitCode) {
   TempDir dir;
   const fs::path rc = dir.path() / "rc";
   // A line every step: after the launcher's death the rank still writes
-  // well over a pipe's 64 KiB, which must be drained, not left to block it.
+  // well over a pipe's 64 KiB (4,200 lines), which must be drained, not left
+  // to block it. input_bound's loader (50 us a sample) sets a step's pace on
+  // any LibTorch: 800 steps take over a second, in which the collector
+  // commits (LibTorch 2.x ran 800 of the quickstart's steps in 0.3 s, before
+  // any commit).
   const std::string script =
-      "'" + kQuickstart + "' --steps 6000 --log-every 1; echo $? >'" + rc.string() + "'";
+      "'" + examples_dir() +
+      "/input_bound' --transform-us 50 --steps 5000 --log-every 1; echo $? >'" + rc.string() + "'";
   ChildProcess run(traceml_run(dir.path(), "killed", {"/bin/sh", "-c", script}));
   // Long enough for the collector to have committed some steps (it commits
   // every few hundred milliseconds), then the launcher dies outright.
