@@ -26,6 +26,7 @@
 #include "runtime/cupti_stage.hpp"
 #include "runtime/debug_report.hpp"
 #include "runtime/gpu_clock.hpp"
+#include "runtime/gpu_side.hpp"
 #include "runtime/hot_path.hpp"
 #include "runtime/overhead.hpp"
 #include "runtime/pipe_safety.hpp"
@@ -50,44 +51,6 @@ constexpr std::chrono::seconds kFlushBudget{5};
 
 HotState g_hot;
 
-std::atomic<detail::GpuMemoryReader> g_memory_reader{nullptr};
-std::atomic<detail::CurrentCudaStream> g_current_stream{nullptr};
-
-/// The GPU clock, when this process found CUDA; created at the first init and
-/// never freed (a scope begun before shutdown may end after it).
-std::atomic<GpuClock*> g_gpu_clock{nullptr};
-/// CUPTI's duty cycle (TRACEML_CUPTI_DUTY), when one runs; like the GPU
-/// clock never freed, since a step begun before shutdown may still ask it.
-std::atomic<timing::CuptiDutyCycle*> g_cupti_duty{nullptr};
-/// The same, or one that always records when no duty cycle was asked: a
-/// profile capture lends CUPTI to LibTorch's profiler through it. Set when
-/// traceml's CUPTI records start; never freed.
-std::atomic<timing::CuptiDutyCycle*> g_cupti_lender{nullptr};
-/// traceml's CUPTI records are on with nothing to lend them through (out of
-/// memory): no capture may take CUPTI from them.
-std::atomic<bool> g_cupti_unlendable{false};
-
-/// ProfileCapture's CuptiLender.
-timing::CuptiDutyCycle* cupti_lender(std::string& refusal) {
-  if (auto* lender = g_cupti_lender.load(std::memory_order_acquire)) {
-    // Kineto then finalizes CUPTI on a thread of its own some time after
-    // the profiler stopped: under traceml's records, taken back by then.
-    const char* teardown = std::getenv("TEARDOWN_CUPTI");
-    if (teardown != nullptr && std::string(teardown) == "1") {
-      refusal =
-          "TEARDOWN_CUPTI=1 makes LibTorch's profiler finalize CUPTI after the capture, under "
-          "traceml's own CUPTI records (unset it, or set TRACEML_CUPTI=0 on the ranks, to "
-          "profile)";
-      return nullptr;
-    }
-    return lender;
-  }
-  if (g_cupti_unlendable.load(std::memory_order_acquire))
-    refusal =
-        "traceml's own CUPTI records are on and cannot be lent to LibTorch's profiler (set "
-        "TRACEML_CUPTI=0 on the ranks to profile)";
-  return nullptr;
-}
 /// LibTorch's profiler on the steps --profile-steps chose (null: none asked
 /// of this rank); like the GPU clock never freed.
 std::atomic<ProfileCapture*> g_profile{nullptr};
@@ -112,70 +75,6 @@ GpuThread* gpu_thread(std::int64_t now) noexcept {
   return t_gpu;
 }
 
-/// The stream hook the builders call: whatever traceml/torch.hpp installed.
-void* current_stream(int device) {
-  const detail::CurrentCudaStream hook = g_current_stream.load(std::memory_order_acquire);
-  return hook != nullptr ? hook(device) : nullptr;
-}
-
-/// The CUDA runtime the GPU clock found, for settle_gpu(); set once, before
-/// any capture can take CUPTI.
-std::optional<timing::CudaApi> g_cuda_api;
-
-/// Before a profile capture takes CUPTI from traceml's records (the training
-/// thread, at a step edge): the timed device finishes its work, so that the
-/// steps before the capture keep whole records. Never during a CUDA graph
-/// capture on this thread's stream (the sync would invalidate it; the
-/// capture is then refused), in relaxed capture mode (another thread's
-/// capture is not disturbed), on the timed device (the current one may
-/// differ), and without leaving an error for the program's next check.
-bool settle_gpu() noexcept {
-  const GpuClock* clock = g_gpu_clock.load(std::memory_order_acquire);
-  if (!g_cuda_api || clock == nullptr || !clock->device()) return true;  // nothing timed
-  const timing::CudaApi& api = *g_cuda_api;
-  if (api.device_synchronize == nullptr) return true;  // none to call: as before
-  const int device = *clock->device();
-  if (api.stream_is_capturing != nullptr) {
-    int status = 0;
-    if (api.stream_is_capturing(current_stream(device), &status) != timing::kCudaSuccess ||
-        status != 0) {
-      if (api.get_last_error != nullptr) api.get_last_error();
-      return false;
-    }
-  }
-  int mode = timing::kCudaStreamCaptureModeRelaxed;
-  const bool relaxed = api.thread_exchange_capture_mode != nullptr &&
-                       api.thread_exchange_capture_mode(&mode) == timing::kCudaSuccess;
-  int previous = device;
-  const bool switched = api.set_device != nullptr &&
-                        api.get_device(&previous) == timing::kCudaSuccess && previous != device &&
-                        api.set_device(device) == timing::kCudaSuccess;
-  const bool settled = api.device_synchronize() == timing::kCudaSuccess;
-  if (switched) api.set_device(previous);
-  if (relaxed) api.thread_exchange_capture_mode(&mode);  // the thread's own mode again
-  if (!settled && api.get_last_error != nullptr) api.get_last_error();
-  return settled;
-}
-
-/// The process's GPU memory now, as the framework's allocator sees it.
-std::optional<model::ProcessGpu> process_gpu_memory() noexcept {
-  const detail::GpuMemoryReader reader = g_memory_reader.load(std::memory_order_acquire);
-  detail::GpuMemoryReading m;
-  if (reader == nullptr || !reader(&m, /*reset_peaks=*/false)) return std::nullopt;
-  model::ProcessGpu g;
-  g.device = m.device;
-  g.allocated_bytes = m.allocated_bytes;
-  g.reserved_bytes = m.reserved_bytes;
-  if (m.total_bytes > 0.0) g.total_bytes = m.total_bytes;
-  return g;
-}
-
-std::optional<StepMemoryPeak> read_step_memory() noexcept {
-  const detail::GpuMemoryReader reader = g_memory_reader.load(std::memory_order_acquire);
-  detail::GpuMemoryReading m;
-  if (reader == nullptr || !reader(&m, /*reset_peaks=*/true)) return std::nullopt;
-  return StepMemoryPeak{m.device, m.peak_allocated_bytes, m.peak_reserved_bytes};
-}
 RecorderRegistry* g_registry = nullptr;  // created once, never freed
 thread_local ThreadRecorder* t_recorder = nullptr;
 
