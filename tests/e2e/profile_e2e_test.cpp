@@ -63,7 +63,12 @@ std::map<std::int64_t, Span> step_spans(const fs::path& run_dir, const fs::path&
   return spans;
 }
 
-std::vector<Json> ops_of(const Json& trace);
+std::vector<Json> ops_of(const Json& trace) {
+  std::vector<Json> ops;
+  for (const auto& e : trace["traceEvents"])
+    if (e["ph"] == "X") ops.push_back(e);
+  return ops;
+}
 
 /// Whether the examples' LibTorch has Kineto, so that a capture must also
 /// leave LibTorch's own trace: scripts/torch2.sh says so of pip's LibTorch
@@ -106,13 +111,6 @@ void expect_kineto_trace_of(const fs::path& kineto, const Json& traceml_profile,
   EXPECT_GT(cpu_ops, 0u);
   EXPECT_EQ(addmm, traceml_addmm) << "the same capture's Linear layers";
   EXPECT_GE(addmm, std::size_t(3 * (last - first + 1)));
-}
-
-std::vector<Json> ops_of(const Json& trace) {
-  std::vector<Json> ops;
-  for (const auto& e : trace["traceEvents"])
-    if (e["ph"] == "X") ops.push_back(e);
-  return ops;
 }
 
 TEST(ProfileE2E, ProfileStepsWritesTheOperatorsOfThoseSteps) {
