@@ -1,13 +1,14 @@
 # Checks on the LibTorch that find_package(Torch) found, shared by traceml's
-# own build (TracemlTorch.cmake) and the examples built on their own against
-# an installed traceml (examples/CMakeLists.txt, scripts/torch2.sh).
+# own build (TracemlTorch.cmake) and the installed package, for a consumer's
+# LibTorch (tracemlConfig.cmake; the examples built on their own use it).
 
 # traceml_check_torch_libraries(): LibTorch's CMake package looks for its
 # libraries in the default places before its own lib/ folder, so with a
 # CMAKE_PREFIX_PATH that names only the pip wheel's torch/share/cmake, a
 # machine that also has Debian's libtorch-dev links Debian's libtorch.so and
-# libc10.so with the wheel's headers and libtorch_cuda.so: it may build, then
-# crash. Stops the configure with the fix instead.
+# libc10.so with the wheel's headers and libtorch_cuda.so; whether that runs
+# depends on which library each symbol comes from at run time. Stops the
+# configure with the fix instead.
 function(traceml_check_torch_libraries)
   if(NOT TORCH_INSTALL_PREFIX)
     return()
